@@ -1,0 +1,113 @@
+"""LSTM with standard gates (order i, f, g, o as in torch.nn.LSTM), input projection hoisted.
+
+xp = xs @ W_ih.T + b                                   (T, B, 4H)
+i, f, g, o = split(xp_t + h @ W_hh.T, 4)               each (B, H)
+c' = sigmoid(f) * c + sigmoid(i) * tanh(g);  h' = sigmoid(o) * tanh(c')
+loss = sum(ys * wy) + sum(h_T * wh) + sum(c_T * wc)
+Canonical parameters: W_ih (4H, I), W_hh (4H, H), b (4H). (h0, c0) require grad (a pytree carry
+whose initial value is trainable, the other side of BUGS.md §1).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from rnnbench.model import Case, Model
+from rnnbench_models._data import rng_for, uniform
+
+
+def prologue(ops, params, xs):
+    return ops.linear(xs, params["W_ih"], params["b"])
+
+
+def step(ops, params, carry, xp_t):
+    h, c = carry
+    i, f, g, o = ops.split(xp_t + ops.linear(h, params["W_hh"]), 4)
+    c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
+    h = ops.sigmoid(o) * ops.tanh(c)
+    return (h, c), h
+
+
+def loss(ops, consts, ys, carry):
+    h, c = carry
+    return ops.sum(ys * consts["wy"]) + ops.sum(h * consts["wh"]) + ops.sum(c * consts["wc"])
+
+
+def make_case(sizes: Mapping[str, int], seed: int) -> Case:
+    rng = rng_for("lstm", seed)
+    T, B, I, H = sizes["T"], sizes["B"], sizes["I"], sizes["H"]
+    k = 1.0 / np.sqrt(H)
+    return Case(
+        model="lstm",
+        sizes=dict(sizes),
+        seed=seed,
+        params={
+            "W_ih": uniform(rng, (4 * H, I), k),
+            "W_hh": uniform(rng, (4 * H, H), k),
+            "b": uniform(rng, (4 * H,), k),
+        },
+        carry0=(uniform(rng, (B, H), 0.5), uniform(rng, (B, H), 0.5)),
+        xs=uniform(rng, (T, B, I)),
+        length=T,
+        consts={"wy": uniform(rng, (T, B, H)), "wh": uniform(rng, (B, H)), "wc": uniform(rng, (B, H))},
+        carry0_requires_grad=(True, True),
+    )
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def oracle(case: Case) -> dict[str, np.ndarray]:
+    """Hand-derived float64 BPTT through the gates."""
+    p, xs, k = case.params, case.xs, case.consts
+    W_ih, W_hh, b = p["W_ih"], p["W_hh"], p["b"]
+    h, c = case.carry0
+    hs, cs, gates = [h], [c], []
+    for x in xs:
+        zi, zf, zg, zo = np.split(x @ W_ih.T + b + hs[-1] @ W_hh.T, 4, axis=-1)
+        i, f, g, o = _sigmoid(zi), _sigmoid(zf), np.tanh(zg), _sigmoid(zo)
+        cs.append(f * cs[-1] + i * g)
+        hs.append(o * np.tanh(cs[-1]))
+        gates.append((i, f, g, o))
+    dW_ih, dW_hh, db = np.zeros_like(W_ih), np.zeros_like(W_hh), np.zeros_like(b)
+    dh, dc = k["wh"].copy(), k["wc"].copy()
+    for t in range(case.length - 1, -1, -1):
+        i, f, g, o = gates[t]
+        dh = dh + k["wy"][t]
+        tc = np.tanh(cs[t + 1])
+        do = dh * tc
+        dc = dc + dh * o * (1.0 - tc**2)
+        dz = np.concatenate(
+            [dc * g * i * (1 - i), dc * cs[t] * f * (1 - f), dc * i * (1 - g**2), do * o * (1 - o)], axis=-1
+        )
+        dW_ih += dz.T @ xs[t]
+        dW_hh += dz.T @ hs[t]
+        db += dz.sum(axis=0)
+        dh = dz @ W_hh
+        dc = dc * f
+    grads = {"W_ih": dW_ih, "W_hh": dW_hh, "b": db}
+    if case.carry0_requires_grad[0]:
+        grads["carry0.h"] = dh
+    if case.carry0_requires_grad[1]:
+        grads["carry0.c"] = dc
+    return grads
+
+
+MODELS = (
+    Model(
+        name="lstm",
+        summary="LSTM (i,f,g,o), hoisted input projection, (h, c) carry with grad",
+        carry_names=("h", "c"),
+        default_sizes={"T": 16, "B": 4, "I": 8, "H": 16},
+        make_case=make_case,
+        step=step,
+        loss=loss,
+        prologue=prologue,
+        oracle=oracle,
+        oracle_kind="hand_bptt",
+        kind="lstm",
+    ),
+)

@@ -1,0 +1,86 @@
+"""Elman RNN with tanh, input projection hoisted out of the loop.
+
+xp = xs @ W_ih.T + b                      (T, B, H), one matmul for all steps
+h_t = tanh(xp_t + h_{t-1} @ W_hh.T)       (B, H)
+loss = sum(ys * wy) + sum(h_T * wh)       wy: (T, B, H), wh: (B, H) fixed random weights
+Canonical parameters: W_ih (H, I), W_hh (H, H), b (H). h0 does not require grad.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from rnnbench.model import Case, Model
+from rnnbench_models._data import rng_for, uniform
+
+
+def prologue(ops, params, xs):
+    return ops.linear(xs, params["W_ih"], params["b"])
+
+
+def step(ops, params, carry, xp_t):
+    (h,) = carry
+    h = ops.tanh(xp_t + ops.linear(h, params["W_hh"]))
+    return (h,), h
+
+
+def loss(ops, consts, ys, carry):
+    return ops.sum(ys * consts["wy"]) + ops.sum(carry[0] * consts["wh"])
+
+
+def make_case(sizes: Mapping[str, int], seed: int) -> Case:
+    rng = rng_for("rnn", seed)
+    T, B, I, H = sizes["T"], sizes["B"], sizes["I"], sizes["H"]
+    k = 1.0 / np.sqrt(H)  # torch.nn.RNN's default init range
+    return Case(
+        model="rnn",
+        sizes=dict(sizes),
+        seed=seed,
+        params={"W_ih": uniform(rng, (H, I), k), "W_hh": uniform(rng, (H, H), k), "b": uniform(rng, (H,), k)},
+        carry0=(uniform(rng, (B, H), 0.5),),
+        xs=uniform(rng, (T, B, I)),
+        length=T,
+        consts={"wy": uniform(rng, (T, B, H)), "wh": uniform(rng, (B, H))},
+        carry0_requires_grad=(False,),
+    )
+
+
+def oracle(case: Case) -> dict[str, np.ndarray]:
+    """Hand-derived float64 BPTT."""
+    p, xs, c = case.params, case.xs, case.consts
+    W_ih, W_hh, b = p["W_ih"], p["W_hh"], p["b"]
+    hs = [case.carry0[0]]
+    for x in xs:
+        hs.append(np.tanh(x @ W_ih.T + b + hs[-1] @ W_hh.T))
+    dW_ih, dW_hh, db = np.zeros_like(W_ih), np.zeros_like(W_hh), np.zeros_like(b)
+    dh = c["wh"].copy()
+    for t in range(case.length - 1, -1, -1):
+        dh = dh + c["wy"][t]
+        dz = dh * (1.0 - hs[t + 1] ** 2)  # (B, H)
+        dW_ih += dz.T @ xs[t]
+        dW_hh += dz.T @ hs[t]
+        db += dz.sum(axis=0)
+        dh = dz @ W_hh
+    grads = {"W_ih": dW_ih, "W_hh": dW_hh, "b": db}
+    if case.carry0_requires_grad and case.carry0_requires_grad[0]:
+        grads["carry0.h"] = dh
+    return grads
+
+
+MODELS = (
+    Model(
+        name="rnn",
+        summary="Elman RNN, tanh, hoisted input projection",
+        carry_names=("h",),
+        default_sizes={"T": 16, "B": 4, "I": 8, "H": 16},
+        make_case=make_case,
+        step=step,
+        loss=loss,
+        prologue=prologue,
+        oracle=oracle,
+        oracle_kind="hand_bptt",
+        kind="elman_tanh",
+    ),
+)

@@ -1,0 +1,1 @@
+"""Gradient checking: the one tolerance policy, finite differences, and the per-parameter verdict."""

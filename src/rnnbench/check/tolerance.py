@@ -1,0 +1,56 @@
+"""The one tolerance policy. Every comparison in rnnbench (CLI, asv, pytest) goes through here.
+
+Error metric (see compare.py): for each compared input p,
+    err_p = max_i |g_i - r_i| / max(max_i |r_i|, SCALE_FLOOR * G)
+where r is the float64 oracle and G is the largest |r| over all inputs of the case. Normwise
+relative error, not elementwise: in a sum of many products an entry's absolute error is set by the
+magnitudes summed, not by the entry, so small entries have large elementwise error in a correct
+computation. SCALE_FLOOR keeps an input whose true gradient is ~0 (the initial iterate of a
+converged Newton iteration) from turning roundoff into an infinite relative error, while a wrong
+gradient of O(G) still shows as err >= 1/SCALE_FLOOR-scaled, i.e. far beyond any tolerance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCALE_FLOOR = 1e-3
+
+# eps: float64 1.1e-16, float32 6.0e-8 (unit roundoff), bfloat16 3.9e-3.
+_MAX_REL_ERROR = {
+    # Analytic oracle, float64 driver: roundoff grows with trip count and the conditioning of the
+    # recurrence (~T * cond * eps). Measured max over all models and drivers at default sizes:
+    # see README "Tolerances". 1e-9 leaves ~4 decades of margin; any real bug measured so far
+    # (BUGS.md §1: 3e-1, §3: 1e-2) is >= 1e-3.
+    ("float64", "analytic"): 1e-9,
+    # Finite-difference oracle (5-point stencil, h=1e-3): truncation ~h^4 f^(5) and cancellation
+    # ~eps/h dominate, ~1e-11 relative on our cases; 1e-6 covers steeper user functions.
+    ("float64", "finite_differences"): 1e-6,
+    # float32 drivers vs the float64 oracle on the float32-rounded inputs: ~T * cond * 6e-8; the
+    # worst measured case (taylor_expm, K=12, ||A||~2) sits near 1e-5. JAX's check_grads uses 2e-3.
+    ("float32", "analytic"): 1e-4,
+    ("float32", "finite_differences"): 1e-4,
+    # bfloat16 (8-bit mantissa): single roundings are 4e-3; accumulation over steps goes beyond.
+    ("bfloat16", "analytic"): 5e-2,
+    ("bfloat16", "finite_differences"): 5e-2,
+}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    max_rel_error: float
+    scale_floor: float
+    dtype: str
+    oracle: str
+
+
+def tolerance(dtype: str, oracle_kind: str, device: str = "cpu") -> Tolerance:
+    """Tolerance for a driver running at `dtype` on `device`, checked against an oracle of
+    `oracle_kind` ("finite_differences" or any analytic kind). Device does not change the policy
+    today: CUDA float32 matmuls may use TF32, which the drivers disable (torch
+    allow_tf32=False, jax precision 'highest') rather than loosening tolerances."""
+    kind = "finite_differences" if oracle_kind == "finite_differences" else "analytic"
+    try:
+        return Tolerance(_MAX_REL_ERROR[(dtype, kind)], SCALE_FLOOR, dtype, kind)
+    except KeyError:
+        raise ValueError(f"no tolerance defined for dtype {dtype!r}") from None

@@ -1,0 +1,89 @@
+"""Shared plumbing for the torch drivers: canonical numpy <-> tensors, and the Prepared they share."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from rnnbench.drivers.base import Prepared, flat_inputs, module_available, package_versions
+from rnnbench.model import Case, Model
+
+available = module_available("torch")
+versions = package_versions("torch", "numpy")
+
+
+def torch_dtype(dtype: str):
+    import torch
+
+    return {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+
+
+def as_tensors(arrays: Mapping[str, np.ndarray], dtype: str, device: str, wrt: list[str]) -> dict[str, Any]:
+    """Leaf tensors by canonical name; those named in `wrt` require grad."""
+    import torch
+
+    out = {}
+    for name, value in arrays.items():
+        t = torch.tensor(np.asarray(value), dtype=torch_dtype(dtype), device=device)
+        out[name] = t.requires_grad_(name in wrt)
+    return out
+
+
+def model_tensors(model: Model, case: Case, dtype: str, device: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """(inputs by canonical name, consts, names whose gradients are compared)."""
+    wrt = case.wrt_names(model.carry_names)
+    return (
+        as_tensors(flat_inputs(model, case), dtype, device, wrt),
+        as_tensors(case.consts, dtype, device, []),
+        wrt,
+    )
+
+
+def block(result: Any) -> None:
+    """torch CPU ops are synchronous; CUDA work is queued, so wait for the device."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def to_numpy(t) -> np.ndarray | None:
+    return None if t is None else t.detach().to("cpu").double().numpy()
+
+
+def prepared_from_loss(
+    loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any], wrt: list[str], settings: Mapping[str, Any]
+) -> Prepared:
+    """Prepared for a torch loss function of the inputs dict; gradients are read from `.grad`.
+    forward runs under no_grad (inference); forward_backward builds the graph and back-propagates."""
+    import torch
+
+    def forward_backward():
+        for name in wrt:
+            inputs[name].grad = None
+        loss = loss_fn(inputs)
+        loss.backward()
+        return loss
+
+    def loss_and_grads():
+        loss = forward_backward()
+        return float(loss.detach()), {name: to_numpy(inputs[name].grad) for name in wrt}
+
+    def forward():
+        with torch.no_grad():
+            return loss_fn(inputs)
+
+    return Prepared(loss_and_grads, forward, forward_backward, block, dict(settings))
+
+
+def compile_settings() -> dict[str, Any]:
+    """Start each compiled driver from a clean dynamo state; return the settings to record.
+
+    dynamo caches compiled code per code object: without a reset, the second model compiled in one
+    process would hit the recompile limit and silently run eager. fullgraph=True (at the call
+    sites) turns any graph break into an error instead of a silent eager fallback."""
+    import torch
+
+    torch._dynamo.reset()
+    return {"backend": "inductor", "fullgraph": True}

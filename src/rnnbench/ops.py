@@ -1,0 +1,94 @@
+"""One op namespace per framework, so a model's step is written once and runs on numpy, torch and jax.
+
+Each namespace maps a small vocabulary onto the framework's own (fused where it has one) functions;
+the lookup happens once when a driver builds its step, so a step pays nothing per call for the
+indirection beyond a Python attribute access that the compilers trace away.
+"""
+
+from __future__ import annotations
+
+import types
+from functools import lru_cache
+from typing import Any, Callable
+
+Ops = types.SimpleNamespace
+"""Fields: name, tanh, sigmoid, exp, sin, cos, matmul, linear, split, stack, sum, zeros_like,
+ones_like, eye, transpose. Array arguments are the framework's own arrays."""
+
+
+@lru_cache(maxsize=None)
+def numpy_ops() -> Ops:
+    import numpy as np
+
+    def sigmoid(x: Any) -> Any:
+        # tanh form: no overflow warning for large |x|, exact to float64 rounding.
+        return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+    return Ops(
+        name="numpy",
+        tanh=np.tanh,
+        sigmoid=sigmoid,
+        exp=np.exp,
+        sin=np.sin,
+        cos=np.cos,
+        matmul=np.matmul,
+        linear=lambda x, w, b=None: x @ w.T if b is None else x @ w.T + b,
+        split=lambda x, n: tuple(np.split(x, n, axis=-1)),
+        stack=lambda xs: np.stack(xs, axis=0),
+        sum=np.sum,
+        zeros_like=np.zeros_like,
+        ones_like=np.ones_like,
+        eye=lambda n, like: np.eye(n, dtype=like.dtype),
+        transpose=lambda x: np.swapaxes(x, -1, -2),
+    )
+
+
+@lru_cache(maxsize=None)
+def torch_ops() -> Ops:
+    import torch
+    import torch.nn.functional as F
+
+    return Ops(
+        name="torch",
+        tanh=torch.tanh,
+        sigmoid=torch.sigmoid,
+        exp=torch.exp,
+        sin=torch.sin,
+        cos=torch.cos,
+        matmul=torch.matmul,
+        linear=F.linear,  # fused x @ w.T + b (addmm)
+        split=lambda x, n: torch.chunk(x, n, dim=-1),
+        stack=lambda xs: torch.stack(xs, dim=0),
+        sum=torch.sum,
+        zeros_like=torch.zeros_like,
+        ones_like=torch.ones_like,
+        eye=lambda n, like: torch.eye(n, dtype=like.dtype, device=like.device),
+        transpose=lambda x: x.transpose(-1, -2),
+    )
+
+
+@lru_cache(maxsize=None)
+def jax_ops() -> Ops:
+    import jax
+    import jax.numpy as jnp
+
+    return Ops(
+        name="jax",
+        tanh=jnp.tanh,
+        sigmoid=jax.nn.sigmoid,
+        exp=jnp.exp,
+        sin=jnp.sin,
+        cos=jnp.cos,
+        matmul=jnp.matmul,
+        linear=lambda x, w, b=None: x @ w.T if b is None else x @ w.T + b,
+        split=lambda x, n: tuple(jnp.split(x, n, axis=-1)),
+        stack=lambda xs: jnp.stack(xs, axis=0),
+        sum=jnp.sum,
+        zeros_like=jnp.zeros_like,
+        ones_like=jnp.ones_like,
+        eye=lambda n, like: jnp.eye(n, dtype=like.dtype),
+        transpose=lambda x: jnp.swapaxes(x, -1, -2),
+    )
+
+
+OPS_BY_NAME: dict[str, Callable[[], Ops]] = {"numpy": numpy_ops, "torch": torch_ops, "jax": jax_ops}
