@@ -9,7 +9,10 @@ from rnnbench.model import Case, Model
 from rnnbench.ops import torch_ops
 
 
-def scan_loss(model: Model, case: Case, consts):
+def scan_loss(model: Model, case: Case, consts, clone_carry: bool = False):
+    """clone_carry: clone every carry leaf as well as y. Under inductor (torch 2.13.0) cloning y
+    alone still fails with "scan might be aliasing the input or the output!" because the clone is
+    optimised away and y aliases the carry again; eager needs only the y clone."""
     import torch
     from torch._higher_order_ops.scan import scan
 
@@ -27,7 +30,9 @@ def scan_loss(model: Model, case: Case, consts):
         def combine(carry, x):
             new_carry, y = model.step(ops, params, carry, x if has_xs else None)
             # scan forbids outputs aliasing inputs or each other (y is often a carry leaf).
-            new_carry = tuple(n.clone() if any(n is c for c in carry) else n for n in new_carry)
+            new_carry = tuple(
+                n.clone() if clone_carry or any(n is c for c in carry) else n for n in new_carry
+            )
             return new_carry, y.clone()
 
         carry, ys = scan(combine, tuple(carry0), xs)

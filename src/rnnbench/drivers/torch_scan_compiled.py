@@ -18,8 +18,9 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
     settings = _torch.compile_settings()
     torch._dynamo.config.capture_scalar_outputs = True
     settings["torch._dynamo.config.capture_scalar_outputs"] = True
+    settings["clone_carry"] = True
     inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
-    compiled = torch.compile(scan_loss(model, case, consts), backend="inductor", fullgraph=True)
+    compiled = torch.compile(scan_loss(model, case, consts, clone_carry=True), backend="inductor", fullgraph=True)
     return _torch.prepared_from_loss(compiled, inputs, wrt, settings)
 
 

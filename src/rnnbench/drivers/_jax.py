@@ -1,0 +1,72 @@
+"""Shared plumbing for the jax and flax drivers.
+
+jax computes float32 unless x64 is enabled, so it is enabled before any array is made; matmul
+precision is pinned to "highest" so GPU float32 matmuls do not silently drop to TF32/bf16 passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from rnnbench.drivers.base import Prepared, flat_inputs, module_available, package_versions
+from rnnbench.model import Case, Model
+
+available = module_available("jax")
+versions = package_versions("jax", "jaxlib", "numpy")
+
+SETTINGS = {"jax_enable_x64": True, "jax_default_matmul_precision": "highest"}
+
+
+def configure() -> None:
+    import jax
+
+    for key, value in SETTINGS.items():
+        jax.config.update(key, value)
+
+
+def device_for(device: str):
+    import jax
+
+    return jax.devices("gpu" if device == "cuda" else "cpu")[0]
+
+
+def model_arrays(model: Model, case: Case, dtype: str, device: str):
+    """(differentiated inputs, other inputs, consts) as jax arrays by canonical name."""
+    import jax
+    import jax.numpy as jnp
+
+    configure()
+    dev = device_for(device)
+    jdtype = {"float64": jnp.float64, "float32": jnp.float32, "bfloat16": jnp.bfloat16}[dtype]
+    wrt = case.wrt_names(model.carry_names)
+
+    def put(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        return {k: jax.device_put(jnp.asarray(v, dtype=jdtype), dev) for k, v in arrays.items()}
+
+    flat = flat_inputs(model, case)
+    diff = put({k: v for k, v in flat.items() if k in wrt})
+    rest = put({k: v for k, v in flat.items() if k not in wrt})
+    return diff, rest, put(case.consts)
+
+
+def prepared_from_loss(loss_fn: Callable[[dict, dict], Any], diff: dict, rest: dict, settings: Mapping[str, Any]) -> Prepared:
+    """Prepared for loss_fn(diff, rest) -> scalar: jit of the loss (forward) and of
+    value_and_grad w.r.t. `diff` (forward+backward). The first call traces and compiles."""
+    import jax
+
+    forward_jit = jax.jit(loss_fn)
+    value_and_grad = jax.jit(jax.value_and_grad(loss_fn))
+
+    def loss_and_grads():
+        loss, grads = jax.block_until_ready(value_and_grad(diff, rest))
+        return float(loss), {k: np.asarray(v, dtype=np.float64) for k, v in grads.items()}
+
+    return Prepared(
+        loss_and_grads,
+        lambda: forward_jit(diff, rest),
+        lambda: value_and_grad(diff, rest),
+        jax.block_until_ready,
+        {**SETTINGS, **settings},
+    )

@@ -1,0 +1,69 @@
+"""flax.linen: the model's step as a cell lifted with nn.scan (the transform nn.RNN is built on).
+
+The recurrence module owns the canonical parameters (self.param); the scanned cell receives them
+broadcast, as flax RNN layers do. Gradients come back in canonical layout because the parameter
+tree *is* the canonical dict."""
+
+from __future__ import annotations
+
+from rnnbench.drivers import _jax
+from rnnbench.drivers.base import Driver, Prepared, module_available, package_versions, unflatten
+from rnnbench.model import Case, Model
+from rnnbench.ops import jax_ops
+
+
+def recurrence_module(model: Model, case: Case):
+    import flax.linen as nn
+    import jax.numpy as jnp
+
+    ops = jax_ops()
+
+    class StepCell(nn.Module):
+        @nn.compact
+        def __call__(self, carry, params, x):
+            return model.step(ops, params, carry, x if case.xs is not None else None)
+
+    class Recurrence(nn.Module):
+        @nn.compact
+        def __call__(self, carry0, xs):
+            params = {k: self.param(k, lambda rng, s=v.shape: jnp.zeros(s)) for k, v in case.params.items()}
+            if xs is not None and model.prologue is not None:
+                xs = model.prologue(ops, params, xs)
+            if xs is None:  # nn.scan needs something to scan over; the cell ignores it
+                xs = jnp.zeros((case.length, 1), dtype=carry0[0].dtype)
+            scanned = nn.scan(
+                StepCell,
+                variable_broadcast="params",
+                split_rngs={"params": False},
+                in_axes=(nn.broadcast, 0),
+                out_axes=0,
+                length=case.length,
+            )
+            return scanned()(tuple(carry0), params, xs)
+
+    return Recurrence()
+
+
+def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
+    diff, rest, consts = _jax.model_arrays(model, case, dtype, device)
+    ops = jax_ops()
+    module = recurrence_module(model, case)
+
+    def loss_fn(diff, rest):
+        params, carry0, xs = unflatten(model, case, {**diff, **rest})
+        carry, ys = module.apply({"params": params}, carry0, xs)
+        return model.loss(ops, consts, ys, carry)
+
+    return _jax.prepared_from_loss(loss_fn, diff, rest, {"flax": "linen nn.scan"})
+
+
+DRIVER = Driver(
+    name="flax_scan",
+    framework="flax",
+    summary="flax.linen nn.scan of the model's step as a cell",
+    prepare=prepare,
+    available=module_available("flax"),
+    versions=package_versions("flax", "jax", "jaxlib"),
+    compiled=True,
+    dtypes=("float64", "float32", "bfloat16"),
+)
