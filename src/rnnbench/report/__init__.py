@@ -1,0 +1,1 @@
+"""Reports read records only; they never import models or drivers."""

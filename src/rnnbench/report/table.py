@@ -1,0 +1,76 @@
+"""Plain-text table of records, and the detailed reports of rows that are not ok."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+
+def _ms(t: dict | None) -> str:
+    if not t:
+        return "-"
+    return f"{t['median_ms']:.3g} [{t['q1_ms']:.3g}-{t['q3_ms']:.3g}]"
+
+
+def _err(rec: dict) -> str:
+    e = rec.get("max_rel_error")
+    return "-" if e is None else f"{e:.1e}"
+
+
+def _first(rec: dict) -> str:
+    s = rec.get("first_call_s")
+    return "-" if s is None or s != s else f"{s:.2f}"
+
+
+COLUMNS = ("model", "driver", "dtype", "status", "max rel err", "fwd+bwd ms [IQR]", "fwd ms [IQR]", "first call s")
+
+
+def rows(records: Iterable[dict[str, Any]]) -> list[tuple[str, ...]]:
+    out = []
+    for r in records:
+        if r["status"] == "unavailable":
+            continue
+        ok = r["status"] == "ok"  # speed numbers only for rows whose gradients agree
+        out.append(
+            (
+                r["model"],
+                r["driver"],
+                r["dtype"],
+                r["status"],
+                _err(r),
+                _ms(r.get("fwd_bwd")) if ok else "-",
+                _ms(r.get("fwd")) if ok else "-",
+                _first(r) if ok else "-",
+            )
+        )
+    return out
+
+
+def format_table(records: list[dict[str, Any]]) -> str:
+    body = rows(records)
+    widths = [max(len(c), *(len(row[i]) for row in body)) if body else len(c) for i, c in enumerate(COLUMNS)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+    text = [line(COLUMNS), line(tuple("-" * w for w in widths))] + [line(r) for r in body]
+    unavailable = defaultdict(list)
+    for r in records:
+        if r["status"] == "unavailable":
+            unavailable[(r["driver"], r.get("reason", ""))].append(r["model"])
+    for (driver, reason), models in sorted(unavailable.items()):
+        text.append(f"unavailable: {driver} on {len(models)} model(s) ({reason})")
+    return "\n".join(text)
+
+
+def failure_reports(records: list[dict[str, Any]]) -> str:
+    """The readable report of every row that is neither ok nor unavailable."""
+    parts = []
+    for r in records:
+        if r["status"] not in ("ok", "unavailable"):
+            parts.append(f"== {r['model']} / {r['driver']} / {r['dtype']}: {r['status']}\n{r.get('report', '').rstrip()}")
+    return "\n\n".join(parts)
+
+
+def summary(records: list[dict[str, Any]]) -> str:
+    counts: dict[str, int] = defaultdict(int)
+    for r in records:
+        counts[r["status"]] += 1
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))

@@ -1,0 +1,1 @@
+"""Running rows: timing, one row in-process, worker processes, and the orchestrating runner."""

@@ -1,0 +1,172 @@
+"""One row, in this process: build the case, check gradients against the oracle, then (only if
+they agree) time forward and forward+backward. Returns a plain-data record."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from rnnbench import record
+from rnnbench.check.compare import InputError, compare_grads, describe, loss_rel_error, verdict
+from rnnbench.check.finite_diff import oracle_grads
+from rnnbench.check.tolerance import Tolerance, tolerance
+from rnnbench.drivers.base import Driver, Prepared
+from rnnbench.model import Case, Model, reference_loss
+from rnnbench.run.timing import TimingConfig, measure, timed_call
+
+
+@dataclass(frozen=True)
+class Job:
+    """A row to run, as plain data (it crosses process boundaries as JSON)."""
+
+    model: str
+    driver: str
+    dtype: str = "float32"
+    device: str = "cpu"
+    sizes: dict[str, int] = field(default_factory=dict)  # overrides of the model's defaults
+    seed: int = 0
+    threads: int = 1
+    timing: TimingConfig = TimingConfig()
+    time: bool = True  # False: check gradients only
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Job":
+        return cls(**{**d, "timing": TimingConfig(**d.get("timing", {}))})
+
+
+@dataclass
+class Check:
+    """Outcome of the staged check: forward loss, then presence, then agreement of gradients."""
+
+    status: str
+    oracle_kind: str
+    tolerance: Tolerance
+    loss: float = float("nan")
+    reference_loss: float = float("nan")
+    loss_error: float = float("nan")
+    errors: list[InputError] = field(default_factory=list)
+    first_call_s: float = float("nan")
+    report: str = ""
+
+    @property
+    def max_rel_error(self) -> float:
+        return max((e.max_rel_error for e in self.errors), default=0.0)
+
+
+COMPILE_ERROR_MODULES = ("torch._dynamo", "torch._inductor", "torch._higher_order_ops", "jax.errors", "jax._src.errors")
+
+
+def is_compile_error(exc: BaseException) -> bool:
+    """Errors raised while tracing/compiling (dynamo, inductor, jax tracing), judged by where the
+    exception class lives, anywhere in the cause chain."""
+    seen = exc
+    while seen is not None:
+        if type(seen).__module__.startswith(COMPILE_ERROR_MODULES):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def check_gradients(model: Model, driver: Driver, case: Case, dtype: str, device: str) -> tuple[Check, Optional[Prepared]]:
+    """Prepare the driver, run loss_and_grads once (timing it: the first call compiles) and
+    compare with the oracle. Never raises for driver failures: they become the status."""
+    want, kind = oracle_grads(model, case)
+    tol = tolerance(dtype, kind, device)
+    result = Check(status="error", oracle_kind=kind, tolerance=tol)
+    try:
+        prepared = driver.prepare(model, case, dtype, device)
+        (loss, grads), result.first_call_s = timed_call(prepared.loss_and_grads)
+    except Exception as exc:  # a driver failure is a result, not a crash of the suite
+        result.status = "compile_error" if driver.compiled and is_compile_error(exc) else "error"
+        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        result.report = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}\n" + "".join(tb[-6:])
+        return result, None
+    names = case.wrt_names(model.carry_names)
+    result.loss = loss
+    result.reference_loss = reference_loss(model, case)
+    result.loss_error = loss_rel_error(loss, result.reference_loss)
+    result.errors = compare_grads(grads, want, names, tol)
+    result.status = verdict(result.loss_error, result.errors, tol)
+    result.report = describe(result.errors, result.loss_error, tol)
+    return result, prepared
+
+
+def run_row(job: Job) -> dict[str, Any]:
+    """The full row: availability, gradient check, timing. Returns the record."""
+    from rnnbench import registry
+
+    model, driver = registry.get_model(job.model), registry.get_driver(job.driver)
+    sizes = model.sizes_with_defaults(job.sizes)
+    base = {
+        "schema": record.SCHEMA,
+        "model": job.model,
+        "driver": job.driver,
+        "framework": driver.framework,
+        "environment_name": driver.environment,
+        "anchor": driver.anchor,
+        "dtype": job.dtype,
+        "device": job.device,
+        "sizes": sizes,
+        "seed": job.seed,
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": record.machine(),
+    }
+    reason = unavailable_reason(model, driver, job)
+    if reason is not None:
+        return {**base, "status": "unavailable", "reason": reason}
+    case = model.make_case(sizes, job.seed).rounded_to(job.dtype)
+    chk, prepared = check_gradients(model, driver, case, job.dtype, job.device)
+    rec = {
+        **base,
+        "status": chk.status,
+        "oracle_kind": chk.oracle_kind,
+        "tolerance": chk.tolerance.max_rel_error,
+        "loss": chk.loss,
+        "reference_loss": chk.reference_loss,
+        "loss_rel_error": chk.loss_error,
+        "max_rel_error": chk.max_rel_error if chk.errors else None,
+        "grad_errors": [e.to_dict() for e in chk.errors],
+        "first_call_s": chk.first_call_s,
+        "report": chk.report,
+        "environment": record.environment(job.threads, driver.versions(), dict(prepared.settings) if prepared else {}),
+    }
+    if chk.status == "ok" and job.time and prepared is not None:
+        # Speed numbers exist only for rows whose gradients agree with the oracle.
+        rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing).to_dict()
+        rec["fwd"] = measure(prepared.forward, prepared.block, job.timing).to_dict()
+    return rec
+
+
+def unavailable_reason(model: Model, driver: Driver, job: Job) -> Optional[str]:
+    reason = driver.available()
+    if reason is None and job.dtype not in driver.dtypes:
+        reason = f"dtype {job.dtype} not supported by {driver.name}"
+    if reason is None and job.device not in driver.devices:
+        reason = f"device {job.device} not supported by {driver.name}"
+    if reason is None:
+        reason = driver.supports(model)
+    if reason is None and job.device == "cuda":
+        reason = cuda_missing(driver)
+    return reason
+
+
+def cuda_missing(driver: Driver) -> Optional[str]:
+    if driver.framework == "torch":
+        import torch
+
+        return None if torch.cuda.is_available() else "no CUDA device visible to torch"
+    if driver.framework in ("jax", "flax"):
+        import jax
+
+        try:
+            jax.devices("gpu")
+            return None
+        except RuntimeError:
+            return "no GPU backend visible to jax"
+    return None
