@@ -92,6 +92,6 @@ def describe(errors: list[InputError], loss_error: float, tol: Tolerance) -> str
     lines = [f"loss rel error {loss_error:.3g} (tolerance {tol.max_rel_error:g}, {tol.dtype}, {tol.oracle} oracle)"]
     for e in errors:
         mark = "  " if e.status == "ok" else "!!"
-        where = f"at {list(e.index)}: got {e.got:.10g}, want {e.want:.10g}" if e.index or e.status != "ok" else ""
+        where = f"at {list(e.index)}: got {e.got:.10g}, want {e.want:.10g}" if e.index else ""
         lines.append(f"{mark} {e.name:<10} {e.status:<8} rel err {e.max_rel_error:.3g} {where} {e.detail}".rstrip())
     return "\n".join(lines)

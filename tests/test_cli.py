@@ -1,0 +1,76 @@
+"""The command line: bad input is one line on stderr with exit code 2; a real run writes records
+and prints the table; a failing row makes the exit code 1."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def rnnbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rnnbench.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["run", "--models", "nosuch"], "unknown model 'nosuch'"),
+        (["run", "--drivers", "nosuch"], "unknown driver 'nosuch'"),
+        (["run", "--dtypes", "float8"], "unknown dtype 'float8'"),
+        (["run", "--sizes", "T=0"], "must be positive"),
+        (["run", "--sizes", "T=-3"], "must be positive"),
+        (["run", "--sizes", "T=abc"], "not an integer"),
+        (["run", "--sizes", "Q=3"], "not used by any selected model"),
+        (["run", "--sizes", "T"], "not KEY=VALUE"),
+        (["run", "--device", "tpu"], "unknown device"),
+        (["run", "--threads", "0"], "must be positive"),
+        (["run", "--bogus-flag"], "unrecognized arguments"),
+        (["table", "/nonexistent/results.jsonl"], "does not exist"),
+        (["run", "--models", "rnn", "--out", "/proc/forbidden/x.jsonl"], "cannot write results file"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args: list[str], words: str) -> None:
+    proc = rnnbench(*args)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rnnbench: error:"), proc.stderr
+    assert words in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_corrupt_results_file_is_one_line_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"model": "rnn", "status": "ok"}\nnot json\n{"model": "rnn", "status": "ok"}\n')
+    proc = rnnbench("table", str(bad))
+    assert proc.returncode == 2 and "bad.jsonl:2" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_run_writes_records_and_table(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    proc = rnnbench("run", "--models", "rnn,newton_sqrt", "--drivers", "torch_loop,jax_lax_scan,torch_nn_rnn",
+                    "--budget", "0.05", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 6
+    by_key = {(r["model"], r["driver"]): r for r in records}
+    assert by_key[("newton_sqrt", "torch_nn_rnn")]["status"] == "unavailable"
+    ok = by_key[("rnn", "torch_nn_rnn")]
+    assert ok["status"] == "ok" and ok["fwd_bwd"]["median_ms"] > 0 and ok["fwd_bwd"]["repeats"] >= 5
+    assert ok["environment"]["versions"]["torch"].startswith("2.13.0")
+    assert ok["max_rel_error"] < ok["tolerance"]
+    assert "fwd+bwd ms" in proc.stdout and "rnn" in proc.stdout
+
+
+def test_timed_out_row_fails_the_run_and_has_no_speed(tmp_path: Path) -> None:
+    """A row that is not ok gets no speed number and fails the run: a per-row timeout shorter
+    than inductor's compile turns the row into "timeout" (the worker is killed, the run goes on)."""
+    out = tmp_path / "r.jsonl"
+    proc = rnnbench("run", "--models", "lstm", "--drivers", "torch_loop_compiled", "--timeout", "1", "--out", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rec = json.loads(out.read_text().splitlines()[0])
+    assert rec["status"] == "timeout" and "fwd_bwd" not in rec
+    assert "timeout" in proc.stdout
