@@ -27,7 +27,7 @@ def rnnbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
         (["run", "--sizes", "Q=3"], "not used by any selected model"),
         (["run", "--sizes", "T"], "not KEY=VALUE"),
         (["run", "--device", "tpu"], "unknown device"),
-        (["run", "--threads", "0"], "must be positive"),
+        (["run", "--threads", "0"], "must be a positive number"),
         (["run", "--bogus-flag"], "unrecognized arguments"),
         (["table", "/nonexistent/results.jsonl"], "does not exist"),
         (["run", "--models", "rnn", "--out", "/proc/forbidden/x.jsonl"], "cannot write results file"),

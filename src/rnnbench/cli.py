@@ -1,7 +1,7 @@
 """Command line: `rnnbench run` (the default comparison), `rnnbench list`, `rnnbench table`.
 
 Exit codes: 0 every row ok or unavailable; 1 some row failed its check or crashed; 2 bad input
-(one line on stderr, no traceback)."""
+(one line on stderr, no traceback, nothing written)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from rnnbench import record, registry
 from rnnbench.check.tolerance import tolerance
@@ -20,6 +20,20 @@ from rnnbench.run.timing import TimingConfig
 
 DTYPES = ("float32", "float64", "bfloat16")
 DEVICES = ("cpu", "cuda")
+
+# Defaults of `run`, also the keys a --config file may set.
+RUN_DEFAULTS: dict[str, Any] = {
+    "models": None,  # all
+    "drivers": None,  # all
+    "dtypes": "float32",
+    "device": "cpu",
+    "sizes": None,  # each model's defaults
+    "seed": 0,
+    "threads": len(os.sched_getaffinity(0)),
+    "budget": 0.5,
+    "timeout": 600.0,
+    "memory_limit_gb": None,
+}
 
 
 class UsageError(Exception):
@@ -47,6 +61,7 @@ def _sizes(value: Optional[str], models: list[str]) -> dict[str, int]:
         if not item.strip():
             continue
         key, sep, num = item.partition("=")
+        key = key.strip()
         if not sep:
             raise UsageError(f"size {item!r} is not KEY=VALUE (e.g. --sizes T=64,H=128)")
         try:
@@ -57,76 +72,174 @@ def _sizes(value: Optional[str], models: list[str]) -> dict[str, int]:
             raise UsageError(f"size {key}={n} must be positive")
         if not any(key in registry.get_model(m).default_sizes for m in models):
             raise UsageError(f"size {key!r} is not used by any selected model")
-        sizes[key.strip()] = n
+        sizes[key] = n
     return sizes
+
+
+def _shard(value: Optional[str]) -> Optional[tuple[int, int]]:
+    if value is None:
+        return None
+    i, sep, n = value.partition("/")
+    try:
+        i_, n_ = int(i), int(n)
+    except ValueError:
+        raise UsageError(f"--shard {value!r} is not I/N (e.g. --shard 2/4)") from None
+    if not sep or n_ <= 0 or not 1 <= i_ <= n_:
+        raise UsageError(f"--shard {value!r} needs 1 <= I <= N")
+    return i_, n_
+
+
+def _load_config(path: Optional[str]) -> dict[str, Any]:
+    if path is None:
+        return {}
+    import tomllib
+
+    try:
+        with open(path, "rb") as f:
+            config = tomllib.load(f)
+    except FileNotFoundError:
+        raise UsageError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
+    unknown = sorted(set(config) - set(RUN_DEFAULTS))
+    if unknown:
+        raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(RUN_DEFAULTS)}")
+    for key in ("models", "drivers", "dtypes"):  # lists are accepted as well as "a,b"
+        if isinstance(config.get(key), list):
+            config[key] = ",".join(map(str, config[key]))
+    if isinstance(config.get("sizes"), dict):
+        config["sizes"] = ",".join(f"{k}={v}" for k, v in config["sizes"].items())
+    return config
 
 
 def _parser() -> _Parser:
     p = _Parser(prog="rnnbench", description=__doc__)
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     run = sub.add_parser("run", help="check gradients and time every model x driver (the default)")
+    run.add_argument("--config", help="TOML file with any of: " + ", ".join(RUN_DEFAULTS))
     run.add_argument("--models", help="comma-separated model names (default: all)")
     run.add_argument("--drivers", help="comma-separated driver names (default: all)")
-    run.add_argument("--dtypes", default="float32", help=f"comma-separated, from {', '.join(DTYPES)} (default float32)")
-    run.add_argument("--device", default="cpu", help="cpu or cuda")
+    run.add_argument("--dtypes", help=f"comma-separated, from {', '.join(DTYPES)} (default float32)")
+    run.add_argument("--device", help="cpu (default) or cuda")
     run.add_argument("--sizes", help="overrides of model sizes, e.g. T=64,H=128")
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)), help="threads per framework")
-    run.add_argument("--budget", type=float, default=0.5, help="seconds of repeats per timed quantity")
-    run.add_argument("--timeout", type=float, default=600.0, help="seconds before a row is killed")
+    run.add_argument("--seed", type=int)
+    run.add_argument("--threads", type=int, help="threads per framework (default: all cores)")
+    run.add_argument("--budget", type=float, help="seconds of repeats per timed quantity (default 0.5)")
+    run.add_argument("--timeout", type=float, help="seconds before a row is killed (default 600)")
+    run.add_argument("--memory-limit-gb", dest="memory_limit_gb", type=float, help="address-space limit per worker")
     run.add_argument("--no-time", action="store_true", help="check gradients only")
+    run.add_argument("--shard", help="run only shard I of N of the row matrix, e.g. 2/4 (deterministic)")
     run.add_argument("--out", help="results file (JSON Lines; default results/run-<timestamp>.jsonl)")
+    run.add_argument("--resume", action="store_true", help="skip rows already recorded in --out")
     sub.add_parser("list", help="models and drivers, with availability here")
-    table = sub.add_parser("table", help="print the table of one or more results files")
+    table = sub.add_parser("table", help="print the table of one or more results files (several machines merge)")
     table.add_argument("files", nargs="+")
     return p
 
 
-def _jobs(args) -> list[Job]:
-    models = _names(args.models, list(registry.models()), "model")
-    drivers = _names(args.drivers, list(registry.drivers()), "driver")
-    dtypes = _names(args.dtypes, DTYPES, "dtype")
-    if args.device not in DEVICES:
-        raise UsageError(f"unknown device {args.device!r}; known: {', '.join(DEVICES)}")
-    if args.threads <= 0 or args.budget <= 0 or args.timeout <= 0:
-        raise UsageError("--threads, --budget and --timeout must be positive")
+def _settings(args) -> dict[str, Any]:
+    """RUN_DEFAULTS, overridden by the config file, overridden by flags given."""
+    settings = {**RUN_DEFAULTS, **_load_config(args.config)}
+    for key in RUN_DEFAULTS:
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
+    return settings
+
+
+def _check_drivers_runnable(names: list[str], explicit: bool) -> None:
+    """A driver named explicitly whose framework or environment is missing is bad input."""
+    from rnnbench.run import environments
+
+    if not explicit:
+        return
+    for name in names:
+        d = registry.get_driver(name)
+        reason = environments.get(d.environment).missing_reason()
+        if reason is None and d.environment == "main":
+            reason = d.available()
+            if reason:
+                reason += "; install it with `make venv`"
+        if reason:
+            raise UsageError(f"driver {name!r} cannot run here: {reason}")
+
+
+def _jobs(args, s: dict[str, Any]) -> list[Job]:
+    models = _names(s["models"], list(registry.models()), "model")
+    drivers = _names(s["drivers"], list(registry.drivers()), "driver")
+    dtypes = _names(s["dtypes"], DTYPES, "dtype")
+    if s["device"] not in DEVICES:
+        raise UsageError(f"unknown device {s['device']!r}; known: {', '.join(DEVICES)}")
+    for key in ("threads", "budget", "timeout"):
+        if not isinstance(s[key], (int, float)) or s[key] <= 0:
+            raise UsageError(f"{key} must be a positive number, got {s[key]!r}")
     for d in dtypes:
         tolerance(d, "analytic")
-    sizes = _sizes(args.sizes, models)
-    timing = TimingConfig(budget_s=args.budget)
-    return [
-        Job(m, d, dtype, args.device, sizes, args.seed, args.threads, timing, not args.no_time)
+    sizes = _sizes(s["sizes"], models)
+    _check_drivers_runnable(drivers, explicit=bool(s["drivers"]))
+    timing = TimingConfig(budget_s=float(s["budget"]))
+    jobs = [
+        Job(m, d, dtype, s["device"], sizes, int(s["seed"]), int(s["threads"]), timing, not args.no_time)
         for dtype in dtypes
         for m in models
         for d in drivers
     ]
+    shard = _shard(args.shard)
+    if shard:
+        i, n = shard
+        jobs = [j for k, j in enumerate(sorted(jobs, key=_job_key)) if k % n == i - 1]
+    return jobs
 
 
-def _out_path(value: Optional[str]) -> Path:
+def _job_key(job: Job) -> tuple:
+    from rnnbench.run.runner import row_key
+
+    model = registry.get_model(job.model)
+    return row_key({"model": job.model, "driver": job.driver, "environment_name": registry.get_driver(job.driver).environment,
+                    "dtype": job.dtype, "device": job.device, "sizes": model.sizes_with_defaults(job.sizes), "seed": job.seed})
+
+
+def _out_path(value: Optional[str], resume: bool) -> Path:
+    if resume and not value:
+        raise UsageError("--resume needs --out FILE (the results file to continue)")
     path = Path(value) if value else Path("results") / time.strftime("run-%Y%m%d-%H%M%S.jsonl")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a"):
-            pass
-    except OSError as exc:
-        raise UsageError(f"cannot write results file {path}: {exc.strerror}") from None
+    if resume and not path.is_file():
+        raise UsageError(f"--resume: results file {path} does not exist")
+    if path.is_dir():
+        raise UsageError(f"results file {path} is a directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        try:
+            parent.mkdir(parents=True)
+        except OSError as exc:
+            raise UsageError(f"cannot write results file {path}: {exc.strerror}") from None
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"cannot write results file {path}: permission denied")
     return path
 
 
 def _cmd_run(args) -> int:
-    from rnnbench.run.runner import run_jobs
+    from rnnbench.report.progress import Progress
+    from rnnbench.run.runner import Runner, row_key
 
-    jobs = _jobs(args)
-    out = _out_path(args.out)
+    s = _settings(args)
+    jobs = _jobs(args, s)
+    out = _out_path(args.out, args.resume)
+    skipped = 0
+    if args.resume:
+        if record.repair_truncated(out):
+            print(f"rnnbench: {out}: dropped a truncated last line (the interrupted row will run again)", file=sys.stderr)
+        done = {row_key(r) for r in record.load([out])}
+        before = len(jobs)
+        jobs = [j for j in jobs if _job_key(j) not in done]
+        skipped = before - len(jobs)
     start = time.perf_counter()
-    print(f"rnnbench: {len(jobs)} rows -> {out}", flush=True)
-
-    def progress(rec: dict) -> None:
-        err = rec.get("max_rel_error")
-        err_s = "" if err is None else f" max rel err {err:.1e}"
-        print(f"  {rec['model']:<18} {rec['driver']:<20} {rec['dtype']:<8} {rec['status']}{err_s}", flush=True)
-
-    records = run_jobs(jobs, out, args.timeout, progress)
+    print(f"rnnbench: {len(jobs)} rows -> {out}" + (f" ({skipped} already done, skipped)" if skipped else ""), flush=True)
+    progress = Progress(len(jobs))
+    runner = Runner(out, float(s["timeout"]), progress.start, progress.done, s["memory_limit_gb"])
+    records = runner.run(jobs)
+    progress.close()
+    if args.resume:
+        records = record.load([out])
     print()
     print(format_table(records))
     reports = failure_reports(records)
@@ -175,7 +288,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"rnnbench: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("rnnbench: interrupted; records written so far are kept", file=sys.stderr)
+        print("rnnbench: interrupted; records written so far are kept (continue with --resume --out FILE)", file=sys.stderr)
         return 130
 
 

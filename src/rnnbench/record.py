@@ -51,6 +51,19 @@ def append(path: Path, record: dict[str, Any]) -> None:
         os.fsync(f.fileno())
 
 
+def repair_truncated(path: Path) -> bool:
+    """Drop an incomplete last line (a run killed mid-write) so appending continues valid JSON
+    Lines. Returns True when a line was dropped. Rewrites atomically (temp file + rename)."""
+    text = Path(path).read_text()
+    if not text or text.endswith("\n"):
+        return False
+    keep = text[: text.rfind("\n") + 1]
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text(keep)
+    os.replace(tmp, path)
+    return True
+
+
 class CorruptRecords(ValueError):
     """A results file with a line that is not a record."""
 

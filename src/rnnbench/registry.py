@@ -1,12 +1,15 @@
 """Finds models (every module of `rnnbench_models`) and drivers (every module of `rnnbench.drivers`).
 
 Adding a model or a driver is adding a file: the CLI, the tests and the asv benchmarks all read
-these lists.
+these lists. Modules named in the environment variable RNNBENCH_PLUGINS (comma-separated import
+paths) are scanned too, so users can add their own models and drivers without editing the package;
+the variable is inherited by worker processes, so plugin drivers run isolated like any other.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 from functools import lru_cache
 
@@ -25,10 +28,18 @@ def _modules(package: str):
             yield importlib.import_module(f"{package}.{info.name}")
 
 
+def _plugins():
+    for name in filter(None, (n.strip() for n in os.environ.get("RNNBENCH_PLUGINS", "").split(","))):
+        try:
+            yield importlib.import_module(name)
+        except ImportError as exc:
+            raise UnknownName(f"cannot import plugin module {name!r} named in RNNBENCH_PLUGINS: {exc}") from None
+
+
 @lru_cache(maxsize=None)
 def models() -> dict[str, Model]:
     found: dict[str, Model] = {}
-    for module in _modules("rnnbench_models"):
+    for module in [*_modules("rnnbench_models"), *_plugins()]:
         for model in getattr(module, "MODELS", ()):
             if model.name in found:
                 raise RuntimeError(f"model name {model.name!r} defined twice")
@@ -39,9 +50,11 @@ def models() -> dict[str, Model]:
 @lru_cache(maxsize=None)
 def drivers() -> dict[str, Driver]:
     found: dict[str, Driver] = {}
-    for module in _modules("rnnbench.drivers"):
-        driver = getattr(module, "DRIVER", None)
-        if driver is not None:
+    for module in [*_modules("rnnbench.drivers"), *_plugins()]:
+        module_drivers = getattr(module, "DRIVERS", ())
+        if getattr(module, "DRIVER", None) is not None:
+            module_drivers = (module.DRIVER, *module_drivers)
+        for driver in module_drivers:
             if driver.name in found:
                 raise RuntimeError(f"driver name {driver.name!r} defined twice")
             found[driver.name] = driver

@@ -47,10 +47,17 @@ def rows(records: Iterable[dict[str, Any]]) -> list[tuple[str, ...]]:
 
 
 def format_table(records: list[dict[str, Any]]) -> str:
+    """One line per row that ran; unavailable rows summarised below. Records from several
+    machines (merged results files) get a leading machine column."""
     body = rows(records)
-    widths = [max(len(c), *(len(row[i]) for row in body)) if body else len(c) for i, c in enumerate(COLUMNS)]
+    columns = COLUMNS
+    hosts = [r.get("machine", {}).get("hostname", "?") for r in records if r["status"] != "unavailable"]
+    if len(set(hosts)) > 1:
+        columns = ("machine", *COLUMNS)
+        body = [(h, *row) for h, row in zip(hosts, body)]
+    widths = [max(len(c), *(len(row[i]) for row in body)) if body else len(c) for i, c in enumerate(columns)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-    text = [line(COLUMNS), line(tuple("-" * w for w in widths))] + [line(r) for r in body]
+    text = [line(columns), line(tuple("-" * w for w in widths))] + [line(r) for r in body]
     unavailable = defaultdict(list)
     for r in records:
         if r["status"] == "unavailable":

@@ -51,6 +51,7 @@ class Check:
     reference_loss: float = float("nan")
     loss_error: float = float("nan")
     errors: list[InputError] = field(default_factory=list)
+    grads: dict[str, Any] = field(default_factory=dict)  # the driver's gradients (float64 numpy)
     first_call_s: float = float("nan")
     report: str = ""
 
@@ -89,6 +90,7 @@ def check_gradients(model: Model, driver: Driver, case: Case, dtype: str, device
         return result, None
     names = case.wrt_names(model.carry_names)
     result.loss = loss
+    result.grads = grads
     result.reference_loss = reference_loss(model, case)
     result.loss_error = loss_rel_error(loss, result.reference_loss)
     result.errors = compare_grads(grads, want, names, tol)
@@ -136,11 +138,32 @@ def run_row(job: Job) -> dict[str, Any]:
         "report": chk.report,
         "environment": record.environment(job.threads, driver.versions(), dict(prepared.settings) if prepared else {}),
     }
+    if prepared is not None:
+        rec["repeatable"] = repeatability(prepared, chk)
     if chk.status == "ok" and job.time and prepared is not None:
         # Speed numbers exist only for rows whose gradients agree with the oracle.
         rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing).to_dict()
         rec["fwd"] = measure(prepared.forward, prepared.block, job.timing).to_dict()
     return rec
+
+
+def repeatability(prepared: Prepared, chk: Check) -> dict[str, Any]:
+    """Run loss_and_grads a second time: on CPU the same case should give bit-identical gradients.
+    Where it does not (threaded reductions with run-dependent order), the record says by how much."""
+    import numpy as np
+
+    try:
+        loss2, grads2 = prepared.loss_and_grads()
+    except Exception as exc:
+        return {"bitwise": False, "why": f"second call raised {type(exc).__name__}"}
+    loss1, grads1 = chk.loss, chk.grads
+    diffs = [float(np.max(np.abs(grads1[k] - grads2[k]))) for k in grads1 if grads1[k] is not None and grads2.get(k) is not None and grads1[k].size]
+    same = loss1 == loss2 and all(d == 0.0 for d in diffs)
+    out: dict[str, Any] = {"bitwise": bool(same)}
+    if not same:
+        out["max_abs_diff"] = max(diffs + [abs(loss1 - loss2)])
+        out["why"] = "two calls on the same inputs differ (non-deterministic reduction order or kernels)"
+    return out
 
 
 def unavailable_reason(model: Model, driver: Driver, job: Job) -> Optional[str]:
