@@ -18,26 +18,7 @@ from typing import Mapping
 import numpy as np
 
 from rnnbench.model import Case, Model
-from rnnbench_models._data import rng_for, uniform
-
-
-def loss(ops, consts, ys, carry):
-    return ops.sum(ys * consts["v"]) + ops.sum(ys[-1] * consts["w"])
-
-
-def _case(name, a, y0, rng, sizes, seed, y0_grad) -> Case:
-    K = sizes["K"]
-    return Case(
-        model=name,
-        sizes=dict(sizes),
-        seed=seed,
-        params={"a" if a.ndim == 1 else "A": a},
-        carry0=(y0,),
-        xs=None,
-        length=K,
-        consts={"v": uniform(rng, (K,) + a.shape), "w": uniform(rng, a.shape)},
-        carry0_requires_grad=(y0_grad,),
-    )
+from rnnbench_models._common import iteration_case, rng_for, uniform, weighted_iterates_loss
 
 
 def _iterates(case: Case, update) -> list[np.ndarray]:
@@ -69,7 +50,7 @@ def sqrt_step(ops, params, carry, _x):
 def sqrt_case(sizes: Mapping[str, int], seed: int) -> Case:
     rng = rng_for("newton_sqrt", seed)
     n = sizes["n"]
-    return _case("newton_sqrt", rng.uniform(0.5, 4.0, size=n), np.ones(n), rng, sizes, seed, True)
+    return iteration_case("newton_sqrt", rng.uniform(0.5, 4.0, size=n), (np.ones(n),), (True,), rng, sizes, seed)
 
 
 def sqrt_oracle(case: Case) -> dict[str, np.ndarray]:
@@ -89,7 +70,7 @@ def reciprocal_step(ops, params, carry, _x):
 def reciprocal_case(sizes: Mapping[str, int], seed: int) -> Case:
     rng = rng_for("newton_reciprocal", seed)
     n = sizes["n"]
-    return _case("newton_reciprocal", rng.uniform(0.5, 1.5, size=n), np.ones(n), rng, sizes, seed, True)
+    return iteration_case("newton_reciprocal", rng.uniform(0.5, 1.5, size=n), (np.ones(n),), (True,), rng, sizes, seed)
 
 
 def reciprocal_oracle(case: Case) -> dict[str, np.ndarray]:
@@ -110,7 +91,7 @@ def schulz_case(sizes: Mapping[str, int], seed: int) -> Case:
     rng = rng_for("newton_schulz", seed)
     n = sizes["n"]
     A = np.eye(n) + 0.2 * rng.standard_normal((n, n)) / np.sqrt(n)
-    return _case("newton_schulz", A, np.eye(n), rng, sizes, seed, False)
+    return iteration_case("newton_schulz", A, (np.eye(n),), (False,), rng, sizes, seed)
 
 
 def schulz_oracle(case: Case) -> dict[str, np.ndarray]:
@@ -129,7 +110,7 @@ MODELS = (
         default_sizes={"K": 8, "n": 8},
         make_case=sqrt_case,
         step=sqrt_step,
-        loss=loss,
+        loss=weighted_iterates_loss,
         oracle=sqrt_oracle,
         oracle_kind="hand_adjoint",
     ),
@@ -140,7 +121,7 @@ MODELS = (
         default_sizes={"K": 8, "n": 8},
         make_case=reciprocal_case,
         step=reciprocal_step,
-        loss=loss,
+        loss=weighted_iterates_loss,
         oracle=reciprocal_oracle,
         oracle_kind="hand_adjoint",
     ),
@@ -151,7 +132,7 @@ MODELS = (
         default_sizes={"K": 8, "n": 8},
         make_case=schulz_case,
         step=schulz_step,
-        loss=loss,
+        loss=weighted_iterates_loss,
         oracle=schulz_oracle,
         oracle_kind="hand_adjoint",
     ),

@@ -13,7 +13,7 @@ from typing import Mapping
 import numpy as np
 
 from rnnbench.model import Case, Model
-from rnnbench_models._data import rng_for, uniform
+from rnnbench_models._common import rng_for, uniform
 
 
 def prologue(ops, params, xs):

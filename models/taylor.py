@@ -20,26 +20,7 @@ from typing import Mapping
 import numpy as np
 
 from rnnbench.model import Case, Model
-from rnnbench_models._data import rng_for, uniform
-
-
-def loss(ops, consts, ys, carry):
-    return ops.sum(ys * consts["v"]) + ops.sum(ys[-1] * consts["w"])
-
-
-def _case(name: str, a: np.ndarray, carry0: tuple, rng: np.random.Generator, sizes, seed) -> Case:
-    K = sizes["K"]
-    return Case(
-        model=name,
-        sizes=dict(sizes),
-        seed=seed,
-        params={"a" if a.ndim == 1 else "A": a},
-        carry0=carry0,
-        xs=None,
-        length=K,
-        consts={"v": uniform(rng, (K,) + a.shape), "w": uniform(rng, a.shape)},
-        carry0_requires_grad=(False,) * len(carry0),
-    )
+from rnnbench_models._common import iteration_case, rng_for, uniform, weighted_iterates_loss
 
 
 # ---- exp ---------------------------------------------------------------------------------------
@@ -54,7 +35,7 @@ def exp_step(ops, params, carry, _x):
 def exp_case(sizes: Mapping[str, int], seed: int) -> Case:
     rng = rng_for("taylor_exp", seed)
     n = sizes["n"]
-    return _case("taylor_exp", uniform(rng, (n,), 2.0), (np.ones(n), np.ones(n), np.zeros(n)), rng, sizes, seed)
+    return iteration_case("taylor_exp", uniform(rng, (n,), 2.0), (np.ones(n), np.ones(n), np.zeros(n)), (False, False, False), rng, sizes, seed)
 
 
 def _exp_partial(a: np.ndarray, m: int) -> np.ndarray:
@@ -80,7 +61,7 @@ def sin_step(ops, params, carry, _x):
 def sin_case(sizes: Mapping[str, int], seed: int) -> Case:
     rng = rng_for("taylor_sin", seed)
     n = sizes["n"]
-    return _case("taylor_sin", uniform(rng, (n,), 3.0), (np.ones(n), np.ones(n), np.zeros(n)), rng, sizes, seed)
+    return iteration_case("taylor_sin", uniform(rng, (n,), 3.0), (np.ones(n), np.ones(n), np.zeros(n)), (False, False, False), rng, sizes, seed)
 
 
 def _cos_partial(a: np.ndarray, m: int) -> np.ndarray:
@@ -106,7 +87,7 @@ def expm_case(sizes: Mapping[str, int], seed: int) -> Case:
     rng = rng_for("taylor_expm", seed)
     n = sizes["n"]
     A = rng.standard_normal((n, n)) / np.sqrt(n)  # spectral norm ~2: the series needs all its terms
-    return _case("taylor_expm", A, (np.eye(n), np.eye(n), np.zeros(1)), rng, sizes, seed)
+    return iteration_case("taylor_expm", A, (np.eye(n), np.eye(n), np.zeros(1)), (False, False, False), rng, sizes, seed)
 
 
 def _expm_partial(M: np.ndarray, m: int) -> np.ndarray:
@@ -136,7 +117,7 @@ MODELS = (
         default_sizes={"K": 16, "n": 8},
         make_case=exp_case,
         step=exp_step,
-        loss=loss,
+        loss=weighted_iterates_loss,
         oracle=exp_oracle,
         oracle_kind="closed_form",
     ),
@@ -147,7 +128,7 @@ MODELS = (
         default_sizes={"K": 10, "n": 8},
         make_case=sin_case,
         step=sin_step,
-        loss=loss,
+        loss=weighted_iterates_loss,
         oracle=sin_oracle,
         oracle_kind="closed_form",
     ),
@@ -158,7 +139,7 @@ MODELS = (
         default_sizes={"K": 12, "n": 8},
         make_case=expm_case,
         step=expm_step,
-        loss=loss,
+        loss=weighted_iterates_loss,
         oracle=expm_oracle,
         oracle_kind="closed_form",
     ),
