@@ -19,7 +19,7 @@ def _err(rec: dict) -> str:
 
 def _first(rec: dict) -> str:
     s = rec.get("first_call_s")
-    return "-" if s is None or s != s else f"{s:.2f}"
+    return "-" if s is None or s != s else f"{s:.3g}"
 
 
 COLUMNS = ("model", "driver", "dtype", "status", "max rel err", "fwd+bwd ms [IQR]", "fwd ms [IQR]", "first call s")
