@@ -158,3 +158,22 @@ def test_table_merges_machines(tmp_path: Path) -> None:
             "fwd_bwd": {"median_ms": 1.0, "q1_ms": 0.9, "q3_ms": 1.1}, "fwd": None, "first_call_s": 0.1}
     text = format_table([{**base, "machine": {"hostname": "alpha"}}, {**base, "machine": {"hostname": "beta"}}])
     assert text.splitlines()[0].startswith("machine") and "alpha" in text and "beta" in text
+
+
+def test_progress_bar_on_a_terminal_and_plain_lines_otherwise() -> None:
+    import io
+
+    from rnnbench.report.progress import Progress
+    from rnnbench.run.row import Job
+
+    rec = {"model": "rnn", "driver": "torch_loop", "dtype": "float32", "status": "ok", "max_rel_error": 2e-7}
+    plain = io.StringIO()
+    p = Progress(2, plain, tty=False)
+    p.start(Job("rnn", "torch_loop"))
+    p.done(rec)
+    assert plain.getvalue().startswith("[1/2] rnn") and "\r" not in plain.getvalue()
+    term = io.StringIO()
+    p = Progress(2, term, tty=True)
+    p.start(Job("rnn", "torch_loop"))
+    p.done(rec)
+    assert "\r\033[K" in term.getvalue() and "1/2" in term.getvalue() and "eta" in term.getvalue()
