@@ -157,11 +157,12 @@ def repeatability(prepared: Prepared, chk: Check) -> dict[str, Any]:
     except Exception as exc:
         return {"bitwise": False, "why": f"second call raised {type(exc).__name__}"}
     loss1, grads1 = chk.loss, chk.grads
-    diffs = [float(np.max(np.abs(grads1[k] - grads2[k]))) for k in grads1 if grads1[k] is not None and grads2.get(k) is not None and grads1[k].size]
-    same = loss1 == loss2 and all(d == 0.0 for d in diffs)
+    pairs = [(np.asarray(loss1), np.asarray(loss2))]
+    pairs += [(grads1[k], grads2.get(k)) for k in grads1 if grads1[k] is not None and grads2.get(k) is not None]
+    same = all(np.array_equal(a, b, equal_nan=True) for a, b in pairs)
     out: dict[str, Any] = {"bitwise": bool(same)}
     if not same:
-        out["max_abs_diff"] = max(diffs + [abs(loss1 - loss2)])
+        out["max_abs_diff"] = max(float(np.nanmax(np.abs(a - b))) if a.size else 0.0 for a, b in pairs)
         out["why"] = "two calls on the same inputs differ (non-deterministic reduction order or kernels)"
     return out
 
