@@ -19,6 +19,7 @@ import numpy as np
 
 from rnnbench.model import Case, Model
 from rnnbench_models._data import rng_for, uniform
+from rnnbench_models._flops import count
 
 
 def loss(ops, consts, ys, carry):
@@ -121,6 +122,23 @@ def schulz_oracle(case: Case) -> dict[str, np.ndarray]:
     return {"A": dA}
 
 
+def _loss_flops(K: int, size: int) -> int:
+    return 2 * K * size + 2 * size
+
+
+def scalar_flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Both scalar iterations cost 3n per step (sqrt: a/y, +, *0.5; reciprocal: a*y, 2-, y*)."""
+    K, n = sizes["K"], sizes["n"]
+    return count(0, 0, 3 * K * n + _loss_flops(K, n))
+
+
+def schulz_flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Step: X @ A and (XA) @ X (4n^3), 2X and the difference (2n^2). Backward: both operands of
+    both matmuls need a gradient (8n^3)."""
+    K, n = sizes["K"], sizes["n"]
+    return count(4 * K * n**3, 8 * K * n**3, 2 * K * n * n + _loss_flops(K, n * n))
+
+
 MODELS = (
     Model(
         name="newton_sqrt",
@@ -132,6 +150,7 @@ MODELS = (
         loss=loss,
         oracle=sqrt_oracle,
         oracle_kind="hand_adjoint",
+        flops=scalar_flops,
     ),
     Model(
         name="newton_reciprocal",
@@ -143,6 +162,7 @@ MODELS = (
         loss=loss,
         oracle=reciprocal_oracle,
         oracle_kind="hand_adjoint",
+        flops=scalar_flops,
     ),
     Model(
         name="newton_schulz",
@@ -154,5 +174,6 @@ MODELS = (
         loss=loss,
         oracle=schulz_oracle,
         oracle_kind="hand_adjoint",
+        flops=schulz_flops,
     ),
 )

@@ -21,6 +21,7 @@ import numpy as np
 
 from rnnbench.model import Case, Model
 from rnnbench_models._data import rng_for, uniform
+from rnnbench_models._flops import count
 
 
 def loss(ops, consts, ys, carry):
@@ -128,6 +129,29 @@ def expm_oracle(case: Case) -> dict[str, np.ndarray]:
     return {"A": sum(grad_of_inner_product(v[t], t + 1) for t in range(K)) + grad_of_inner_product(w, K)}
 
 
+def _loss_flops(K: int, size: int) -> int:
+    return 2 * K * size + 2 * size
+
+
+def exp_flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Step: k+1, term*a, /k, total+ (4n)."""
+    K, n = sizes["K"], sizes["n"]
+    return count(0, 0, 4 * K * n + _loss_flops(K, n))
+
+
+def sin_flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Step: the term update (9n: negate, two products by a, the two factors, product, division),
+    total+, k+1, a*total (12n in all)."""
+    K, n = sizes["K"], sizes["n"]
+    return count(0, 0, 12 * K * n + _loss_flops(K, n))
+
+
+def expm_flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Step: term @ A (2n^3), /k and total+ (2n^2). Backward: both matmul operands need a gradient."""
+    K, n = sizes["K"], sizes["n"]
+    return count(2 * K * n**3, 4 * K * n**3, 2 * K * n * n + _loss_flops(K, n * n))
+
+
 MODELS = (
     Model(
         name="taylor_exp",
@@ -138,6 +162,7 @@ MODELS = (
         step=exp_step,
         loss=loss,
         oracle=exp_oracle,
+        flops=exp_flops,
         oracle_kind="closed_form",
     ),
     Model(
@@ -149,6 +174,7 @@ MODELS = (
         step=sin_step,
         loss=loss,
         oracle=sin_oracle,
+        flops=sin_flops,
         oracle_kind="closed_form",
     ),
     Model(
@@ -160,6 +186,7 @@ MODELS = (
         step=expm_step,
         loss=loss,
         oracle=expm_oracle,
+        flops=expm_flops,
         oracle_kind="closed_form",
     ),
 )

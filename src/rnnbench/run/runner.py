@@ -47,12 +47,16 @@ def _tail(path: Path) -> str:
     return "\n".join(lines[-STDERR_TAIL_LINES:])
 
 
-def _run_group(python: str, jobs: list[Job], timeout_s: float, emit: Callable[[dict], None]) -> None:
+def _run_group(
+    python: str, jobs: list[Job], timeout_s: float, emit: Callable[[dict], None], extra_env: dict[str, str] | None = None
+) -> None:
+    """Run `jobs` in one worker (a new one after each crash or timeout). extra_env: added to the
+    worker's environment (e.g. timing.cold_cache_env())."""
     remaining = list(jobs)
     while remaining:
         with tempfile.NamedTemporaryFile("w+", suffix=".stderr", delete=False) as err:
             err_path = Path(err.name)
-        env = {**os.environ, **environments.thread_env(remaining[0].threads)}
+        env = {**os.environ, **environments.thread_env(remaining[0].threads), **(extra_env or {})}
         with open(err_path, "w") as err_file:
             proc = subprocess.Popen(
                 [python, "-m", "rnnbench.run.worker"],
