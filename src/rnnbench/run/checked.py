@@ -1,0 +1,35 @@
+"""A prepared driver whose gradients were checked: the entry point that asv benchmarks and
+pytest-benchmark tests share with the CLI's rows (same registry, same check, same tolerance)."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from rnnbench import registry
+from rnnbench.drivers.base import Prepared
+from rnnbench.run.row import Check, Job, check_gradients, unavailable_reason
+
+
+class NotApplicable(NotImplementedError):
+    """The driver cannot run this model / dtype / device here (asv skips NotImplementedError)."""
+
+
+class GradientDisagreement(AssertionError):
+    """The driver ran but its gradients do not agree with the oracle: no speed number for it."""
+
+
+def prepare_checked(model_name: str, driver_name: str, sizes: Mapping[str, int] | None = None,
+                    dtype: str = "float32", device: str = "cpu", seed: int = 0) -> tuple[Check, Prepared]:
+    """Prepare `driver_name` on `model_name` at `sizes` (overrides of the defaults), run the
+    staged gradient check once (that first call compiles; Check.first_call_s times it) and return
+    (check, prepared). Raises NotApplicable or GradientDisagreement (with the full report)."""
+    model, driver = registry.get_model(model_name), registry.get_driver(driver_name)
+    job = Job(model_name, driver_name, dtype, device, dict(sizes or {}), seed)
+    reason = unavailable_reason(model, driver, job)
+    if reason is not None:
+        raise NotApplicable(reason)
+    case = model.make_case(model.sizes_with_defaults(job.sizes), seed).rounded_to(dtype)
+    check, prepared = check_gradients(model, driver, case, dtype, device)
+    if check.status != "ok" or prepared is None:
+        raise GradientDisagreement(f"{model_name} / {driver_name}: {check.status}\n{check.report}")
+    return check, prepared
