@@ -133,10 +133,10 @@ def scalar_flops(sizes: Mapping[str, int]) -> dict[str, float]:
 
 
 def schulz_flops(sizes: Mapping[str, int]) -> dict[str, float]:
-    """Step: X @ A and (XA) @ X (4n^3), 2X and the difference (2n^2). Backward: both operands of
-    both matmuls need a gradient (8n^3)."""
+    """Step: X @ A and (XA) @ X (4n^3), 2X and the difference (2n^2). Backward: d(XA) and dA
+    every step (4n^3), dX from both matmuls for all but the first step (X_0 = I needs no gradient)."""
     K, n = sizes["K"], sizes["n"]
-    return count(4 * K * n**3, 8 * K * n**3, 2 * K * n * n + _loss_flops(K, n * n))
+    return count(4 * K * n**3, 4 * K * n**3 + 4 * (K - 1) * n**3, 2 * K * n * n + _loss_flops(K, n * n))
 
 
 MODELS = (
