@@ -36,8 +36,8 @@ def driver_colors(records: Iterable[dict]) -> dict[str, Any]:
     """One fixed colour per driver name, the same in every chart."""
     plt = _plt()
     names = sorted({r["driver"] for r in records})
-    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
-    return {n: cmap(i % cmap.N) for i, n in enumerate(names)}
+    palette = list(plt.get_cmap("tab10").colors) + ["#000000", "#b5b500", "#00b5b5", "#b500b5"]
+    return {n: palette[i % len(palette)] for i, n in enumerate(names)}
 
 
 def axis_records(records: list[dict], model: str, axis: str) -> dict[str, list[dict]]:
@@ -138,7 +138,10 @@ def speedup_chart(records: list[dict], model: str, out: Path, colors: dict) -> O
     lengths = sorted(base)
     drivers = [d for d in sorted(by_driver) if d != BASELINE]
     width = 0.8 / max(len(drivers), 1)
+    from matplotlib.patches import Patch
+
     fig, ax = plt.subplots(figsize=(12, 4.8))
+    handles = []
     for i, driver in enumerate(drivers):
         got = {r["sizes"][key]: r for r in by_driver[driver]}
         heights, xs = [], []
@@ -148,8 +151,10 @@ def speedup_chart(records: list[dict], model: str, out: Path, colors: dict) -> O
                 heights.append(base[L]["fwd_bwd"]["median_ms"] / r["fwd_bwd"]["median_ms"])
                 xs.append(j + (i - (len(drivers) - 1) / 2) * width)
             elif r is not None:
-                ax.text(j + (i - (len(drivers) - 1) / 2) * width, 1, r["status"][:4], rotation=90, ha="center", va="bottom", fontsize=6, color=colors[driver])
-        ax.bar(xs, heights, width, color=colors[driver], label=driver, edgecolor="black", lw=0.3, hatch="//" if by_driver[driver][0].get("anchor") else None)
+                ax.text(j + (i - (len(drivers) - 1) / 2) * width, 1.05, r["status"], rotation=90, ha="center", va="bottom", fontsize=7, color=colors[driver])
+        hatch = "//" if by_driver[driver][0].get("anchor") else None
+        ax.bar(xs, heights, width, color=colors[driver], edgecolor="black", lw=0.3, hatch=hatch)
+        handles.append(Patch(facecolor=colors[driver], edgecolor="black", hatch=hatch, label=driver))
     ax.axhline(1.0, color="black", lw=1)
     ax.set_yscale("log")
     _readable_log_y(ax)
@@ -157,7 +162,7 @@ def speedup_chart(records: list[dict], model: str, out: Path, colors: dict) -> O
     ax.set_ylabel(f"speedup over {BASELINE} (fwd+bwd median)")
     ax.set_title(f"{model}: speedup over the torch Python loop (hatched: vendor anchors; >1 is faster)")
     ax.grid(True, axis="y", which="both", alpha=0.3)
-    ax.legend(fontsize=8, ncol=4, loc="upper left")
+    ax.legend(handles=handles, fontsize=8, ncol=4, loc="upper left")
     fig.tight_layout()
     path = out / f"speedup_{model}.png"
     fig.savefig(path, dpi=DPI)
@@ -245,6 +250,9 @@ def roofline_chart(records: list[dict], out: Path, colors: dict) -> Optional[Pat
             ax.set_xlabel(key)
         ax.set(xscale="log", yscale="log", ylabel="% of GEMM peak (fwd+bwd)", title=f"{model}: achieved / peak")
         _readable_log_y(ax)
+        xs = sorted({x for line in ax.get_lines() for x in line.get_xdata()})
+        ax.set_xticks(xs, [f"{v:g}" for v in xs])
+        ax.minorticks_off()
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(f"roofline fraction: analytic FLOPs / median time / measured float32 GEMM peak "
@@ -254,6 +262,21 @@ def roofline_chart(records: list[dict], out: Path, colors: dict) -> Optional[Pat
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
+
+
+def latest_rows(records: list[dict]) -> list[dict]:
+    """One record per row: when a row was run again (same model, driver, dtype, device, sizes,
+    environment, sweep or not), the latest record by timestamp is kept, in first-seen order."""
+    def key(r: dict) -> tuple:
+        return (r["model"], r["driver"], r.get("dtype"), r.get("device"), tuple(sorted(r.get("sizes", {}).items())),
+                r.get("environment_name"), "sweep" in r)
+
+    latest: dict[tuple, dict] = {}
+    for r in records:
+        k = key(r)
+        if k not in latest or r.get("timestamp", "") >= latest[k].get("timestamp", ""):
+            latest[k] = r
+    return list(latest.values())
 
 
 def all_charts(records: list[dict], out: Path) -> list[Path]:

@@ -7,7 +7,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from rnnbench.report.charts import all_charts
+from rnnbench.report.charts import all_charts, latest_rows
 
 COLUMNS = ("model", "driver", "sizes", "status", "max rel err", "fwd+bwd ms median [IQR] (n)", "fwd ms median",
            "first call s", "fwd first call s", "GFLOP/s fwd+bwd", "% peak", "peak RSS MiB", "note")
@@ -41,6 +41,35 @@ def table_rows(records: list[dict]) -> list[tuple[str, ...]]:
     return out
 
 
+FAMILY = {"torch": "torch", "torch_xla": "torch", "jax": "jax", "flax": "jax"}
+
+
+def anchor_ratios(records: list[dict]) -> list[tuple[str, ...]]:
+    """(model, sizes, driver, anchor, driver ms / anchor ms) for fwd+bwd, against the vendor
+    anchor of the same framework family at the same sizes: how far our own step and loop are
+    from the framework's hand-written layer (1.0 = as fast)."""
+    ok = [r for r in records if r["status"] == "ok" and r.get("fwd_bwd") and "sweep" in r]
+    anchors = {(r["model"], FAMILY.get(r["framework"]), tuple(sorted(r["sizes"].items()))): r for r in ok if r.get("anchor")}
+    out = []
+    for r in sorted(ok, key=lambda r: (r["model"], r["driver"], tuple(sorted(r["sizes"].items())))):
+        a = anchors.get((r["model"], FAMILY.get(r["framework"]), tuple(sorted(r["sizes"].items()))))
+        if a is None or r.get("anchor"):
+            continue
+        out.append((r["model"], ",".join(f"{k}={v}" for k, v in r["sizes"].items()), r["driver"], a["driver"],
+                    f"{r['fwd_bwd']['median_ms'] / a['fwd_bwd']['median_ms']:.2f}"))
+    return out
+
+
+def _html_table(columns: tuple[str, ...], rows: list[tuple[str, ...]], status_col: int | None = None) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "\n".join(
+        "<tr class='{}'>".format(html.escape(row[status_col]) if status_col is not None else "")
+        + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
+
+
 def provenance(records: list[dict]) -> str:
     timed = [r for r in records if r.get("environment")]
     if not timed:
@@ -62,14 +91,11 @@ def provenance(records: list[dict]) -> str:
 
 
 def write_report(records: list[dict], out_dir: Path) -> Path:
-    """Write the PNGs and index.html into `out_dir`; return the page's path."""
+    """Write the PNGs and index.html into `out_dir`; return the page's path. A row run more than
+    once (e.g. a sweep re-run with a larger budget) is shown with its latest record."""
+    records = latest_rows(records)
     charts = all_charts(records, out_dir)
     imgs = "\n".join(f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>' for p in charts)
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
-    body = "\n".join(
-        "<tr class='{}'>".format(html.escape(row[3])) + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
-        for row in table_rows(records)
-    )
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>rnnbench report</title>
 <style>
@@ -88,10 +114,10 @@ interquartile range and the number of repeats; first call = trace + compile + on
 process with compilation caches off. Timings on a shared machine are noisy: compare drivers
 within one run (ratios), not across runs.</p>
 {imgs}
+<h2>Our drivers against the vendor layer of the same framework (fwd+bwd time ratio; 1 = as fast)</h2>
+{_html_table(("model", "sizes", "driver", "anchor", "driver / anchor"), anchor_ratios(records))}
 <h2>All rows ({len(records)})</h2>
-<table><thead><tr>{head}</tr></thead><tbody>
-{body}
-</tbody></table>
+{_html_table(COLUMNS, table_rows(records), status_col=3)}
 </body></html>
 """
     path = out_dir / "index.html"
