@@ -16,7 +16,7 @@ import numpy as np
 
 BASELINE = "torch_loop"
 LENGTH_KEYS, HIDDEN_KEYS = ("T", "K"), ("H", "n")
-DPI = 110
+DPI = 100
 
 
 def _plt():
@@ -94,10 +94,10 @@ def time_chart(records: list[dict], model: str, axis: str, out: Path, colors: di
         skipped = [r for r in rows if r["status"] != "ok"]
         if skipped and ok:  # mark where the line stops for a reason
             ax_t.plot([r["sizes"][key] for r in skipped], [max(med)] * len(skipped), "x", color=colors[driver], ms=8, mew=2)
-    sizes = next(iter(by_driver.values()))[0]["sizes"]
-    fixed = ", ".join(f"{k}={v}" for k, v in sizes.items() if k != key)
+    first = next(iter(by_driver.values()))[0]
+    fixed = ", ".join(f"{k}={v}" for k, v in first["sizes"].items() if k != key)
     ax_t.set(xscale="log", yscale="log", xlabel=key, ylabel="fwd+bwd median ms (band: IQR)",
-             title=f"{model}: fwd+bwd time vs {key} ({fixed}, {sizes and next(iter(by_driver.values()))[0]['dtype']})")
+             title=f"{model}: fwd+bwd time vs {key} ({fixed}, {first['dtype']})")
     ax_c.set(xscale="log", yscale="log", xlabel=key, ylabel="seconds",
              title="first call: trace + compile + run (cold process)")
     for ax in (ax_t, ax_c):
