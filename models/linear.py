@@ -15,6 +15,7 @@ import numpy as np
 
 from rnnbench.model import Case, Model
 from rnnbench_models._common import rng_for, uniform
+from rnnbench_models._flops import count
 
 
 # ---- decay -------------------------------------------------------------------------------------
@@ -142,6 +143,18 @@ def reference_oracle(case: Case) -> dict[str, np.ndarray]:
     return {"carry0.c": g, "xs": dxs}
 
 
+def decay_flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Step a*h + x (2n); loss ys*ys summed (2Tn) and the final term (2n + 1). No matmul."""
+    T, n = sizes["T"], sizes["n"]
+    return count(0, 0, 4 * T * n + 2 * n + 1)
+
+
+def reference_flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Step c + x and c * x (2n); loss sum (Tn). No matmul."""
+    T, n = sizes["T"], sizes["n"]
+    return count(0, 0, 3 * T * n)
+
+
 MODELS = (
     Model(
         name="decay",
@@ -153,6 +166,7 @@ MODELS = (
         loss=decay_loss,
         oracle=decay_oracle,
         oracle_kind="hand_bptt",
+        flops=decay_flops,
     ),
     Model(
         name="scan_reference",
@@ -164,5 +178,6 @@ MODELS = (
         loss=reference_loss,
         oracle=reference_oracle,
         oracle_kind="hand_bptt",
+        flops=reference_flops,
     ),
 )

@@ -16,6 +16,7 @@ import numpy as np
 
 from rnnbench.model import Case, Model
 from rnnbench_models._common import rng_for, uniform
+from rnnbench_models._flops import count
 
 
 def prologue(ops, params, xs):
@@ -96,6 +97,15 @@ def oracle(case: Case) -> dict[str, np.ndarray]:
     return grads
 
 
+def flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Projection 2TBI*4H and fused gate matmul 2TBH*4H forward. Backward: dW_ih, dW_hh, and dh
+    through all T steps (h0 needs grad). Elementwise per step: bias 4BH, add 4BH, 3 sigmoid + 2 tanh,
+    c update 3BH, h product BH = 17BH; loss 2TBH + 4BH."""
+    T, B, I, H = sizes["T"], sizes["B"], sizes["I"], sizes["H"]
+    proj, rec = 2 * T * B * I * 4 * H, 2 * T * B * H * 4 * H
+    return count(proj + rec, proj + 2 * rec, 17 * T * B * H + 2 * T * B * H + 4 * B * H)
+
+
 MODELS = (
     Model(
         name="lstm",
@@ -109,5 +119,6 @@ MODELS = (
         oracle=oracle,
         oracle_kind="hand_bptt",
         kind="lstm",
+        flops=flops,
     ),
 )

@@ -19,6 +19,7 @@ import numpy as np
 
 from rnnbench.model import Case, Model
 from rnnbench_models._common import iteration_case, rng_for, uniform, weighted_iterates_loss
+from rnnbench_models._flops import count
 
 
 def _iterates(case: Case, update) -> list[np.ndarray]:
@@ -102,6 +103,23 @@ def schulz_oracle(case: Case) -> dict[str, np.ndarray]:
     return {"A": dA}
 
 
+def _loss_flops(K: int, size: int) -> int:
+    return 2 * K * size + 2 * size
+
+
+def scalar_flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Both scalar iterations cost 3n per step (sqrt: a/y, +, *0.5; reciprocal: a*y, 2-, y*)."""
+    K, n = sizes["K"], sizes["n"]
+    return count(0, 0, 3 * K * n + _loss_flops(K, n))
+
+
+def schulz_flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Step: X @ A and (XA) @ X (4n^3), 2X and the difference (2n^2). Backward: d(XA) and dA
+    every step (4n^3), dX from both matmuls for all but the first step (X_0 = I needs no gradient)."""
+    K, n = sizes["K"], sizes["n"]
+    return count(4 * K * n**3, 4 * K * n**3 + 4 * (K - 1) * n**3, 2 * K * n * n + _loss_flops(K, n * n))
+
+
 MODELS = (
     Model(
         name="newton_sqrt",
@@ -113,6 +131,7 @@ MODELS = (
         loss=weighted_iterates_loss,
         oracle=sqrt_oracle,
         oracle_kind="hand_adjoint",
+        flops=scalar_flops,
     ),
     Model(
         name="newton_reciprocal",
@@ -124,6 +143,7 @@ MODELS = (
         loss=weighted_iterates_loss,
         oracle=reciprocal_oracle,
         oracle_kind="hand_adjoint",
+        flops=scalar_flops,
     ),
     Model(
         name="newton_schulz",
@@ -135,5 +155,6 @@ MODELS = (
         loss=weighted_iterates_loss,
         oracle=schulz_oracle,
         oracle_kind="hand_adjoint",
+        flops=schulz_flops,
     ),
 )

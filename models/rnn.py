@@ -14,6 +14,7 @@ import numpy as np
 
 from rnnbench.model import Case, Model
 from rnnbench_models._common import rng_for, uniform
+from rnnbench_models._flops import count
 
 
 def prologue(ops, params, xs):
@@ -69,6 +70,13 @@ def oracle(case: Case) -> dict[str, np.ndarray]:
     return grads
 
 
+def flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Projection 2TBIH, recurrence 2TBH^2 forward. Backward: dW_ih (xs needs no grad), dW_hh, and
+    dh through T-1 steps (h0 needs no grad). Elementwise: bias, add, tanh, then loss 2TBH + 2BH."""
+    T, B, I, H = sizes["T"], sizes["B"], sizes["I"], sizes["H"]
+    return count(2 * T * B * I * H + 2 * T * B * H * H, 2 * T * B * I * H + 2 * (2 * T - 1) * B * H * H, 5 * T * B * H + 2 * B * H)
+
+
 MODELS = (
     Model(
         name="rnn",
@@ -82,5 +90,6 @@ MODELS = (
         oracle=oracle,
         oracle_kind="hand_bptt",
         kind="elman_tanh",
+        flops=flops,
     ),
 )

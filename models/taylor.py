@@ -21,6 +21,7 @@ import numpy as np
 
 from rnnbench.model import Case, Model
 from rnnbench_models._common import iteration_case, rng_for, uniform, weighted_iterates_loss
+from rnnbench_models._flops import count
 
 
 # ---- exp ---------------------------------------------------------------------------------------
@@ -109,6 +110,30 @@ def expm_oracle(case: Case) -> dict[str, np.ndarray]:
     return {"A": sum(grad_of_inner_product(v[t], t + 1) for t in range(K)) + grad_of_inner_product(w, K)}
 
 
+def _loss_flops(K: int, size: int) -> int:
+    return 2 * K * size + 2 * size
+
+
+def exp_flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Step: k+1, term*a, /k, total+ (4n)."""
+    K, n = sizes["K"], sizes["n"]
+    return count(0, 0, 4 * K * n + _loss_flops(K, n))
+
+
+def sin_flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Step: the term update (9n: negate, two products by a, the two factors, product, division),
+    total+, k+1, a*total (12n in all)."""
+    K, n = sizes["K"], sizes["n"]
+    return count(0, 0, 12 * K * n + _loss_flops(K, n))
+
+
+def expm_flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Step: term @ A (2n^3), /k and total+ (2n^2). Backward: dA every step, d term for all but
+    the first (term_0 = I needs no gradient)."""
+    K, n = sizes["K"], sizes["n"]
+    return count(2 * K * n**3, 2 * K * n**3 + 2 * (K - 1) * n**3, 2 * K * n * n + _loss_flops(K, n * n))
+
+
 MODELS = (
     Model(
         name="taylor_exp",
@@ -119,6 +144,7 @@ MODELS = (
         step=exp_step,
         loss=weighted_iterates_loss,
         oracle=exp_oracle,
+        flops=exp_flops,
         oracle_kind="closed_form",
     ),
     Model(
@@ -130,6 +156,7 @@ MODELS = (
         step=sin_step,
         loss=weighted_iterates_loss,
         oracle=sin_oracle,
+        flops=sin_flops,
         oracle_kind="closed_form",
     ),
     Model(
@@ -141,6 +168,7 @@ MODELS = (
         step=expm_step,
         loss=weighted_iterates_loss,
         oracle=expm_oracle,
+        flops=expm_flops,
         oracle_kind="closed_form",
     ),
 )

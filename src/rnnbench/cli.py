@@ -1,4 +1,5 @@
-"""Command line: `rnnbench run` (the default comparison), `rnnbench list`, `rnnbench table`.
+"""Command line: `rnnbench run` (the default comparison), `rnnbench list`, `rnnbench table`,
+`rnnbench sweep` (sizes, cold rows, time budgets), `rnnbench report` (charts + HTML from records).
 
 Exit codes: 0 every row ok or unavailable; 1 some row failed its check or crashed; 2 bad input
 (one line on stderr, no traceback, nothing written)."""
@@ -134,6 +135,21 @@ def _parser() -> _Parser:
     sub.add_parser("list", help="models and drivers, with availability here")
     table = sub.add_parser("table", help="print the table of one or more results files (several machines merge)")
     table.add_argument("files", nargs="+")
+    sweep = sub.add_parser("sweep", help="time models x drivers over sequence lengths and hidden sizes, each row cold")
+    sweep.add_argument("--models", default="lstm,rnn", help="comma-separated model names (default lstm,rnn)")
+    sweep.add_argument("--drivers", help="comma-separated driver names (default: all)")
+    sweep.add_argument("--lengths", default="16,32,64,128,256", help="trip counts (T or K), comma-separated")
+    sweep.add_argument("--hidden", default="", help="widths (H or n) at the base length, comma-separated")
+    sweep.add_argument("--sizes", help="base sizes for every row, e.g. B=16,I=64,H=128")
+    sweep.add_argument("--dtype", default="float32", help=f"one of {', '.join(DTYPES)}")
+    sweep.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)), help="threads per framework")
+    sweep.add_argument("--budget", type=float, default=0.5, help="seconds of repeats per timed quantity")
+    sweep.add_argument("--driver-budget", type=float, default=120.0, help="wall seconds per (model, driver) over the sweep")
+    sweep.add_argument("--timeout", type=float, default=600.0, help="seconds before any one row is killed")
+    sweep.add_argument("--out", help="results file (JSON Lines; default results/sweep-<timestamp>.jsonl)")
+    report = sub.add_parser("report", help="charts (PNG) and an HTML page from results files")
+    report.add_argument("files", nargs="+")
+    report.add_argument("--out-dir", default="results/report", help="where to write the PNGs and index.html")
     return p
 
 
@@ -198,7 +214,7 @@ def _job_key(job: Job) -> tuple:
                     "dtype": job.dtype, "device": job.device, "sizes": model.sizes_with_defaults(job.sizes), "seed": job.seed})
 
 
-def _out_path(value: Optional[str], resume: bool) -> Path:
+def _out_path(value: Optional[str], resume: bool = False) -> Path:
     if resume and not value:
         raise UsageError("--resume needs --out FILE (the results file to continue)")
     path = Path(value) if value else Path("results") / time.strftime("run-%Y%m%d-%H%M%S.jsonl")
@@ -276,13 +292,78 @@ def _cmd_table(args) -> int:
     return 0
 
 
+def _int_list(value: str, what: str) -> list[int]:
+    out = []
+    for item in value.split(","):
+        if not item.strip():
+            continue
+        try:
+            n = int(item)
+        except ValueError:
+            raise UsageError(f"{what} value {item.strip()!r} is not an integer") from None
+        if n <= 0:
+            raise UsageError(f"{what} value {n} must be positive")
+        out.append(n)
+    return out
+
+
+def _cmd_sweep(args) -> int:
+    from rnnbench.run.sweep import SweepPlan, run_sweep
+
+    models = _names(args.models, list(registry.models()), "model")
+    drivers = _names(args.drivers, list(registry.drivers()), "driver")
+    if args.dtype not in DTYPES:
+        raise UsageError(f"unknown dtype {args.dtype!r}; known: {', '.join(DTYPES)}")
+    dtype = args.dtype
+    if min(args.threads, args.budget, args.driver_budget, args.timeout) <= 0:
+        raise UsageError("--threads, --budget, --driver-budget and --timeout must be positive")
+    lengths, hidden = _int_list(args.lengths, "--lengths"), _int_list(args.hidden, "--hidden")
+    if not lengths and not hidden:
+        raise UsageError("nothing to sweep: give --lengths and/or --hidden")
+    plan = SweepPlan(models, drivers, lengths, hidden, _sizes(args.sizes, models), dtype, args.threads,
+                     TimingConfig(budget_s=args.budget), args.driver_budget, args.timeout)
+    out = _out_path(args.out or str(Path("results") / time.strftime("sweep-%Y%m%d-%H%M%S.jsonl")))
+    start = time.perf_counter()
+    print(f"rnnbench: sweep -> {out}", flush=True)
+
+    def progress(rec: dict) -> None:
+        t = rec.get("fwd_bwd")
+        extra = f" fwd+bwd {t['median_ms']:.3g} ms" if t and rec["status"] == "ok" else f" {rec.get('reason', '')}"
+        sizes = ",".join(f"{k}={v}" for k, v in rec["sizes"].items())
+        print(f"  {rec['model']:<10} {rec['driver']:<20} {sizes:<22} {rec['status']}{extra}", flush=True)
+
+    records = run_sweep(plan, out, progress)
+    print(f"\n{summary(records)} in {time.perf_counter() - start:.0f} s; records in {out}")
+    return 1 if any(r["status"] in record.FAILING for r in records) else 0
+
+
+def _cmd_report(args) -> int:
+    paths = [Path(f) for f in args.files]
+    for p in paths:
+        if not p.is_file():
+            raise UsageError(f"results file {p} does not exist")
+    records = record.load(paths)
+    if not records:
+        raise UsageError("no records in the given files")
+    from rnnbench.report.html import write_report
+
+    out_dir = Path(args.out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {out_dir}: {exc.strerror}") from None
+    page = write_report(records, out_dir)
+    print(f"rnnbench: report -> {page}")
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
         argv = ["run", *argv]
     try:
         args = _parser().parse_args(argv)
-        command = {"run": _cmd_run, "list": _cmd_list, "table": _cmd_table}[args.command]
+        command = {"run": _cmd_run, "list": _cmd_list, "table": _cmd_table, "sweep": _cmd_sweep, "report": _cmd_report}[args.command]
         return command(args)
     except (UsageError, registry.UnknownName, record.CorruptRecords, ValueError) as exc:
         print(f"rnnbench: error: {exc}", file=sys.stderr)

@@ -81,6 +81,7 @@ def numpy_dtype(dtype: str) -> Any:
 Step = Callable[[Ops, Params, Carry, Optional[Array]], tuple[Carry, Array]]
 Loss = Callable[[Ops, Mapping[str, Array], Array, Carry], Array]
 Prologue = Callable[[Ops, Params, Array], Array]
+Flops = Callable[[Mapping[str, int]], dict[str, float]]
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,9 @@ class Model:
     oracle(case) -> {name: float64 gradient}: shares no autodiff engine with any driver
         (hand-derived BPTT, closed forms). None means central finite differences are the oracle.
     kind: the computation family that vendor layers (anchor drivers) recognise, e.g. "elman_tanh".
+    flops(sizes) -> {"fwd": ..., "fwd_bwd": ...}: floating-point operations of one forward and one
+        forward+backward pass, counted analytically (models/_flops.py states the convention), for
+        the roofline. None: not counted, rows of this model get no GFLOP/s.
     """
 
     name: str
@@ -110,6 +114,7 @@ class Model:
     oracle: Optional[Callable[[Case], dict[str, np.ndarray]]] = None
     oracle_kind: str = "finite_differences"
     kind: str = "generic"
+    flops: Optional[Flops] = None
 
     def sizes_with_defaults(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
         """Default sizes updated with the overrides that this model knows; validated positive."""

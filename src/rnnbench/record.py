@@ -14,7 +14,8 @@ from typing import Any, Iterable
 SCHEMA = 1
 
 FAILING = ("grad_mismatch", "missing_grad", "forward_mismatch", "compile_error", "error", "crash", "timeout")
-"""Statuses that fail a run. "ok" and "unavailable" (the driver cannot run here, with a reason) do not."""
+"""Statuses that fail a run. "ok", "unavailable" (the driver cannot run here, with a reason) and
+"skipped" (a sweep row not run or stopped because its time budget was spent, with the reason) do not."""
 
 
 def machine() -> dict[str, Any]:

@@ -4,6 +4,7 @@ they agree) time forward and forward+backward. Returns a plain-data record."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from rnnbench.check.finite_diff import oracle_grads
 from rnnbench.check.tolerance import Tolerance, tolerance
 from rnnbench.drivers.base import Driver, Prepared
 from rnnbench.model import Case, Model, reference_loss
-from rnnbench.run.timing import TimingConfig, measure, timed_call
+from rnnbench.run.timing import TimingConfig, first_call, measure, peak_rss_mb, timed_call
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,8 @@ def run_row(job: Job) -> dict[str, Any]:
     if reason is not None:
         return {**base, "status": "unavailable", "reason": reason}
     case = model.make_case(sizes, job.seed).rounded_to(job.dtype)
+    _import_framework(driver)  # so the memory baseline includes the framework's own footprint
+    rss_before_mb = peak_rss_mb()
     chk, prepared = check_gradients(model, driver, case, job.dtype, job.device)
     rec = {
         **base,
@@ -143,7 +146,19 @@ def run_row(job: Job) -> dict[str, Any]:
     if chk.status == "ok" and job.time and prepared is not None:
         # Speed numbers exist only for rows whose gradients agree with the oracle.
         rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing).to_dict()
+        # forward() is a separate callable (jax: its own jit; torch.compile: a no_grad recompile):
+        # its first call is timed apart, then its steady state.
+        rec["fwd_first_call_s"] = first_call(prepared.forward, prepared.block)
         rec["fwd"] = measure(prepared.forward, prepared.block, job.timing).to_dict()
+    rec["memory"] = {
+        "peak_rss_mb": peak_rss_mb(),
+        "rss_before_row_mb": rss_before_mb,
+        "method": "getrusage ru_maxrss high-water mark of the worker process; rss_before_row_mb is "
+        "the mark after importing the framework, before prepare/compile/check/timing",
+    }
+    if model.flops is not None:
+        rec["flops"] = model.flops(sizes)
+    rec["environment"]["threads_in_use"] = _threads_in_use(driver)
     return rec
 
 
@@ -164,6 +179,25 @@ def repeatability(prepared: Prepared, chk: Check) -> dict[str, Any]:
     if not same:
         out["max_abs_diff"] = max(float(np.nanmax(np.abs(a - b))) if a.size else 0.0 for a, b in pairs)
         out["why"] = "two calls on the same inputs differ (non-deterministic reduction order or kernels)"
+    return out
+
+
+def _import_framework(driver: Driver) -> None:
+    import importlib
+
+    module = {"torch": "torch", "jax": "jax", "flax": "flax", "torch_xla": "torch_xla"}.get(driver.framework)
+    if module is not None:
+        importlib.import_module(module)
+
+
+def _threads_in_use(driver: Driver) -> dict[str, int]:
+    """Thread counts as the frameworks report them (the requested count is in `threads`)."""
+    out = {"os_cpus_available": len(os.sched_getaffinity(0))}
+    if driver.framework in ("torch", "torch_xla"):
+        import torch
+
+        out["torch_intra_op"] = torch.get_num_threads()
+        out["torch_inter_op"] = torch.get_num_interop_threads()
     return out
 
 

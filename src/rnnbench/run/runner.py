@@ -78,21 +78,26 @@ class Runner:
 
     def __init__(
         self,
-        out_path: Path,
+        out_path: Optional[Path],
         timeout_s: float,
         on_start: Callable[[Job], None] = lambda job: None,
         on_record: Callable[[dict], None] = lambda rec: None,
         memory_limit_gb: Optional[float] = None,
+        extra_env: Optional[dict[str, str]] = None,
     ):
+        """out_path: results file to append to (None: records are only reported). extra_env: added
+        to each worker's environment (e.g. timing.cold_cache_env() for cold compile times)."""
         self.out_path = out_path
         self.timeout_s = timeout_s
         self.on_start = on_start
         self.on_record = on_record
         self.memory_limit_gb = memory_limit_gb
+        self.extra_env = dict(extra_env or {})
         self.records: list[dict] = []
 
     def emit(self, rec: dict) -> None:
-        record.append(self.out_path, rec)
+        if self.out_path is not None:
+            record.append(self.out_path, rec)
         self.records.append(rec)
         self.on_record(rec)
 
@@ -109,10 +114,11 @@ class Runner:
                 continue
             groups.setdefault((driver.environment, job.driver), []).append(job)
         for (env_name, _driver), group in groups.items():
-            self._run_group(environments.get(env_name).python, group)
+            self.run_group(environments.get(env_name).python, group)
         return self.records
 
-    def _run_group(self, python: str, jobs: list[Job]) -> None:
+    def run_group(self, python: str, jobs: list[Job]) -> None:
+        """Run `jobs` with `python`, one worker at a time, a new one after each crash or timeout."""
         remaining = list(jobs)
         while remaining:
             done, failure = self._run_worker(python, remaining)
@@ -136,7 +142,7 @@ class Runner:
                     stdout=subprocess.PIPE,
                     stderr=err_file,
                     text=True,
-                    env={**os.environ, **environments.thread_env(jobs[0].threads)},
+                    env={**os.environ, **environments.thread_env(jobs[0].threads), **self.extra_env},
                     preexec_fn=_memory_limiter(self.memory_limit_gb),
                 )
             proc.stdin.write(json.dumps([j.to_dict() for j in jobs]))

@@ -1,0 +1,144 @@
+"""Size sweeps: sequence length (trip count) and hidden size, each row in a fresh, cold process,
+with a time budget per (model, driver) so that a slow compile cannot stall the sweep.
+
+Rows of one (model, driver) run in order of growing size. Each gets at most the budget that is
+left; a row that runs past it is killed and recorded as status "skipped" with reason "budget: ...".
+A row is not started when the previous size of the same axis already took longer than what is
+left (compile time of unrolled loops grows with T), and is recorded as skipped too, with the
+reason: nothing is silently dropped. Every record carries the GEMM peak measured once for the
+sweep and, where the model counts its FLOPs, achieved GFLOP/s and the fraction of that peak.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from rnnbench import record, registry
+from rnnbench.run import environments
+from rnnbench.run.row import Job
+from rnnbench.run.runner import Runner, base_record
+from rnnbench.run.timing import TimingConfig, cold_cache_env, roofline
+
+LENGTH_KEYS = ("T", "K")  # the trip-count size of a model: sequence length or number of iterations
+HIDDEN_KEYS = ("H", "n")  # its width: hidden size or vector/matrix size
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    models: list[str]
+    drivers: list[str]
+    lengths: list[int]  # values of the trip-count key (T or K)
+    hidden: list[int]  # values of the width key (H or n), at the model's base length
+    base_sizes: dict[str, int] = field(default_factory=dict)  # overrides applied to every row
+    dtype: str = "float32"
+    threads: int = 1
+    timing: TimingConfig = TimingConfig()
+    driver_budget_s: float = 120.0  # wall seconds per (model, driver) over the whole sweep
+    row_timeout_s: float = 600.0  # no single row runs longer than this
+
+
+def size_key(model_name: str, keys: tuple[str, ...]) -> Optional[str]:
+    defaults = registry.get_model(model_name).default_sizes
+    return next((k for k in keys if k in defaults), None)
+
+
+def rows_for(plan: SweepPlan, model_name: str) -> list[tuple[str, dict[str, int]]]:
+    """(axis, sizes) in run order: the length axis, then the hidden axis; a size combination that
+    both axes contain is run once, under the length axis."""
+    model = registry.get_model(model_name)
+    base = model.sizes_with_defaults(plan.base_sizes)
+    out: list[tuple[str, dict[str, int]]] = []
+    seen: set[tuple] = set()
+    for axis, key, values in (
+        ("length", size_key(model_name, LENGTH_KEYS), plan.lengths),
+        ("hidden", size_key(model_name, HIDDEN_KEYS), plan.hidden),
+    ):
+        if key is None:
+            continue
+        for v in sorted(set(values)):
+            sizes = {**base, key: v}
+            ident = tuple(sorted(sizes.items()))
+            if ident not in seen:
+                seen.add(ident)
+                out.append((axis, sizes))
+    return out
+
+
+def measure_gemm_peak(python: str, threads: int) -> dict[str, Any]:
+    """The GEMM peak, measured in a fresh process with the sweep's thread settings."""
+    env = {**os.environ, **environments.thread_env(threads)}
+    proc = subprocess.run([python, "-m", "rnnbench.run.timing", str(threads)], capture_output=True, text=True, env=env, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"GEMM peak measurement failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def with_roofline(rec: dict[str, Any], peak: dict[str, Any]) -> dict[str, Any]:
+    """Attach the GEMM peak, and GFLOP/s + fraction of peak for each timed quantity."""
+    rec["gemm_peak"] = peak
+    flops = rec.get("flops")
+    if rec.get("status") == "ok" and flops:
+        rec["roofline"] = {
+            q: roofline(flops[q], rec[q]["median_ms"], peak["gflops"]) for q in ("fwd", "fwd_bwd") if rec.get(q)
+        }
+    return rec
+
+
+def run_sweep(plan: SweepPlan, out_path: Path, on_record: Callable[[dict], None]) -> list[dict]:
+    """Run the sweep; records are appended to `out_path` as they complete and returned."""
+    results: list[dict] = []
+    main_python = environments.get("main").python
+    peak = measure_gemm_peak(main_python, plan.threads)
+
+    def emit(rec: dict, axis: str) -> None:
+        rec["sweep"] = {"axis": axis, "driver_budget_s": plan.driver_budget_s, "fresh_process_per_row": True,
+                        "cold_caches": True}
+        with_roofline(rec, peak)
+        record.append(out_path, rec)
+        results.append(rec)
+        on_record(rec)
+
+    for model_name in plan.models:
+        model = registry.get_model(model_name)
+        for driver_name in plan.drivers:
+            driver = registry.get_driver(driver_name)
+            env = environments.get(driver.environment)
+            reason = driver.supports(model) or env.missing_reason()
+            rows = rows_for(plan, model_name)
+            spent = 0.0
+            last_wall: dict[str, float] = {}  # axis -> wall seconds of its previous row
+            for axis, sizes in rows:
+                job = Job(model_name, driver_name, plan.dtype, "cpu", sizes, 0, plan.threads, plan.timing, True)
+                if reason is not None:
+                    emit({**base_record(job), "status": "unavailable", "reason": reason}, axis)
+                    continue
+                left = plan.driver_budget_s - spent
+                skip = None
+                if left <= 0:
+                    skip = f"budget: the {plan.driver_budget_s:g} s budget of {driver_name} on {model_name} was spent on smaller sizes"
+                elif last_wall.get(axis, 0.0) > left:
+                    skip = (f"budget: the previous size took {last_wall[axis]:.0f} s, more than the "
+                            f"{left:.0f} s left of the {plan.driver_budget_s:g} s budget")
+                if skip is not None:
+                    emit({**base_record(job), "status": "skipped", "reason": skip}, axis)
+                    continue
+                timeout = min(plan.row_timeout_s, left)
+                got: list[dict] = []
+                start = time.perf_counter()
+                Runner(None, timeout, on_record=got.append, extra_env=cold_cache_env()).run_group(env.python, [job])
+                wall = time.perf_counter() - start
+                spent += wall
+                last_wall[axis] = wall
+                for rec in got:
+                    if rec["status"] == "timeout":
+                        rec["status"] = "skipped"
+                        rec["reason"] = f"budget: no result within {timeout:.0f} s (what was left of the budget); worker killed"
+                    rec["row_wall_s"] = wall
+                    emit(rec, axis)
+    return results

@@ -1,0 +1,59 @@
+"""pytest-benchmark: forward+backward of every driver on the RNN and LSTM, grouped by model.
+
+The benchmarked callable is Prepared.loss_and_grads (forward + backward + canonical gradients
+read back), and its *returned* value is judged against the float64 oracle with the one tolerance
+policy: a wrong gradient fails the test whatever its speed. Gradient error, tolerance, compile
+(first call) seconds, threads and driver settings go into extra_info.
+
+Normal runs pass --benchmark-disable (pyproject addopts): each callable runs once, so these stay
+as cheap as a gradient test. Timed:
+    .venv/bin/python -m pytest tests/test_benchmarks.py --benchmark-enable --benchmark-json=results/benchmark.json
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rnnbench import registry
+from rnnbench.run.checked import NotApplicable, prepare_checked, verify
+
+BENCH_MODELS = ("rnn", "lstm")
+
+
+def bench_pairs() -> list:
+    return [
+        pytest.param(m, d.name, id=f"{m}-{d.name}")
+        for m in BENCH_MODELS
+        for d in registry.drivers().values()
+        if d.environment == "main" and d.supports(registry.get_model(m)) is None
+    ]
+
+
+@pytest.mark.parametrize(("bench_model", "bench_driver"), bench_pairs())
+def test_fwd_bwd(benchmark, bench_model: str, bench_driver: str) -> None:
+    try:
+        check, prepared = prepare_checked(bench_model, bench_driver)
+    except NotApplicable as exc:
+        pytest.skip(str(exc))
+    benchmark.group = f"{bench_model} fwd+bwd (float32, default sizes)"
+    model = registry.get_model(bench_model)
+    benchmark.extra_info.update(
+        model=bench_model,
+        driver=bench_driver,
+        sizes=model.sizes_with_defaults(),
+        dtype="float32",
+        first_call_s=check.first_call_s,
+        driver_settings={k: str(v) for k, v in prepared.settings.items()},
+        threads=_torch_threads(),
+    )
+    loss, grads = benchmark(prepared.loss_and_grads)
+    judged = verify(bench_model, loss, grads)
+    benchmark.extra_info.update(max_rel_error=judged.max_rel_error, tolerance=judged.tolerance.max_rel_error,
+                                oracle=judged.oracle_kind, status=judged.status)
+    assert judged.status == "ok", judged.report
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
