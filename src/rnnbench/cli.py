@@ -1,7 +1,8 @@
 """Command line: `rnnbench run` (the default comparison), `rnnbench list`, `rnnbench table`.
 
-Exit codes: 0 every row ok or unavailable; 1 some row failed its check or crashed; 2 bad input
-(one line on stderr, no traceback)."""
+Exit codes: 0 every row ok, unavailable or a registered known issue (known_issue:<id>); 1 some row
+failed its check or crashed, or a registered known issue no longer reproduces
+(known_issue_fixed:<id>); 2 bad input (one line on stderr, no traceback)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Optional, Sequence
 from rnnbench import record, registry
 from rnnbench.check.tolerance import tolerance
 from rnnbench.report.table import failure_reports, format_table, summary
+from rnnbench.run import environments
 from rnnbench.run.row import Job
 from rnnbench.run.timing import TimingConfig
 
@@ -67,6 +69,8 @@ def _parser() -> _Parser:
     run = sub.add_parser("run", help="check gradients and time every model x driver (the default)")
     run.add_argument("--models", help="comma-separated model names (default: all)")
     run.add_argument("--drivers", help="comma-separated driver names (default: all)")
+    run.add_argument("--environments", help="comma-separated environments, from main, xla (default: all; "
+                     "a driver runs once in each of its environments)")
     run.add_argument("--dtypes", default="float32", help=f"comma-separated, from {', '.join(DTYPES)} (default float32)")
     run.add_argument("--device", default="cpu", help="cpu or cuda")
     run.add_argument("--sizes", help="overrides of model sizes, e.g. T=64,H=128")
@@ -85,6 +89,7 @@ def _parser() -> _Parser:
 def _jobs(args) -> list[Job]:
     models = _names(args.models, list(registry.models()), "model")
     drivers = _names(args.drivers, list(registry.drivers()), "driver")
+    envs = _names(args.environments, list(environments.environments()), "environment")
     dtypes = _names(args.dtypes, DTYPES, "dtype")
     if args.device not in DEVICES:
         raise UsageError(f"unknown device {args.device!r}; known: {', '.join(DEVICES)}")
@@ -95,10 +100,12 @@ def _jobs(args) -> list[Job]:
     sizes = _sizes(args.sizes, models)
     timing = TimingConfig(budget_s=args.budget)
     return [
-        Job(m, d, dtype, args.device, sizes, args.seed, args.threads, timing, not args.no_time)
+        Job(m, d, dtype, args.device, sizes, args.seed, args.threads, timing, not args.no_time, env)
         for dtype in dtypes
         for m in models
         for d in drivers
+        for env in registry.get_driver(d).environments
+        if env in envs
     ]
 
 
@@ -124,7 +131,8 @@ def _cmd_run(args) -> int:
     def progress(rec: dict) -> None:
         err = rec.get("max_rel_error")
         err_s = "" if err is None else f" max rel err {err:.1e}"
-        print(f"  {rec['model']:<18} {rec['driver']:<20} {rec['dtype']:<8} {rec['status']}{err_s}", flush=True)
+        env = rec.get("env_label", rec.get("environment_name", ""))
+        print(f"  {rec['model']:<18} {rec['driver']:<20} {env:<13} {rec['dtype']:<8} {rec['status']}{err_s}", flush=True)
 
     records = run_jobs(jobs, out, args.timeout, progress)
     print()
@@ -133,23 +141,26 @@ def _cmd_run(args) -> int:
     if reports:
         print("\n" + reports)
     print(f"\n{summary(records)} in {time.perf_counter() - start:.0f} s; records in {out}")
-    return 1 if any(r["status"] in record.FAILING for r in records) else 0
+    return 1 if any(record.is_failing(r["status"]) for r in records) else 0
 
 
 def _cmd_list(args) -> int:
-    from rnnbench.run import environments
-
     print("models:")
     for m in registry.models().values():
         sizes = ",".join(f"{k}={v}" for k, v in m.default_sizes.items())
         print(f"  {m.name:<18} {sizes:<22} oracle={m.oracle_kind:<13} {m.summary}")
     print("drivers:")
     for d in registry.drivers().values():
-        env = environments.environments().get(d.environment)
-        reason = env.missing_reason() if env else f"unknown environment {d.environment}"
-        if reason is None and d.environment == "main":
-            reason = d.available()
-        print(f"  {d.name:<20} [{d.environment}] {d.summary}" + (f"  (unavailable: {reason})" if reason else ""))
+        reasons = []
+        for name in d.environments:
+            env = environments.environments().get(name)
+            reason = env.missing_reason() if env else f"unknown environment {name}"
+            if reason is None and name == environments.current():
+                reason = d.available()
+            if reason:
+                reasons.append(f"{name}: {reason}")
+        envs = ",".join(d.environments)
+        print(f"  {d.name:<34} [{envs}] {d.summary}" + (f"  (unavailable: {'; '.join(reasons)})" if reasons else ""))
     return 0
 
 

@@ -31,7 +31,8 @@ def _base_record(job: Job) -> dict[str, Any]:
         "model": job.model,
         "driver": job.driver,
         "framework": driver.framework,
-        "environment_name": driver.environment,
+        "environment_name": job.environment,
+        "env_label": job.environment,  # the worker replaces it with its torch version
         "anchor": driver.anchor,
         "dtype": job.dtype,
         "device": job.device,
@@ -47,12 +48,13 @@ def _tail(path: Path) -> str:
     return "\n".join(lines[-STDERR_TAIL_LINES:])
 
 
-def _run_group(python: str, jobs: list[Job], timeout_s: float, emit: Callable[[dict], None]) -> None:
+def _run_group(environment: environments.Environment, jobs: list[Job], timeout_s: float, emit: Callable[[dict], None]) -> None:
+    python = environment.python
     remaining = list(jobs)
     while remaining:
         with tempfile.NamedTemporaryFile("w+", suffix=".stderr", delete=False) as err:
             err_path = Path(err.name)
-        env = {**os.environ, **environments.thread_env(remaining[0].threads)}
+        env = {**os.environ, **environments.thread_env(remaining[0].threads), **environment.variables}
         with open(err_path, "w") as err_file:
             proc = subprocess.Popen(
                 [python, "-m", "rnnbench.run.worker"],
@@ -113,7 +115,9 @@ def _run_group(python: str, jobs: list[Job], timeout_s: float, emit: Callable[[d
 
 
 def run_jobs(jobs: Iterable[Job], out_path: Path, timeout_s: float, on_record: Callable[[dict], None]) -> list[dict]:
-    """Run every job, grouped by (environment, driver) in first-seen order. Returns the records."""
+    """Run every job, grouped by (environment, driver) in first-seen order; each job runs in the
+    interpreter of its environment (job.environment), so one results file holds every environment's
+    rows. Returns the records."""
     results: list[dict] = []
 
     def emit(rec: dict) -> None:
@@ -125,12 +129,14 @@ def run_jobs(jobs: Iterable[Job], out_path: Path, timeout_s: float, on_record: C
     for job in jobs:
         driver = registry.get_driver(job.driver)
         reason = driver.supports(registry.get_model(job.model))
-        env = environments.get(driver.environment)
+        if reason is None and job.environment not in driver.environments:
+            reason = f"{job.driver} does not run in environment '{job.environment}'"
+        env = environments.get(job.environment)
         reason = reason or env.missing_reason()
         if reason is not None:  # decided here: no process needed to say so
             emit({**_base_record(job), "status": "unavailable", "reason": reason})
             continue
-        groups.setdefault((driver.environment, job.driver), []).append(job)
+        groups.setdefault((job.environment, job.driver), []).append(job)
     for (env_name, _driver), group in groups.items():
-        _run_group(environments.get(env_name).python, group, timeout_s, emit)
+        _run_group(environments.get(env_name), group, timeout_s, emit)
     return results
