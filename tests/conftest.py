@@ -13,6 +13,15 @@ from rnnbench.run.environments import current
 
 GRADIENT_DTYPES = ("float64", "float32")
 
+if current() == "xla":
+    # torch's autograd engine sizes its per-device queues at the first backward: the XLA device
+    # must exist (torch_xla.device(); importing is not enough) before any plain-torch test runs a
+    # backward in this process, or every later XLA backward fails with "INTERNAL ASSERT FAILED ...
+    # device_ready_queues_". The runner uses one process per driver, so benchmark rows never mix.
+    import torch_xla
+
+    torch_xla.device()
+
 
 def model_driver_pairs(dtypes: tuple[str, ...] = ()) -> list:
     """Every (model, driver[, dtype]) this environment can run; inapplicable pairs are left out

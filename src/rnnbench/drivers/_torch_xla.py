@@ -4,6 +4,10 @@ PJRT_DEVICE=CPU).
 torch_xla tensors are lazy: ops only record a graph, which runs at torch_xla.sync(). Every timed
 call is therefore blocked with torch_xla.sync(wait=True) (Prepared.block); without it a timing
 measures tracing, not computation. Inputs are synced onto the device before anything is timed.
+
+In one process, the XLA device must be created (torch_xla.device()) before the first plain-torch
+backward, or torch 2.9.0's autograd engine rejects XLA backwards later (INTERNAL ASSERT on
+device_ready_queues_). The runner gives every driver its own process; tests/conftest.py does it.
 """
 
 from __future__ import annotations
