@@ -1,9 +1,10 @@
 """torch_scan_compiled with dynamo's default configuration (capture_scalar_outputs=False).
 
-Exists to exercise a known issue (BUGS.md §1): inductor cannot compile scan on CPU unless
-torch._dynamo.config.capture_scalar_outputs = True (it fails on aten._local_scalar_dense), which
-torch_scan_compiled sets. Runs on two models only: the failure is at compile time and does not
-depend on the model, so more rows would only cost compile time."""
+Exists to exercise a known issue (BUGS.md §1): torch 2.9.0's inductor cannot compile scan on CPU
+unless torch._dynamo.config.capture_scalar_outputs = True (it fails on aten._local_scalar_dense),
+which torch_scan_compiled sets. torch 2.13.0 compiles it either way (measured on every model), so
+the two environments show the setting's effect side by side. Runs on two models only: the failure
+is at compile time and does not depend on the model, so more rows would only cost compile time."""
 
 from __future__ import annotations
 
