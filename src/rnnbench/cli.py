@@ -132,7 +132,7 @@ def _cmd_run(args) -> int:
         err = rec.get("max_rel_error")
         err_s = "" if err is None else f" max rel err {err:.1e}"
         env = rec.get("env_label", rec.get("environment_name", ""))
-        print(f"  {rec['model']:<18} {rec['driver']:<20} {env:<13} {rec['dtype']:<8} {rec['status']}{err_s}", flush=True)
+        print(f"  {rec['model']:<18} {rec['driver']:<34} {env:<13} {rec['dtype']:<8} {rec['status']}{err_s}", flush=True)
 
     records = run_jobs(jobs, out, args.timeout, progress)
     print()

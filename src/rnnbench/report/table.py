@@ -29,15 +29,15 @@ def env_label(rec: dict) -> str:
 
 
 def side_by_side(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Records ordered by dtype, model, driver (each in order of first appearance), then environment,
-    so one driver's rows from several environments sit next to each other."""
+    """Records ordered by dtype and model (in order of first appearance), driver name, then
+    environment, so one driver's rows from several environments sit next to each other."""
     records = list(records)
     first: dict[tuple[str, str], int] = {}
     for i, r in enumerate(records):
-        for key in ("dtype", "model", "driver"):
+        for key in ("dtype", "model"):
             first.setdefault((key, r[key]), i)
     return sorted(records, key=lambda r: (first[("dtype", r["dtype"])], first[("model", r["model"])],
-                                          first[("driver", r["driver"])], r.get("environment_name", "main")))
+                                          r["driver"], r.get("environment_name", "main")))
 
 
 COLUMNS = ("model", "driver", "env", "dtype", "status", "max rel err", "fwd+bwd ms [IQR]", "fwd ms [IQR]", "first call s")
