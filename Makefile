@@ -1,10 +1,18 @@
 # Two commands do all set-up:  `make bench` (the default comparison) and `make test`.
 # Each creates the environment first if it is missing.
-PYTHON ?= python3
-VENV   ?= .venv
-BIN     = $(VENV)/bin
+# `make bench-all` / `make test-xla` also create the torch 2.9.0 + torch_xla environment (~7 GB).
+PYTHON   ?= python3
+VENV     ?= .venv
+BIN       = $(VENV)/bin
+XLA_VENV ?= .venv-xla
+XLA_BIN   = $(XLA_VENV)/bin
+# The runner finds the torch_xla environment's interpreter through this variable.
+export RNNBENCH_XLA_PYTHON ?= $(abspath $(XLA_BIN))/python
 
-.PHONY: venv bench test clean
+# Tests that run inside the torch_xla environment (torch 2.9.0); jax and the vendor anchors are main-only.
+XLA_TESTS = tests/test_gradients.py tests/test_reference_cases.py tests/test_known_issues.py tests/test_torch_xla.py
+
+.PHONY: venv venv-xla bench bench-all test test-xla clean clean-xla
 
 venv: $(VENV)/.installed
 
@@ -15,11 +23,32 @@ $(VENV)/.installed: requirements/main.txt pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $@
 
+venv-xla: $(XLA_VENV)/.installed
+
+$(XLA_VENV)/.installed: requirements/xla.txt pyproject.toml
+	$(PYTHON) -m venv $(XLA_VENV)
+	$(XLA_BIN)/python -m pip install -q --upgrade pip
+	$(XLA_BIN)/python -m pip install -q -r requirements/xla.txt
+	$(XLA_BIN)/python -m pip install -q --no-deps -e .
+	touch $@
+
 bench: venv
+	$(BIN)/rnnbench run
+
+bench-all: venv venv-xla
 	$(BIN)/rnnbench run
 
 test: venv
 	$(BIN)/python -m pytest
 
+# The torch_xla / torch 2.9.0 tests in their own interpreter, then the cross-environment tests from
+# the main one (required here: they fail instead of skipping when the environment is missing).
+test-xla: venv venv-xla
+	PJRT_DEVICE=CPU $(XLA_BIN)/python -m pytest $(XLA_TESTS)
+	RNNBENCH_REQUIRE_XLA=1 $(BIN)/python -m pytest -m cross_environment
+
 clean:
 	rm -rf $(VENV) results .pytest_cache
+
+clean-xla:
+	rm -rf $(XLA_VENV)

@@ -3,6 +3,9 @@
 decay:          h_t = a * h_{t-1} + x_t, y_t = h_t, loss = sum(ys**2) + final_weight * sum(h_T**2).
                 The initial carry does NOT require grad: the condition under which torch 2.9.0's
                 scan dropped the carry cotangent.
+decay_scalar:   the same recurrence on 0-dimensional a and h (xs: (T,)) with loss = sum(ys**2) only,
+                exactly the upstream reproducer's form: torch 2.9.0's inductor cannot lower scan's
+                backward when the carry is 0-d and the loss does not use the final carry.
 scan_reference: carry_t = carry_{t-1} + x_t, y_t = carry_{t-1} * x_t, loss = sum(ys); gradients
                 w.r.t. the initial carry and xs (the reference values of BUGS.md §2).
 """
@@ -44,6 +47,27 @@ def decay_case(sizes: Mapping[str, int], seed: int) -> Case:
         consts={"final_weight": np.array(1.0)},
         carry0_requires_grad=(False,),
     )
+
+
+def decay_scalar_case(sizes: Mapping[str, int], seed: int) -> Case:
+    """a: () in (0.5, 0.9); x: (T,); h0: ()."""
+    rng = rng_for("decay_scalar", seed)
+    T = sizes["T"]
+    return Case(
+        model="decay_scalar",
+        sizes=dict(sizes),
+        seed=seed,
+        params={"a": np.asarray(rng.uniform(0.5, 0.9), dtype=np.float64)},
+        carry0=(np.asarray(uniform(rng, (), 0.5)),),
+        xs=uniform(rng, (T,), 0.5),
+        length=T,
+        consts={"final_weight": np.array(0.0)},  # read by the oracle; decay_scalar_loss has no final term
+        carry0_requires_grad=(False,),
+    )
+
+
+def decay_scalar_loss(ops, consts, ys, carry):
+    return ops.sum(ys * ys)
 
 
 def bugs_section1_case(final_weight: float = 0.0) -> Case:
@@ -167,6 +191,17 @@ MODELS = (
         oracle=decay_oracle,
         oracle_kind="hand_bptt",
         flops=decay_flops,
+    ),
+    Model(
+        name="decay_scalar",
+        summary="decay on 0-d tensors (the upstream reproducer's shape)",
+        carry_names=("h",),
+        default_sizes={"T": 16},
+        make_case=decay_scalar_case,
+        step=decay_step,
+        loss=decay_scalar_loss,
+        oracle=decay_oracle,
+        oracle_kind="hand_bptt",
     ),
     Model(
         name="scan_reference",

@@ -1,28 +1,54 @@
 """Test parameters are generated from the registries: a new model or driver file is tested by the
-existing tests with no edit here."""
+existing tests with no edit here. Pairs cover the drivers of the environment running pytest (main,
+or the torch_xla one under `make test-xla`); pairs the known-issues registry covers are strict
+xfails with the registry id as reason."""
 
 from __future__ import annotations
 
 import pytest
 
+from _known_issue_marks import known_issue_marks
 from rnnbench import registry
+from rnnbench.run.environments import current
+
+GRADIENT_DTYPES = ("float64", "float32")
+
+if current() == "xla":
+    # torch's autograd engine sizes its per-device queues at the first backward: the XLA device
+    # must exist (torch_xla.device(); importing is not enough) before any plain-torch test runs a
+    # backward in this process, or every later XLA backward fails with "INTERNAL ASSERT FAILED ...
+    # device_ready_queues_". The runner uses one process per driver, so benchmark rows never mix.
+    import torch_xla
+
+    torch_xla.device()
 
 
-def model_driver_pairs() -> list:
-    """Every (model, driver) pair the main environment can run; inapplicable pairs are left out
+def model_driver_pairs(dtypes: tuple[str, ...] = ()) -> list:
+    """Every (model, driver[, dtype]) this environment can run; inapplicable pairs are left out
     here (anchors on other model families) rather than reported as skips."""
-    pairs = []
+    here = current()
+    params = []
     for d in registry.drivers().values():
-        if d.environment != "main":
+        if here not in d.environments:
             continue
         for m in registry.models().values():
-            if d.supports(m) is None:
-                pairs.append(pytest.param(m.name, d.name, id=f"{m.name}-{d.name}"))
-    return pairs
+            if d.supports(m) is not None:
+                continue
+            if not dtypes:
+                params.append(pytest.param(m.name, d.name, id=f"{m.name}-{d.name}"))
+                continue
+            case = m.make_case(m.sizes_with_defaults(), 0)
+            for dtype in dtypes:
+                marks = known_issue_marks(d.name, m, case, dtype)
+                params.append(pytest.param(m.name, d.name, dtype, marks=marks, id=f"{m.name}-{d.name}-{dtype}"))
+    return params
 
 
 def pytest_generate_tests(metafunc):
-    if {"model_name", "driver_name"} <= set(metafunc.fixturenames):
+    names = set(metafunc.fixturenames)
+    if {"model_name", "driver_name", "gradient_dtype"} <= names:
+        metafunc.parametrize(("model_name", "driver_name", "gradient_dtype"), model_driver_pairs(GRADIENT_DTYPES))
+    elif {"model_name", "driver_name"} <= names:
         metafunc.parametrize(("model_name", "driver_name"), model_driver_pairs())
-    elif "model_name" in metafunc.fixturenames:
+    elif "model_name" in names:
         metafunc.parametrize("model_name", list(registry.models()))

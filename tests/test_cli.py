@@ -27,6 +27,7 @@ def rnnbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
         (["run", "--sizes", "Q=3"], "not used by any selected model"),
         (["run", "--sizes", "T"], "not KEY=VALUE"),
         (["run", "--device", "tpu"], "unknown device"),
+        (["run", "--environments", "nosuch"], "unknown environment 'nosuch'"),
         (["run", "--threads", "0"], "must be a positive number"),
         (["run", "--bogus-flag"], "unrecognized arguments"),
         (["table", "/nonexistent/results.jsonl"], "does not exist"),
@@ -52,7 +53,7 @@ def test_corrupt_results_file_is_one_line_exit_2(tmp_path: Path) -> None:
 def test_run_writes_records_and_table(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     proc = rnnbench("run", "--models", "rnn,newton_sqrt", "--drivers", "torch_loop,jax_lax_scan,torch_nn_rnn",
-                    "--budget", "0.05", "--out", str(out))
+                    "--environments", "main", "--budget", "0.05", "--out", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 6

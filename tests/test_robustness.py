@@ -19,6 +19,9 @@ PLUGIN_DIR = Path(__file__).parent / "plugins"
 
 
 def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`rnnbench ...` with the faulty drivers loaded; runs are pinned to the main environment."""
+    if args and args[0] == "run" and "--environments" not in args:
+        args = (*args, "--environments", "main")
     env = {**os.environ, "RNNBENCH_PLUGINS": "rnnbench_faulty",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")]))}
     return subprocess.run([sys.executable, "-m", "rnnbench.cli", *args], capture_output=True, text=True, env=env,
@@ -58,7 +61,7 @@ def test_killed_run_resumes_without_redoing_rows(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     env = {**os.environ}
     args = [sys.executable, "-m", "rnnbench.cli", "run", "--models", "decay,rnn,lstm,newton_sqrt,taylor_exp",
-            "--drivers", "torch_loop,jax_lax_scan", "--budget", "0.05", "--out", str(out)]
+            "--drivers", "torch_loop,jax_lax_scan", "--environments", "main", "--budget", "0.05", "--out", str(out)]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
     deadline = time.time() + 300
     while time.time() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 2):

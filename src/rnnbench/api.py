@@ -28,6 +28,7 @@ from rnnbench.model import Case, Model
 class DriverResult:
     driver: str
     status: str  # ok | grad_mismatch | missing_grad | forward_mismatch | compile_error | error | unavailable
+    # | known_issue:<id> | known_issue_fixed:<id> (rnnbench.check.known_issues)
     max_rel_error: Optional[float]
     report: str
     grad_errors: list = field(default_factory=list)
@@ -120,12 +121,16 @@ def check_recurrence(
         xs_requires_grad=xs_requires_grad,
     ).rounded_to(dtype)
     model = Model("user", "user-defined recurrence", carry_names, {"T": T}, lambda s, seed: case, step, loss)
+    from rnnbench.run.environments import current
+
+    current_env = current()
     results = []
     oracle_kind = "finite_differences"
     for name in drivers or list(registry.drivers()):
         driver = registry.get_driver(name)
-        if driver.environment != "main":
-            results.append(DriverResult(name, "unavailable", None, f"runs in environment '{driver.environment}'"))
+        if current_env not in driver.environments:
+            where = ", ".join(driver.environments)
+            results.append(DriverResult(name, "unavailable", None, f"runs in environment(s) {where}, not '{current_env}'"))
             continue
         reason = unavailable_reason(model, driver, Job("user", name, dtype, device))
         if reason is not None:

@@ -1,8 +1,9 @@
 """Command line: `rnnbench run` (the default comparison), `rnnbench list`, `rnnbench table`,
 `rnnbench sweep` (sizes, cold rows, time budgets), `rnnbench report` (charts + HTML from records).
 
-Exit codes: 0 every row ok or unavailable; 1 some row failed its check or crashed; 2 bad input
-(one line on stderr, no traceback, nothing written)."""
+Exit codes: 0 every row ok, unavailable or a registered known issue (known_issue:<id>); 1 some row
+failed its check or crashed, or a registered known issue no longer reproduces
+(known_issue_fixed:<id>); 2 bad input (one line on stderr, no traceback, nothing written)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any, Optional, Sequence
 from rnnbench import record, registry
 from rnnbench.check.tolerance import tolerance
 from rnnbench.report.table import failure_reports, format_table, summary
+from rnnbench.run import environments
 from rnnbench.run.row import Job
 from rnnbench.run.timing import TimingConfig
 
@@ -26,6 +28,7 @@ DEVICES = ("cpu", "cuda")
 RUN_DEFAULTS: dict[str, Any] = {
     "models": None,  # all
     "drivers": None,  # all
+    "environments": None,  # all: a driver runs once in each of its environments
     "dtypes": "float32",
     "device": "cpu",
     "sizes": None,  # each model's defaults
@@ -120,6 +123,8 @@ def _parser() -> _Parser:
     run.add_argument("--config", help="TOML file with any of: " + ", ".join(RUN_DEFAULTS))
     run.add_argument("--models", help="comma-separated model names (default: all)")
     run.add_argument("--drivers", help="comma-separated driver names (default: all)")
+    run.add_argument("--environments", help="comma-separated environments, from main, xla (default: all; "
+                     "a driver runs once in each of its environments)")
     run.add_argument("--dtypes", help=f"comma-separated, from {', '.join(DTYPES)} (default float32)")
     run.add_argument("--device", help="cpu (default) or cuda")
     run.add_argument("--sizes", help="overrides of model sizes, e.g. T=64,H=128")
@@ -163,25 +168,22 @@ def _settings(args) -> dict[str, Any]:
 
 
 def _check_drivers_runnable(names: list[str], explicit: bool) -> None:
-    """A driver named explicitly whose framework or environment is missing is bad input."""
-    from rnnbench.run import environments
-
+    """A driver named explicitly whose framework is missing from this (main) environment is bad
+    input. A missing *other* environment is not: its rows say how to create it."""
     if not explicit:
         return
     for name in names:
         d = registry.get_driver(name)
-        reason = environments.get(d.environment).missing_reason()
-        if reason is None and d.environment == "main":
+        if d.environments == ("main",):
             reason = d.available()
             if reason:
-                reason += "; install it with `make venv`"
-        if reason:
-            raise UsageError(f"driver {name!r} cannot run here: {reason}")
+                raise UsageError(f"driver {name!r} cannot run here: {reason}; install it with `make venv`")
 
 
 def _jobs(args, s: dict[str, Any]) -> list[Job]:
     models = _names(s["models"], list(registry.models()), "model")
     drivers = _names(s["drivers"], list(registry.drivers()), "driver")
+    envs = _names(s["environments"], list(environments.environments()), "environment")
     dtypes = _names(s["dtypes"], DTYPES, "dtype")
     if s["device"] not in DEVICES:
         raise UsageError(f"unknown device {s['device']!r}; known: {', '.join(DEVICES)}")
@@ -194,10 +196,12 @@ def _jobs(args, s: dict[str, Any]) -> list[Job]:
     _check_drivers_runnable(drivers, explicit=bool(s["drivers"]))
     timing = TimingConfig(budget_s=float(s["budget"]))
     jobs = [
-        Job(m, d, dtype, s["device"], sizes, int(s["seed"]), int(s["threads"]), timing, not args.no_time)
+        Job(m, d, dtype, s["device"], sizes, int(s["seed"]), int(s["threads"]), timing, not args.no_time, env)
         for dtype in dtypes
         for m in models
         for d in drivers
+        for env in registry.get_driver(d).environments
+        if env in envs
     ]
     shard = _shard(args.shard)
     if shard:
@@ -210,7 +214,7 @@ def _job_key(job: Job) -> tuple:
     from rnnbench.run.runner import row_key
 
     model = registry.get_model(job.model)
-    return row_key({"model": job.model, "driver": job.driver, "environment_name": registry.get_driver(job.driver).environment,
+    return row_key({"model": job.model, "driver": job.driver, "environment_name": job.environment,
                     "dtype": job.dtype, "device": job.device, "sizes": model.sizes_with_defaults(job.sizes), "seed": job.seed})
 
 
@@ -262,23 +266,26 @@ def _cmd_run(args) -> int:
     if reports:
         print("\n" + reports)
     print(f"\n{summary(records)} in {time.perf_counter() - start:.0f} s; records in {out}")
-    return 1 if any(r["status"] in record.FAILING for r in records) else 0
+    return 1 if any(record.is_failing(r["status"]) for r in records) else 0
 
 
 def _cmd_list(args) -> int:
-    from rnnbench.run import environments
-
     print("models:")
     for m in registry.models().values():
         sizes = ",".join(f"{k}={v}" for k, v in m.default_sizes.items())
         print(f"  {m.name:<18} {sizes:<22} oracle={m.oracle_kind:<13} {m.summary}")
     print("drivers:")
     for d in registry.drivers().values():
-        env = environments.environments().get(d.environment)
-        reason = env.missing_reason() if env else f"unknown environment {d.environment}"
-        if reason is None and d.environment == "main":
-            reason = d.available()
-        print(f"  {d.name:<20} [{d.environment}] {d.summary}" + (f"  (unavailable: {reason})" if reason else ""))
+        reasons = []
+        for name in d.environments:
+            env = environments.environments().get(name)
+            reason = env.missing_reason() if env else f"unknown environment {name}"
+            if reason is None and name == environments.current():
+                reason = d.available()
+            if reason:
+                reasons.append(f"{name}: {reason}")
+        envs = ",".join(d.environments)
+        print(f"  {d.name:<34} [{envs}] {d.summary}" + (f"  (unavailable: {'; '.join(reasons)})" if reasons else ""))
     return 0
 
 
@@ -334,7 +341,7 @@ def _cmd_sweep(args) -> int:
 
     records = run_sweep(plan, out, progress)
     print(f"\n{summary(records)} in {time.perf_counter() - start:.0f} s; records in {out}")
-    return 1 if any(r["status"] in record.FAILING for r in records) else 0
+    return 1 if any(record.is_failing(r["status"]) for r in records) else 0
 
 
 def _cmd_report(args) -> int:

@@ -15,7 +15,14 @@ SCHEMA = 1
 
 FAILING = ("grad_mismatch", "missing_grad", "forward_mismatch", "compile_error", "error", "crash", "timeout")
 """Statuses that fail a run. "ok", "unavailable" (the driver cannot run here, with a reason) and
-"skipped" (a sweep row not run or stopped because its time budget was spent, with the reason) do not."""
+"skipped" (a sweep row not run or stopped because its time budget was spent, with the reason) do not;
+nor does "known_issue:<id>" (a failure the known-issues registry expects: still reported, never timed),
+while "known_issue_fixed:<id>" (a registered bug that no longer reproduces) does: see is_failing."""
+
+
+def is_failing(status: str) -> bool:
+    """True when a row with this status fails the run (the CLI's exit code 1)."""
+    return status in FAILING or status.startswith("known_issue_fixed:")
 
 
 def machine() -> dict[str, Any]:

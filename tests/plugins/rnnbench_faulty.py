@@ -24,7 +24,8 @@ def _fault(name: str, fail, only_model: str | None = None, **extra):
             fail()
         return TORCH_LOOP.prepare(model, case, dtype, device)
 
-    return dataclasses.replace(TORCH_LOOP, name=name, framework="test", summary=f"test: {name}", prepare=prepare, **extra)
+    return dataclasses.replace(TORCH_LOOP, name=name, framework="test", summary=f"test: {name}", prepare=prepare,
+                               environments=("main",), **extra)
 
 
 def _segfault():
@@ -70,5 +71,6 @@ DRIVERS = (
     _fault("faulty_raises", _raise),
     _fault("faulty_crash_on_rnn", _segfault, only_model="rnn"),
     _fault("faulty_missing_framework", _raise, available=lambda: "python package 'nosuchframework' is not installed"),
-    dataclasses.replace(TORCH_LOOP, name="faulty_nondeterministic", framework="test", prepare=_nondeterministic_prepare),
+    dataclasses.replace(TORCH_LOOP, name="faulty_nondeterministic", framework="test", prepare=_nondeterministic_prepare,
+                        environments=("main",)),
 )

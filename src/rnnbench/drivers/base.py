@@ -34,8 +34,10 @@ class Prepared:
 
 @dataclass(frozen=True)
 class Driver:
-    """name: unique id. framework: "torch", "jax", "flax", "torch_xla". environment: which Python
-    environment runs it ("main", or e.g. "xla"). compiled: True when the first call compiles.
+    """name: unique id. framework: "torch", "jax", "flax", "torch_xla". environments: the Python
+    environments that run it ("main"; "xla" = torch 2.9.0 + torch_xla): a driver listed in several
+    gives one row per environment, so one table compares framework versions (rnnbench.run.environments).
+    compiled: True when the first call compiles.
     anchor: a vendor layer (torch.nn.LSTM, flax cells) rather than the model's own step.
     available() -> None or the reason the framework cannot be used here.
     supports(model) -> None or the reason this driver cannot express the model.
@@ -49,7 +51,7 @@ class Driver:
     available: Callable[[], Optional[str]]
     versions: Callable[[], dict[str, str]]
     supports: Callable[[Model], Optional[str]] = lambda model: None
-    environment: str = "main"
+    environments: tuple[str, ...] = ("main",)
     compiled: bool = False
     anchor: bool = False
     dtypes: tuple[str, ...] = ("float64", "float32")

@@ -33,4 +33,5 @@ DRIVER = Driver(
     versions=_torch.versions,
     compiled=True,
     dtypes=("float64", "float32", "bfloat16"),
+    environments=("main", "xla"),
 )

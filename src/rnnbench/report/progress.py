@@ -41,7 +41,8 @@ class Progress:
         self.done_rows += 1
         err = rec.get("max_rel_error")
         line = (
-            f"[{self.done_rows}/{self.total}] {rec['model']:<18} {rec['driver']:<20} {rec['dtype']:<8} {rec['status']}"
+            f"[{self.done_rows}/{self.total}] {rec['model']:<18} {rec['driver']:<20} "
+            f"{rec.get('env_label', rec.get('environment_name', '')):<13} {rec['dtype']:<8} {rec['status']}"
             + ("" if err is None else f"  max rel err {err:.1e}")
             + f"  ({_clock(time.perf_counter() - self.begin)})"
         )

@@ -22,12 +22,30 @@ def _first(rec: dict) -> str:
     return "-" if s is None or s != s else f"{s:.3g}"
 
 
-COLUMNS = ("model", "driver", "dtype", "status", "max rel err", "fwd+bwd ms [IQR]", "fwd ms [IQR]", "first call s")
+def env_label(rec: dict) -> str:
+    """The environment a row ran in, named by its torch version ("torch 2.13.0", "torch 2.9.0");
+    rows decided without starting it (e.g. it does not exist) carry the environment's name."""
+    return rec.get("env_label") or rec.get("environment_name", "main")
+
+
+def side_by_side(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records ordered by dtype and model (in order of first appearance), driver name, then
+    environment, so one driver's rows from several environments sit next to each other."""
+    records = list(records)
+    first: dict[tuple[str, str], int] = {}
+    for i, r in enumerate(records):
+        for key in ("dtype", "model"):
+            first.setdefault((key, r[key]), i)
+    return sorted(records, key=lambda r: (first[("dtype", r["dtype"])], first[("model", r["model"])],
+                                          r["driver"], r.get("environment_name", "main")))
+
+
+COLUMNS = ("model", "driver", "env", "dtype", "status", "max rel err", "fwd+bwd ms [IQR]", "fwd ms [IQR]", "first call s")
 
 
 def rows(records: Iterable[dict[str, Any]]) -> list[tuple[str, ...]]:
     out = []
-    for r in records:
+    for r in side_by_side(records):
         if r["status"] == "unavailable":
             continue
         ok = r["status"] == "ok"  # speed numbers only for rows whose gradients agree
@@ -35,6 +53,7 @@ def rows(records: Iterable[dict[str, Any]]) -> list[tuple[str, ...]]:
             (
                 r["model"],
                 r["driver"],
+                env_label(r),
                 r["dtype"],
                 r["status"],
                 _err(r),
@@ -61,18 +80,19 @@ def format_table(records: list[dict[str, Any]]) -> str:
     unavailable = defaultdict(list)
     for r in records:
         if r["status"] == "unavailable":
-            unavailable[(r["driver"], r.get("reason", ""))].append(r["model"])
-    for (driver, reason), models in sorted(unavailable.items()):
-        text.append(f"unavailable: {driver} on {len(models)} model(s) ({reason})")
+            unavailable[(r["driver"], env_label(r), r.get("reason", ""))].append(r["model"])
+    for (driver, env, reason), models in sorted(unavailable.items()):
+        text.append(f"unavailable: {driver} [{env}] on {len(models)} model(s) ({reason})")
     return "\n".join(text)
 
 
 def failure_reports(records: list[dict[str, Any]]) -> str:
     """The readable report of every row that is neither ok nor unavailable."""
     parts = []
-    for r in records:
+    for r in side_by_side(records):
         if r["status"] not in ("ok", "unavailable"):
-            parts.append(f"== {r['model']} / {r['driver']} / {r['dtype']}: {r['status']}\n{r.get('report', '').rstrip()}")
+            parts.append(f"== {r['model']} / {r['driver']} / {env_label(r)} / {r['dtype']}: {r['status']}\n"
+                         f"{r.get('report', '').rstrip()}")
     return "\n\n".join(parts)
 
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
 REPO = Path(__file__).resolve().parents[3]
+
+XLA_PYTHON_VAR = "RNNBENCH_XLA_PYTHON"
+"""Overrides where the torch_xla environment's interpreter is (default <repo>/.venv-xla/bin/python)."""
 
 
 @dataclass(frozen=True)
@@ -18,16 +21,31 @@ class Environment:
     name: str
     python: str
     create_command: str  # what a user runs to create it
+    purpose: str = ""
+    variables: Mapping[str, str] = field(default_factory=dict)  # set for its worker processes
 
     def missing_reason(self) -> Optional[str]:
         if Path(self.python).exists():
             return None
-        return f"environment '{self.name}' not found ({self.python}): run `{self.create_command}` to create it"
+        what = f"{self.purpose} environment" if self.purpose else "environment"
+        return f"run `{self.create_command}` to create the {what} ('{self.name}': {self.python} not found)"
+
+
+def _prefix_of(python: str) -> Path:
+    return Path(python).parent.parent.resolve()
 
 
 def environments() -> dict[str, Environment]:
+    xla_python = os.environ.get(XLA_PYTHON_VAR) or str(REPO / ".venv-xla" / "bin" / "python")
+    # The main environment is this interpreter, unless this interpreter is the torch_xla one (a
+    # run started from there still sends main's rows to the main environment).
+    main_python = sys.executable
+    if Path(xla_python).exists() and _prefix_of(xla_python) == Path(sys.prefix).resolve():
+        main_python = str(REPO / ".venv" / "bin" / "python")
     return {
-        "main": Environment("main", sys.executable, "make venv"),
+        "main": Environment("main", main_python, "make venv"),
+        # PJRT_DEVICE=CPU: torch_xla's device is the host CPU (it would otherwise guess, with a warning).
+        "xla": Environment("xla", xla_python, "make venv-xla", "torch_xla", {"PJRT_DEVICE": "CPU"}),
     }
 
 
@@ -36,6 +54,26 @@ def get(name: str) -> Environment:
     if name not in envs:
         raise KeyError(f"unknown environment {name!r}")
     return envs[name]
+
+
+def current() -> str:
+    """The name of the environment this interpreter belongs to ("main" unless it is another's)."""
+    here = Path(sys.prefix).resolve()
+    for env in environments().values():
+        if env.name != "main" and Path(env.python).exists() and _prefix_of(env.python) == here:
+            return env.name
+    return "main"
+
+
+def label() -> str:
+    """How rows name this interpreter's environment in tables: its torch version, e.g.
+    "torch 2.13.0" (the local build tag such as +cpu is dropped)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return "torch " + version("torch").split("+")[0]
+    except PackageNotFoundError:
+        return current()
 
 
 def thread_env(threads: int) -> dict[str, str]:

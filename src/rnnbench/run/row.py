@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from rnnbench import record
+from rnnbench.check import known_issues
 from rnnbench.check.compare import InputError, compare_grads, describe, loss_rel_error, verdict
 from rnnbench.check.finite_diff import oracle_grads
 from rnnbench.check.tolerance import Tolerance, tolerance
 from rnnbench.drivers.base import Driver, Prepared
 from rnnbench.model import Case, Model, reference_loss
+from rnnbench.run import environments
 from rnnbench.run.timing import TimingConfig, first_call, measure, peak_rss_mb, timed_call
 
 
@@ -32,6 +34,7 @@ class Job:
     threads: int = 1
     timing: TimingConfig = TimingConfig()
     time: bool = True  # False: check gradients only
+    environment: str = "main"  # which of the driver's environments runs it (rnnbench.run.environments)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -45,7 +48,7 @@ class Job:
 class Check:
     """Outcome of the staged check: forward loss, then presence, then agreement of gradients."""
 
-    status: str
+    status: str  # after the known-issues registry: may be known_issue:<id> / known_issue_fixed:<id>
     oracle_kind: str
     tolerance: Tolerance
     loss: float = float("nan")
@@ -55,6 +58,7 @@ class Check:
     grads: dict[str, Any] = field(default_factory=dict)  # the driver's gradients (float64 numpy)
     first_call_s: float = float("nan")
     report: str = ""
+    raw_status: str = ""  # the check's own verdict, before the known-issues registry
 
     @property
     def max_rel_error(self) -> float:
@@ -77,7 +81,8 @@ def is_compile_error(exc: BaseException) -> bool:
 
 def check_gradients(model: Model, driver: Driver, case: Case, dtype: str, device: str) -> tuple[Check, Optional[Prepared]]:
     """Prepare the driver, run loss_and_grads once (timing it: the first call compiles) and
-    compare with the oracle. Never raises for driver failures: they become the status."""
+    compare with the oracle. Never raises for driver failures: they become the status. The
+    known-issues registry then turns an expected upstream failure into known_issue:<id>."""
     want, kind = oracle_grads(model, case)
     tol = tolerance(dtype, kind, device)
     result = Check(status="error", oracle_kind=kind, tolerance=tol)
@@ -88,7 +93,7 @@ def check_gradients(model: Model, driver: Driver, case: Case, dtype: str, device
         result.status = "compile_error" if driver.compiled and is_compile_error(exc) else "error"
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
         result.report = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}\n" + "".join(tb[-6:])
-        return result, None
+        return _apply_known_issues(result, model, driver, case, dtype), None
     names = case.wrt_names(model.carry_names)
     result.loss = loss
     result.grads = grads
@@ -97,7 +102,16 @@ def check_gradients(model: Model, driver: Driver, case: Case, dtype: str, device
     result.errors = compare_grads(grads, want, names, tol)
     result.status = verdict(result.loss_error, result.errors, tol)
     result.report = describe(result.errors, result.loss_error, tol)
-    return result, prepared
+    return _apply_known_issues(result, model, driver, case, dtype), prepared
+
+
+def _apply_known_issues(result: Check, model: Model, driver: Driver, case: Case, dtype: str) -> Check:
+    result.raw_status = result.status
+    expected = known_issues.covering(driver.name, model, case, dtype)
+    result.status, note = known_issues.classify(result.status, result.report, expected)
+    if note:
+        result.report = f"{note}\n{result.report}"
+    return result
 
 
 def run_row(job: Job) -> dict[str, Any]:
@@ -111,7 +125,8 @@ def run_row(job: Job) -> dict[str, Any]:
         "model": job.model,
         "driver": job.driver,
         "framework": driver.framework,
-        "environment_name": driver.environment,
+        "environment_name": job.environment,
+        "env_label": environments.label(),
         "anchor": driver.anchor,
         "dtype": job.dtype,
         "device": job.device,
@@ -130,6 +145,7 @@ def run_row(job: Job) -> dict[str, Any]:
     rec = {
         **base,
         "status": chk.status,
+        "raw_status": chk.raw_status,
         "oracle_kind": chk.oracle_kind,
         "tolerance": chk.tolerance.max_rel_error,
         "loss": chk.loss,
@@ -150,6 +166,11 @@ def run_row(job: Job) -> dict[str, Any]:
         # its first call is timed apart, then its steady state.
         rec["fwd_first_call_s"] = first_call(prepared.forward, prepared.block)
         rec["fwd"] = measure(prepared.forward, prepared.block, job.timing).to_dict()
+        if prepared.settings.get("lazy_tensors"):
+            # Lazy tensors: the same calls without blocking time the tracing alone (for the report
+            # only; fwd_bwd above is the real, blocked time).
+            rec["fwd_bwd_trace_only"] = measure(prepared.forward_backward, lambda result: None, job.timing).to_dict()
+            prepared.block(None)
     rec["memory"] = {
         "peak_rss_mb": peak_rss_mb(),
         "rss_before_row_mb": rss_before_mb,

@@ -36,7 +36,8 @@ def base_record(job: Job) -> dict[str, Any]:
         "model": job.model,
         "driver": job.driver,
         "framework": driver.framework,
-        "environment_name": driver.environment,
+        "environment_name": job.environment,
+        "env_label": job.environment,  # the worker replaces it with its torch version
         "anchor": driver.anchor,
         "dtype": job.dtype,
         "device": job.device,
@@ -107,21 +108,24 @@ class Runner:
         for job in jobs:
             driver = registry.get_driver(job.driver)
             reason = driver.supports(registry.get_model(job.model))
-            reason = reason or environments.get(driver.environment).missing_reason()
+            if reason is None and job.environment not in driver.environments:
+                reason = f"{job.driver} does not run in environment '{job.environment}'"
+            reason = reason or environments.get(job.environment).missing_reason()
             if reason is not None:  # decided here: no process needed to say so
                 self.on_start(job)
                 self.emit({**base_record(job), "status": "unavailable", "reason": reason})
                 continue
-            groups.setdefault((driver.environment, job.driver), []).append(job)
+            groups.setdefault((job.environment, job.driver), []).append(job)
         for (env_name, _driver), group in groups.items():
-            self.run_group(environments.get(env_name).python, group)
+            self.run_group(environments.get(env_name), group)
         return self.records
 
-    def run_group(self, python: str, jobs: list[Job]) -> None:
-        """Run `jobs` with `python`, one worker at a time, a new one after each crash or timeout."""
+    def run_group(self, environment: environments.Environment, jobs: list[Job]) -> None:
+        """Run `jobs` in `environment`'s interpreter, one worker at a time, a new one after each
+        crash or timeout."""
         remaining = list(jobs)
         while remaining:
-            done, failure = self._run_worker(python, remaining)
+            done, failure = self._run_worker(environment, remaining)
             if failure is None:
                 remaining = remaining[done:]
                 continue
@@ -129,7 +133,7 @@ class Runner:
             self.emit({**base_record(remaining[index]), "status": status, "report": report})
             remaining = remaining[index + 1 :]
 
-    def _run_worker(self, python: str, jobs: list[Job]) -> tuple[int, Optional[tuple[int, str, str]]]:
+    def _run_worker(self, environment: environments.Environment, jobs: list[Job]) -> tuple[int, Optional[tuple[int, str, str]]]:
         """One worker over `jobs`. Returns (rows completed, None) or (rows completed, (index of the
         failed row, status, report))."""
         fd, err_name = tempfile.mkstemp(suffix=".stderr")
@@ -137,12 +141,12 @@ class Runner:
         try:
             with os.fdopen(fd, "w") as err_file:
                 proc = subprocess.Popen(
-                    [python, "-m", "rnnbench.run.worker"],
+                    [environment.python, "-m", "rnnbench.run.worker"],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=err_file,
                     text=True,
-                    env={**os.environ, **environments.thread_env(jobs[0].threads), **self.extra_env},
+                    env={**os.environ, **environments.thread_env(jobs[0].threads), **environment.variables, **self.extra_env},
                     preexec_fn=_memory_limiter(self.memory_limit_gb),
                 )
             proc.stdin.write(json.dumps([j.to_dict() for j in jobs]))

@@ -108,13 +108,13 @@ def run_sweep(plan: SweepPlan, out_path: Path, on_record: Callable[[dict], None]
         model = registry.get_model(model_name)
         for driver_name in plan.drivers:
             driver = registry.get_driver(driver_name)
-            env = environments.get(driver.environment)
+            env = environments.get(driver.environments[0])  # a sweep times each driver in its first environment
             reason = driver.supports(model) or env.missing_reason()
             rows = rows_for(plan, model_name)
             spent = 0.0
             last_wall: dict[str, float] = {}  # axis -> wall seconds of its previous row
             for axis, sizes in rows:
-                job = Job(model_name, driver_name, plan.dtype, "cpu", sizes, 0, plan.threads, plan.timing, True)
+                job = Job(model_name, driver_name, plan.dtype, "cpu", sizes, 0, plan.threads, plan.timing, True, env.name)
                 if reason is not None:
                     emit({**base_record(job), "status": "unavailable", "reason": reason}, axis)
                     continue
@@ -131,7 +131,7 @@ def run_sweep(plan: SweepPlan, out_path: Path, on_record: Callable[[dict], None]
                 timeout = min(plan.row_timeout_s, left)
                 got: list[dict] = []
                 start = time.perf_counter()
-                Runner(None, timeout, on_record=got.append, extra_env=cold_cache_env()).run_group(env.python, [job])
+                Runner(None, timeout, on_record=got.append, extra_env=cold_cache_env()).run_group(env, [job])
                 wall = time.perf_counter() - start
                 spent += wall
                 last_wall[axis] = wall

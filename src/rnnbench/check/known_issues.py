@@ -1,0 +1,203 @@
+"""The registry of known upstream bugs (src/rnnbench/known_issues.json) and the rule that applies it.
+
+A row's raw status comes from the gradient check. Then, for the entries that cover the row (driver,
+installed framework versions, dtype, model, case conditions):
+  - the row failed the way an entry says        -> "known_issue:<id>"  (visibly wrong, no speed
+    number, does not fail the run);
+  - the row is "ok" although an entry covers it -> "known_issue_fixed:<id>" (fails the run: the
+    entry is stale and must be narrowed or removed);
+  - the row failed some other way               -> the raw status (fails the run), with a note.
+Only entries that cover a row can change it: an unlisted failure is always a plain failure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Mapping, Optional, Sequence
+
+from rnnbench.model import Case, Model
+
+REGISTRY_PATH = Path(__file__).resolve().parents[1] / "known_issues.json"
+KNOWN = "known_issue:"
+FIXED = "known_issue_fixed:"
+STATUSES = ("grad_mismatch", "missing_grad", "forward_mismatch", "compile_error", "error")
+
+CONDITIONS: dict[str, Callable[[Model, Case], bool]] = {
+    # Some initial-carry leaf is not differentiated (BUGS.md §1's trigger in torch 2.9.0's scan).
+    "carry0_without_grad": lambda model, case: not all(case.carry0_requires_grad or (False,)),
+    # Some initial-carry leaf is a 0-dimensional tensor (torch 2.9.0 inductor's scan-backward lowering).
+    "zero_dim_carry": lambda model, case: any(getattr(c, "ndim", 0) == 0 for c in case.carry0),
+    # The step has trainable parameters (a scan body that closes over them captures tensors).
+    "has_params": lambda model, case: bool(case.params),
+}
+"""Case predicates that entries name in affects.conditions. Add one here for a new bug class."""
+
+
+@dataclass(frozen=True)
+class KnownIssue:
+    id: str
+    title: str
+    upstream: Optional[str]
+    symptom: str
+    drivers: tuple[str, ...]
+    versions: Mapping[str, str]
+    conditions: tuple[str, ...]
+    statuses: tuple[str, ...]
+    match: Optional[str] = None
+    models: Optional[tuple[str, ...]] = None
+    dtypes: Optional[tuple[str, ...]] = None
+    bugs_md: str = ""
+
+    def covers(self, driver: str, model: Model, case: Case, dtype: str, versions: Callable[[str], Optional[str]]) -> bool:
+        """True when this bug is expected to show on this row."""
+        if driver not in self.drivers:
+            return False
+        if self.models is not None and model.name not in self.models:
+            return False
+        if self.dtypes is not None and dtype not in self.dtypes:
+            return False
+        for package, spec in self.versions.items():
+            installed = versions(package)
+            if installed is None or not version_matches(installed, spec):
+                return False
+        return all(CONDITIONS[c](model, case) for c in self.conditions)
+
+    def reproduced_by(self, status: str, report: str) -> bool:
+        """True when a row's failure is this bug's (status, and the report matches)."""
+        return status in self.statuses and (self.match is None or re.search(self.match, report) is not None)
+
+
+class RegistryError(ValueError):
+    """known_issues.json does not follow its format."""
+
+
+def parse(data: Mapping) -> tuple[KnownIssue, ...]:
+    """Validated entries from the JSON document (see its "format" block)."""
+    issues, seen = [], set()
+    for raw in data.get("issues", []):
+        try:
+            affects, produces = raw["affects"], raw["produces"]
+            issue = KnownIssue(
+                id=raw["id"],
+                title=raw["title"],
+                upstream=raw["upstream"],
+                symptom=raw["symptom"],
+                drivers=tuple(affects["drivers"]),
+                versions=dict(affects.get("versions", {})),
+                conditions=tuple(affects.get("conditions", ())),
+                statuses=tuple(produces["statuses"]),
+                match=produces.get("match"),
+                models=tuple(affects["models"]) if affects.get("models") is not None else None,
+                dtypes=tuple(affects["dtypes"]) if affects.get("dtypes") is not None else None,
+                bugs_md=raw.get("bugs_md", ""),
+            )
+        except (KeyError, TypeError) as exc:
+            raise RegistryError(f"known issue {raw.get('id', '?')!r}: missing or malformed field {exc}") from None
+        if issue.id in seen:
+            raise RegistryError(f"known issue id {issue.id!r} appears twice")
+        seen.add(issue.id)
+        unknown = [c for c in issue.conditions if c not in CONDITIONS]
+        bad_status = [s for s in issue.statuses if s not in STATUSES]
+        if unknown or bad_status or not issue.drivers or not issue.statuses:
+            raise RegistryError(f"known issue {issue.id!r}: unknown conditions {unknown} / statuses {bad_status}, "
+                                "or no drivers / statuses")
+        for spec in issue.versions.values():
+            version_matches("0", spec)  # raises on a malformed specifier
+        issues.append(issue)
+    return tuple(issues)
+
+
+@lru_cache(maxsize=None)
+def registry() -> tuple[KnownIssue, ...]:
+    return parse(json.loads(REGISTRY_PATH.read_text()))
+
+
+def installed_version(package: str) -> Optional[str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+def covering(driver: str, model: Model, case: Case, dtype: str,
+             versions: Callable[[str], Optional[str]] = installed_version,
+             issues: Optional[Sequence[KnownIssue]] = None) -> list[KnownIssue]:
+    """The entries expected to show on this row, in registry order."""
+    return [i for i in (registry() if issues is None else issues) if i.covers(driver, model, case, dtype, versions)]
+
+
+def classify(status: str, report: str, expected: Sequence[KnownIssue]) -> tuple[str, str]:
+    """(final status, note) for a row with raw `status` and `report`, given the entries that cover it."""
+    if not expected or status in ("unavailable", "timeout", "crash"):
+        return status, ""
+    for issue in expected:
+        if issue.reproduced_by(status, report):
+            return KNOWN + issue.id, f"known upstream issue {issue.id}: {issue.title} (upstream: {issue.upstream or 'not known'})"
+    ids = ", ".join(i.id for i in expected)
+    if status == "ok":
+        return FIXED + expected[0].id, (
+            f"KNOWN ISSUE NO LONGER REPRODUCES: {ids} covers this row but it is ok; "
+            "narrow or remove the entry in known_issues.json")
+    return status, f"expected known issue(s) {ids}, but this failure does not match them"
+
+
+class KnownIssueReproduced(Exception):
+    """Raised by a test where a registered upstream bug showed exactly as registered. The tests mark
+    such cases pytest.mark.xfail(strict=True, raises=KnownIssueReproduced): any other failure still
+    fails, and a pass (the bug is gone) fails as a strict XPASS."""
+
+
+def expect_ok(status: str, report: str) -> None:
+    """For tests: raise KnownIssueReproduced on known_issue:<id>, else assert the row is ok."""
+    if is_known(status):
+        raise KnownIssueReproduced(f"{status}\n{report}")
+    assert status == "ok", f"{status}\n{report}"
+
+
+def is_known(status: str) -> bool:
+    return status.startswith(KNOWN)
+
+
+def is_fixed(status: str) -> bool:
+    return status.startswith(FIXED)
+
+
+# ---- version specifiers ------------------------------------------------------------------------
+_CLAUSE = re.compile(r"^\s*(==|!=|>=|<=|>|<)\s*([0-9]+(?:\.[0-9]+)*)(\.\*)?\s*$")
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """(2, 9, 0) from "2.9.0+cu128" / "2.13.0+cpu"; pre-release tails are dropped."""
+    m = re.match(r"^\s*([0-9]+(?:\.[0-9]+)*)", version)
+    if not m:
+        raise RegistryError(f"cannot read version {version!r}")
+    return tuple(int(p) for p in m.group(1).split("."))
+
+
+def version_matches(version: str, spec: str) -> bool:
+    """True when `version` satisfies every comma-separated clause of `spec` (release numbers only)."""
+    have = _release(version)
+    for clause in spec.split(","):
+        m = _CLAUSE.match(clause)
+        if not m:
+            raise RegistryError(f"malformed version specifier {spec!r}")
+        op, number, wildcard = m.groups()
+        want = tuple(int(p) for p in number.split("."))
+        if wildcard:
+            if op not in ("==", "!="):
+                raise RegistryError(f"wildcard only with == or != in {spec!r}")
+            equal = have[: len(want)] == want
+            ok = equal if op == "==" else not equal
+        else:
+            n = max(len(have), len(want))
+            a, b = have + (0,) * (n - len(have)), want + (0,) * (n - len(want))
+            ok = {"==": a == b, "!=": a != b, ">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b}[op]
+        if not ok:
+            return False
+    return True

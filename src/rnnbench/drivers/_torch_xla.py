@@ -1,0 +1,56 @@
+"""Shared plumbing for the torch_xla drivers (environment "xla": torch 2.9.0 + torch_xla 2.9.0,
+PJRT_DEVICE=CPU).
+
+torch_xla tensors are lazy: ops only record a graph, which runs at torch_xla.sync(). Every timed
+call is therefore blocked with torch_xla.sync(wait=True) (Prepared.block); without it a timing
+measures tracing, not computation. Inputs are synced onto the device before anything is timed.
+
+In one process, the XLA device must be created (torch_xla.device()) before the first plain-torch
+backward, or torch 2.9.0's autograd engine rejects XLA backwards later (INTERNAL ASSERT on
+device_ready_queues_). The runner gives every driver its own process; tests/conftest.py does it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from rnnbench.drivers import _torch
+from rnnbench.drivers.base import Prepared, module_available, package_versions
+from rnnbench.model import Case, Model
+
+available = module_available("torch_xla")
+versions = package_versions("torch", "torch_xla", "numpy")
+
+SETTINGS = {"device": "xla (PJRT_DEVICE=CPU)", "lazy_tensors": True, "block": "torch_xla.sync(wait=True)"}
+
+
+def block(result: Any) -> None:
+    """Run every pending graph and wait for it (the result is one of the live tensors it computes)."""
+    import torch_xla
+
+    torch_xla.sync(wait=True)
+
+
+def model_tensors(model: Model, case: Case, dtype: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """(inputs by canonical name, consts, names whose gradients are compared) on the XLA device,
+    already transferred (synced), so no timing includes the host-to-device copy."""
+    import torch_xla
+
+    device = torch_xla.device()
+    inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
+    torch_xla.sync(wait=True)
+    return inputs, consts, wrt
+
+
+def prepared_from_loss(
+    loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any], wrt: list[str], settings: Mapping[str, Any]
+) -> Prepared:
+    """Like _torch.prepared_from_loss, with the lazy device's block; gradients are read after a sync."""
+    base = _torch.prepared_from_loss(loss_fn, inputs, wrt, {**SETTINGS, **settings})
+
+    def loss_and_grads():
+        loss = base.forward_backward()
+        block(loss)
+        return float(loss.detach().cpu()), {name: _torch.to_numpy(inputs[name].grad) for name in wrt}
+
+    return Prepared(loss_and_grads, base.forward, base.forward_backward, block, base.settings)

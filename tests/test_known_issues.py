@@ -1,0 +1,128 @@
+"""The known-issues registry: its file follows its format, and the rule that applies it turns an
+expected upstream failure into known_issue:<id>, a stale entry into a failing known_issue_fixed:<id>,
+and leaves every other failure a failure."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from rnnbench import record, registry
+from rnnbench.check import known_issues
+from rnnbench.check.known_issues import KnownIssue, RegistryError, classify, parse, version_matches
+
+REQUIRED_IDS = {
+    "torch-scan-drops-carry-cotangent",  # BUGS.md §1, torch 2.9.0
+    "torch-inductor-scan-needs-capture-scalar-outputs",  # BUGS.md §1, capture_scalar_outputs off
+    "torch-inductor-scan-backward-lowering",  # torch 2.9.0 inductor, scan backward
+    "torch-xla-scan-closure-over-tensors",  # BUGS.md §2
+}
+
+
+def test_registry_loads_and_names_real_drivers_and_models() -> None:
+    issues = known_issues.registry()
+    assert REQUIRED_IDS <= {i.id for i in issues}
+    for issue in issues:
+        assert set(issue.drivers) <= set(registry.drivers()), issue.id
+        assert issue.models is None or set(issue.models) <= set(registry.models()), issue.id
+        assert issue.upstream is None or issue.upstream.startswith("https://"), issue.id
+        assert issue.title and issue.symptom and issue.versions, issue.id
+
+
+def test_every_entry_covers_some_registered_case() -> None:
+    """An entry whose conditions no model satisfies could never reproduce nor be noticed as fixed."""
+    for issue in known_issues.registry():
+        models = [registry.get_model(m) for m in (issue.models or registry.models())]
+        assert any(all(known_issues.CONDITIONS[c](m, m.make_case(m.sizes_with_defaults(), 0)) for c in issue.conditions)
+                   for m in models if any(registry.get_driver(d).supports(m) is None for d in issue.drivers)), issue.id
+
+
+@pytest.mark.parametrize(
+    ("version", "spec", "expected"),
+    [
+        ("2.9.0", "==2.9.0", True),
+        ("2.9.0+cu128", "==2.9.0", True),
+        ("2.13.0+cpu", "==2.9.0", False),
+        ("2.9.1", "==2.9.*", True),
+        ("2.10.0", "==2.9.*", False),
+        ("2.13.0", ">=2.9.0,<=2.13.0", True),
+        ("2.14.0", ">=2.9.0,<=2.13.0", False),
+        ("2.8.9", ">=2.9.0,<=2.13.0", False),
+        ("2.9", "==2.9.0", True),
+        ("2.10.0", ">2.9.0", True),  # numeric, not lexicographic
+    ],
+)
+def test_version_specifiers(version: str, spec: str, expected: bool) -> None:
+    assert version_matches(version, spec) is expected
+
+
+@pytest.mark.parametrize("spec", ["~=2.9", ">=2.9.*", "2.9.0", ">=2.9,,<3"])
+def test_malformed_specifier_is_rejected(spec: str) -> None:
+    with pytest.raises(RegistryError):
+        version_matches("2.9.0", spec)
+
+
+def _issue(**overrides) -> KnownIssue:
+    base = KnownIssue(id="demo", title="demo bug", upstream=None, symptom="wrong", drivers=("torch_scan",),
+                      versions={"torch": "==2.9.0"}, conditions=(), statuses=("grad_mismatch",))
+    return dataclasses.replace(base, **overrides)
+
+
+def test_matching_failure_is_known_issue_and_does_not_fail_the_run() -> None:
+    status, note = classify("grad_mismatch", "!! a mismatch", [_issue()])
+    assert status == "known_issue:demo" and "demo bug" in note
+    assert not record.is_failing(status)
+
+
+def test_ok_where_an_entry_expects_a_failure_is_known_issue_fixed_and_fails_the_run() -> None:
+    status, note = classify("ok", "", [_issue()])
+    assert status == "known_issue_fixed:demo" and "NO LONGER REPRODUCES" in note
+    assert record.is_failing(status)
+
+
+def test_other_failure_stays_a_failure() -> None:
+    assert classify("compile_error", "boom", [_issue()])[0] == "compile_error"
+    assert classify("error", "AssertionError: other", [_issue(statuses=("error",), match="FakeTensors")])[0] == "error"
+    assert classify("grad_mismatch", "", [])[0] == "grad_mismatch"
+    assert record.is_failing("grad_mismatch")
+
+
+def test_coverage_follows_driver_version_model_and_condition() -> None:
+    decay, lstm = registry.get_model("decay"), registry.get_model("lstm")
+    decay_case, lstm_case = (m.make_case(m.sizes_with_defaults(), 0) for m in (decay, lstm))
+    issue = _issue(conditions=("carry0_without_grad",))
+    torch_290 = {"torch": "2.9.0+cu128"}.get
+    assert known_issues.covering("torch_scan", decay, decay_case, "float64", torch_290, [issue]) == [issue]
+    assert not known_issues.covering("torch_loop", decay, decay_case, "float64", torch_290, [issue])
+    assert not known_issues.covering("torch_scan", decay, decay_case, "float64", {"torch": "2.13.0"}.get, [issue])
+    assert not known_issues.covering("torch_scan", decay, decay_case, "float64", {}.get, [issue])  # not installed
+    assert not known_issues.covering("torch_scan", lstm, lstm_case, "float64", torch_290, [issue])  # carry0 has grad
+    only_lstm = _issue(models=("lstm",), dtypes=("float32",))
+    assert not known_issues.covering("torch_scan", decay, decay_case, "float32", torch_290, [only_lstm])
+    assert not known_issues.covering("torch_scan", lstm, lstm_case, "float64", torch_290, [only_lstm])
+    assert known_issues.covering("torch_scan", lstm, lstm_case, "float32", torch_290, [only_lstm]) == [only_lstm]
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"id": "x"},  # fields missing
+        {"id": "x", "title": "t", "upstream": None, "symptom": "s", "affects": {"drivers": ["torch_scan"], "conditions": ["no_such_condition"]},
+         "produces": {"statuses": ["grad_mismatch"]}},
+        {"id": "x", "title": "t", "upstream": None, "symptom": "s", "affects": {"drivers": ["torch_scan"]},
+         "produces": {"statuses": ["slow"]}},
+        {"id": "x", "title": "t", "upstream": None, "symptom": "s", "affects": {"drivers": ["torch_scan"], "versions": {"torch": "latest"}},
+         "produces": {"statuses": ["error"]}},
+    ],
+)
+def test_malformed_entries_are_rejected(broken: dict) -> None:
+    with pytest.raises(RegistryError):
+        parse({"issues": [broken]})
+
+
+def test_duplicate_ids_are_rejected() -> None:
+    entry = {"id": "x", "title": "t", "upstream": None, "symptom": "s", "affects": {"drivers": ["torch_scan"]},
+             "produces": {"statuses": ["error"]}}
+    with pytest.raises(RegistryError):
+        parse({"issues": [entry, entry]})
