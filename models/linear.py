@@ -173,6 +173,11 @@ def decay_flops(sizes: Mapping[str, int]) -> dict[str, float]:
     return count(0, 0, 4 * T * n + 2 * n + 1)
 
 
+def decay_scalar_flops(sizes: Mapping[str, int]) -> dict[str, float]:
+    """Step a*h + x (2 per step); loss ys*ys summed (2T). No matmul."""
+    return count(0, 0, 4 * sizes["T"])
+
+
 def reference_flops(sizes: Mapping[str, int]) -> dict[str, float]:
     """Step c + x and c * x (2n); loss sum (Tn). No matmul."""
     T, n = sizes["T"], sizes["n"]
@@ -202,6 +207,7 @@ MODELS = (
         loss=decay_scalar_loss,
         oracle=decay_oracle,
         oracle_kind="hand_bptt",
+        flops=decay_scalar_flops,
     ),
     Model(
         name="scan_reference",

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Optional
 
 from rnnbench.drivers import _torch
-from rnnbench.drivers.base import Driver, Prepared
-from rnnbench.drivers.torch_scan import scan_loss
-from rnnbench.model import Case, Model
+from rnnbench.drivers.base import Driver
+from rnnbench.drivers.torch_scan_compiled import make_prepare
+from rnnbench.model import Model
 
 MODELS = ("decay", "rnn")
 
@@ -22,23 +22,11 @@ def supports(model: Model) -> Optional[str]:
     return None if model.name in MODELS else f"configuration variant, run on {', '.join(MODELS)} only"
 
 
-def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
-    import torch
-
-    settings = _torch.compile_settings()
-    torch._dynamo.config.capture_scalar_outputs = False
-    settings["torch._dynamo.config.capture_scalar_outputs"] = False
-    settings["clone_carry"] = True
-    inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
-    compiled = torch.compile(scan_loss(model, case, consts, clone_carry=True), backend="inductor", fullgraph=True)
-    return _torch.prepared_from_loss(compiled, inputs, wrt, settings)
-
-
 DRIVER = Driver(
     name="torch_scan_compiled_default_config",
     framework="torch",
     summary="torch.compile(inductor) of torch scan, capture_scalar_outputs left off",
-    prepare=prepare,
+    prepare=make_prepare(capture_scalar_outputs=False, clone_carry=True),
     available=_torch.available,
     versions=_torch.versions,
     supports=supports,
