@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 
+from _known_issue_marks import known_issue_marks
 from rnnbench import registry
 from rnnbench.run.checked import NotApplicable, prepare_checked, verify
 
@@ -21,12 +22,16 @@ BENCH_MODELS = ("rnn", "lstm")
 
 
 def bench_pairs() -> list:
-    return [
-        pytest.param(m, d.name, id=f"{m}-{d.name}")
-        for m in BENCH_MODELS
-        for d in registry.drivers().values()
-        if "main" in d.environments and d.supports(registry.get_model(m)) is None
-    ]
+    """Pairs the main environment runs, less those a registered upstream bug covers: they have no
+    speed to measure (test_gradients holds them as strict xfails)."""
+    pairs = []
+    for m in BENCH_MODELS:
+        model = registry.get_model(m)
+        case = model.make_case(model.sizes_with_defaults(), 0)
+        for d in registry.drivers().values():
+            if "main" in d.environments and d.supports(model) is None and not known_issue_marks(d.name, model, case, "float32"):
+                pairs.append(pytest.param(m, d.name, id=f"{m}-{d.name}"))
+    return pairs
 
 
 @pytest.mark.parametrize(("bench_model", "bench_driver"), bench_pairs())
