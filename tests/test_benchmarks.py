@@ -12,6 +12,8 @@ as cheap as a gradient test. Timed:
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from _known_issue_marks import known_issue_marks
@@ -34,8 +36,21 @@ def bench_pairs() -> list:
     return pairs
 
 
+@pytest.fixture
+def one_torch_thread():
+    """torch intra-op threads pinned to 1 for the benchmark (restored after): with as many threads
+    as cores, a shared machine turns OpenMP barriers into waits of milliseconds. jax's thread pool
+    is fixed at import (XLA_FLAGS); it is recorded as it is."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield 1
+    torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize(("bench_model", "bench_driver"), bench_pairs())
-def test_fwd_bwd(benchmark, bench_model: str, bench_driver: str) -> None:
+def test_fwd_bwd(benchmark, one_torch_thread: int, bench_model: str, bench_driver: str) -> None:
     try:
         check, prepared = prepare_checked(bench_model, bench_driver)
     except NotApplicable as exc:
@@ -49,7 +64,8 @@ def test_fwd_bwd(benchmark, bench_model: str, bench_driver: str) -> None:
         dtype="float32",
         first_call_s=check.first_call_s,
         driver_settings={k: str(v) for k, v in prepared.settings.items()},
-        threads=_torch_threads(),
+        torch_threads=_torch_threads(),
+        xla_flags=os.environ.get("XLA_FLAGS", ""),
     )
     loss, grads = benchmark(prepared.loss_and_grads)
     judged = verify(bench_model, loss, grads)
