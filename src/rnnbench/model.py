@@ -97,6 +97,9 @@ class Model:
     oracle(case) -> {name: float64 gradient}: shares no autodiff engine with any driver
         (hand-derived BPTT, closed forms). None means central finite differences are the oracle.
     kind: the computation family that vendor layers (anchor drivers) recognise, e.g. "elman_tanh".
+    island_grads: compared inputs whose gradient flows only through `ops.fp32_island()` regions of
+        the step; under bf16 autocast their semantics are float32, so they are checked at the float32
+        tolerance while the rest get the bfloat16 one (BUGS.md §3). Empty: no island.
     """
 
     name: str
@@ -110,6 +113,7 @@ class Model:
     oracle: Optional[Callable[[Case], dict[str, np.ndarray]]] = None
     oracle_kind: str = "finite_differences"
     kind: str = "generic"
+    island_grads: tuple[str, ...] = ()
 
     def sizes_with_defaults(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
         """Default sizes updated with the overrides that this model knows; validated positive."""
