@@ -101,6 +101,9 @@ class Model:
     flops(sizes) -> {"fwd": ..., "fwd_bwd": ...}: floating-point operations of one forward and one
         forward+backward pass, counted analytically (models/_flops.py states the convention), for
         the roofline. None: not counted, rows of this model get no GFLOP/s.
+    island_grads: compared inputs whose gradient flows only through `ops.fp32_island()` regions of
+        the step; under bf16 autocast their semantics are float32, so they are checked at the float32
+        tolerance while the rest get the bfloat16 one (BUGS.md §3). Empty: no island.
     """
 
     name: str
@@ -115,6 +118,7 @@ class Model:
     oracle_kind: str = "finite_differences"
     kind: str = "generic"
     flops: Optional[Flops] = None
+    island_grads: tuple[str, ...] = ()
 
     def sizes_with_defaults(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
         """Default sizes updated with the overrides that this model knows; validated positive."""

@@ -7,13 +7,17 @@ indirection beyond a Python attribute access that the compilers trace away.
 
 from __future__ import annotations
 
+import contextlib
 import types
 from functools import lru_cache
 from typing import Any, Callable
 
 Ops = types.SimpleNamespace
 """Fields: name, tanh, sigmoid, exp, sin, cos, matmul, linear, split, stack, sum, zeros_like,
-ones_like, eye, transpose. Array arguments are the framework's own arrays."""
+ones_like, eye, transpose, concat (along axis 0), cast_like(x, like) (x in like's dtype), and
+fp32_island() (a context manager: inside it torch autocast is disabled, so a step can keep its
+carry update in full precision under bf16 autocast; a no-op elsewhere). Array arguments are the
+framework's own arrays."""
 
 
 @lru_cache(maxsize=None)
@@ -40,6 +44,9 @@ def numpy_ops() -> Ops:
         ones_like=np.ones_like,
         eye=lambda n, like: np.eye(n, dtype=like.dtype),
         transpose=lambda x: np.swapaxes(x, -1, -2),
+        concat=lambda xs: np.concatenate(xs, axis=0),
+        cast_like=lambda x, like: np.asarray(x).astype(like.dtype),
+        fp32_island=contextlib.nullcontext,
     )
 
 
@@ -64,6 +71,10 @@ def torch_ops() -> Ops:
         ones_like=torch.ones_like,
         eye=lambda n, like: torch.eye(n, dtype=like.dtype, device=like.device),
         transpose=lambda x: x.transpose(-1, -2),
+        concat=lambda xs: torch.cat(xs, dim=0),
+        cast_like=lambda x, like: x.to(like.dtype),
+        # The BUGS.md §3 shape. CPU autocast only: the autocast drivers run on CPU.
+        fp32_island=lambda: torch.autocast("cpu", enabled=False),
     )
 
 
@@ -88,6 +99,9 @@ def jax_ops() -> Ops:
         ones_like=jnp.ones_like,
         eye=lambda n, like: jnp.eye(n, dtype=like.dtype),
         transpose=lambda x: jnp.swapaxes(x, -1, -2),
+        concat=lambda xs: jnp.concatenate(xs, axis=0),
+        cast_like=lambda x, like: x.astype(like.dtype),
+        fp32_island=contextlib.nullcontext,
     )
 
 

@@ -30,13 +30,20 @@ class InputError:
 
 
 def compare_grads(
-    got: Mapping[str, Optional[np.ndarray]], want: Mapping[str, np.ndarray], names: list[str], tol: Tolerance
+    got: Mapping[str, Optional[np.ndarray]],
+    want: Mapping[str, np.ndarray],
+    names: list[str],
+    tol: Tolerance,
+    per_name: Optional[Mapping[str, Tolerance]] = None,
 ) -> list[InputError]:
     """Per input in `names`: normwise relative error (see tolerance.py) and whether it is missing
-    (None, or identically zero where the oracle is not: the BUGS.md §5 class)."""
+    (None, or identically zero where the oracle is not: the BUGS.md §5 class). per_name overrides
+    `tol` for some inputs (fp32 islands under autocast, tolerance.island_tolerance)."""
     G = max((float(np.max(np.abs(want[n]))) if np.size(want[n]) else 0.0) for n in names) if names else 0.0
     out = []
+    base_tol = tol
     for name in names:
+        tol = (per_name or {}).get(name, base_tol)
         r = np.asarray(want[name], dtype=np.float64)
         r_max = float(np.max(np.abs(r))) if r.size else 0.0
         scale = max(r_max, tol.scale_floor * G) or 1.0

@@ -31,10 +31,10 @@ def input_value(model: Model, case: Case, name: str) -> np.ndarray:
     return case.params[name]
 
 
-def finite_difference_grads(model: Model, case: Case, step: float = STEP) -> dict[str, np.ndarray]:
-    """d loss / d input for every input in case.wrt_names(), by finite differences."""
+def finite_difference_grads(model: Model, case: Case, step: float = STEP, names=None) -> dict[str, np.ndarray]:
+    """d loss / d input for every input in `names` (default: case.wrt_names()), by finite differences."""
     grads = {}
-    for name in case.wrt_names(model.carry_names):
+    for name in case.wrt_names(model.carry_names) if names is None else names:
         base = np.asarray(input_value(model, case, name), dtype=np.float64)
         grad = np.zeros_like(base)
         for idx in np.ndindex(base.shape):

@@ -42,7 +42,8 @@ class Driver:
     available() -> None or the reason the framework cannot be used here.
     supports(model) -> None or the reason this driver cannot express the model.
     prepare(model, case, dtype, device) -> Prepared.
-    versions() -> {package: version} of what the driver runs on."""
+    versions() -> {package: version} of what the driver runs on.
+    autocast: the autocast dtype the driver runs the loss under (parameters stay float32), or None."""
 
     name: str
     framework: str
@@ -56,6 +57,7 @@ class Driver:
     anchor: bool = False
     dtypes: tuple[str, ...] = ("float64", "float32")
     devices: tuple[str, ...] = ("cpu", "cuda")
+    autocast: Optional[str] = None
 
 
 def module_available(module: str) -> Callable[[], Optional[str]]:

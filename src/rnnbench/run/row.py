@@ -14,7 +14,7 @@ from rnnbench import record
 from rnnbench.check import known_issues
 from rnnbench.check.compare import InputError, compare_grads, describe, loss_rel_error, verdict
 from rnnbench.check.finite_diff import oracle_grads
-from rnnbench.check.tolerance import Tolerance, tolerance
+from rnnbench.check.tolerance import Tolerance, island_tolerance, tolerance
 from rnnbench.drivers.base import Driver, Prepared
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.run import environments
@@ -99,7 +99,8 @@ def check_gradients(model: Model, driver: Driver, case: Case, dtype: str, device
     result.grads = grads
     result.reference_loss = reference_loss(model, case)
     result.loss_error = loss_rel_error(loss, result.reference_loss)
-    result.errors = compare_grads(grads, want, names, tol)
+    per_name = {n: island_tolerance(kind, device) for n in model.island_grads} if driver.autocast else None
+    result.errors = compare_grads(grads, want, names, tol, per_name)
     result.status = verdict(result.loss_error, result.errors, tol)
     result.report = describe(result.errors, result.loss_error, tol)
     return _apply_known_issues(result, model, driver, case, dtype), prepared

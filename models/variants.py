@@ -1,0 +1,167 @@
+"""BUGS.md §1 variants, generated from every other model file: the same recurrence with the
+gradient requirements and the way parameters reach the step changed. Torch 2.9.0's scan lost the
+carry cotangent only when the initial carry did not require grad and the body closed over the
+parameters; these variants put each model on both sides of every such condition, on every driver
+(a new driver, e.g. torch_xla's scan, runs them with no edit).
+
+<model>@carry0_grad       every initial-carry leaf requires grad (where the base model has one that does not)
+<model>@carry0_nograd     no initial-carry leaf requires grad (where the base model has one that does)
+<model>@params_in_carry   parameters travel through the carry unchanged (explicit, not closed over);
+                          d loss / d param is compared as "carry0.param_<name>"
+<model>@params_as_xs      the single parameter is fed as a per-step scan input (broadcast over T, or
+                          stacked with x_t when it has x_t's shape); "xs" is compared, so each step's
+                          contribution to the parameter gradient is checked separately
+
+Variants run at small sizes (T, K <= 5, other sizes <= 3): the finite-difference parts of their
+oracles and the compile time of unrolled drivers stay small.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+from typing import Callable, Iterator, Mapping
+
+import numpy as np
+
+from rnnbench.check.finite_diff import finite_difference_grads, oracle_grads
+from rnnbench.model import Case, Model
+
+SEPARATOR = "@"
+
+
+def _base_models() -> Iterator[Model]:
+    """Models of every other module of this package (the registry itself lists this module too)."""
+    import rnnbench_models
+
+    for info in sorted(pkgutil.iter_modules(rnnbench_models.__path__), key=lambda i: i.name):
+        if info.name.startswith("_") or info.name == __name__.rsplit(".", 1)[-1]:
+            continue
+        for model in getattr(importlib.import_module(f"rnnbench_models.{info.name}"), "MODELS", ()):
+            if not model.island_grads:  # autocast models keep their exact-in-bf16 data as designed
+                yield model
+
+
+def _small(sizes: Mapping[str, int]) -> dict[str, int]:
+    return {k: min(v, 5) if k in ("T", "K") else min(v, 3) for k, v in sizes.items()}
+
+
+def _variant(base: Model, tag: str, summary: str, **changes) -> Model:
+    return dataclasses.replace(
+        base,
+        name=f"{base.name}{SEPARATOR}{tag}",
+        summary=f"{summary} ({base.name})",
+        default_sizes=_small(base.default_sizes),
+        kind="generic",  # vendor layers (anchors) compute the base model only
+        **changes,
+    )
+
+
+def _oracle_filling_gaps(base: Model, carry_names: tuple[str, ...]) -> Callable[[Case], dict[str, np.ndarray]]:
+    """The base oracle, with finite differences for compared inputs it does not provide."""
+
+    def oracle(case: Case) -> dict[str, np.ndarray]:
+        grads = dict(base.oracle(case)) if base.oracle is not None else {}
+        missing = [n for n in case.wrt_names(carry_names) if n not in grads]
+        if missing:
+            grads.update(finite_difference_grads(base, case, names=missing))
+        return grads
+
+    return oracle
+
+
+# ---- initial carry with / without grad ---------------------------------------------------------
+def carry0_requires_grad(base: Model, flag: bool) -> Model:
+    def make_case(sizes, seed):
+        case = base.make_case(sizes, seed)
+        return dataclasses.replace(case, model=f"{base.name}{SEPARATOR}{tag}", carry0_requires_grad=(flag,) * len(case.carry0))
+
+    tag = "carry0_grad" if flag else "carry0_nograd"
+    oracle = _oracle_filling_gaps(base, base.carry_names)
+    # Oracle kind: the base's when it covers every compared input, else finite differences.
+    probe = make_case(_small(base.default_sizes), 0)
+    covered = base.oracle is not None and set(base.oracle(probe)) >= set(probe.wrt_names(base.carry_names))
+    kind = base.oracle_kind if covered else "finite_differences"
+    return _variant(base, tag, f"every initial-carry leaf {'requires' if flag else 'without'} grad",
+                    make_case=make_case, oracle=oracle, oracle_kind=kind)
+
+
+# ---- parameters through the carry --------------------------------------------------------------
+def params_in_carry(base: Model, param_names: tuple[str, ...]) -> Model:
+    n = len(base.carry_names)
+    carry_names = base.carry_names + tuple(f"param_{p}" for p in param_names)
+
+    def step(ops, params, carry, x):
+        p = dict(zip(param_names, carry[n:]))
+        if x is not None and base.prologue is not None:  # the hoisted work, per step now
+            x = base.prologue(ops, p, x[None])[0]
+        new_carry, y = base.step(ops, p, tuple(carry[:n]), x)
+        return tuple(new_carry) + tuple(carry[n:]), y
+
+    def loss(ops, consts, ys, carry):
+        return base.loss(ops, consts, ys, tuple(carry[:n]))
+
+    def make_case(sizes, seed):
+        case = base.make_case(sizes, seed)
+        return dataclasses.replace(
+            case,
+            model=f"{base.name}{SEPARATOR}params_in_carry",
+            params={},
+            carry0=tuple(case.carry0) + tuple(case.params[p] for p in param_names),
+            carry0_requires_grad=tuple(case.carry0_requires_grad) + (True,) * len(param_names),
+        )
+
+    def oracle(case: Case) -> dict[str, np.ndarray]:
+        base_case = dataclasses.replace(
+            case,
+            params=dict(zip(param_names, case.carry0[n:])),
+            carry0=tuple(case.carry0[:n]),
+            carry0_requires_grad=tuple(case.carry0_requires_grad[:n]),
+        )
+        grads, _ = oracle_grads(base, base_case)
+        return {(f"carry0.param_{k}" if k in param_names else k): v for k, v in grads.items()}
+
+    return _variant(base, "params_in_carry", "parameters passed through the carry", carry_names=carry_names,
+                    step=step, loss=loss, prologue=None, make_case=make_case, oracle=oracle)
+
+
+# ---- parameter as a per-step input -------------------------------------------------------------
+def params_as_xs(base: Model, param: str, stacked: bool) -> Model:
+    """stacked: the base has x_t of the parameter's shape; xs' = (T, 2, ...) holds (x_t, param)."""
+
+    def step(ops, params, carry, x):
+        if stacked:
+            return base.step(ops, {param: x[1]}, carry, x[0])
+        return base.step(ops, {param: x}, carry, None)
+
+    def make_case(sizes, seed):
+        case = base.make_case(sizes, seed)
+        p = np.broadcast_to(case.params[param], (case.length,) + case.params[param].shape)
+        xs = np.stack([case.xs, p], axis=1) if stacked else p
+        return dataclasses.replace(case, model=f"{base.name}{SEPARATOR}params_as_xs", params={},
+                                   xs=np.ascontiguousarray(xs), xs_requires_grad=True)
+
+    return _variant(base, "params_as_xs", "the parameter fed as a per-step scan input", step=step,
+                    make_case=make_case, oracle=None, oracle_kind="finite_differences")
+
+
+def variants_of(base: Model) -> list[Model]:
+    case = base.make_case(_small(base.default_sizes), 0)
+    out = []
+    if not all(case.carry0_requires_grad or (False,)):
+        out.append(carry0_requires_grad(base, True))
+    if any(case.carry0_requires_grad):
+        out.append(carry0_requires_grad(base, False))
+    if case.params:
+        out.append(params_in_carry(base, tuple(case.params)))
+    if len(case.params) == 1 and base.prologue is None:
+        (name, value), = case.params.items()
+        if case.xs is None:
+            out.append(params_as_xs(base, name, stacked=False))
+        elif case.xs.shape[1:] == value.shape:
+            out.append(params_as_xs(base, name, stacked=True))
+    return out
+
+
+MODELS = tuple(v for base in _base_models() for v in variants_of(base))
