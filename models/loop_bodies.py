@@ -20,7 +20,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from rnnbench.model import Case, Model
-from rnnbench_models._data import rng_for, uniform
+from rnnbench_models._common import rng_for, uniform
 
 # x values: two near zero (either sign), then moderate values of alternating sign.
 X_NEAR_ZERO = np.array([1e-3, -1e-3, 0.35, -0.6, 0.9, -1.2])
@@ -120,6 +120,7 @@ def _model(body: Body) -> Model:
         loss=loss,
         oracle=oracle,
         oracle_kind="forward_tangents",
+        suite="bugs",
     )
 
 

@@ -21,7 +21,7 @@ from typing import Mapping
 import numpy as np
 
 from rnnbench.model import Case, Model
-from rnnbench_models._data import rng_for, uniform
+from rnnbench_models._common import rng_for, uniform
 
 
 def step(ops, params, carry, x_t):
@@ -75,6 +75,7 @@ def oracle(case: Case) -> dict[str, np.ndarray]:
 MODELS = (
     Model(
         name="rnn_fp32_island",
+        suite="bugs",
         summary="Elman RNN, input projection in autocast precision, carry update in an fp32 island (BUGS.md §3)",
         carry_names=("h",),
         default_sizes={"T": 8, "B": 4, "I": 8, "H": 16},

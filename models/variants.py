@@ -54,6 +54,7 @@ def _variant(base: Model, tag: str, summary: str, **changes) -> Model:
         summary=f"{summary} ({base.name})",
         default_sizes=_small(base.default_sizes),
         kind="generic",  # vendor layers (anchors) compute the base model only
+        suite="bugs",
         **changes,
     )
 

@@ -26,7 +26,8 @@ DEVICES = ("cpu", "cuda")
 
 # Defaults of `run`, also the keys a --config file may set.
 RUN_DEFAULTS: dict[str, Any] = {
-    "models": None,  # all
+    "suite": "core",  # models of this suite when no --models: core, bugs or all
+    "models": None,  # all of the suite
     "drivers": None,  # all
     "environments": None,  # all: a driver runs once in each of its environments
     "dtypes": "float32",
@@ -121,7 +122,9 @@ def _parser() -> _Parser:
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     run = sub.add_parser("run", help="check gradients and time every model x driver (the default)")
     run.add_argument("--config", help="TOML file with any of: " + ", ".join(RUN_DEFAULTS))
-    run.add_argument("--models", help="comma-separated model names (default: all)")
+    run.add_argument("--suite", help="core (default: the benchmark comparison), bugs (the BUGS.md case "
+                     "models: variants, loop bodies, mixed precision) or all; ignored with --models")
+    run.add_argument("--models", help="comma-separated model names (default: every model of --suite)")
     run.add_argument("--drivers", help="comma-separated driver names (default: all)")
     run.add_argument("--environments", help="comma-separated environments, from main, xla (default: all; "
                      "a driver runs once in each of its environments)")
@@ -181,7 +184,10 @@ def _check_drivers_runnable(names: list[str], explicit: bool) -> None:
 
 
 def _jobs(args, s: dict[str, Any]) -> list[Job]:
-    models = _names(s["models"], list(registry.models()), "model")
+    if s["suite"] not in ("core", "bugs", "all"):
+        raise UsageError(f"unknown suite {s['suite']!r}; known: core, bugs, all")
+    in_suite = [m.name for m in registry.models().values() if s["suite"] in ("all", m.suite)]
+    models = _names(s["models"], list(registry.models()), "model") if s["models"] else in_suite
     drivers = _names(s["drivers"], list(registry.drivers()), "driver")
     envs = _names(s["environments"], list(environments.environments()), "environment")
     dtypes = _names(s["dtypes"], DTYPES, "dtype")

@@ -101,6 +101,9 @@ class Model:
     flops(sizes) -> {"fwd": ..., "fwd_bwd": ...}: floating-point operations of one forward and one
         forward+backward pass, counted analytically (models/_flops.py states the convention), for
         the roofline. None: not counted, rows of this model get no GFLOP/s.
+    suite: "core" (the benchmark comparison: `rnnbench run` by default, tested at every dtype) or
+        "bugs" (bug-class cases from BUGS.md: `rnnbench run --suite bugs`, tested at float64, since
+        the classes they target do not depend on the dtype).
     island_grads: compared inputs whose gradient flows only through `ops.fp32_island()` regions of
         the step; under bf16 autocast their semantics are float32, so they are checked at the float32
         tolerance while the rest get the bfloat16 one (BUGS.md §3). Empty: no island.
@@ -119,6 +122,7 @@ class Model:
     kind: str = "generic"
     flops: Optional[Flops] = None
     island_grads: tuple[str, ...] = ()
+    suite: str = "core"
 
     def sizes_with_defaults(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
         """Default sizes updated with the overrides that this model knows; validated positive."""

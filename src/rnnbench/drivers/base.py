@@ -57,6 +57,7 @@ class Driver:
     anchor: bool = False
     dtypes: tuple[str, ...] = ("float64", "float32")
     devices: tuple[str, ...] = ("cpu", "cuda")
+    suite: str = "core"  # "bugs": a driver that exists for a BUGS.md class (e.g. preallocated buffers)
     autocast: Optional[str] = None
 
 

@@ -39,4 +39,5 @@ DRIVER = Driver(
     versions=_jax.versions,
     compiled=True,
     dtypes=("float64", "float32", "bfloat16"),
+    suite="bugs",
 )

@@ -25,4 +25,5 @@ DRIVER = Driver(
     dtypes=("bfloat16",),
     devices=("cpu",),
     autocast="bfloat16",
+    suite="bugs",
 )

@@ -32,4 +32,5 @@ DRIVER = Driver(
     dtypes=("bfloat16",),
     devices=("cpu",),
     autocast="bfloat16",
+    suite="bugs",
 )

@@ -27,4 +27,5 @@ DRIVER = Driver(
     versions=_torch.versions,
     compiled=True,
     dtypes=("float64", "float32", "bfloat16"),
+    suite="bugs",
 )

@@ -22,4 +22,5 @@ DRIVER = Driver(
     available=_torch.available,
     versions=_torch.versions,
     dtypes=("float64", "float32", "bfloat16"),
+    suite="bugs",
 )
