@@ -33,6 +33,8 @@ CONDITIONS: dict[str, Callable[[Model, Case], bool]] = {
     "zero_dim_carry": lambda model, case: any(getattr(c, "ndim", 0) == 0 for c in case.carry0),
     # The step has trainable parameters (a scan body that closes over them captures tensors).
     "has_params": lambda model, case: bool(case.params),
+    # Two parameters have the same shape (e.g. an RNN with I == H: W_ih and W_hh are both (H, H)).
+    "params_with_equal_shapes": lambda model, case: len({p.shape for p in case.params.values()}) < len(case.params),
 }
 """Case predicates that entries name in affects.conditions. Add one here for a new bug class."""
 
