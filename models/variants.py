@@ -55,6 +55,7 @@ def _variant(base: Model, tag: str, summary: str, **changes) -> Model:
         default_sizes=_small(base.default_sizes),
         kind="generic",  # vendor layers (anchors) compute the base model only
         suite="bugs",
+        flops=None,  # gradient requirements differ from the base model's: its count would not hold
         **changes,
     )
 

@@ -53,5 +53,7 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize(("model_name", "driver_name", "gradient_dtype"), model_driver_pairs(GRADIENT_DTYPES))
     elif {"model_name", "driver_name"} <= names:
         metafunc.parametrize(("model_name", "driver_name"), model_driver_pairs())
+    elif "core_model_name" in names:
+        metafunc.parametrize("core_model_name", [m.name for m in registry.models().values() if m.suite == "core"])
     elif "model_name" in names:
         metafunc.parametrize("model_name", list(registry.models()))

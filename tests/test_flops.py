@@ -15,11 +15,9 @@ from rnnbench.model import Model
 SIZES = ({}, {"T": 5, "B": 3, "I": 7, "H": 6, "K": 5, "n": 5})
 
 
-def test_every_model_counts_its_flops(model_name: str) -> None:
-    model = registry.get_model(model_name)
-    if model.suite != "core" and model.flops is None:
-        pytest.skip("bug-class case: not a roofline subject (no FLOP count)")
-    assert model.flops is not None, f"{model_name} has no flops(sizes)"
+def test_every_model_counts_its_flops(core_model_name: str) -> None:
+    model = registry.get_model(core_model_name)
+    assert model.flops is not None, f"{core_model_name} has no flops(sizes)"
     counted = model.flops(model.default_sizes)
     assert 0 < counted["fwd"] < counted["fwd_bwd"]
 
@@ -37,8 +35,8 @@ def _measured(model: Model, overrides: dict) -> tuple[float, float]:
 
 
 @pytest.mark.parametrize("overrides", SIZES, ids=("defaults", "odd"))
-def test_matmul_flops_match_torch_counter(model_name: str, overrides: dict) -> None:
-    model = registry.get_model(model_name)
+def test_matmul_flops_match_torch_counter(core_model_name: str, overrides: dict) -> None:
+    model = registry.get_model(core_model_name)
     counted = model.flops(model.sizes_with_defaults(overrides))
     fwd, fwd_bwd = _measured(model, overrides)
     assert counted["matmul_fwd"] == fwd
