@@ -25,5 +25,4 @@ DRIVER = Driver(
     dtypes=("bfloat16",),
     devices=("cpu",),
     autocast="bfloat16",
-    suite="bugs",
 )
