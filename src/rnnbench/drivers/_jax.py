@@ -63,10 +63,21 @@ def prepared_from_loss(loss_fn: Callable[[dict, dict], Any], diff: dict, rest: d
         loss, grads = jax.block_until_ready(value_and_grad(diff, rest))
         return float(loss), {k: np.asarray(v, dtype=np.float64) for k, v in grads.items()}
 
+    @jax.jit
+    def hvp_jit(diff, rest, v):
+        return jax.jvp(lambda d: jax.grad(loss_fn)(d, rest), (diff,), (v,))[1]
+
+    def hvp(v: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """H v as forward-over-reverse (jvp of grad)."""
+        direction = {k: jax.numpy.asarray(v[k], dtype=diff[k].dtype) for k in diff}
+        out = jax.block_until_ready(hvp_jit(diff, rest, direction))
+        return {k: np.asarray(h, dtype=np.float64) for k, h in out.items()}
+
     return Prepared(
         loss_and_grads,
         lambda: forward_jit(diff, rest),
         lambda: value_and_grad(diff, rest),
         jax.block_until_ready,
         {**SETTINGS, **settings},
+        hvp,
     )

@@ -53,10 +53,15 @@ def to_numpy(t) -> np.ndarray | None:
 
 
 def prepared_from_loss(
-    loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any], wrt: list[str], settings: Mapping[str, Any]
+    loss_fn: Callable[[dict[str, Any]], Any],
+    inputs: dict[str, Any],
+    wrt: list[str],
+    settings: Mapping[str, Any],
+    second_order: bool = False,
 ) -> Prepared:
     """Prepared for a torch loss function of the inputs dict; gradients are read from `.grad`.
-    forward runs under no_grad (inference); forward_backward builds the graph and back-propagates."""
+    forward runs under no_grad (inference); forward_backward builds the graph and back-propagates.
+    second_order: also provide hvp (double backward; eager drivers only)."""
     import torch
 
     def forward_backward():
@@ -74,7 +79,18 @@ def prepared_from_loss(
         with torch.no_grad():
             return loss_fn(inputs)
 
-    return Prepared(loss_and_grads, forward, forward_backward, block, dict(settings))
+    def hvp(v: Mapping[str, np.ndarray]) -> dict[str, np.ndarray | None]:
+        """H v by double backward: d/dp <d loss/d p, v>."""
+        leaves = [inputs[n] for n in wrt]
+        grads = torch.autograd.grad(loss_fn(inputs), leaves, create_graph=True, allow_unused=True)
+        dot = sum((g * torch.as_tensor(v[n], dtype=g.dtype, device=g.device)).sum()
+                  for n, g in zip(wrt, grads) if g is not None)
+        if not torch.is_tensor(dot) or not dot.requires_grad:
+            return {n: np.zeros_like(np.asarray(v[n], dtype=np.float64)) for n in wrt}
+        hv = torch.autograd.grad(dot, leaves, allow_unused=True)
+        return {n: to_numpy(h) for n, h in zip(wrt, hv)}
+
+    return Prepared(loss_and_grads, forward, forward_backward, block, dict(settings), hvp if second_order else None)
 
 
 def compile_settings() -> dict[str, Any]:

@@ -23,13 +23,17 @@ class Prepared:
     """loss_and_grads() -> (loss, {input name: gradient or None}), float64 numpy, canonical layout.
     forward() / forward_backward(): the timed work; they return device results that `block`
     waits on (asynchronous frameworks would otherwise be timed while still tracing/dispatching).
-    settings: framework settings this run depends on, recorded with the result."""
+    settings: framework settings this run depends on, recorded with the result.
+    hvp(v) -> {input name: (H v)[name]}: optional second order, the Hessian of the loss w.r.t. the
+    compared inputs times a direction v (same names and shapes as the gradients); None where the
+    driver has no second-order path (e.g. torch.compile has no double backward)."""
 
     loss_and_grads: Callable[[], tuple[float, Grads]]
     forward: Callable[[], Any]
     forward_backward: Callable[[], Any]
     block: Callable[[Any], None]
     settings: Mapping[str, Any] = field(default_factory=dict)
+    hvp: Optional[Callable[[Mapping[str, np.ndarray]], Grads]] = None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ def loop_loss(model: Model, case: Case, consts):
 
 def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
     inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
-    return _torch.prepared_from_loss(loop_loss(model, case, consts), inputs, wrt, {"mode": "eager"})
+    return _torch.prepared_from_loss(loop_loss(model, case, consts), inputs, wrt, {"mode": "eager"}, second_order=True)
 
 
 DRIVER = Driver(

@@ -11,7 +11,7 @@ from rnnbench.model import Case, Model
 def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
     inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
     loss_fn = buffer_loss(model, case, consts, write_index_put)
-    return _torch.prepared_from_loss(loss_fn, inputs, wrt, {"mode": "eager", "ys": "ys.index_put_((t,), y)"})
+    return _torch.prepared_from_loss(loss_fn, inputs, wrt, {"mode": "eager", "ys": "ys.index_put_((t,), y)"}, second_order=True)
 
 
 DRIVER = Driver(

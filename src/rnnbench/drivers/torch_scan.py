@@ -43,7 +43,7 @@ def scan_loss(model: Model, case: Case, consts, clone_carry: bool = False):
 
 def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
     inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
-    return _torch.prepared_from_loss(scan_loss(model, case, consts), inputs, wrt, {"mode": "eager"})
+    return _torch.prepared_from_loss(scan_loss(model, case, consts), inputs, wrt, {"mode": "eager"}, second_order=True)
 
 
 DRIVER = Driver(

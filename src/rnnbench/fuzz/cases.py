@@ -1,0 +1,116 @@
+"""A fuzzed body as a Model and a Case the drivers run, and its float64 finite-difference oracles
+with the ill-conditioning test."""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from rnnbench.check.compare import compare_grads
+from rnnbench.check.finite_diff import finite_difference_grads
+from rnnbench.check.hvp import finite_difference_hvp
+from rnnbench.check.tolerance import tolerance
+from rnnbench.fuzz.grammar import PARAM_VECTORS, Body, body_wrt
+from rnnbench.model import Case, Model, reference_loss
+
+NEAR_ZERO_PROBABILITY = 0.15  # parameter entries set to +-1e-3, where wrong rules show (BUGS.md §4)
+LOSS_LIMIT = 1e6  # a draw whose loss exceeds this has grown too much over the steps to check
+
+
+def weighted_loss(ops, consts, ys, carry):
+    """sum(ys * wy) + sum_i sum(c_i * wc_i): every output and final carry leaf reaches the loss."""
+    total = ops.sum(ys * consts["wy"])
+    for i, leaf in enumerate(carry):
+        total = total + ops.sum(leaf * consts[f"wc{i}"])
+    return total
+
+
+def compile_step(source: str):
+    namespace: dict = {"__builtins__": builtins}
+    exec(compile(source, "<fuzzed body>", "exec"), namespace)
+    return namespace["step"]
+
+
+def body_case(body: Body, name: str) -> Case:
+    """Seeded data: vectors in [-1, 1] with some entries near 0, W scaled to spectral radius < 1."""
+    rng = np.random.default_rng(body.data_seed)
+    n, T, used, wrt = body.n, body.length, body.leaves_used(), body_wrt(body)
+
+    def vector() -> np.ndarray:
+        v = rng.uniform(-1.0, 1.0, n)
+        near = rng.random(n) < NEAR_ZERO_PROBABILITY
+        return np.where(near, 1e-3 * np.sign(v), v)
+
+    params = {p: vector() for p in PARAM_VECTORS if p in used}
+    if "W" in used:
+        params["W"] = 0.9 * rng.uniform(-1.0, 1.0, (n, n)) / np.sqrt(n)
+    k = len(body.updates)
+    return Case(
+        model=name,
+        sizes={"T": T, "n": n},
+        seed=body.data_seed,
+        params=params,
+        carry0=tuple(vector() for _ in range(k)),
+        xs=rng.uniform(-1.0, 1.0, (T, n)) if body.has_xs else None,
+        length=T,
+        consts={"wy": rng.uniform(-1.0, 1.0, (T, n)), **{f"wc{i}": rng.uniform(-1.0, 1.0, n) for i in range(k)}},
+        carry0_requires_grad=tuple(f"carry0.{c}" in wrt for c in body.carry_names),
+        xs_requires_grad="xs" in wrt,
+    )
+
+
+@dataclass
+class FuzzCase:
+    """A body ready to run: model (its oracle returns the cached finite differences), case, and
+    `ill_conditioned` (None, or why the finite-difference oracle cannot be trusted on this draw)."""
+
+    body: Body
+    model: Model
+    case: Case
+    ill_conditioned: Optional[str]
+    _hvp: Optional[tuple[dict, dict]] = None
+
+    def hvp_oracle(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], Optional[str]]:
+        """(direction v, H v, ill-conditioning reason or None), computed once."""
+        if self._hvp is None:
+            rng = np.random.default_rng(self.body.data_seed + 1)
+            names = self.case.wrt_names(self.model.carry_names)
+            shapes = {n: np.shape(g) for n, g in self.model.oracle(self.case).items()}
+            v = {n: rng.uniform(-1.0, 1.0, shapes[n]) for n in names}
+            hv = finite_difference_hvp(self.model, self.case, v)
+            coarse = finite_difference_hvp(self.model, self.case, v, step=4e-3)
+            tol = tolerance("float64", "finite_differences_hvp")
+            bad = [e.name for e in compare_grads(coarse, hv, names, tol) if e.status != "ok"]
+            self._hvp = (v, hv, f"finite-difference H v disagrees between step sizes for {bad}" if bad else None)
+        return self._hvp
+
+
+def build(body: Body, name: str = "fuzz") -> FuzzCase:
+    case = body_case(body, name)
+    model = Model(name, "fuzzed body", body.carry_names, {"T": body.length, "n": body.n},
+                  lambda sizes, seed: case, compile_step(body.source()), weighted_loss,
+                  oracle_kind="finite_differences")
+    reason = None
+    try:
+        with np.errstate(all="raise"):
+            loss = reference_loss(model, case)
+            fine = finite_difference_grads(model, case)
+            coarse = finite_difference_grads(model, case, step=2e-3)
+    except FloatingPointError as exc:
+        return FuzzCase(body, model, case, f"floating-point exception in the numpy forward: {exc}")
+    if not np.isfinite(loss) or abs(loss) > LOSS_LIMIT:
+        reason = f"loss {loss:.3g} is not finite or exceeds {LOSS_LIMIT:g}"
+    else:
+        names = case.wrt_names(model.carry_names)
+        bad = [e.name for e in compare_grads(coarse, fine, names, tolerance("float64", "finite_differences"))
+               if e.status != "ok"]
+        if bad:
+            reason = f"finite differences disagree between step sizes for {bad}"
+    oracle = dict(fine)
+    model = Model(name, "fuzzed body", body.carry_names, {"T": body.length, "n": body.n},
+                  lambda sizes, seed: case, model.step, weighted_loss, oracle=lambda c: oracle,
+                  oracle_kind="finite_differences")
+    return FuzzCase(body, model, case, reason)

@@ -1,0 +1,241 @@
+"""The grammar of fuzzed step bodies, generated reproducibly from a seed, and their shrinking.
+
+A body updates a pytree carry of 1-3 vector leaves c0..c2 (each (n,)) from the carry, an optional
+per-step input x (n,), vector parameters p0, p1 (n,) and a matrix parameter W (n, n):
+    expr := leaf | const | u(expr) | expr (+ - *) expr | expr / (1 + expr*expr) | expr / (1.5 + tanh(expr))
+          | W @ expr
+    u    := sin | cos | tanh | sigmoid | exp(tanh(.))         (exp only of a bounded argument)
+    body := new c_i = expr_i for each leaf,  y = expr
+Denominators are bounded away from 0 and exp's argument is bounded, so bodies are defined
+everywhere; growth over the steps can still make a draw ill-conditioned, which the runner detects
+(finite differences at two step sizes disagree) and skips with a count.
+
+Expressions are nested tuples: ("leaf", name) | ("const", value) | ("un", op, e) | ("bin", op, a, b)
+| ("div", style, a, b) | ("matvec", e). `source()` renders them against the `ops` namespace, so one
+body runs on numpy, torch and jax, and a failing one prints as code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass
+from typing import Iterator
+
+UNARY = ("sin", "cos", "tanh", "sigmoid", "exp")
+BINARY = ("+", "-", "*")
+CONSTS = (0.5, -0.7, 1.5)
+PARAM_VECTORS = ("p0", "p1")
+
+
+@dataclass(frozen=True)
+class Body:
+    """One fuzzed step body. updates[i] is the new value of carry leaf c_i; output is y_t.
+
+    n: vector width. length: trip count T. has_xs: whether x is a per-step input (T, n).
+    carry_grad[i]: whether c_i's initial value requires grad; xs_grad: whether xs does.
+    data_seed: seed of the case data (values, near-zero entries, loss weights)."""
+
+    updates: tuple
+    output: tuple
+    n: int
+    length: int
+    has_xs: bool
+    carry_grad: tuple[bool, ...]
+    xs_grad: bool
+    data_seed: int
+
+    @property
+    def carry_names(self) -> tuple[str, ...]:
+        return tuple(f"c{i}" for i in range(len(self.updates)))
+
+    def leaves_used(self) -> set[str]:
+        used: set[str] = set()
+        for e in self.updates + (self.output,):
+            used |= _leaves(e)
+        return used
+
+    def source(self) -> str:
+        """The body as a Python step function against `ops`."""
+        names = ", ".join(self.carry_names) + ("," if len(self.updates) == 1 else "")
+        used = self.leaves_used()
+        lines = ["def step(ops, params, carry, x):", f"    {names} = carry"]
+        for p in sorted(u for u in used if u in PARAM_VECTORS + ("W",)):
+            lines.append(f"    {p} = params[{p!r}]")
+        new = ", ".join(render(e) for e in self.updates) + ("," if len(self.updates) == 1 else "")
+        lines.append(f"    return ({new}), {render(self.output)}")
+        return "\n".join(lines) + "\n"
+
+
+def _leaves(e: tuple) -> set[str]:
+    if e[0] == "leaf":
+        return {e[1]}
+    if e[0] == "const":
+        return set()
+    own = {"W"} if e[0] == "matvec" else set()
+    return own.union(*(_leaves(c) for c in _children(e)))
+
+
+def is_array(e: tuple) -> bool:
+    """Whether e evaluates to an array (not a Python float): it reads at least one leaf."""
+    return e[0] == "leaf" or (e[0] != "const" and any(is_array(c) for c in _children(e)))
+
+
+def valid(e: tuple) -> bool:
+    """Every ops function and W @ . gets an array argument, and e itself is an array."""
+    def ok(e: tuple) -> bool:
+        if e[0] in ("leaf", "const"):
+            return True
+        if e[0] == "un" and not is_array(e[2]):
+            return False
+        if e[0] == "div" and e[1] == "tanh" and not is_array(e[3]):
+            return False
+        if e[0] == "matvec" and not is_array(e[1]):
+            return False
+        return all(ok(c) for c in _children(e))
+
+    return is_array(e) and ok(e)
+
+
+def body_valid(body: "Body") -> bool:
+    return all(valid(e) for e in body.updates + (body.output,)) and bool(body_wrt(body))
+
+
+def body_wrt(body: "Body") -> list[str]:
+    """Names of the inputs whose gradients are compared: the used parameters, the used carry leaves
+    flagged to require grad, and xs when flagged and used. Unused inputs are left out: torch's None
+    gradient for an input the loss does not read is correct, not missing."""
+    used = body.leaves_used()
+    names = [p for p in PARAM_VECTORS + ("W",) if p in used]
+    names += [f"carry0.{c}" for c, g in zip(body.carry_names, body.carry_grad) if g and c in used]
+    if body.has_xs and body.xs_grad and "x" in used:
+        names.append("xs")
+    return names
+
+
+def _children(e: tuple) -> tuple:
+    return {"un": e[2:], "bin": e[2:], "div": e[2:], "matvec": e[1:]}.get(e[0], ())
+
+
+def render(e: tuple) -> str:
+    kind = e[0]
+    if kind == "leaf":
+        return e[1]
+    if kind == "const":
+        return repr(e[1])
+    if kind == "un":
+        if e[1] == "exp":
+            return f"ops.exp(ops.tanh({render(e[2])}))"
+        return f"ops.{e[1]}({render(e[2])})"
+    if kind == "bin":
+        return f"({render(e[2])} {e[1]} {render(e[3])})"
+    if kind == "div":
+        a, b = render(e[2]), render(e[3])
+        return f"({a} / (1.0 + {b} * {b}))" if e[1] == "square" else f"({a} / (1.5 + ops.tanh({b})))"
+    if kind == "matvec":
+        return f"ops.matmul(W, {render(e[1])})"
+    raise ValueError(f"unknown node {e!r}")
+
+
+def _expr(rng: random.Random, leaves: list[str], depth: int) -> tuple:
+    if depth == 0 or rng.random() < 0.25:
+        return ("const", rng.choice(CONSTS)) if rng.random() < 0.1 else ("leaf", rng.choice(leaves))
+    r = rng.random()
+    if r < 0.3:
+        return ("un", rng.choice(UNARY), _expr(rng, leaves, depth - 1))
+    if r < 0.8:
+        return ("bin", rng.choice(BINARY), _expr(rng, leaves, depth - 1), _expr(rng, leaves, depth - 1))
+    if r < 0.9:
+        return ("div", rng.choice(("square", "tanh")), _expr(rng, leaves, depth - 1), _expr(rng, leaves, depth - 1))
+    return ("matvec", _expr(rng, leaves, depth - 1))
+
+
+def generate(seed: int, index: int) -> Body:
+    """Body number `index` of the stream for `seed` (independent of how many others are drawn)."""
+    rng = random.Random(f"rnnbench-fuzz/{seed}/{index}")
+    k = rng.choice((1, 1, 2, 2, 3))
+    has_xs = rng.random() < 0.7
+    carry = [f"c{i}" for i in range(k)]
+    leaves = carry + list(PARAM_VECTORS) + (["x"] if has_xs else [])
+    while True:  # rejection sampling keeps the stream reproducible
+        body = Body(
+            updates=tuple(_valid_expr(rng, leaves, rng.choice((1, 2, 3))) for _ in range(k)),
+            output=_valid_expr(rng, leaves, rng.choice((0, 1, 2))),
+            n=rng.choice((1, 2, 3)),
+            length=rng.choice((1, 2, 3, 4, 5, 6)),
+            has_xs=has_xs,
+            carry_grad=tuple(rng.random() < 0.5 for _ in range(k)),
+            xs_grad=rng.random() < 0.5,
+            data_seed=rng.randrange(2**31),
+        )
+        if body_valid(body):
+            return body
+
+
+def _valid_expr(rng: random.Random, leaves: list[str], depth: int) -> tuple:
+    while True:
+        e = _expr(rng, leaves, depth)
+        if valid(e):
+            return e
+
+
+# ---- shrinking ---------------------------------------------------------------------------------
+def _smaller_exprs(e: tuple) -> Iterator[tuple]:
+    """Strictly smaller expressions: each child in place of e, then e with one child shrunk."""
+    children = _children(e)
+    yield from children
+    if e[0] != "leaf" and e[0] != "const":
+        yield ("const", 0.5)
+    for i, c in enumerate(children):
+        offset = len(e) - len(children)
+        for smaller in _smaller_exprs(c):
+            yield e[: offset + i] + (smaller,) + e[offset + i + 1:]
+
+
+def _drop_leaf(body: Body, i: int) -> Body:
+    """Body without carry leaf c_i: references to it become a constant, later leaves renumbered."""
+    names = body.carry_names
+
+    def sub(e: tuple) -> tuple:
+        if e[0] == "leaf" and e[1] in names:
+            j = names.index(e[1])
+            return ("const", 0.5) if j == i else ("leaf", f"c{j - (j > i)}")
+        if e[0] in ("leaf", "const"):
+            return e
+        off = len(e) - len(_children(e))
+        return e[:off] + tuple(sub(c) for c in _children(e))
+
+    keep = [j for j in range(len(names)) if j != i]
+    return dataclasses.replace(
+        body,
+        updates=tuple(sub(body.updates[j]) for j in keep),
+        output=sub(body.output),
+        carry_grad=tuple(body.carry_grad[j] for j in keep),
+    )
+
+
+def shrink_candidates(body: Body) -> Iterator[Body]:
+    """Valid bodies one step simpler than `body`, most reducing first."""
+    return (b for b in _candidates(body) if body_valid(b))
+
+
+def _candidates(body: Body) -> Iterator[Body]:
+    for T in range(1, body.length):
+        yield dataclasses.replace(body, length=T)
+    if body.n > 1:
+        yield dataclasses.replace(body, n=1)
+    if len(body.updates) > 1:
+        for i in range(len(body.updates)):
+            yield _drop_leaf(body, i)
+    for i, e in enumerate(body.updates):
+        for smaller in _smaller_exprs(e):
+            yield dataclasses.replace(body, updates=body.updates[:i] + (smaller,) + body.updates[i + 1:])
+    for smaller in _smaller_exprs(body.output):
+        yield dataclasses.replace(body, output=smaller)
+
+
+def size(body: Body) -> int:
+    def count(e: tuple) -> int:
+        return 1 + sum(count(c) for c in _children(e))
+
+    return body.length + body.n + sum(count(e) for e in body.updates) + count(body.output)
