@@ -54,9 +54,27 @@ def model_driver_pairs(dtypes: tuple[str, ...] = ()) -> list:
     return params
 
 
+def second_order_pairs() -> list:
+    """Every (core model, driver with a second-order path) of this environment, at float64; pairs a
+    second-order registry entry covers are strict xfails."""
+    here, params = current(), []
+    for d in registry.drivers().values():
+        if here not in d.environments or not d.second_order:
+            continue
+        for m in registry.models().values():
+            if m.suite != "core" or d.supports(m) is not None:
+                continue
+            case = m.make_case(m.sizes_with_defaults(), 0)
+            marks = known_issue_marks(d.name, m, case, "float64", order=2)
+            params.append(pytest.param(m.name, d.name, marks=marks, id=f"{m.name}-{d.name}"))
+    return params
+
+
 def pytest_generate_tests(metafunc):
     names = set(metafunc.fixturenames)
-    if {"model_name", "driver_name", "gradient_dtype"} <= names:
+    if {"second_order_model", "second_order_driver"} <= names:
+        metafunc.parametrize(("second_order_model", "second_order_driver"), second_order_pairs())
+    elif {"model_name", "driver_name", "gradient_dtype"} <= names:
         metafunc.parametrize(("model_name", "driver_name", "gradient_dtype"), model_driver_pairs(GRADIENT_DTYPES))
     elif {"model_name", "driver_name"} <= names:
         metafunc.parametrize(("model_name", "driver_name"), model_driver_pairs())

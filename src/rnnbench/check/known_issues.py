@@ -24,7 +24,7 @@ from rnnbench.model import Case, Model
 REGISTRY_PATH = Path(__file__).resolve().parents[1] / "known_issues.json"
 KNOWN = "known_issue:"
 FIXED = "known_issue_fixed:"
-STATUSES = ("grad_mismatch", "missing_grad", "forward_mismatch", "compile_error", "error")
+STATUSES = ("grad_mismatch", "missing_grad", "forward_mismatch", "compile_error", "error", "hvp_mismatch", "hvp_error")
 
 CONDITIONS: dict[str, Callable[[Model, Case], bool]] = {
     # Some initial-carry leaf is not differentiated (BUGS.md §1's trigger in torch 2.9.0's scan).
@@ -53,10 +53,12 @@ class KnownIssue:
     models: Optional[tuple[str, ...]] = None
     dtypes: Optional[tuple[str, ...]] = None
     bugs_md: str = ""
+    order: int = 1  # 1: the gradient check (rows); 2: the second-order check (check/second_order.py)
 
-    def covers(self, driver: str, model: Model, case: Case, dtype: str, versions: Callable[[str], Optional[str]]) -> bool:
-        """True when this bug is expected to show on this row."""
-        if driver not in self.drivers:
+    def covers(self, driver: str, model: Model, case: Case, dtype: str, versions: Callable[[str], Optional[str]],
+               order: int = 1) -> bool:
+        """True when this bug is expected to show on this row's check of derivative `order`."""
+        if driver not in self.drivers or order != self.order:
             return False
         if self.models is not None and model.name not in self.models:
             return False
@@ -96,17 +98,18 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
                 models=tuple(affects["models"]) if affects.get("models") is not None else None,
                 dtypes=tuple(affects["dtypes"]) if affects.get("dtypes") is not None else None,
                 bugs_md=raw.get("bugs_md", ""),
+                order=int(affects.get("order", 1)),
             )
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             raise RegistryError(f"known issue {raw.get('id', '?')!r}: missing or malformed field {exc}") from None
         if issue.id in seen:
             raise RegistryError(f"known issue id {issue.id!r} appears twice")
         seen.add(issue.id)
         unknown = [c for c in issue.conditions if c not in CONDITIONS]
         bad_status = [s for s in issue.statuses if s not in STATUSES]
-        if unknown or bad_status or not issue.drivers or not issue.statuses:
+        if unknown or bad_status or not issue.drivers or not issue.statuses or issue.order not in (1, 2):
             raise RegistryError(f"known issue {issue.id!r}: unknown conditions {unknown} / statuses {bad_status}, "
-                                "or no drivers / statuses")
+                                "no drivers / statuses, or affects.order not 1 or 2")
         for spec in issue.versions.values():
             version_matches("0", spec)  # raises on a malformed specifier
         issues.append(issue)
@@ -129,9 +132,10 @@ def installed_version(package: str) -> Optional[str]:
 
 def covering(driver: str, model: Model, case: Case, dtype: str,
              versions: Callable[[str], Optional[str]] = installed_version,
-             issues: Optional[Sequence[KnownIssue]] = None) -> list[KnownIssue]:
-    """The entries expected to show on this row, in registry order."""
-    return [i for i in (registry() if issues is None else issues) if i.covers(driver, model, case, dtype, versions)]
+             issues: Optional[Sequence[KnownIssue]] = None, order: int = 1) -> list[KnownIssue]:
+    """The entries expected to show on this row's check of derivative `order`, in registry order."""
+    return [i for i in (registry() if issues is None else issues)
+            if i.covers(driver, model, case, dtype, versions, order)]
 
 
 def classify(status: str, report: str, expected: Sequence[KnownIssue]) -> tuple[str, str]:

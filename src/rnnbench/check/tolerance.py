@@ -32,9 +32,14 @@ _MAX_REL_ERROR = {
     ("float32", "finite_differences"): 1e-4,
     # Finite-difference Hessian-vector products (check/hvp.py: mixed central difference, h=2e-3,
     # one Richardson step): roundoff ~eps |L| / h^2 ~ 3e-11 |L|, truncation ~h^4 ~ 2e-11 times the
-    # fifth derivatives; 1e-5 covers the steeper fuzzed bodies (well-conditioned draws measured below
-    # 1e-7, see docs/README-bughunt.md) and is still 100x under the O(1e-3..1) errors of wrong rules.
+    # fifth derivatives; 1e-5 covers the steeper fuzzed bodies (correct drivers on well-conditioned
+    # draws measured below MEASURED_HVP) and is still 100x under the O(1e-3..1) errors of wrong rules.
     ("float64", "finite_differences_hvp"): 1e-5,
+    # Gradient differences of an analytic oracle along v (check/hvp.py, h=1e-3, one Richardson
+    # step): truncation ~h^4 ~ 1e-12, roundoff ~eps |g| / h ~ 1e-13 relative to g, more relative
+    # to a small H v. Correct drivers measured at most 1.5e-9 (rnn, default sizes); 1e-6 leaves a
+    # margin of ~700 and is 5 decades under the smallest wrong H v measured (0.26, torch_scan).
+    ("float64", "gradient_differences_hvp"): 1e-6,
     # bfloat16 (8-bit mantissa): single roundings are 4e-3; accumulation over steps goes beyond.
     ("bfloat16", "analytic"): 5e-2,
     ("bfloat16", "finite_differences"): 5e-2,
@@ -54,7 +59,7 @@ def tolerance(dtype: str, oracle_kind: str, device: str = "cpu") -> Tolerance:
     `oracle_kind` ("finite_differences" or any analytic kind). Device does not change the policy
     today: CUDA float32 matmuls may use TF32, which the drivers disable (torch
     allow_tf32=False, jax precision 'highest') rather than loosening tolerances."""
-    kind = oracle_kind if oracle_kind in ("finite_differences", "finite_differences_hvp") else "analytic"
+    kind = oracle_kind if oracle_kind in ("finite_differences", "finite_differences_hvp", "gradient_differences_hvp") else "analytic"
     try:
         return Tolerance(_MAX_REL_ERROR[(dtype, kind)], SCALE_FLOOR, dtype, kind)
     except KeyError:

@@ -88,7 +88,10 @@ def prepared_from_loss(
         if not torch.is_tensor(dot) or not dot.requires_grad:
             return {n: np.zeros_like(np.asarray(v[n], dtype=np.float64)) for n in wrt}
         hv = torch.autograd.grad(dot, leaves, allow_unused=True)
-        return {n: to_numpy(h) for n, h in zip(wrt, hv)}
+        # None here means the gradient's graph does not read that input: its Hessian row is
+        # structurally zero (unlike a None first-order gradient, which the checker reports missing).
+        return {n: to_numpy(h) if h is not None else np.zeros_like(np.asarray(v[n], dtype=np.float64))
+                for n, h in zip(wrt, hv)}
 
     return Prepared(loss_and_grads, forward, forward_backward, block, dict(settings), hvp if second_order else None)
 

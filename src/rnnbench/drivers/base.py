@@ -47,7 +47,9 @@ class Driver:
     supports(model) -> None or the reason this driver cannot express the model.
     prepare(model, case, dtype, device) -> Prepared.
     versions() -> {package: version} of what the driver runs on.
-    autocast: the autocast dtype the driver runs the loss under (parameters stay float32), or None."""
+    autocast: the autocast dtype the driver runs the loss under (parameters stay float32), or None.
+    second_order: its Prepared provides hvp (double backward / forward-over-reverse), checked by
+    rnnbench.check.second_order; compiled torch drivers have no double backward."""
 
     name: str
     framework: str
@@ -63,6 +65,7 @@ class Driver:
     devices: tuple[str, ...] = ("cpu", "cuda")
     suite: str = "core"  # "bugs": a driver that exists for a BUGS.md class (e.g. preallocated buffers)
     autocast: Optional[str] = None
+    second_order: bool = False
 
 
 def module_available(module: str) -> Callable[[], Optional[str]]:

@@ -42,6 +42,7 @@ DRIVER = Driver(
     framework="flax",
     summary="anchor: flax nn.RNN(OptimizedLSTMCell)",
     prepare=prepare,
+    second_order=True,
     available=module_available("flax"),
     versions=package_versions("flax", "jax", "jaxlib"),
     supports=supports_kind("lstm"),

@@ -62,6 +62,7 @@ DRIVER = Driver(
     framework="flax",
     summary="flax.linen nn.scan of the model's step as a cell",
     prepare=prepare,
+    second_order=True,
     available=module_available("flax"),
     versions=package_versions("flax", "jax", "jaxlib"),
     compiled=True,

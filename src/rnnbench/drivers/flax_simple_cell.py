@@ -33,6 +33,7 @@ DRIVER = Driver(
     framework="flax",
     summary="anchor: flax nn.RNN(SimpleCell)",
     prepare=prepare,
+    second_order=True,
     available=module_available("flax"),
     versions=package_versions("flax", "jax", "jaxlib"),
     supports=supports_kind("elman_tanh"),

@@ -29,6 +29,7 @@ DRIVER = Driver(
     framework="jax",
     summary="jax.jit of jax.lax.scan",
     prepare=prepare,
+    second_order=True,
     available=_jax.available,
     versions=_jax.versions,
     compiled=True,

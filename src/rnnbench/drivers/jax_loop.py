@@ -25,6 +25,7 @@ DRIVER = Driver(
     framework="jax",
     summary="jax.jit of a Python loop (unrolled)",
     prepare=prepare,
+    second_order=True,
     available=_jax.available,
     versions=_jax.versions,
     compiled=True,

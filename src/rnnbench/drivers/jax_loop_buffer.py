@@ -35,6 +35,7 @@ DRIVER = Driver(
     framework="jax",
     summary="jax.jit of a Python loop, ys preallocated and written by .at[t].set",
     prepare=prepare,
+    second_order=True,
     available=_jax.available,
     versions=_jax.versions,
     compiled=True,

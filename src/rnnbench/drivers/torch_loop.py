@@ -30,6 +30,7 @@ DRIVER = Driver(
     framework="torch",
     summary="torch eager, Python for-loop",
     prepare=prepare,
+    second_order=True,
     available=_torch.available,
     versions=_torch.versions,
     dtypes=("float64", "float32", "bfloat16"),

@@ -19,6 +19,7 @@ DRIVER = Driver(
     framework="torch",
     summary="torch eager loop, ys preallocated and written by ys.index_put_((t,), y)",
     prepare=prepare,
+    second_order=True,
     available=_torch.available,
     versions=_torch.versions,
     dtypes=("float64", "float32", "bfloat16"),

@@ -29,9 +29,11 @@ def scan_loss(model: Model, case: Case, consts, clone_carry: bool = False):
 
         def combine(carry, x):
             new_carry, y = model.step(ops, params, carry, x if has_xs else None)
-            # scan forbids outputs aliasing inputs or each other (y is often a carry leaf).
+            # scan forbids outputs aliasing its inputs or each other: y is often a carry leaf, and a
+            # new carry leaf may be an old one, x, or a closed-over parameter (lifted to an input).
+            lifted = (*carry, x, *params.values())
             new_carry = tuple(
-                n.clone() if clone_carry or any(n is c for c in carry) else n for n in new_carry
+                n.clone() if clone_carry or any(n is i for i in lifted) else n for n in new_carry
             )
             return new_carry, y.clone()
 
@@ -51,6 +53,7 @@ DRIVER = Driver(
     framework="torch",
     summary="torch._higher_order_ops.scan, eager",
     prepare=prepare,
+    second_order=True,
     available=_torch.available,
     versions=_torch.versions,
     dtypes=("float64", "float32", "bfloat16"),
