@@ -15,7 +15,8 @@ from rnnbench.check.compare import compare_grads
 from rnnbench.check.hvp import finite_difference_hvp, gradient_difference_hvp
 from rnnbench.check.known_issues import expect_ok
 from rnnbench.check.second_order import check_second_order, direction, hvp_oracle
-from rnnbench.check.tolerance import tolerance
+from rnnbench.check.tolerance import hvp_tolerance
+from rnnbench.model import reference_loss
 from rnnbench.run.row import Job, unavailable_reason
 
 
@@ -47,7 +48,7 @@ def test_hvp_oracles_agree(core_model_name: str) -> None:
     names = case.wrt_names(model.carry_names)
     by_gradient = gradient_difference_hvp(model, case, v)
     by_loss = finite_difference_hvp(model, case, v)
-    errors = compare_grads(by_loss, by_gradient, names, tolerance("float64", "finite_differences_hvp"))
+    errors = compare_grads(by_loss, by_gradient, names, hvp_tolerance("finite_differences_hvp", reference_loss(model, case)))
     assert all(e.status == "ok" for e in errors), errors
     assert any(np.any(by_gradient[n]) for n in names), "H v is identically zero: the comparison proves nothing"
 

@@ -46,7 +46,7 @@ def compare_grads(
         tol = (per_name or {}).get(name, base_tol)
         r = np.asarray(want[name], dtype=np.float64)
         r_max = float(np.max(np.abs(r))) if r.size else 0.0
-        scale = max(r_max, tol.scale_floor * G) or 1.0
+        scale = max(r_max, tol.scale_floor * G, tol.absolute_scale) or 1.0
         g = got.get(name)
         if g is None:
             out.append(InputError(name, "missing", float("inf"), (), float("nan"), 0.0, scale, "gradient is None"))

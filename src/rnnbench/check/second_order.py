@@ -18,9 +18,9 @@ import numpy as np
 from rnnbench.check import known_issues
 from rnnbench.check.compare import InputError, compare_grads, describe
 from rnnbench.check.hvp import GRADIENT_STEP, LOSS_STEP, finite_difference_hvp, gradient_difference_hvp
-from rnnbench.check.tolerance import tolerance
+from rnnbench.check.tolerance import hvp_tolerance
 from rnnbench.drivers.base import Prepared
-from rnnbench.model import Case, Model
+from rnnbench.model import Case, Model, reference_loss
 
 COARSE = 2.0  # the self-consistency step is this many times the oracle's step
 
@@ -69,7 +69,8 @@ def hvp_oracle(model: Model, case: Case, seed: int = 0) -> HvpOracle:
         kind, fine = "finite_differences_hvp", finite_difference_hvp(model, case, v)
         coarse = finite_difference_hvp(model, case, v, step=COARSE * LOSS_STEP)
     names = case.wrt_names(model.carry_names)
-    bad = [e.name for e in compare_grads(coarse, fine, names, tolerance("float64", kind)) if e.status != "ok"]
+    tol = hvp_tolerance(kind, reference_loss(model, case))
+    bad = [e.name for e in compare_grads(coarse, fine, names, tol) if e.status != "ok"]
     reason = f"the {kind} oracle disagrees with itself between step sizes for {bad}" if bad else None
     return HvpOracle(v, fine, kind, reason)
 
@@ -83,7 +84,7 @@ def check_second_order(model: Model, driver_name: str, case: Case, prepared: Pre
     oracle = oracle or hvp_oracle(model, case, seed)
     if oracle.reason is not None:
         return SecondOrder("ill_conditioned", oracle.reason)
-    tol = tolerance("float64", oracle.kind)
+    tol = hvp_tolerance(oracle.kind, reference_loss(model, case))
     names = case.wrt_names(model.carry_names)
     try:
         got: Mapping = prepared.hvp(oracle.v)

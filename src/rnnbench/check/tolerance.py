@@ -12,6 +12,7 @@ gradient of O(G) still shows as err >= 1/SCALE_FLOOR-scaled, i.e. far beyond any
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 SCALE_FLOOR = 1e-3
@@ -46,12 +47,20 @@ _MAX_REL_ERROR = {
 }
 
 
+# Second order only: H v entries below this fraction of max(1, |loss|) are indistinguishable from 0
+# for the loss-difference oracle (its roundoff is ~1e-11 |L|: eps |L| / h^2 with h = 2e-3), so they
+# set the error scale. Without it a loss linear in some input (true H v = 0) compares oracle noise
+# against oracle noise. A wrong rule is still caught unless its whole H v is below 1e-8 |L|.
+HVP_ABSOLUTE_SCALE = 1e-3
+
+
 @dataclass(frozen=True)
 class Tolerance:
     max_rel_error: float
     scale_floor: float
     dtype: str
     oracle: str
+    absolute_scale: float = 0.0  # the error scale never goes below this (see compare.py)
 
 
 def tolerance(dtype: str, oracle_kind: str, device: str = "cpu") -> Tolerance:
@@ -75,3 +84,9 @@ def island_tolerance(oracle_kind: str, device: str = "cpu") -> Tolerance:
     of the forward are exact on the case's data (rnn_fp32_island uses dyadic inputs), so the island
     sees exactly the values the float64 oracle sees."""
     return tolerance("float32", oracle_kind, device)
+
+
+def hvp_tolerance(oracle_kind: str, loss: float) -> Tolerance:
+    """Tolerance for a float64 Hessian-vector product against the `oracle_kind` H v oracle, on a case
+    whose loss is `loss` (sets the absolute scale, see HVP_ABSOLUTE_SCALE)."""
+    return dataclasses.replace(tolerance("float64", oracle_kind), absolute_scale=HVP_ABSOLUTE_SCALE * max(1.0, abs(loss)))

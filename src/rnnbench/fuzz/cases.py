@@ -11,7 +11,7 @@ import numpy as np
 
 from rnnbench.check.compare import compare_grads
 from rnnbench.check.finite_diff import finite_difference_grads
-from rnnbench.check.hvp import finite_difference_hvp
+from rnnbench.check.second_order import HvpOracle, hvp_oracle
 from rnnbench.check.tolerance import tolerance
 from rnnbench.fuzz.grammar import PARAM_VECTORS, Body, body_wrt
 from rnnbench.model import Case, Model, reference_loss
@@ -71,20 +71,12 @@ class FuzzCase:
     model: Model
     case: Case
     ill_conditioned: Optional[str]
-    _hvp: Optional[tuple[dict, dict]] = None
+    _hvp: Optional[HvpOracle] = None
 
-    def hvp_oracle(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], Optional[str]]:
-        """(direction v, H v, ill-conditioning reason or None), computed once."""
+    def hvp_oracle(self) -> HvpOracle:
+        """Loss-difference H v along a direction seeded by the body, computed once."""
         if self._hvp is None:
-            rng = np.random.default_rng(self.body.data_seed + 1)
-            names = self.case.wrt_names(self.model.carry_names)
-            shapes = {n: np.shape(g) for n, g in self.model.oracle(self.case).items()}
-            v = {n: rng.uniform(-1.0, 1.0, shapes[n]) for n in names}
-            hv = finite_difference_hvp(self.model, self.case, v)
-            coarse = finite_difference_hvp(self.model, self.case, v, step=4e-3)
-            tol = tolerance("float64", "finite_differences_hvp")
-            bad = [e.name for e in compare_grads(coarse, hv, names, tol) if e.status != "ok"]
-            self._hvp = (v, hv, f"finite-difference H v disagrees between step sizes for {bad}" if bad else None)
+            self._hvp = hvp_oracle(self.model, self.case, seed=self.body.data_seed)
         return self._hvp
 
 

@@ -98,16 +98,34 @@ def valid(e: tuple) -> bool:
 
 
 def body_valid(body: "Body") -> bool:
-    return all(valid(e) for e in body.updates + (body.output,)) and bool(body_wrt(body))
+    """Well-formed expressions, something to differentiate, and every parameter the step reads
+    reaches the loss (parameters are always compared; one that cannot reach it has no gradient)."""
+    params_read = body.leaves_used() & set(PARAM_VECTORS + ("W",))
+    return (all(valid(e) for e in body.updates + (body.output,)) and bool(body_wrt(body))
+            and params_read <= reaching(body))
+
+
+def reaching(body: "Body") -> set[str]:
+    """Leaves (carry names, x, parameters, "W") through which an input can reach the loss over the
+    body's T steps. The loss reads every y_t and the final carry; walking back from step T-1, step t
+    needs the leaves of y_t and of the updates of the carry leaves step t+1 needs. A carry leaf that
+    is overwritten before anything reads it (c0' = c1 at T = 1) does not reach the loss."""
+    needed = set(body.carry_names)  # the final carry is in the loss
+    reached: set[str] = set()
+    for _ in range(body.length):
+        step = _leaves(body.output).union(*(_leaves(e) for c, e in zip(body.carry_names, body.updates) if c in needed))
+        reached |= step - set(body.carry_names)
+        needed = step & set(body.carry_names)
+    return reached | {f"carry0.{c}" for c in needed}
 
 
 def body_wrt(body: "Body") -> list[str]:
-    """Names of the inputs whose gradients are compared: the used parameters, the used carry leaves
-    flagged to require grad, and xs when flagged and used. Unused inputs are left out: torch's None
-    gradient for an input the loss does not read is correct, not missing."""
-    used = body.leaves_used()
+    """Names of the inputs whose gradients are compared: the parameters, the carry leaves flagged to
+    require grad and xs when flagged, of those that reach the loss (`reaching`). The rest are left
+    out: torch's None gradient for an input the loss does not read is correct, not missing."""
+    used = reaching(body)
     names = [p for p in PARAM_VECTORS + ("W",) if p in used]
-    names += [f"carry0.{c}" for c, g in zip(body.carry_names, body.carry_grad) if g and c in used]
+    names += [f"carry0.{c}" for c, g in zip(body.carry_names, body.carry_grad) if g and f"carry0.{c}" in used]
     if body.has_xs and body.xs_grad and "x" in used:
         names.append("xs")
     return names

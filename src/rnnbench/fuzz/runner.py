@@ -1,29 +1,31 @@
-"""Run fuzzed bodies on drivers: first-order check (rnnbench.run.row.check_gradients against cached
-float64 finite differences), second-order check (Prepared.hvp against finite-difference H v) where
-the driver provides it, and shrinking of failures to a minimal body."""
+"""Run fuzzed bodies on drivers: the first-order check (rnnbench.run.row.check_gradients against
+cached float64 finite differences), the second-order check (rnnbench.check.second_order against
+loss-difference H v) where the driver has one, both with the known-issues registry applied, and
+shrinking of each failure to a minimal body that fails the same way."""
 
 from __future__ import annotations
 
-import traceback
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from rnnbench.check.compare import compare_grads, describe
-from rnnbench.check.tolerance import tolerance
+from rnnbench.check import known_issues
+from rnnbench.check.second_order import check_second_order
 from rnnbench.drivers.base import Driver
 from rnnbench.fuzz.cases import FuzzCase, build
 from rnnbench.fuzz.grammar import Body, generate, shrink_candidates, size
 from rnnbench.run.row import check_gradients
 
 FIRST_ORDER_FAILURES = ("grad_mismatch", "missing_grad", "forward_mismatch")
-HVP_FAILURES = ("hvp_mismatch", "hvp_missing")
+ERRORS = ("error", "compile_error", "hvp_error")
+COLUMNS = ("tried", "agree", "mismatch", "known", "error", "hvp_tried", "hvp_agree", "hvp_mismatch", "hvp_known",
+           "hvp_error", "hvp_ill_cond")
 
 
 @dataclass
 class Outcome:
-    """One (body, driver) result. status: first-order row status; hvp_status: "ok", "hvp_mismatch",
-    "hvp_missing", "hvp_error", "ill_conditioned" or None (driver has no hvp / first order failed)."""
+    """One (body, driver) result. status: the first-order status after the registry; hvp_status:
+    the second-order one, or None where the driver has none or first order already failed."""
 
     index: int
     driver: str
@@ -33,57 +35,55 @@ class Outcome:
     body: Optional[Body] = None
     minimal: Optional[Body] = None
     localization: str = ""
+    repro: str = ""
 
     @property
     def failed(self) -> bool:
-        return self.status in FIRST_ORDER_FAILURES or self.hvp_status in HVP_FAILURES
+        """A gradient the oracle contradicts and no registry entry explains."""
+        return self.status in FIRST_ORDER_FAILURES or self.hvp_status == "hvp_mismatch"
+
+    @property
+    def known(self) -> bool:
+        return known_issues.is_known(self.status) or known_issues.is_known(self.hvp_status or "")
+
+    @property
+    def errored(self) -> bool:
+        return self.status in ERRORS or self.hvp_status in ERRORS
+
+    @property
+    def kind(self) -> str:
+        """What shrinking preserves: the first-order status, else the second-order one."""
+        return self.status if self.status != "ok" and not known_issues.is_fixed(self.status) else str(self.hvp_status)
 
 
 def run_driver(fc: FuzzCase, driver: Driver, dtype: str, second_order: bool) -> tuple[str, Optional[str], str]:
     """(status, hvp_status, report) of one driver on one well-conditioned body."""
     chk, prepared = check_gradients(fc.model, driver, fc.case, dtype, "cpu")
-    if chk.status != "ok" or prepared is None or prepared.hvp is None or not second_order or dtype != "float64":
-        return chk.status, None, chk.report if chk.status != "ok" else ""
-    v, want, reason = fc.hvp_oracle()
-    if reason is not None:
-        return chk.status, "ill_conditioned", reason
-    try:
-        got = prepared.hvp(v)
-    except Exception as exc:  # an hvp the framework refuses is an error, not a wrong number
-        return chk.status, "hvp_error", f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc(limit=-3))
-    tol = tolerance(dtype, "finite_differences_hvp")
-    errors = compare_grads(got, want, fc.case.wrt_names(fc.model.carry_names), tol)
-    if any(e.status == "missing" for e in errors):
-        status = "hvp_missing"
-    elif any(e.status == "mismatch" for e in errors):
-        status = "hvp_mismatch"
-    else:
-        status = "ok"
-    return chk.status, status, "" if status == "ok" else "Hessian-vector product:\n" + describe(errors, 0.0, tol)
+    first_ok = chk.raw_status == "ok"
+    if not first_ok or prepared is None or prepared.hvp is None or not second_order or dtype != "float64":
+        return chk.status, None, chk.report if not first_ok else ""
+    result = check_second_order(fc.model, driver.name, fc.case, prepared, oracle=fc.hvp_oracle())
+    return chk.status, result.status, "" if result.status == "ok" else result.report
 
 
-def _same_failure(body: Body, driver: Driver, dtype: str, status: str, hvp_status: Optional[str]) -> bool:
-    fc = build(body)
-    if fc.ill_conditioned:
-        return False
-    got = run_driver(fc, driver, dtype, second_order=hvp_status is not None)
-    if status in FIRST_ORDER_FAILURES:
-        return got[0] == status
-    return got[1] == hvp_status
+def _kind_of(status: str, hvp_status: Optional[str]) -> str:
+    return status if status != "ok" and not known_issues.is_fixed(status) else str(hvp_status)
 
 
-def shrink(body: Body, driver: Driver, dtype: str, status: str, hvp_status: Optional[str], budget: int = 60) -> Body:
-    """Greedy: take the first one-step-simpler body that fails the same way; repeat to a fixpoint
-    or until `budget` candidate checks are spent."""
-    current, spent = body, 0
-    progress = True
+def shrink(body: Body, driver: Driver, dtype: str, kind: str, budget: int = 60) -> Body:
+    """Greedy: take the first one-step-simpler body that fails with the same status `kind`; repeat
+    to a fixpoint or until `budget` candidate checks are spent."""
+    current, spent, progress = body, 0, True
     while progress and spent < budget:
         progress = False
         for cand in shrink_candidates(current):
             if spent >= budget:
                 break
+            if size(cand) >= size(current):
+                continue
             spent += 1
-            if size(cand) < size(current) and _same_failure(cand, driver, dtype, status, hvp_status):
+            fc = build(cand)
+            if fc.ill_conditioned is None and _kind_of(*run_driver(fc, driver, dtype, True)[:2]) == kind:
                 current, progress = cand, True
                 break
     return current
@@ -93,7 +93,9 @@ def shrink(body: Body, driver: Driver, dtype: str, status: str, hvp_status: Opti
 class FuzzSummary:
     drivers: list[str]
     bodies: int
-    ill_conditioned: int = 0
+    seed: int
+    dtype: str
+    ill_conditioned: Counter = field(default_factory=Counter)
     outcomes: list[Outcome] = field(default_factory=list)
 
     def counts(self) -> dict[str, Counter]:
@@ -101,15 +103,23 @@ class FuzzSummary:
         for o in self.outcomes:
             c = per[o.driver]
             c["tried"] += 1
-            c["agree" if o.status == "ok" else ("mismatch" if o.status in FIRST_ORDER_FAILURES else o.status)] += 1
-            if o.hvp_status is not None:
-                c["hvp_" + ("tried" if o.hvp_status != "ill_conditioned" else "ill_conditioned")] += 1
-                if o.hvp_status == "ok":
-                    c["hvp_agree"] += 1
-                elif o.hvp_status in HVP_FAILURES:
-                    c["hvp_mismatch"] += 1
-                elif o.hvp_status == "hvp_error":
-                    c["hvp_error"] += 1
+            if o.status in FIRST_ORDER_FAILURES:
+                c["mismatch"] += 1
+            elif known_issues.is_known(o.status):
+                c["known"] += 1
+            elif o.status in ERRORS:
+                c["error"] += 1
+            else:  # ok, or a body a registry entry covers that came out right
+                c["agree"] += 1
+                c["covered_ok"] += known_issues.is_fixed(o.status)
+            if o.hvp_status is None:
+                continue
+            if o.hvp_status == "ill_conditioned":
+                c["hvp_ill_cond"] += 1
+                continue
+            c["hvp_tried"] += 1
+            c[{"hvp_mismatch": "hvp_mismatch", "hvp_error": "hvp_error"}.get(o.hvp_status, "")
+              or ("hvp_known" if known_issues.is_known(o.hvp_status) else "hvp_agree")] += 1
         return per
 
     @property
@@ -118,30 +128,41 @@ class FuzzSummary:
 
     def format(self) -> str:
         counts = self.counts()
-        cols = ("tried", "agree", "mismatch", "error", "compile_error", "hvp_tried", "hvp_agree", "hvp_mismatch", "hvp_error")
-        lines = [f"fuzz: {self.bodies} bodies, {self.ill_conditioned} skipped as ill-conditioned "
-                 f"(finite differences disagree between step sizes, or the loss overflows)",
-                 f"{'driver':<28}" + "".join(f"{c:>14}" for c in cols)]
+        skipped = sum(self.ill_conditioned.values())
+        lines = [f"fuzz: {self.bodies} bodies (seed {self.seed}, {self.dtype}); {skipped} skipped as ill-conditioned"
+                 + (" (" + ", ".join(f"{n} {why}" for why, n in self.ill_conditioned.most_common()) + ")" if skipped else ""),
+                 f"{'driver':<26}" + "".join(f"{c:>13}" for c in COLUMNS)]
         for d in self.drivers:
-            lines.append(f"{d:<28}" + "".join(f"{counts[d][c]:>14}" for c in cols))
-        hvp_ill = sum(c["hvp_ill_conditioned"] for c in counts.values())
-        if hvp_ill:
-            lines.append(f"(second order skipped as ill-conditioned on {hvp_ill} (body, driver) pairs)")
+            lines.append(f"{d:<26}" + "".join(f"{counts[d][c]:>13}" for c in COLUMNS))
+        covered = {d: counts[d]["covered_ok"] for d in self.drivers if counts[d]["covered_ok"]}
+        if covered:
+            lines.append(f"(agree includes bodies a known-issue entry covers that came out right: {covered})")
         failures = self.failures
-        lines.append(f"\n{len(failures)} mismatches" + (":" if failures else ""))
-        for o in failures:
-            lines.append(f"\n== body {o.index} on {o.driver}: {o.status}" + (f", second order {o.hvp_status}" if o.hvp_status in HVP_FAILURES else ""))
-            if o.minimal is not None:
-                lines.append(f"minimal body (T={o.minimal.length}, n={o.minimal.n}, xs={'yes' if o.minimal.has_xs else 'no'}, "
-                             f"carry0 grad={list(o.minimal.carry_grad)}):\n{o.minimal.source().rstrip()}")
-            lines.append(o.report.rstrip())
-            if o.localization:
-                lines.append(o.localization.rstrip())
-        errors = [o for o in self.outcomes if o.status in ("error", "compile_error") or o.hvp_status == "hvp_error"]
+        lines.append(f"\n{len(failures)} mismatches (gradients the oracle contradicts, no registry entry)"
+                     + (":" if failures else ""))
+        lines += [_describe(o) for o in failures]
+        known = [o for o in self.outcomes if o.known and o.minimal is not None]
+        if known:
+            lines.append("\nknown upstream issues reproduced (one minimal body each):")
+            lines += [_describe(o) for o in known]
+        errors = [o for o in self.outcomes if o.errored]
         if errors:
-            lines.append(f"\n{len(errors)} driver errors (not gradient mismatches); first: body {errors[0].index} on "
-                         f"{errors[0].driver}: {errors[0].report.strip().splitlines()[0] if errors[0].report.strip() else ''}")
+            lines.append(f"\n{len(errors)} driver errors (the framework raised; not gradient mismatches):")
+            lines += [_describe(o) for o in errors if o.minimal is not None]
         return "\n".join(lines)
+
+
+def _describe(o: Outcome) -> str:
+    head = f"\n== body {o.index} on {o.driver}: {o.status}" + (f", second order {o.hvp_status}" if o.hvp_status not in (None, "ok") else "")
+    parts = [head]
+    b = o.minimal or o.body
+    if b is not None:
+        parts.append(f"{'minimal ' if o.minimal is not None else ''}body (T={b.length}, n={b.n}, xs={'yes' if b.has_xs else 'no'}, "
+                     f"carry0 grad={list(b.carry_grad)}):\n{b.source().rstrip()}")
+    parts += [s.rstrip() for s in (o.report, o.localization) if s.strip()]
+    if o.repro:
+        parts.append(f"repro: {o.repro}")
+    return "\n".join(parts)
 
 
 def fuzz(
@@ -150,32 +171,32 @@ def fuzz(
     drivers: list[Driver],
     dtype: str = "float64",
     second_order: bool = True,
-    shrink_per_driver: int = 2,
+    shrink_per_kind: int = 1,
     progress: Optional[Callable[[str], None]] = None,
+    on_failure: Optional[Callable[[Outcome, FuzzCase, Driver], None]] = None,
 ) -> FuzzSummary:
-    """Bodies generate(seed, 0..cases-1) on every driver. The first `shrink_per_driver` failures of
-    each (driver, kind) are shrunk to a minimal body; the rest are reported with their full body."""
-    summary = FuzzSummary([d.name for d in drivers], cases)
+    """Bodies generate(seed, 0..cases-1) on every driver. The first `shrink_per_kind` outcomes of each
+    (driver, status) that fail, error or reproduce a known issue are shrunk to a minimal body and
+    passed to on_failure (localization, repro export); the rest are counted."""
+    summary = FuzzSummary([d.name for d in drivers], cases, seed, dtype)
     shrunk: Counter = Counter()
     for index in range(cases):
         body = generate(seed, index)
         fc = build(body)
         if fc.ill_conditioned:
-            summary.ill_conditioned += 1
-            continue
-        for driver in drivers:
-            status, hvp_status, report = run_driver(fc, driver, dtype, second_order)
-            out = Outcome(index, driver.name, status, hvp_status, report, body)
-            if out.failed:
-                key = (driver.name, status if status != "ok" else hvp_status)
-                out.minimal = body
-                if shrunk[key] < shrink_per_driver:
-                    shrunk[key] += 1
-                    out.minimal = shrink(body, driver, dtype, status, hvp_status if status == "ok" else None)
-                    if out.minimal is not body:
-                        m = build(out.minimal)
-                        out.report = run_driver(m, driver, dtype, status == "ok")[2]
-            summary.outcomes.append(out)
+            summary.ill_conditioned[fc.ill_conditioned.split(" for ")[0]] += 1
+        else:
+            for driver in drivers:
+                status, hvp_status, report = run_driver(fc, driver, dtype, second_order)
+                out = Outcome(index, driver.name, status, hvp_status, report, body)
+                if (out.failed or out.known or out.errored) and shrunk[(driver.name, out.kind)] < shrink_per_kind:
+                    shrunk[(driver.name, out.kind)] += 1
+                    out.minimal = shrink(body, driver, dtype, out.kind)
+                    minimal = build(out.minimal)
+                    out.report = run_driver(minimal, driver, dtype, second_order)[2]
+                    if on_failure is not None:
+                        on_failure(out, minimal, driver)
+                summary.outcomes.append(out)
         if progress is not None:
             progress(f"body {index + 1}/{cases}")
     return summary
