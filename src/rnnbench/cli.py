@@ -1,5 +1,6 @@
 """Command line: `rnnbench run` (the default comparison), `rnnbench list`, `rnnbench table`,
-`rnnbench sweep` (sizes, cold rows, time budgets), `rnnbench report` (charts + HTML from records).
+`rnnbench sweep` (sizes, cold rows, time budgets), `rnnbench report` (charts + HTML from records),
+`rnnbench fuzz` (random step bodies on every driver: first and second order vs finite differences).
 
 Exit codes: 0 every row ok, unavailable or a registered known issue (known_issue:<id>); 1 some row
 failed its check or crashed, or a registered known issue no longer reproduces
@@ -155,6 +156,15 @@ def _parser() -> _Parser:
     sweep.add_argument("--driver-budget", type=float, default=120.0, help="wall seconds per (model, driver) over the sweep")
     sweep.add_argument("--timeout", type=float, default=600.0, help="seconds before any one row is killed")
     sweep.add_argument("--out", help="results file (JSON Lines; default results/sweep-<timestamp>.jsonl)")
+    fuzz = sub.add_parser("fuzz", help="random step bodies on every driver, gradients (and H v) vs float64 finite differences")
+    fuzz.add_argument("--cases", type=int, default=100, help="number of bodies (default 100)")
+    fuzz.add_argument("--seed", type=int, default=0, help="body stream seed (default 0)")
+    fuzz.add_argument("--drivers", help="comma-separated driver names (default: every eager and jax driver that "
+                      "runs a user step here; name compiled ones to include them, ~5 s per body each)")
+    fuzz.add_argument("--dtype", default="float64", help="float64 (default; second order is float64 only) or float32")
+    fuzz.add_argument("--no-second-order", dest="second_order", action="store_false", help="skip the H v check")
+    fuzz.add_argument("--shrink", type=int, default=1, help="failures shrunk per (driver, status) (default 1)")
+    fuzz.add_argument("--repro-dir", help="write a standalone repro script for each shrunk failure here")
     report = sub.add_parser("report", help="charts (PNG) and an HTML page from results files")
     report.add_argument("files", nargs="+")
     report.add_argument("--out-dir", default="results/report", help="where to write the PNGs and index.html")
@@ -370,13 +380,62 @@ def _cmd_report(args) -> int:
     return 0
 
 
+def fuzz_drivers(value: Optional[str], dtype: str) -> list:
+    """Named drivers (each must run here and support a user step at `dtype`), or the default set:
+    every available eager / jax driver of this environment that runs an arbitrary step."""
+    from rnnbench.fuzz.cases import build
+    from rnnbench.fuzz.grammar import generate
+    from rnnbench.run.environments import current
+
+    probe = build(generate(0, 0)).model
+    here = [d for d in registry.drivers().values() if current() in d.environments]
+    if value:
+        chosen = [registry.get_driver(n) for n in _names(value, [d.name for d in here], "driver")]
+    else:
+        chosen = [d for d in here if not (d.compiled and d.framework == "torch")]
+    for d in chosen:
+        why = d.available() or d.supports(probe) or (None if dtype in d.dtypes else f"runs {', '.join(d.dtypes)} only")
+        if why and value:
+            raise UsageError(f"driver {d.name!r} cannot fuzz here: {why}")
+    return [d for d in chosen if not (d.available() or d.supports(probe)) and dtype in d.dtypes]
+
+
+def _cmd_fuzz(args) -> int:
+    if args.cases <= 0 or args.shrink < 0:
+        raise UsageError("--cases must be positive and --shrink not negative")
+    if args.dtype not in ("float64", "float32"):
+        raise UsageError(f"--dtype {args.dtype!r}: fuzzing runs float64 or float32")
+    drivers = fuzz_drivers(args.drivers, args.dtype)
+    if not drivers:
+        raise UsageError("no driver can fuzz here (install the main environment with `make venv`)")
+    repro_dir = Path(args.repro_dir) if args.repro_dir else None
+    if repro_dir is not None:
+        try:
+            repro_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create {repro_dir}: {exc.strerror}") from None
+    from rnnbench.fuzz.report import explain_failure
+    from rnnbench.fuzz.runner import fuzz
+    start = time.time()
+    summary = fuzz(args.cases, args.seed, drivers, args.dtype, args.second_order, args.shrink,
+                   progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)", end="", file=sys.stderr, flush=True),
+                   on_failure=lambda out, fc, driver: explain_failure(out, fc, driver, args.dtype, repro_dir, args.seed))
+    print(file=sys.stderr)
+    print(summary.format())
+    bad = len(summary.failures) + sum(o.errored for o in summary.outcomes)
+    print(f"\nrnnbench fuzz: {len(summary.failures)} mismatches, {sum(o.errored for o in summary.outcomes)} driver errors "
+          f"in {time.time() - start:.0f} s", file=sys.stderr)
+    return 1 if bad else 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
         argv = ["run", *argv]
     try:
         args = _parser().parse_args(argv)
-        command = {"run": _cmd_run, "list": _cmd_list, "table": _cmd_table, "sweep": _cmd_sweep, "report": _cmd_report}[args.command]
+        command = {"run": _cmd_run, "list": _cmd_list, "table": _cmd_table, "sweep": _cmd_sweep, "report": _cmd_report,
+                   "fuzz": _cmd_fuzz}[args.command]
         return command(args)
     except (UsageError, registry.UnknownName, record.CorruptRecords, ValueError) as exc:
         print(f"rnnbench: error: {exc}", file=sys.stderr)

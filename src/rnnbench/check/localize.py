@@ -1,0 +1,130 @@
+"""Say where a wrong gradient goes wrong: the first step (walking back from the last, as the
+backward does) and the carry leaf or parameter where the driver and the oracle diverge.
+
+Method: suffix problems. For a step t, the recurrence from t on is its own problem: initial carry
+c_t (the float64 numpy carry after t steps, every leaf differentiated), xs[t:], and the same loss
+with the outputs of steps < t prepended as constants. Its carry0 gradient is the carry cotangent
+dL/dc_t; its parameter gradient minus that of the suffix from t+1 is step t's contribution to
+dL/dp. The driver computes both on each suffix with its own autodiff; the oracle is float64 finite
+differences of the numpy suffix. Walking t = T-1 .. 0, the first t where either disagrees is where
+the backward first goes wrong.
+
+A failure that no suffix shows needs the full problem's configuration (an initial carry that does
+not require grad, BUGS.md §1): the report says so rather than pointing at a step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from rnnbench.check.compare import compare_grads, describe
+from rnnbench.check.finite_diff import finite_difference_grads
+from rnnbench.check.tolerance import tolerance
+from rnnbench.drivers.base import Driver
+from rnnbench.model import Case, Model, rollout
+
+PREFIX = "__prefix_ys"
+MAX_PARAM_ENTRIES = 512  # per-step parameter contributions need finite differences over every entry
+
+
+def suffix_problem(model: Model, case: Case, t: int) -> tuple[Model, Case]:
+    """(model, case) of the recurrence from step t on (see the module docstring)."""
+    from rnnbench.ops import numpy_ops
+
+    ops = numpy_ops()
+    consts = dict(case.consts)
+    carry_t = tuple(case.carry0)
+    if t > 0:
+        prefix_xs = None if case.xs is None else case.xs[:t]
+        ys_prefix, carry_t = rollout(ops, model, case.params, case.carry0, prefix_xs, t)
+        consts[PREFIX] = np.asarray(ys_prefix, dtype=np.float64)
+
+    def loss(ops, consts, ys, carry):
+        if PREFIX in consts:
+            ys = ops.concat([consts[PREFIX], ys])
+        return model.loss(ops, consts, ys, carry)
+
+    sub_case = dataclasses.replace(
+        case,
+        carry0=tuple(np.asarray(c, dtype=np.float64) for c in carry_t),
+        xs=None if case.xs is None else case.xs[t:],
+        length=case.length - t,
+        consts=consts,
+        carry0_requires_grad=(True,) * len(case.carry0),
+        xs_requires_grad=False,
+    )
+    sub_model = dataclasses.replace(model, name=f"{model.name}[t>={t}]", loss=loss, oracle=None,
+                                    oracle_kind="finite_differences", make_case=lambda sizes, seed: sub_case)
+    return sub_model, sub_case
+
+
+@dataclass
+class Localization:
+    """first_step: the first t (from T-1 down) whose suffix diverges, or None; where: the carry leaf
+    ("carry0.<leaf>" = cotangent of c_t) or parameter (step t's contribution) that diverges there."""
+
+    first_step: Optional[int] = None
+    where: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    complete: bool = True
+
+    def format(self) -> str:
+        head = "localization (suffix runs from step t, carry c_t differentiated; t walks back from T-1):"
+        if self.first_step is not None:
+            verdict = f"first divergence at step {self.first_step}: {', '.join(self.where)}"
+        elif self.complete:
+            verdict = ("no suffix diverges: every carry cotangent and per-step contribution agrees, so the failure "
+                       "needs the full problem's configuration (e.g. an initial carry without grad, BUGS.md §1)")
+        else:
+            verdict = "stopped at the time budget before any suffix diverged"
+        return "\n".join([head, *self.lines, verdict])
+
+
+def localize(model: Model, driver: Driver, case: Case, dtype: str, device: str = "cpu",
+             budget_s: float = 60.0) -> Localization:
+    """Walk the suffixes t = T-1 .. 0 until one diverges or `budget_s` is spent."""
+    tol = tolerance(dtype, "finite_differences", device)
+    n_param = sum(np.size(p) for p in case.params.values())
+    with_params = n_param <= MAX_PARAM_ENTRIES
+    carry_names = [f"carry0.{n}" for n in model.carry_names]
+    out = Localization()
+    if not with_params:
+        out.lines.append(f"  (per-step parameter contributions skipped: {n_param} entries > {MAX_PARAM_ENTRIES})")
+    start, later = time.perf_counter(), None  # later: (driver grads, oracle grads) of the suffix from t+1
+    for t in range(case.length - 1, -1, -1):
+        if time.perf_counter() - start > budget_s:
+            out.complete = False
+            out.lines.append(f"  stopped after {budget_s:g} s at step {t + 1}")
+            break
+        sub_model, sub_case = suffix_problem(model, case, t)
+        sub_case = sub_case.rounded_to(dtype)
+        names = carry_names + (list(case.params) if with_params else [])
+        want = finite_difference_grads(sub_model, sub_case, names=names)
+        try:
+            _, got = driver.prepare(sub_model, sub_case, dtype, device).loss_and_grads()
+        except Exception as exc:  # the driver cannot run the suffix: say so and stop
+            out.complete = False
+            out.lines.append(f"  t={t}: the driver raised {type(exc).__name__}: {str(exc).strip()[:200]}")
+            break
+        got_step, want_step = dict(got), dict(want)
+        if later is not None and with_params:  # step t's own contribution to the parameter gradients
+            for p in case.params:
+                if got[p] is not None and later[0].get(p) is not None:
+                    got_step[p] = got[p] - later[0][p]
+                want_step[p] = want[p] - later[1][p]
+        errors = compare_grads(got_step, want_step, names, tol)
+        bad = [e for e in errors if e.status != "ok"]
+        out.lines.append(f"  t={t}: " + ("agree" if not bad else "DIVERGES"))
+        if bad:
+            out.first_step = t
+            out.where = [f"{'cotangent of ' if e.name.startswith('carry0.') else 'step contribution to '}"
+                         f"{e.name.removeprefix('carry0.')}" for e in bad]
+            out.lines += ["    " + line for line in describe(bad, 0.0, tol).splitlines()[1:]]
+            break
+        later = (got, want)
+    return out

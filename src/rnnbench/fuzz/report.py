@@ -1,0 +1,35 @@
+"""What the fuzzer attaches to a shrunk failure: where it goes wrong (rnnbench.check.localize, first
+order) and a standalone reproducer (rnnbench.fuzz.repro)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from rnnbench.check.localize import localize
+from rnnbench.check.tolerance import hvp_tolerance, tolerance
+from rnnbench.drivers.base import Driver
+from rnnbench.fuzz.cases import FuzzCase
+from rnnbench.fuzz.repro import export
+from rnnbench.fuzz.runner import ERRORS, Outcome
+from rnnbench.model import reference_loss
+
+
+def explain_failure(out: Outcome, fc: FuzzCase, driver: Driver, dtype: str, repro_dir: Optional[Path], seed: int) -> None:
+    """Fill out.localization and out.repro for the minimal body `fc` of a failing outcome."""
+    second_order = out.kind not in ERRORS and not _first_order_failure(out)
+    if not second_order and out.kind not in ERRORS:
+        out.localization = localize(fc.model, driver, fc.case, dtype, budget_s=30.0).format()
+    if repro_dir is None or out.kind in ERRORS:
+        return
+    if second_order:
+        tol = hvp_tolerance(fc.hvp_oracle().kind, reference_loss(fc.model, fc.case))
+    else:
+        tol = tolerance(dtype, "finite_differences")
+    name = f"repro_{driver.name}_seed{seed}_body{out.index}_{out.kind.replace(':', '-')}.py"
+    path = export(repro_dir / name, fc, driver.name, second_order, out.kind, tol.max_rel_error, tol.absolute_scale)
+    out.repro = str(path) if path else f"no standalone template for {driver.name} (templates: torch/jax loop and scan)"
+
+
+def _first_order_failure(out: Outcome) -> bool:
+    return out.status not in ("ok",) and not out.status.startswith("known_issue_fixed")
