@@ -71,7 +71,11 @@ class Localization:
     first_step: Optional[int] = None
     where: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
-    complete: bool = True
+    stopped: str = ""  # why the walk ended before t = 0 without a divergence
+
+    @property
+    def complete(self) -> bool:
+        return not self.stopped
 
     def format(self) -> str:
         head = "localization (suffix runs from step t, carry c_t differentiated; t walks back from T-1):"
@@ -81,7 +85,7 @@ class Localization:
             verdict = ("no suffix diverges: every carry cotangent and per-step contribution agrees, so the failure "
                        "needs the full problem's configuration (e.g. an initial carry without grad, BUGS.md §1)")
         else:
-            verdict = "stopped at the time budget before any suffix diverged"
+            verdict = f"inconclusive: {self.stopped} before any suffix diverged"
         return "\n".join([head, *self.lines, verdict])
 
 
@@ -98,8 +102,7 @@ def localize(model: Model, driver: Driver, case: Case, dtype: str, device: str =
     start, later = time.perf_counter(), None  # later: (driver grads, oracle grads) of the suffix from t+1
     for t in range(case.length - 1, -1, -1):
         if time.perf_counter() - start > budget_s:
-            out.complete = False
-            out.lines.append(f"  stopped after {budget_s:g} s at step {t + 1}")
+            out.stopped = f"stopped after the {budget_s:g} s budget at step {t + 1}"
             break
         sub_model, sub_case = suffix_problem(model, case, t)
         sub_case = sub_case.rounded_to(dtype)
@@ -108,8 +111,8 @@ def localize(model: Model, driver: Driver, case: Case, dtype: str, device: str =
         try:
             _, got = driver.prepare(sub_model, sub_case, dtype, device).loss_and_grads()
         except Exception as exc:  # the driver cannot run the suffix: say so and stop
-            out.complete = False
-            out.lines.append(f"  t={t}: the driver raised {type(exc).__name__}: {str(exc).strip()[:200]}")
+            out.stopped = f"the driver raised on the suffix from step {t}"
+            out.lines.append(f"  t={t}: {type(exc).__name__}: {str(exc).strip()[:200]}")
             break
         got_step, want_step = dict(got), dict(want)
         if later is not None and with_params:  # step t's own contribution to the parameter gradients

@@ -1,0 +1,110 @@
+"""The loop-body fuzzer: reproducible bodies, no false alarms on correct drivers, planted bugs caught
+and shrunk, second-order known issue classified, repro scripts that fail while the bug is there."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from rnnbench import registry
+from rnnbench.check.known_issues import is_known
+from rnnbench.cli import main
+from rnnbench.fuzz.cases import build
+from rnnbench.fuzz.grammar import Body, body_valid, body_wrt, generate, reaching, shrink_candidates, size
+from rnnbench.fuzz.report import explain_failure
+from rnnbench.fuzz.runner import fuzz, run_driver
+from test_localize import faulty_loop
+
+CORRECT = ("torch_loop", "jax_loop")
+
+
+def test_bodies_are_reproducible_and_valid() -> None:
+    for i in range(30):
+        body = generate(7, i)
+        assert body == generate(7, i)
+        assert body_valid(body)
+        compile(body.source(), "<body>", "exec")
+    assert len({generate(7, i) for i in range(30)}) == 30
+
+
+def test_input_that_cannot_reach_the_loss_is_not_compared() -> None:
+    """c0' = c1, c1' = p0, y = p1 with T = 2: c1's initial value goes to c0, which step 1 overwrites
+    unread (torch rightly returns None for it); at T = 1 it is the final c0, in the loss."""
+    body = Body(updates=(("leaf", "c1"), ("leaf", "p0")), output=("leaf", "p1"), n=1, length=2, has_xs=False,
+                carry_grad=(True, True), xs_grad=False, data_seed=0)
+    assert "carry0.c1" not in reaching(body) and "carry0.c1" not in body_wrt(body)
+    assert "carry0.c1" in body_wrt(dataclasses.replace(body, length=1))
+    fc = build(body)
+    assert run_driver(fc, registry.get_driver("torch_loop"), "float64", True)[:2] == ("ok", "ok")
+
+
+def test_shrink_candidates_are_smaller_and_valid() -> None:
+    body = generate(0, 3)
+    cands = list(shrink_candidates(body))
+    assert cands and all(body_valid(c) for c in cands)
+    assert min(size(c) for c in cands) < size(body)
+
+
+def test_correct_drivers_have_no_false_alarms() -> None:
+    summary = fuzz(8, 11, [registry.get_driver(n) for n in CORRECT])
+    counts = summary.counts()
+    assert not summary.failures and not any(o.errored for o in summary.outcomes), summary.format()
+    for name in CORRECT:
+        assert counts[name]["tried"] + sum(summary.ill_conditioned.values()) == 8
+        assert counts[name]["hvp_agree"] == counts[name]["hvp_tried"] > 0
+
+
+def test_planted_bug_is_caught_shrunk_and_located(tmp_path) -> None:
+    broken = dataclasses.replace(faulty_loop(cut_carry_after_first=True), name="cut_carry")
+    seen = []
+    summary = fuzz(6, 0, [broken], on_failure=lambda o, fc, d: (explain_failure(o, fc, d, "float64", tmp_path, 0), seen.append(o)))
+    assert summary.failures, summary.format()
+    out = seen[0]
+    assert out.minimal is not None and size(out.minimal) <= size(out.body)
+    assert out.minimal.length >= 2  # one step cannot show a cut between steps
+    assert f"first divergence at step {out.minimal.length - 2}" in out.localization, out.localization
+    assert "no standalone template" in out.repro  # a test driver has no script
+
+
+def test_torch_scan_second_order_is_the_registered_issue() -> None:
+    driver = registry.get_driver("torch_scan")
+    statuses = [run_driver(build(generate(0, i)), driver, "float64", True) for i in range(4)]
+    assert all(s == "ok" for s, _, _ in statuses)
+    assert any(h is not None and is_known(h) for _, h, _ in statuses), statuses
+
+
+def test_repro_script_fails_while_the_bug_is_there_and_passes_on_a_correct_driver(tmp_path) -> None:
+    from rnnbench.fuzz.repro import export
+    from rnnbench.check.tolerance import hvp_tolerance
+    from rnnbench.model import reference_loss
+
+    fc = build(generate(0, 1))  # torch_scan's H v is wrong on this body (the registered issue)
+    tol = hvp_tolerance(fc.hvp_oracle().kind, reference_loss(fc.model, fc.case))
+    for driver, expected_rc, expected in (("torch_scan", 1, "MISMATCH"), ("torch_loop", 0, "OK"), ("jax_lax_scan", 0, "OK")):
+        path = export(tmp_path / f"{driver}.py", fc, driver, True, "test", tol.max_rel_error, tol.absolute_scale)
+        run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert run.returncode == expected_rc and expected in run.stdout, run.stdout + run.stderr
+        assert "rnnbench" not in run.stderr  # standalone: it never imports the suite
+
+
+def test_cli_fuzz_prints_the_summary(capsys) -> None:
+    assert main(["fuzz", "--cases", "2", "--drivers", "torch_loop,jax_loop"]) == 0
+    out = capsys.readouterr().out
+    assert "fuzz: 2 bodies (seed 0, float64)" in out and "0 mismatches" in out
+    for name in CORRECT:
+        assert name in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["fuzz", "--cases", "0"], "--cases must be positive"),
+    (["fuzz", "--drivers", "torch_nn_rnn"], "cannot fuzz here"),
+    (["fuzz", "--drivers", "nope"], "unknown driver"),
+    (["fuzz", "--dtype", "bfloat16"], "fuzzing runs float64 or float32"),
+])
+def test_cli_fuzz_bad_input_is_one_line(argv, message, capsys) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
