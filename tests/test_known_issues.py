@@ -17,6 +17,7 @@ REQUIRED_IDS = {
     "torch-inductor-scan-needs-capture-scalar-outputs",  # BUGS.md §1, capture_scalar_outputs off
     "torch-inductor-scan-backward-lowering",  # torch 2.9.0 inductor, scan backward
     "torch-xla-scan-closure-over-tensors",  # BUGS.md §2
+    "torch-scan-double-backward-drops-saved-values",  # second order, found by the fuzzer
 }
 
 
@@ -51,13 +52,15 @@ def test_every_entry_covers_some_registered_case() -> None:
         ("2.8.9", ">=2.9.0,<=2.13.0", False),
         ("2.9", "==2.9.0", True),
         ("2.10.0", ">2.9.0", True),  # numeric, not lexicographic
+        ("2.13.0", "==2.9.0|==2.13.0", True),
+        ("2.11.0", "==2.9.0|==2.13.0", False),  # alternatives claim only the measured versions
     ],
 )
 def test_version_specifiers(version: str, spec: str, expected: bool) -> None:
     assert version_matches(version, spec) is expected
 
 
-@pytest.mark.parametrize("spec", ["~=2.9", ">=2.9.*", "2.9.0", ">=2.9,,<3"])
+@pytest.mark.parametrize("spec", ["~=2.9", ">=2.9.*", "2.9.0", ">=2.9,,<3", "==2.9.0|", "==2.9.0|latest"])
 def test_malformed_specifier_is_rejected(spec: str) -> None:
     with pytest.raises(RegistryError):
         version_matches("2.9.0", spec)
@@ -119,6 +122,21 @@ def test_coverage_follows_driver_version_model_and_condition() -> None:
 def test_malformed_entries_are_rejected(broken: dict) -> None:
     with pytest.raises(RegistryError):
         parse({"issues": [broken]})
+
+
+def test_second_order_entries_cover_only_the_second_order_check() -> None:
+    decay = registry.get_model("decay")
+    case = decay.make_case(decay.sizes_with_defaults(), 0)
+    entry = {"id": "x", "title": "t", "upstream": None, "symptom": "s",
+             "affects": {"drivers": ["torch_scan"], "order": 2}, "produces": {"statuses": ["hvp_mismatch"]}}
+    (issue,) = parse({"issues": [entry]})
+    assert known_issues.covering("torch_scan", decay, case, "float64", issues=[issue], order=2) == [issue]
+    assert not known_issues.covering("torch_scan", decay, case, "float64", issues=[issue])  # the row check
+    for bad in ({**entry, "produces": {"statuses": ["grad_mismatch"]}},  # a row status on a second-order entry
+                {**entry, "affects": {"drivers": ["torch_scan"]}},  # an hvp status on a first-order entry
+                {**entry, "affects": {"drivers": ["torch_scan"], "order": 3}}):
+        with pytest.raises(RegistryError):
+            parse({"issues": [bad]})
 
 
 def test_duplicate_ids_are_rejected() -> None:

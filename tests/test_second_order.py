@@ -57,10 +57,10 @@ def test_wrong_second_derivative_is_caught() -> None:
     """A driver whose gradient is right but whose H v drops a term (the torch_scan class) fails."""
     model = registry.get_model("rnn")
     case = model.make_case(model.sizes_with_defaults(), seed=0)
-    prepared = registry.get_driver("jax_loop").prepare(model, case, "float64", "cpu")
+    prepared = registry.get_driver("torch_loop").prepare(model, case, "float64", "cpu")
     oracle = hvp_oracle(model, case)
     exact = prepared.hvp(oracle.v)
     half = dataclasses.replace(prepared, hvp=lambda v: {n: 0.5 * h for n, h in exact.items()})
-    result = check_second_order(model, "jax_loop", case, half, oracle=oracle)
+    result = check_second_order(model, "torch_loop", case, half, oracle=oracle)
     assert result.status == "hvp_mismatch", result.report
-    assert check_second_order(model, "jax_loop", case, prepared, oracle=oracle).status == "ok"
+    assert check_second_order(model, "torch_loop", case, prepared, oracle=oracle).status == "ok"

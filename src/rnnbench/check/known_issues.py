@@ -106,7 +106,8 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
             raise RegistryError(f"known issue id {issue.id!r} appears twice")
         seen.add(issue.id)
         unknown = [c for c in issue.conditions if c not in CONDITIONS]
-        bad_status = [s for s in issue.statuses if s not in STATUSES]
+        # first-order entries produce row statuses, second-order ones the hvp_* statuses only
+        bad_status = [s for s in issue.statuses if s not in STATUSES or s.startswith("hvp_") != (issue.order == 2)]
         if unknown or bad_status or not issue.drivers or not issue.statuses or issue.order not in (1, 2):
             raise RegistryError(f"known issue {issue.id!r}: unknown conditions {unknown} / statuses {bad_status}, "
                                 "no drivers / statuses, or affects.order not 1 or 2")
@@ -187,7 +188,13 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 def version_matches(version: str, spec: str) -> bool:
-    """True when `version` satisfies every comma-separated clause of `spec` (release numbers only)."""
+    """True when `version` satisfies one '|'-separated alternative of `spec`, each a set of
+    comma-separated clauses that must all hold (release numbers only): "==2.9.0|==2.13.0" claims
+    the two measured versions and nothing between them."""
+    return any([_all_clauses_match(version, alternative) for alternative in spec.split("|")])  # all checked
+
+
+def _all_clauses_match(version: str, spec: str) -> bool:
     have = _release(version)
     for clause in spec.split(","):
         m = _CLAUSE.match(clause)
