@@ -5,6 +5,9 @@ xfails with the registry id as reason."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from _known_issue_marks import known_issue_marks
@@ -12,6 +15,7 @@ from rnnbench import registry
 from rnnbench.run.environments import current
 
 GRADIENT_DTYPES = ("float64", "float32")
+sys.path.insert(0, str(Path(__file__).parent / "plugins"))  # faulty drivers, importable by tests
 
 if current() == "xla":
     # torch's autograd engine sizes its per-device queues at the first backward: the XLA device

@@ -16,7 +16,7 @@ from rnnbench.fuzz.cases import build
 from rnnbench.fuzz.grammar import Body, body_valid, body_wrt, generate, reaching, shrink_candidates, size
 from rnnbench.fuzz.report import explain_failure
 from rnnbench.fuzz.runner import fuzz, run_driver
-from test_localize import faulty_loop
+from rnnbench_faulty import faulty_loop
 
 CORRECT = ("torch_loop", "jax_loop")
 
@@ -58,7 +58,7 @@ def test_correct_drivers_have_no_false_alarms() -> None:
 
 
 def test_planted_bug_is_caught_shrunk_and_located(tmp_path) -> None:
-    broken = dataclasses.replace(faulty_loop(cut_carry_after_first=True), name="cut_carry")
+    broken = faulty_loop("cut_carry", cut_carry_after_first=True)
     seen = []
     summary = fuzz(6, 0, [broken], on_failure=lambda o, fc, d: (explain_failure(o, fc, d, "float64", tmp_path, 0), seen.append(o)))
     assert summary.failures, summary.format()

@@ -9,39 +9,11 @@ import pytest
 
 from rnnbench import registry
 from rnnbench.check.localize import localize, suffix_problem
-from rnnbench.drivers import _torch
-from rnnbench.drivers.base import unflatten
 from rnnbench.model import reference_loss
-from rnnbench.ops import torch_ops
+from rnnbench_faulty import faulty_loop
 
 TORCH_LOOP = registry.get_driver("torch_loop")
 SIZES = {"T": 5, "B": 2, "I": 3, "H": 4}
-
-
-def faulty_loop(cut_carry_after_first: bool = False, detach_params_last: bool = False):
-    """torch_loop with one planted backward fault, keyed on the step index within the run:
-    cut the carry between steps after the first, or detach the parameters in the last step."""
-
-    def prepare(model, case, dtype, device):
-        inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
-        ops = torch_ops()
-
-        def loss_fn(inputs):
-            params, carry, xs = unflatten(model, case, inputs)
-            if xs is not None and model.prologue is not None:
-                xs = model.prologue(ops, params, xs)
-            ys = []
-            for t in range(case.length):
-                if cut_carry_after_first and t >= 1:
-                    carry = tuple(c.detach() for c in carry)
-                p = {k: v.detach() for k, v in params.items()} if detach_params_last and t == case.length - 1 else params
-                carry, y = model.step(ops, p, carry, None if xs is None else xs[t])
-                ys.append(y)
-            return model.loss(ops, consts, ops.stack(ys), carry)
-
-        return _torch.prepared_from_loss(loss_fn, inputs, wrt, {})
-
-    return dataclasses.replace(TORCH_LOOP, name="faulty_loop", prepare=prepare)
 
 
 def rnn_case():

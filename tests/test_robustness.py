@@ -57,6 +57,19 @@ def test_crash_mid_group_continues_with_the_next_rows(tmp_path: Path) -> None:
     assert {r["model"]: r["status"] for r in records(out)} == {"decay": "ok", "rnn": "crash", "newton_sqrt": "ok"}
 
 
+def test_wrong_gradient_row_says_where_it_goes_wrong(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    proc = run_cli("run", "--models", "rnn", "--drivers", "faulty_cut_carry,torch_loop", "--no-time",
+                   "--sizes", "T=6", "--dtypes", "float64", "--out", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = {r["driver"]: r for r in records(out)}
+    bad = rows["faulty_cut_carry"]
+    assert bad["status"] == "grad_mismatch"
+    assert bad["localization"]["first_step"] == 4 and bad["localization"]["where"][0] == "cotangent of h"
+    assert "first divergence at step 4: cotangent of h" in bad["report"]
+    assert "localization" not in rows["torch_loop"]
+
+
 def test_killed_run_resumes_without_redoing_rows(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     env = {**os.environ}

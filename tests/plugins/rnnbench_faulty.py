@@ -1,7 +1,8 @@
 """Deliberately faulty drivers, loaded through RNNBENCH_PLUGINS by the robustness tests.
 
 Each one fails in a way real drivers do (segfault, hang, OOM kill, allocation failure, exception,
-missing framework, non-determinism); the suite must record the failure on that row only."""
+missing framework, non-determinism, a backward that cuts the carry chain); the suite must record the
+failure on that row only. faulty_loop is also imported by tests (tests/plugins is on their path)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ import time
 
 import numpy as np
 
+from rnnbench.drivers import _torch
+from rnnbench.drivers.base import unflatten
 from rnnbench.drivers.torch_loop import DRIVER as TORCH_LOOP
+from rnnbench.ops import torch_ops
 
 
 def _fault(name: str, fail, only_model: str | None = None, **extra):
@@ -63,6 +67,33 @@ def _nondeterministic_prepare(model, case, dtype, device):
     return dataclasses.replace(p, loss_and_grads=loss_and_grads)
 
 
+def faulty_loop(name: str = "faulty_loop", cut_carry_after_first: bool = False, detach_params_last: bool = False):
+    """torch_loop with one planted backward fault, keyed on the step index within the run:
+    cut the carry between steps after the first, or detach the parameters in the last step."""
+
+    def prepare(model, case, dtype, device):
+        inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
+        ops = torch_ops()
+
+        def loss_fn(inputs):
+            params, carry, xs = unflatten(model, case, inputs)
+            if xs is not None and model.prologue is not None:
+                xs = model.prologue(ops, params, xs)
+            ys = []
+            for t in range(case.length):
+                if cut_carry_after_first and t >= 1:
+                    carry = tuple(c.detach() for c in carry)
+                p = {k: v.detach() for k, v in params.items()} if detach_params_last and t == case.length - 1 else params
+                carry, y = model.step(ops, p, carry, None if xs is None else xs[t])
+                ys.append(y)
+            return model.loss(ops, consts, ops.stack(ys), carry)
+
+        return _torch.prepared_from_loss(loss_fn, inputs, wrt, {})
+
+    return dataclasses.replace(TORCH_LOOP, name=name, framework="test", summary=f"test: {name}", prepare=prepare,
+                               environments=("main",), second_order=False)
+
+
 DRIVERS = (
     _fault("faulty_segfault", _segfault),
     _fault("faulty_hang", _hang),
@@ -71,6 +102,7 @@ DRIVERS = (
     _fault("faulty_raises", _raise),
     _fault("faulty_crash_on_rnn", _segfault, only_model="rnn"),
     _fault("faulty_missing_framework", _raise, available=lambda: "python package 'nosuchframework' is not installed"),
+    faulty_loop("faulty_cut_carry", cut_carry_after_first=True),
     dataclasses.replace(TORCH_LOOP, name="faulty_nondeterministic", framework="test", prepare=_nondeterministic_prepare,
                         environments=("main",)),
 )

@@ -14,6 +14,7 @@ from rnnbench import record
 from rnnbench.check import known_issues
 from rnnbench.check.compare import InputError, compare_grads, describe, loss_rel_error, verdict
 from rnnbench.check.finite_diff import oracle_grads
+from rnnbench.check.localize import localize
 from rnnbench.check.tolerance import Tolerance, island_tolerance, tolerance
 from rnnbench.drivers.base import Driver, Prepared
 from rnnbench.model import Case, Model, reference_loss
@@ -65,6 +66,8 @@ class Check:
         return max((e.max_rel_error for e in self.errors), default=0.0)
 
 
+LOCALIZED = ("grad_mismatch", "missing_grad")  # unexplained wrong gradients get a localization
+LOCALIZE_BUDGET_S = 60.0  # a compiled driver recompiles for every suffix: bound the walk
 COMPILE_ERROR_MODULES = ("torch._dynamo", "torch._inductor", "torch._higher_order_ops", "jax.errors", "jax._src.errors")
 
 
@@ -160,6 +163,11 @@ def run_row(job: Job) -> dict[str, Any]:
     }
     if prepared is not None:
         rec["repeatable"] = repeatability(prepared, chk)
+    if chk.status in LOCALIZED and not driver.anchor:
+        # An unexplained wrong gradient: say at which step and leaf the backward first goes wrong.
+        loc = localize(model, driver, case, job.dtype, job.device, budget_s=LOCALIZE_BUDGET_S)
+        rec["localization"] = {"first_step": loc.first_step, "where": loc.where, "complete": loc.complete}
+        rec["report"] = f"{rec['report'].rstrip()}\n{loc.format()}"
     if chk.status == "ok" and job.time and prepared is not None:
         # Speed numbers exist only for rows whose gradients agree with the oracle.
         rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing).to_dict()
