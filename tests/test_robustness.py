@@ -70,6 +70,22 @@ def test_wrong_gradient_row_says_where_it_goes_wrong(tmp_path: Path) -> None:
     assert "localization" not in rows["torch_loop"]
 
 
+@pytest.mark.parametrize("driver, status", [("faulty_crash_at_length_3", "crash"), ("faulty_hang_at_length_3", "timeout")])
+def test_fuzz_crash_or_hang_costs_only_that_body(driver: str, status: str) -> None:
+    from rnnbench.fuzz.grammar import generate
+
+    lengths = [generate(0, i).length for i in range(8)]
+    assert 3 in lengths and set(lengths) != {3}
+    proc = run_cli("fuzz", "--cases", "8", "--drivers", f"{driver},torch_loop", "--no-second-order", "--timeout", "10")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    row = next(line.split() for line in proc.stdout.splitlines() if line.startswith(driver))
+    assert row[1] == "8" and int(row[5]) == lengths.count(3)  # tried, error columns
+    assert int(row[2]) == 8 - lengths.count(3)  # every other body still checked, and agrees
+    assert f"on {driver}: {status}" in proc.stdout
+    loop = next(line.split() for line in proc.stdout.splitlines() if line.startswith("torch_loop "))
+    assert loop[1:3] == ["8", "8"]
+
+
 def test_killed_run_resumes_without_redoing_rows(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     env = {**os.environ}

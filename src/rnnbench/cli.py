@@ -165,6 +165,7 @@ def _parser() -> _Parser:
     fuzz.add_argument("--no-second-order", dest="second_order", action="store_false", help="skip the H v check")
     fuzz.add_argument("--shrink", type=int, default=1, help="failures shrunk per (driver, status) (default 1)")
     fuzz.add_argument("--repro-dir", help="write a standalone repro script for each shrunk failure here")
+    fuzz.add_argument("--timeout", type=float, default=300.0, help="seconds per (body, driver) before the worker is killed")
     report = sub.add_parser("report", help="charts (PNG) and an HTML page from results files")
     report.add_argument("files", nargs="+")
     report.add_argument("--out-dir", default="results/report", help="where to write the PNGs and index.html")
@@ -401,8 +402,8 @@ def fuzz_drivers(value: Optional[str], dtype: str) -> list:
 
 
 def _cmd_fuzz(args) -> int:
-    if args.cases <= 0 or args.shrink < 0:
-        raise UsageError("--cases must be positive and --shrink not negative")
+    if args.cases <= 0 or args.shrink < 0 or args.timeout <= 0:
+        raise UsageError("--cases and --timeout must be positive and --shrink not negative")
     if args.dtype not in ("float64", "float32"):
         raise UsageError(f"--dtype {args.dtype!r}: fuzzing runs float64 or float32")
     drivers = fuzz_drivers(args.drivers, args.dtype)
@@ -414,12 +415,12 @@ def _cmd_fuzz(args) -> int:
             repro_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UsageError(f"cannot create {repro_dir}: {exc.strerror}") from None
-    from rnnbench.fuzz.report import explain_failure
-    from rnnbench.fuzz.runner import fuzz
+    from rnnbench.fuzz.isolated import fuzz_isolated
+
     start = time.time()
-    summary = fuzz(args.cases, args.seed, drivers, args.dtype, args.second_order, args.shrink,
-                   progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)", end="", file=sys.stderr, flush=True),
-                   on_failure=lambda out, fc, driver: explain_failure(out, fc, driver, args.dtype, repro_dir, args.seed))
+    summary = fuzz_isolated(args.cases, args.seed, [d.name for d in drivers], args.dtype, args.second_order, args.shrink,
+                            repro_dir, args.timeout,
+                            progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)   ", end="", file=sys.stderr, flush=True))
     print(file=sys.stderr)
     print(summary.format())
     bad = len(summary.failures) + sum(o.errored for o in summary.outcomes)

@@ -20,11 +20,12 @@ from rnnbench.drivers.torch_loop import DRIVER as TORCH_LOOP
 from rnnbench.ops import torch_ops
 
 
-def _fault(name: str, fail, only_model: str | None = None, **extra):
-    """torch_loop, except that `fail()` runs in prepare (for every model, or only `only_model`)."""
+def _fault(name: str, fail, only_model: str | None = None, only_length: int | None = None, **extra):
+    """torch_loop, except that `fail()` runs in prepare (for every case, or only those of
+    `only_model` / with trip count `only_length`)."""
 
     def prepare(model, case, dtype, device):
-        if only_model is None or model.name == only_model:
+        if (only_model is None or model.name == only_model) and (only_length is None or case.length == only_length):
             fail()
         return TORCH_LOOP.prepare(model, case, dtype, device)
 
@@ -101,6 +102,8 @@ DRIVERS = (
     _fault("faulty_memory_hog", _memory_hog),
     _fault("faulty_raises", _raise),
     _fault("faulty_crash_on_rnn", _segfault, only_model="rnn"),
+    _fault("faulty_crash_at_length_3", _segfault, only_length=3),  # fuzzed bodies of 3 steps
+    _fault("faulty_hang_at_length_3", _hang, only_length=3),
     _fault("faulty_missing_framework", _raise, available=lambda: "python package 'nosuchframework' is not installed"),
     faulty_loop("faulty_cut_carry", cut_carry_after_first=True),
     dataclasses.replace(TORCH_LOOP, name="faulty_nondeterministic", framework="test", prepare=_nondeterministic_prepare,

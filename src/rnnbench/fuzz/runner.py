@@ -17,7 +17,7 @@ from rnnbench.fuzz.grammar import Body, generate, shrink_candidates, size
 from rnnbench.run.row import check_gradients
 
 FIRST_ORDER_FAILURES = ("grad_mismatch", "missing_grad", "forward_mismatch")
-ERRORS = ("error", "compile_error", "hvp_error")
+ERRORS = ("error", "compile_error", "hvp_error", "crash", "timeout")  # crash, timeout: fuzz/isolated.py
 COLUMNS = ("tried", "agree", "mismatch", "known", "error", "hvp_tried", "hvp_agree", "hvp_mismatch", "hvp_known",
            "hvp_error", "hvp_ill_cond")
 
@@ -148,7 +148,7 @@ class FuzzSummary:
         errors = [o for o in self.outcomes if o.errored]
         if errors:
             lines.append(f"\n{len(errors)} driver errors (the framework raised; not gradient mismatches):")
-            lines += [_describe(o) for o in errors if o.minimal is not None]
+            lines += [_describe(o) for o in errors if o.minimal is not None or o.status in ("crash", "timeout")]
         return "\n".join(lines)
 
 
@@ -165,6 +165,23 @@ def _describe(o: Outcome) -> str:
     return "\n".join(parts)
 
 
+def explain_outcome(index: int, fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, shrink_per_kind: int,
+                    shrunk: Counter, on_failure: Optional[Callable[[Outcome, FuzzCase, Driver], None]] = None) -> Outcome:
+    """One well-conditioned body on one driver. The first `shrink_per_kind` outcomes of each
+    (driver, status) that fail, error or reproduce a known issue are shrunk to a minimal body and
+    passed to on_failure (localization, repro export); `shrunk` counts them across calls."""
+    status, hvp_status, report = run_driver(fc, driver, dtype, second_order)
+    out = Outcome(index, driver.name, status, hvp_status, report, fc.body)
+    if (out.failed or out.known or out.errored) and shrunk[(driver.name, out.kind)] < shrink_per_kind:
+        shrunk[(driver.name, out.kind)] += 1
+        out.minimal = shrink(fc.body, driver, dtype, out.kind)
+        minimal = build(out.minimal)
+        out.report = run_driver(minimal, driver, dtype, second_order)[2]
+        if on_failure is not None:
+            on_failure(out, minimal, driver)
+    return out
+
+
 def fuzz(
     cases: int,
     seed: int,
@@ -175,28 +192,18 @@ def fuzz(
     progress: Optional[Callable[[str], None]] = None,
     on_failure: Optional[Callable[[Outcome, FuzzCase, Driver], None]] = None,
 ) -> FuzzSummary:
-    """Bodies generate(seed, 0..cases-1) on every driver. The first `shrink_per_kind` outcomes of each
-    (driver, status) that fail, error or reproduce a known issue are shrunk to a minimal body and
-    passed to on_failure (localization, repro export); the rest are counted."""
+    """Bodies generate(seed, 0..cases-1) on every driver, in this process (fuzz/isolated.py runs
+    each driver in a worker process instead)."""
     summary = FuzzSummary([d.name for d in drivers], cases, seed, dtype)
     shrunk: Counter = Counter()
     for index in range(cases):
-        body = generate(seed, index)
-        fc = build(body)
+        fc = build(generate(seed, index))
         if fc.ill_conditioned:
             summary.ill_conditioned[fc.ill_conditioned.split(" for ")[0]] += 1
         else:
             for driver in drivers:
-                status, hvp_status, report = run_driver(fc, driver, dtype, second_order)
-                out = Outcome(index, driver.name, status, hvp_status, report, body)
-                if (out.failed or out.known or out.errored) and shrunk[(driver.name, out.kind)] < shrink_per_kind:
-                    shrunk[(driver.name, out.kind)] += 1
-                    out.minimal = shrink(body, driver, dtype, out.kind)
-                    minimal = build(out.minimal)
-                    out.report = run_driver(minimal, driver, dtype, second_order)[2]
-                    if on_failure is not None:
-                        on_failure(out, minimal, driver)
-                summary.outcomes.append(out)
+                summary.outcomes.append(explain_outcome(index, fc, driver, dtype, second_order, shrink_per_kind,
+                                                        shrunk, on_failure))
         if progress is not None:
             progress(f"body {index + 1}/{cases}")
     return summary
