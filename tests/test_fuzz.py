@@ -108,3 +108,19 @@ def test_cli_fuzz_bad_input_is_one_line(argv, message, capsys) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_committed_repro_still_reproduces_the_registered_bug() -> None:
+    """docs/repros/torch_scan_double_backward.py exits 1 while the registry says the installed torch
+    has the bug; once torch fixes it the script exits 0 and this test fails, like a strict xfail."""
+    from pathlib import Path
+
+    from rnnbench.check.known_issues import installed_version, registry as known, version_matches
+
+    entry = next(i for i in known() if i.id == "torch-scan-double-backward-drops-saved-values")
+    torch_version = installed_version("torch")
+    if torch_version is None or not version_matches(torch_version, entry.versions["torch"]):
+        pytest.skip(f"the registry does not claim the bug for torch {torch_version}")
+    script = Path(__file__).resolve().parents[1] / "docs" / "repros" / "torch_scan_double_backward.py"
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1 and "MISMATCH: torch_scan" in run.stdout, run.stdout + run.stderr

@@ -47,10 +47,11 @@ class RecurrenceReport:
         return bool(ran) and all(r.status == "ok" for r in ran)
 
     def __str__(self) -> str:
-        lines = [f"{'driver':<22} {'status':<16} max rel err   ({self.dtype}, oracle: {self.oracle_kind})"]
+        w = max([len("driver")] + [len(r.driver) for r in self.results])
+        lines = [f"{'driver':<{w}} {'status':<16} max rel err   ({self.dtype}, oracle: {self.oracle_kind})"]
         for r in self.results:
             err = "-" if r.max_rel_error is None else f"{r.max_rel_error:.2e}"
-            lines.append(f"{r.driver:<22} {r.status:<16} {err}")
+            lines.append(f"{r.driver:<{w}} {r.status:<16} {err}")
         for r in self.results:
             if r.status not in ("ok", "unavailable"):
                 lines.append(f"\n== {r.driver}: {r.status}\n{r.report}")

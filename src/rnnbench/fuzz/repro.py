@@ -149,7 +149,7 @@ reference = None
 _COMPARE = '''
 worst = 0.0
 scale = max(max(float(np.max(np.abs(np.asarray(w)))) for w in WANT.values()), ABS_SCALE)
-print(f"{WHAT} of the fuzzed body, by {DRIVER} ({'second order: H v' if SECOND_ORDER else 'first order'})")
+print(f"{DRIVER}, {'second order (H v)' if SECOND_ORDER else 'first order (gradients)'}; rnnbench's verdict: {WHAT}")
 for k in WRT:
     g, w = got[k], np.asarray(WANT[k])
     if g is None:
