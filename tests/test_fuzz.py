@@ -93,7 +93,7 @@ def test_repro_script_fails_while_the_bug_is_there_and_passes_on_a_correct_drive
 def test_cli_fuzz_prints_the_summary(capsys) -> None:
     assert main(["fuzz", "--cases", "2", "--drivers", "torch_loop,jax_loop"]) == 0
     out = capsys.readouterr().out
-    assert "fuzz: 2 bodies (seed 0, float64)" in out and "0 mismatches" in out
+    assert "fuzz: 2 bodies (seed 0, float64, cpu)" in out and "0 mismatches" in out
     for name in CORRECT:
         assert name in out
 
@@ -124,3 +124,13 @@ def test_committed_repro_still_reproduces_the_registered_bug() -> None:
     script = Path(__file__).resolve().parents[1] / "docs" / "repros" / "torch_scan_double_backward.py"
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 1 and "MISMATCH: torch_scan" in run.stdout, run.stdout + run.stderr
+
+
+def test_cli_fuzz_on_a_missing_gpu_is_one_line(capsys) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    assert main(["fuzz", "--device", "cuda", "--drivers", "torch_loop"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot fuzz here: no CUDA device visible to torch" in err and len(err.splitlines()) == 1

@@ -162,6 +162,7 @@ def _parser() -> _Parser:
     fuzz.add_argument("--drivers", help="comma-separated driver names (default: every eager and jax driver that "
                       "runs a user step here; name compiled ones to include them, ~5 s per body each)")
     fuzz.add_argument("--dtype", default="float64", help="float64 (default; second order is float64 only) or float32")
+    fuzz.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     fuzz.add_argument("--no-second-order", dest="second_order", action="store_false", help="skip the H v check")
     fuzz.add_argument("--shrink", type=int, default=1, help="failures shrunk per (driver, status) (default 1)")
     fuzz.add_argument("--repro-dir", help="write a standalone repro script for each shrunk failure here")
@@ -381,9 +382,10 @@ def _cmd_report(args) -> int:
     return 0
 
 
-def fuzz_drivers(value: Optional[str], dtype: str) -> list:
-    """Named drivers (each must run here and support a user step at `dtype`), or the default set:
-    every available eager / jax driver of this environment that runs an arbitrary step."""
+def fuzz_drivers(value: Optional[str], dtype: str, device: str = "cpu") -> list:
+    """Named drivers (each must run here and support a user step at `dtype` on `device`), or the
+    default set: every available eager / jax driver of this environment that runs an arbitrary step."""
+    from rnnbench.run.row import unavailable_reason
     from rnnbench.fuzz.cases import build
     from rnnbench.fuzz.grammar import generate
     from rnnbench.run.environments import current
@@ -394,11 +396,11 @@ def fuzz_drivers(value: Optional[str], dtype: str) -> list:
         chosen = [registry.get_driver(n) for n in _names(value, [d.name for d in here], "driver")]
     else:
         chosen = [d for d in here if not (d.compiled and d.framework == "torch")]
+    why = {d.name: unavailable_reason(probe, d, Job(probe.name, d.name, dtype, device)) for d in chosen}
     for d in chosen:
-        why = d.available() or d.supports(probe) or (None if dtype in d.dtypes else f"runs {', '.join(d.dtypes)} only")
-        if why and value:
-            raise UsageError(f"driver {d.name!r} cannot fuzz here: {why}")
-    return [d for d in chosen if not (d.available() or d.supports(probe)) and dtype in d.dtypes]
+        if why[d.name] and value:
+            raise UsageError(f"driver {d.name!r} cannot fuzz here: {why[d.name]}")
+    return [d for d in chosen if why[d.name] is None]
 
 
 def _cmd_fuzz(args) -> int:
@@ -406,9 +408,11 @@ def _cmd_fuzz(args) -> int:
         raise UsageError("--cases and --timeout must be positive and --shrink not negative")
     if args.dtype not in ("float64", "float32"):
         raise UsageError(f"--dtype {args.dtype!r}: fuzzing runs float64 or float32")
-    drivers = fuzz_drivers(args.drivers, args.dtype)
+    if args.device not in DEVICES:
+        raise UsageError(f"unknown device {args.device!r}; known: {', '.join(DEVICES)}")
+    drivers = fuzz_drivers(args.drivers, args.dtype, args.device)
     if not drivers:
-        raise UsageError("no driver can fuzz here (install the main environment with `make venv`)")
+        raise UsageError(f"no driver can fuzz here on {args.device} (install the main environment with `make venv`)")
     repro_dir = Path(args.repro_dir) if args.repro_dir else None
     if repro_dir is not None:
         try:
@@ -420,7 +424,8 @@ def _cmd_fuzz(args) -> int:
     start = time.time()
     summary = fuzz_isolated(args.cases, args.seed, [d.name for d in drivers], args.dtype, args.second_order, args.shrink,
                             repro_dir, args.timeout,
-                            progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)   ", end="", file=sys.stderr, flush=True))
+                            progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)   ", end="", file=sys.stderr, flush=True),
+                            device=args.device)
     print(file=sys.stderr)
     print(summary.format())
     bad = len(summary.failures) + sum(o.errored for o in summary.outcomes)

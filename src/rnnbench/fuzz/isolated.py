@@ -16,7 +16,7 @@ WORKER_START_GRACE_S = 120.0  # importing torch + jax on a loaded 2-core machine
 
 
 def _worker(conn, driver_name: str, seed: int, start: int, stop: int, dtype: str, second_order: bool,
-            shrink_per_kind: int, shrunk: Counter, repro_dir: Optional[str]) -> None:
+            shrink_per_kind: int, shrunk: Counter, repro_dir: Optional[str], device: str) -> None:
     """Fuzz bodies start..stop-1 on one driver, sending ("start", i) before and ("done", i, outcome,
     ill_reason) after each body."""
     from rnnbench import registry
@@ -33,7 +33,8 @@ def _worker(conn, driver_name: str, seed: int, start: int, stop: int, dtype: str
             conn.send(("done", index, None, fc.ill_conditioned))
             continue
         out = explain_outcome(index, fc, driver, dtype, second_order, shrink_per_kind, shrunk,
-                              lambda o, m, d: explain_failure(o, m, d, dtype, Path(repro_dir) if repro_dir else None, seed))
+                              lambda o, m, d: explain_failure(o, m, d, dtype, Path(repro_dir) if repro_dir else None, seed,
+                                                              device), device)
         conn.send(("done", index, out, None))
     conn.send(("end",))
     conn.close()
@@ -41,11 +42,11 @@ def _worker(conn, driver_name: str, seed: int, start: int, stop: int, dtype: str
 
 def fuzz_isolated(cases: int, seed: int, driver_names: list[str], dtype: str = "float64", second_order: bool = True,
                   shrink_per_kind: int = 1, repro_dir: Optional[Path] = None, timeout_s: float = 300.0,
-                  progress: Optional[Callable[[str], None]] = None) -> FuzzSummary:
+                  progress: Optional[Callable[[str], None]] = None, device: str = "cpu") -> FuzzSummary:
     """fuzz() with process isolation per driver (drivers run one after another)."""
     from rnnbench.run.runner import _exit_description
 
-    summary = FuzzSummary(list(driver_names), cases, seed, dtype)
+    summary = FuzzSummary(list(driver_names), cases, seed, dtype, device)
     ill: dict[int, str] = {}
     ctx = mp.get_context("spawn")
     for name in driver_names:
@@ -54,7 +55,7 @@ def fuzz_isolated(cases: int, seed: int, driver_names: list[str], dtype: str = "
         while next_index < cases:
             parent, child = ctx.Pipe(duplex=False)
             proc = ctx.Process(target=_worker, args=(child, name, seed, next_index, cases, dtype, second_order,
-                                                     shrink_per_kind, shrunk, str(repro_dir) if repro_dir else None),
+                                                     shrink_per_kind, shrunk, str(repro_dir) if repro_dir else None, device),
                                daemon=True)
             proc.start()
             child.close()

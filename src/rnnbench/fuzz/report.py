@@ -15,11 +15,12 @@ from rnnbench.fuzz.runner import ERRORS, Outcome
 from rnnbench.model import reference_loss
 
 
-def explain_failure(out: Outcome, fc: FuzzCase, driver: Driver, dtype: str, repro_dir: Optional[Path], seed: int) -> None:
+def explain_failure(out: Outcome, fc: FuzzCase, driver: Driver, dtype: str, repro_dir: Optional[Path], seed: int,
+                    device: str = "cpu") -> None:
     """Fill out.localization and out.repro for the minimal body `fc` of a failing outcome."""
     second_order = out.kind not in ERRORS and not _first_order_failure(out)
     if not second_order and out.kind not in ERRORS:
-        out.localization = localize(fc.model, driver, fc.case, dtype, budget_s=30.0).format()
+        out.localization = localize(fc.model, driver, fc.case, dtype, device, budget_s=30.0).format()
     if repro_dir is None or out.kind in ERRORS:
         return
     if second_order:

@@ -56,9 +56,9 @@ class Outcome:
         return self.status if self.status != "ok" and not known_issues.is_fixed(self.status) else str(self.hvp_status)
 
 
-def run_driver(fc: FuzzCase, driver: Driver, dtype: str, second_order: bool) -> tuple[str, Optional[str], str]:
+def run_driver(fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, device: str = "cpu") -> tuple[str, Optional[str], str]:
     """(status, hvp_status, report) of one driver on one well-conditioned body."""
-    chk, prepared = check_gradients(fc.model, driver, fc.case, dtype, "cpu")
+    chk, prepared = check_gradients(fc.model, driver, fc.case, dtype, device)
     first_ok = chk.raw_status == "ok"
     if not first_ok or prepared is None or prepared.hvp is None or not second_order or dtype != "float64":
         return chk.status, None, chk.report if not first_ok else ""
@@ -70,7 +70,7 @@ def _kind_of(status: str, hvp_status: Optional[str]) -> str:
     return status if status != "ok" and not known_issues.is_fixed(status) else str(hvp_status)
 
 
-def shrink(body: Body, driver: Driver, dtype: str, kind: str, budget: int = 60) -> Body:
+def shrink(body: Body, driver: Driver, dtype: str, kind: str, device: str = "cpu", budget: int = 60) -> Body:
     """Greedy: take the first one-step-simpler body that fails with the same status `kind`; repeat
     to a fixpoint or until `budget` candidate checks are spent."""
     current, spent, progress = body, 0, True
@@ -83,7 +83,7 @@ def shrink(body: Body, driver: Driver, dtype: str, kind: str, budget: int = 60) 
                 continue
             spent += 1
             fc = build(cand)
-            if fc.ill_conditioned is None and _kind_of(*run_driver(fc, driver, dtype, True)[:2]) == kind:
+            if fc.ill_conditioned is None and _kind_of(*run_driver(fc, driver, dtype, True, device)[:2]) == kind:
                 current, progress = cand, True
                 break
     return current
@@ -95,6 +95,7 @@ class FuzzSummary:
     bodies: int
     seed: int
     dtype: str
+    device: str = "cpu"
     ill_conditioned: Counter = field(default_factory=Counter)
     outcomes: list[Outcome] = field(default_factory=list)
 
@@ -129,7 +130,7 @@ class FuzzSummary:
     def format(self) -> str:
         counts = self.counts()
         skipped = sum(self.ill_conditioned.values())
-        lines = [f"fuzz: {self.bodies} bodies (seed {self.seed}, {self.dtype}); {skipped} skipped as ill-conditioned"
+        lines = [f"fuzz: {self.bodies} bodies (seed {self.seed}, {self.dtype}, {self.device}); {skipped} skipped as ill-conditioned"
                  + (" (" + ", ".join(f"{n} {why}" for why, n in self.ill_conditioned.most_common()) + ")" if skipped else ""),
                  f"{'driver':<26}" + "".join(f"{c:>13}" for c in COLUMNS)]
         for d in self.drivers:
@@ -166,17 +167,18 @@ def _describe(o: Outcome) -> str:
 
 
 def explain_outcome(index: int, fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, shrink_per_kind: int,
-                    shrunk: Counter, on_failure: Optional[Callable[[Outcome, FuzzCase, Driver], None]] = None) -> Outcome:
+                    shrunk: Counter, on_failure: Optional[Callable[[Outcome, FuzzCase, Driver], None]] = None,
+                    device: str = "cpu") -> Outcome:
     """One well-conditioned body on one driver. The first `shrink_per_kind` outcomes of each
     (driver, status) that fail, error or reproduce a known issue are shrunk to a minimal body and
     passed to on_failure (localization, repro export); `shrunk` counts them across calls."""
-    status, hvp_status, report = run_driver(fc, driver, dtype, second_order)
+    status, hvp_status, report = run_driver(fc, driver, dtype, second_order, device)
     out = Outcome(index, driver.name, status, hvp_status, report, fc.body)
     if (out.failed or out.known or out.errored) and shrunk[(driver.name, out.kind)] < shrink_per_kind:
         shrunk[(driver.name, out.kind)] += 1
-        out.minimal = shrink(fc.body, driver, dtype, out.kind)
+        out.minimal = shrink(fc.body, driver, dtype, out.kind, device)
         minimal = build(out.minimal)
-        out.report = run_driver(minimal, driver, dtype, second_order)[2]
+        out.report = run_driver(minimal, driver, dtype, second_order, device)[2]
         if on_failure is not None:
             on_failure(out, minimal, driver)
     return out
@@ -191,10 +193,11 @@ def fuzz(
     shrink_per_kind: int = 1,
     progress: Optional[Callable[[str], None]] = None,
     on_failure: Optional[Callable[[Outcome, FuzzCase, Driver], None]] = None,
+    device: str = "cpu",
 ) -> FuzzSummary:
     """Bodies generate(seed, 0..cases-1) on every driver, in this process (fuzz/isolated.py runs
     each driver in a worker process instead)."""
-    summary = FuzzSummary([d.name for d in drivers], cases, seed, dtype)
+    summary = FuzzSummary([d.name for d in drivers], cases, seed, dtype, device)
     shrunk: Counter = Counter()
     for index in range(cases):
         fc = build(generate(seed, index))
@@ -203,7 +206,7 @@ def fuzz(
         else:
             for driver in drivers:
                 summary.outcomes.append(explain_outcome(index, fc, driver, dtype, second_order, shrink_per_kind,
-                                                        shrunk, on_failure))
+                                                        shrunk, on_failure, device))
         if progress is not None:
             progress(f"body {index + 1}/{cases}")
     return summary
