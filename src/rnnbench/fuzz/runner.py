@@ -13,7 +13,7 @@ from rnnbench.check import known_issues
 from rnnbench.check.second_order import check_second_order
 from rnnbench.drivers.base import Driver
 from rnnbench.fuzz.cases import FuzzCase, build
-from rnnbench.fuzz.grammar import Body, generate, shrink_candidates, size
+from rnnbench.fuzz.grammar import Body, body_wrt, generate, shrink_candidates, size
 from rnnbench.run.row import check_gradients
 
 FIRST_ORDER_FAILURES = ("grad_mismatch", "missing_grad", "forward_mismatch")
@@ -158,8 +158,10 @@ def _describe(o: Outcome) -> str:
     parts = [head]
     b = o.minimal or o.body
     if b is not None:
+        wrt = body_wrt(b)  # the effective flags: a leaf that cannot reach the loss is not differentiated
+        grad = [f"carry0.{c}" in wrt for c in b.carry_names]
         parts.append(f"{'minimal ' if o.minimal is not None else ''}body (T={b.length}, n={b.n}, xs={'yes' if b.has_xs else 'no'}, "
-                     f"carry0 grad={list(b.carry_grad)}):\n{b.source().rstrip()}")
+                     f"carry0 requires grad={grad}):\n{b.source().rstrip()}")
     parts += [s.rstrip() for s in (o.report, o.localization) if s.strip()]
     if o.repro:
         parts.append(f"repro: {o.repro}")
