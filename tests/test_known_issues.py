@@ -144,3 +144,22 @@ def test_duplicate_ids_are_rejected() -> None:
              "produces": {"statuses": ["error"]}}
     with pytest.raises(RegistryError):
         parse({"issues": [entry, entry]})
+
+
+def test_swapped_carries_show_section1_as_a_missing_gradient() -> None:
+    """c0' = c1, c1' = c0 over two steps with only c0 differentiated: c0's whole path to the loss is
+    the carry chain, so BUGS.md §1 makes its gradient identically zero. Strict both ways: the
+    registered versions must fail exactly so, the others must be right."""
+    from rnnbench.fuzz.cases import build
+    from rnnbench.fuzz.grammar import Body
+    from rnnbench.run.row import check_gradients
+
+    body = Body(updates=(("leaf", "c1"), ("leaf", "c0")), output=("leaf", "p1"), n=1, length=2, has_xs=True,
+                carry_grad=(True, False), xs_grad=False, data_seed=5)
+    fc = build(body)
+    driver = registry.get_driver("torch_scan")
+    chk, _ = check_gradients(fc.model, driver, fc.case, "float64", "cpu")
+    if known_issues.covering(driver.name, fc.model, fc.case, "float64"):
+        assert chk.status == "known_issue:torch-scan-drops-carry-cotangent" and chk.raw_status == "missing_grad", chk.report
+    else:
+        assert chk.status == "ok", chk.report

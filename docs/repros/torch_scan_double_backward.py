@@ -105,7 +105,9 @@ reference = derivatives(loss_loop, False) if (MODE, COMPILED) != ("loop", False)
 
 
 worst = 0.0
-scale = max(max(float(np.max(np.abs(np.asarray(w)))) for w in WANT.values()), ABS_SCALE)
+# rnnbench's metric: max |got - want| over an input, relative to max(max |want| of that input,
+# 1e-3 x the largest |want| of all inputs, ABS_SCALE)
+G = max(float(np.max(np.abs(np.asarray(w)))) for w in WANT.values())
 print(f"{DRIVER}, {'second order (H v)' if SECOND_ORDER else 'first order (gradients)'}; rnnbench's verdict: {WHAT}")
 for k in WRT:
     g, w = got[k], np.asarray(WANT[k])
@@ -113,6 +115,7 @@ for k in WRT:
         print(f"  {k:10} got None (no gradient), want {w.ravel()}")
         worst = float("inf")
         continue
+    scale = max(float(np.max(np.abs(w))), 1e-3 * G, ABS_SCALE) or 1.0
     err = float(np.max(np.abs(np.asarray(g) - w))) / scale
     worst = max(worst, err)
     ref = "" if reference is None or reference[k] is None else f"  plain loop: {np.asarray(reference[k]).ravel()}"
