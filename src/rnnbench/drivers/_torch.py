@@ -30,8 +30,19 @@ def as_tensors(arrays: Mapping[str, np.ndarray], dtype: str, device: str, wrt: l
     return out
 
 
+def exact_float32() -> None:
+    """No TF32 on CUDA: matmuls and cuDNN (torch.nn.RNN/LSTM) in true float32, as the float32
+    tolerance assumes. cuDNN allows TF32 by default; measured on an H100 with torch 2.11.0, it
+    puts torch.nn.RNN's float32 gradients 3.5e-4 off (tolerance 1e-4)."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
 def model_tensors(model: Model, case: Case, dtype: str, device: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """(inputs by canonical name, consts, names whose gradients are compared)."""
+    exact_float32()
     wrt = case.wrt_names(model.carry_names)
     return (
         as_tensors(flat_inputs(model, case), dtype, device, wrt),
