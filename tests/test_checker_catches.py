@@ -8,32 +8,16 @@ import numpy as np
 import pytest
 
 from rnnbench import registry
-from rnnbench.drivers import _torch
-from rnnbench.drivers.base import Driver, Prepared, unflatten
-from rnnbench.model import Case, Model
-from rnnbench.ops import torch_ops
+from rnnbench.drivers.base import Driver
 from rnnbench.run.row import check_gradients
+from rnnbench_faulty import faulty_loop
 
 TORCH_LOOP = registry.get_driver("torch_loop")
 
 
-def _detached_carry_prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
-    """A loop that cuts the carry cotangent between steps (carry.detach()), as BUGS.md §1's scan
-    effectively did: the forward is exact, the gradient through time is lost."""
-    inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
-    ops = torch_ops()
-
-    def loss_fn(inputs):
-        params, carry, xs = unflatten(model, case, inputs)
-        if xs is not None and model.prologue is not None:
-            xs = model.prologue(ops, params, xs)
-        ys = []
-        for t in range(case.length):
-            carry, y = model.step(ops, params, tuple(c.detach() for c in carry), None if xs is None else xs[t])
-            ys.append(y)
-        return model.loss(ops, consts, ops.stack(ys), carry)
-
-    return _torch.prepared_from_loss(loss_fn, inputs, wrt, {})
+# A loop that cuts the carry cotangent between steps (carry.detach()), as BUGS.md §1's scan
+# effectively did: the forward is exact, the gradient through time is lost.
+_detached_carry_prepare = faulty_loop("detached_carry", cut_carry_from=0).prepare
 
 
 def _tampered(transform) -> Driver:

@@ -58,7 +58,7 @@ def test_correct_drivers_have_no_false_alarms() -> None:
 
 
 def test_planted_bug_is_caught_shrunk_and_located(tmp_path) -> None:
-    broken = faulty_loop("cut_carry", cut_carry_after_first=True)
+    broken = faulty_loop("cut_carry", cut_carry_from=1)
     seen = []
     summary = fuzz(6, 0, [broken], on_failure=lambda o, fc, d: (explain_failure(o, fc, d, "float64", tmp_path, 0), seen.append(o)))
     assert summary.failures, summary.format()
@@ -134,3 +134,22 @@ def test_cli_fuzz_on_a_missing_gpu_is_one_line(capsys) -> None:
     assert main(["fuzz", "--device", "cuda", "--drivers", "torch_loop"]) == 2
     err = capsys.readouterr().err.strip()
     assert "cannot fuzz here: no CUDA device visible to torch" in err and len(err.splitlines()) == 1
+
+
+def test_committed_repro_is_what_the_exporter_writes(tmp_path) -> None:
+    """docs/repros/torch_scan_double_backward.py is generated, not hand-edited: the exporter, given
+    the minimal body the fuzzer shrank seed 0's body 1 to, writes it byte for byte."""
+    from pathlib import Path
+
+    from rnnbench.check.tolerance import hvp_tolerance
+    from rnnbench.fuzz.repro import export
+    from rnnbench.model import reference_loss
+
+    minimal = Body(updates=(("matvec", ("leaf", "p1")),), output=("leaf", "c0"), n=1, length=1, has_xs=False,
+                   carry_grad=(True,), xs_grad=False, data_seed=generate(0, 1).data_seed)
+    fc = build(minimal)
+    tol = hvp_tolerance(fc.hvp_oracle().kind, reference_loss(fc.model, fc.case))
+    path = export(tmp_path / "repro.py", fc, "torch_scan", True,
+                  "known_issue:torch-scan-double-backward-drops-saved-values", tol.max_rel_error, tol.absolute_scale)
+    committed = Path(__file__).resolve().parents[1] / "docs" / "repros" / "torch_scan_double_backward.py"
+    assert path.read_text() == committed.read_text()

@@ -37,7 +37,7 @@ def test_correct_driver_is_not_accused() -> None:
 
 def test_cut_carry_chain_is_located_at_the_first_two_step_suffix() -> None:
     model, case = rnn_case()
-    loc = localize(model, faulty_loop(cut_carry_after_first=True), case, "float64")
+    loc = localize(model, faulty_loop(cut_carry_from=1), case, "float64")
     assert loc.first_step == case.length - 2, loc.format()
     assert loc.where[0] == "cotangent of h", loc.format()  # step 3's parameter contributions use it too
 

@@ -68,9 +68,11 @@ def _nondeterministic_prepare(model, case, dtype, device):
     return dataclasses.replace(p, loss_and_grads=loss_and_grads)
 
 
-def faulty_loop(name: str = "faulty_loop", cut_carry_after_first: bool = False, detach_params_last: bool = False):
-    """torch_loop with one planted backward fault, keyed on the step index within the run:
-    cut the carry between steps after the first, or detach the parameters in the last step."""
+def faulty_loop(name: str = "faulty_loop", cut_carry_from: int | None = None, detach_params_last: bool = False):
+    """torch_loop with one planted backward fault, keyed on the step index t within the run:
+    detach the carry entering every step t >= cut_carry_from (0: the BUGS.md §1 class, the
+    gradient through time lost; 1: the initial carry still differentiated), or detach the
+    parameters in the last step."""
 
     def prepare(model, case, dtype, device):
         inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
@@ -82,7 +84,7 @@ def faulty_loop(name: str = "faulty_loop", cut_carry_after_first: bool = False, 
                 xs = model.prologue(ops, params, xs)
             ys = []
             for t in range(case.length):
-                if cut_carry_after_first and t >= 1:
+                if cut_carry_from is not None and t >= cut_carry_from:
                     carry = tuple(c.detach() for c in carry)
                 p = {k: v.detach() for k, v in params.items()} if detach_params_last and t == case.length - 1 else params
                 carry, y = model.step(ops, p, carry, None if xs is None else xs[t])
@@ -105,7 +107,7 @@ DRIVERS = (
     _fault("faulty_crash_at_length_3", _segfault, only_length=3),  # fuzzed bodies of 3 steps
     _fault("faulty_hang_at_length_3", _hang, only_length=3),
     _fault("faulty_missing_framework", _raise, available=lambda: "python package 'nosuchframework' is not installed"),
-    faulty_loop("faulty_cut_carry", cut_carry_after_first=True),
+    faulty_loop("faulty_cut_carry", cut_carry_from=1),
     dataclasses.replace(TORCH_LOOP, name="faulty_nondeterministic", framework="test", prepare=_nondeterministic_prepare,
                         environments=("main",)),
 )
