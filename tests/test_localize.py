@@ -3,8 +3,6 @@ driver's backward diverges from the oracle, and accuses nothing on a correct dri
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from rnnbench import registry

@@ -428,10 +428,10 @@ def _cmd_fuzz(args) -> int:
                             device=args.device)
     print(file=sys.stderr)
     print(summary.format())
-    bad = len(summary.failures) + sum(o.errored for o in summary.outcomes)
-    print(f"\nrnnbench fuzz: {len(summary.failures)} mismatches, {sum(o.errored for o in summary.outcomes)} driver errors "
+    errors = sum(o.errored for o in summary.outcomes)
+    print(f"\nrnnbench fuzz: {len(summary.failures)} mismatches, {errors} driver errors "
           f"in {time.time() - start:.0f} s", file=sys.stderr)
-    return 1 if bad else 0
+    return 1 if summary.failures or errors else 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -17,6 +17,7 @@ import numpy as np
 
 from rnnbench.check import known_issues
 from rnnbench.check.compare import InputError, compare_grads, describe
+from rnnbench.check.finite_diff import input_value
 from rnnbench.check.hvp import GRADIENT_STEP, LOSS_STEP, finite_difference_hvp, gradient_difference_hvp
 from rnnbench.check.tolerance import hvp_tolerance
 from rnnbench.drivers.base import Prepared
@@ -47,16 +48,7 @@ class SecondOrder:
 def direction(model: Model, case: Case, seed: int) -> dict[str, np.ndarray]:
     """A seeded direction with entries uniform in [-1, 1], one array per compared input."""
     rng = np.random.default_rng([seed, 0x4856])
-    names = case.wrt_names(model.carry_names)
-    grads = model.oracle(case) if model.oracle is not None else None
-    shapes = {n: np.shape(grads[n]) if grads is not None else np.shape(_value(model, case, n)) for n in names}
-    return {n: rng.uniform(-1.0, 1.0, shapes[n]) for n in names}
-
-
-def _value(model: Model, case: Case, name: str) -> np.ndarray:
-    from rnnbench.check.finite_diff import input_value
-
-    return input_value(model, case, name)
+    return {n: rng.uniform(-1.0, 1.0, np.shape(input_value(model, case, n))) for n in case.wrt_names(model.carry_names)}
 
 
 def hvp_oracle(model: Model, case: Case, seed: int = 0) -> HvpOracle:

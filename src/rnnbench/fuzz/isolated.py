@@ -5,11 +5,11 @@ fresh worker continues with the next body. Workers stream one message per body o
 from __future__ import annotations
 
 import multiprocessing as mp
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Callable, Optional
 
+from rnnbench.fuzz.grammar import generate
 from rnnbench.fuzz.runner import FuzzSummary, Outcome
 
 WORKER_START_GRACE_S = 120.0  # importing torch + jax on a loaded 2-core machine
@@ -21,7 +21,6 @@ def _worker(conn, driver_name: str, seed: int, start: int, stop: int, dtype: str
     ill_reason) after each body."""
     from rnnbench import registry
     from rnnbench.fuzz.cases import build
-    from rnnbench.fuzz.grammar import generate
     from rnnbench.fuzz.report import explain_failure
     from rnnbench.fuzz.runner import explain_outcome
 
@@ -92,13 +91,8 @@ def fuzz_isolated(cases: int, seed: int, driver_names: list[str], dtype: str = "
             if failed is None:
                 break
             status = why.split(":")[0]
-            summary.outcomes.append(Outcome(failed, name, status, report=why, body=_body(seed, failed)))
+            summary.outcomes.append(Outcome(failed, name, status, report=why, body=generate(seed, failed)))
             next_index = failed + 1
     summary.ill_conditioned = Counter(reason.split(" for ")[0] for reason in ill.values())
     return summary
 
-
-def _body(seed: int, index: int):
-    from rnnbench.fuzz.grammar import generate
-
-    return generate(seed, index)

@@ -18,7 +18,7 @@ from rnnbench.model import reference_loss
 def explain_failure(out: Outcome, fc: FuzzCase, driver: Driver, dtype: str, repro_dir: Optional[Path], seed: int,
                     device: str = "cpu") -> None:
     """Fill out.localization and out.repro for the minimal body `fc` of a failing outcome."""
-    second_order = out.kind not in ERRORS and not _first_order_failure(out)
+    second_order = out.kind not in ERRORS and out.first_order_ok
     if not second_order and out.kind not in ERRORS:
         out.localization = localize(fc.model, driver, fc.case, dtype, device, budget_s=30.0).format()
     if repro_dir is None or out.kind in ERRORS:
@@ -31,6 +31,3 @@ def explain_failure(out: Outcome, fc: FuzzCase, driver: Driver, dtype: str, repr
     path = export(repro_dir / name, fc, driver.name, second_order, out.kind, tol.max_rel_error, tol.absolute_scale)
     out.repro = str(path) if path else f"no standalone template for {driver.name} (templates: torch/jax loop and scan)"
 
-
-def _first_order_failure(out: Outcome) -> bool:
-    return out.status not in ("ok",) and not out.status.startswith("known_issue_fixed")
