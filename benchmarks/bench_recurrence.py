@@ -40,10 +40,8 @@ class Recurrence:
     warmup_time = 0.2
 
     def setup(self, model, driver, size):
-        if registry.get_driver(driver).framework == "torch":  # importing torch for jax rows would inflate peakmem
-            import torch
-
-            torch.set_num_threads(1)
+        # The row's own framework only: importing torch for jax rows would inflate peakmem.
+        registry.get_driver(driver).framework.set_threads(1)
         self.check, self.prepared = prepare_checked(model, driver, SIZES[size])
         self.prepared.block(self.prepared.forward())  # compile the forward outside the timed region
 

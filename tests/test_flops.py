@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from rnnbench import registry
-from rnnbench.drivers import torch_loop
 from rnnbench.model import Model
 
 SIZES = ({}, {"T": 5, "B": 3, "I": 7, "H": 6, "K": 5, "n": 5})
@@ -26,7 +25,7 @@ def _measured(model: Model, overrides: dict) -> tuple[float, float]:
     from torch.utils.flop_counter import FlopCounterMode
 
     case = model.make_case(model.sizes_with_defaults(overrides), 0)
-    prepared = torch_loop.prepare(model, case, "float64", "cpu")
+    prepared = registry.get_driver("torch_loop").prepare(model, case, "float64", "cpu")
     with FlopCounterMode(display=False) as fwd:
         prepared.forward()
     with FlopCounterMode(display=False) as both:

@@ -22,13 +22,13 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from rnnbench.model import Case, Model
+from rnnbench.status import OracleKind, Status
 
 
 @dataclass(frozen=True)
 class DriverResult:
     driver: str
-    status: str  # ok | grad_mismatch | missing_grad | forward_mismatch | compile_error | error | unavailable
-    # | known_issue:<id> | known_issue_fixed:<id> (rnnbench.check.known_issues)
+    status: str  # a row status (rnnbench.status): ok, grad_mismatch, ..., known_issue:<id>
     max_rel_error: Optional[float]
     report: str
     grad_errors: list = field(default_factory=list)
@@ -43,8 +43,8 @@ class RecurrenceReport:
     @property
     def ok(self) -> bool:
         """True when every driver that could run agrees with the oracle (and at least one ran)."""
-        ran = [r for r in self.results if r.status != "unavailable"]
-        return bool(ran) and all(r.status == "ok" for r in ran)
+        ran = [r for r in self.results if r.status != Status.UNAVAILABLE]
+        return bool(ran) and all(r.status == Status.OK for r in ran)
 
     def __str__(self) -> str:
         w = max([len("driver")] + [len(r.driver) for r in self.results])
@@ -53,7 +53,7 @@ class RecurrenceReport:
             err = "-" if r.max_rel_error is None else f"{r.max_rel_error:.2e}"
             lines.append(f"{r.driver:<{w}} {r.status:<16} {err}")
         for r in self.results:
-            if r.status not in ("ok", "unavailable"):
+            if r.status not in (Status.OK, Status.UNAVAILABLE):
                 lines.append(f"\n== {r.driver}: {r.status}\n{r.report}")
         return "\n".join(lines)
 
@@ -125,18 +125,13 @@ def check_recurrence(
     model = Model("user", "user-defined recurrence", carry_names, {"T": T}, lambda s, seed: case, step, loss)
     from rnnbench.run.environments import current
 
-    current_env = current()
     results = []
-    oracle_kind = "finite_differences"
+    oracle_kind = OracleKind.FINITE_DIFFERENCES
     for name in drivers or list(registry.drivers()):
         driver = registry.get_driver(name)
-        if current_env not in driver.environments:
-            where = ", ".join(driver.environments)
-            results.append(DriverResult(name, "unavailable", None, f"runs in environment(s) {where}, not '{current_env}'"))
-            continue
-        reason = unavailable_reason(model, driver, Job("user", name, dtype, device))
+        reason = unavailable_reason(model, driver, Job("user", name, dtype, device, environment=current()))
         if reason is not None:
-            results.append(DriverResult(name, "unavailable", None, reason))
+            results.append(DriverResult(name, Status.UNAVAILABLE, None, reason))
             continue
         chk, _ = check_gradients(model, driver, case, dtype, device)
         oracle_kind = chk.oracle_kind

@@ -136,17 +136,40 @@ class Model:
         return sizes
 
 
-def rollout(ops: Ops, model: Model, params: Params, carry0: Carry, xs: Optional[Array], length: int):
+def step_inputs(ops: Ops, model: Model, params: Params, xs: Optional[Array], length: int,
+                dummy_like: Optional[Array] = None) -> tuple[Optional[Array], Callable[[Any], Any]]:
+    """What a loop or a scan iterates over, and how each slice reaches the step: (xs', step_x).
+
+    With xs (T, ...): xs' is xs with the model's prologue applied (per-sequence work hoisted out of
+    the loop), and step_x(x_t) = x_t. A trip-count recurrence (xs None) gives xs' = None, or, when
+    `dummy_like` is an array, (length, 1) zeros of its dtype and device for scan primitives that
+    need something to scan over; step_x then hands the step None."""
+    if xs is not None:
+        if model.prologue is not None:
+            xs = model.prologue(ops, params, xs)
+        return xs, lambda x: x
+    if dummy_like is None:
+        return None, lambda x: None
+    return ops.zeros((length, 1), dummy_like), lambda x: None
+
+
+def rollout(ops: Ops, model: Model, params: Params, carry0: Carry, xs: Optional[Array], length: int,
+            collect: Optional[Callable[[Any, int, Any], Any]] = None):
     """The plain Python loop: returns (ys of shape (T, ...), carry_T). Used by the numpy reference
-    and by the loop drivers, so every framework runs literally the same recurrence."""
-    if xs is not None and model.prologue is not None:
-        xs = model.prologue(ops, params, xs)
+    and by the loop drivers, so every framework runs literally the same recurrence.
+
+    collect(ys, t, y) -> ys: how step t's output joins ys, for loops that write into a
+    preallocated buffer (ys is None before the first step); default: a list, stacked at the end."""
+    xs, step_x = step_inputs(ops, model, params, xs, length)
     carry = tuple(carry0)
-    ys = []
+    ys: Any = None if collect is not None else []
     for t in range(length):
-        carry, y = model.step(ops, params, carry, None if xs is None else xs[t])
-        ys.append(y)
-    return ops.stack(ys), carry
+        carry, y = model.step(ops, params, carry, step_x(None if xs is None else xs[t]))
+        if collect is None:
+            ys.append(y)
+        else:
+            ys = collect(ys, t, y)
+    return (ops.stack(ys) if collect is None else ys), carry
 
 
 def reference_loss(model: Model, case: Case, params=None, carry0=None, xs=None) -> float:

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 Ops = types.SimpleNamespace
-"""Fields: name, tanh, sigmoid, exp, sin, cos, matmul, linear, split, stack, sum, zeros_like,
+"""Fields: name, tanh, sigmoid, exp, sin, cos, matmul, linear, split, stack, sum, zeros(shape, like) (like's dtype and device), zeros_like,
 ones_like, eye, transpose, concat (along axis 0), cast_like(x, like) (x in like's dtype), and
 fp32_island() (a context manager: inside it torch autocast is disabled, so a step can keep its
 carry update in full precision under bf16 autocast; a no-op elsewhere). Array arguments are the
@@ -40,6 +40,7 @@ def numpy_ops() -> Ops:
         split=lambda x, n: tuple(np.split(x, n, axis=-1)),
         stack=lambda xs: np.stack(xs, axis=0),
         sum=np.sum,
+        zeros=lambda shape, like: np.zeros(shape, dtype=like.dtype),
         zeros_like=np.zeros_like,
         ones_like=np.ones_like,
         eye=lambda n, like: np.eye(n, dtype=like.dtype),
@@ -67,6 +68,7 @@ def torch_ops() -> Ops:
         split=lambda x, n: torch.chunk(x, n, dim=-1),
         stack=lambda xs: torch.stack(xs, dim=0),
         sum=torch.sum,
+        zeros=lambda shape, like: torch.zeros(shape, dtype=like.dtype, device=like.device),
         zeros_like=torch.zeros_like,
         ones_like=torch.ones_like,
         eye=lambda n, like: torch.eye(n, dtype=like.dtype, device=like.device),
@@ -95,6 +97,7 @@ def jax_ops() -> Ops:
         split=lambda x, n: tuple(jnp.split(x, n, axis=-1)),
         stack=lambda xs: jnp.stack(xs, axis=0),
         sum=jnp.sum,
+        zeros=lambda shape, like: jnp.zeros(shape, dtype=like.dtype),
         zeros_like=jnp.zeros_like,
         ones_like=jnp.ones_like,
         eye=lambda n, like: jnp.eye(n, dtype=like.dtype),

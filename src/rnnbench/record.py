@@ -8,21 +8,44 @@ import os
 import platform
 import socket
 import sys
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from rnnbench.status import is_failing  # noqa: F401  (re-exported: callers ask record.is_failing)
+
 SCHEMA = 1
 
-FAILING = ("grad_mismatch", "missing_grad", "forward_mismatch", "compile_error", "error", "crash", "timeout")
-"""Statuses that fail a run. "ok", "unavailable" (the driver cannot run here, with a reason) and
-"skipped" (a sweep row not run or stopped because its time budget was spent, with the reason) do not;
-nor does "known_issue:<id>" (a failure the known-issues registry expects: still reported, never timed),
-while "known_issue_fixed:<id>" (a registered bug that no longer reproduces) does: see is_failing."""
 
 
-def is_failing(status: str) -> bool:
-    """True when a row with this status fails the run (the CLI's exit code 1)."""
-    return status in FAILING or status.startswith("known_issue_fixed:")
+def identity(*, model: str, driver: str, framework: str, family: str, anchor: bool, environment: str, env_label: str,
+             dtype: str, device: str, sizes: dict[str, int], seed: int) -> dict[str, Any]:
+    """The identifying fields every record has, whatever happened to the row: the one constructor
+    (rnnbench.run.row.Job.identity builds it for a job). env_label names the environment by its
+    torch version ("torch 2.13.0") where known, else by its name."""
+    return {
+        "schema": SCHEMA,
+        "model": model,
+        "driver": driver,
+        "framework": framework,
+        "framework_family": family,
+        "environment_name": environment,
+        "env_label": env_label,
+        "anchor": anchor,
+        "dtype": dtype,
+        "device": device,
+        "sizes": dict(sizes),
+        "seed": seed,
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": machine(),
+    }
+
+
+def row_key(rec: dict[str, Any]) -> tuple:
+    """What makes two records the same row (used to resume: done rows are skipped)."""
+    sizes = tuple(sorted((rec.get("sizes") or {}).items()))
+    return (rec["model"], rec["driver"], rec.get("environment_name", "main"), rec["dtype"], rec.get("device", "cpu"),
+            sizes, rec.get("seed", 0))
 
 
 def machine() -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Finds models (every module of `rnnbench_models`) and drivers (every module of `rnnbench.drivers`).
+"""Finds models (`MODELS` of every module of `rnnbench_models`) and drivers (`DRIVERS` of every
+mechanism module of `rnnbench.drivers`).
 
 Adding a model or a driver is adding a file: the CLI, the tests and the asv benchmarks all read
 these lists. Modules named in the environment variable RNNBENCH_PLUGINS (comma-separated import
@@ -13,7 +14,7 @@ import os
 import pkgutil
 from functools import lru_cache
 
-from rnnbench.drivers.base import Driver
+from rnnbench.drivers.base import Driver, Framework
 from rnnbench.model import Model
 
 
@@ -51,14 +52,16 @@ def models() -> dict[str, Model]:
 def drivers() -> dict[str, Driver]:
     found: dict[str, Driver] = {}
     for module in [*_modules("rnnbench.drivers"), *_plugins()]:
-        module_drivers = getattr(module, "DRIVERS", ())
-        if getattr(module, "DRIVER", None) is not None:
-            module_drivers = (module.DRIVER, *module_drivers)
-        for driver in module_drivers:
+        for driver in getattr(module, "DRIVERS", ()):
             if driver.name in found:
                 raise RuntimeError(f"driver name {driver.name!r} defined twice")
             found[driver.name] = driver
-    return found
+    return dict(sorted(found.items()))  # by name: listings and run order do not depend on module layout
+
+
+def frameworks() -> dict[str, Framework]:
+    """The frameworks of the registered drivers, by name."""
+    return {d.framework.name: d.framework for d in drivers().values()}
 
 
 def get_model(name: str) -> Model:

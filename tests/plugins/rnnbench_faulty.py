@@ -14,10 +14,15 @@ import time
 
 import numpy as np
 
+from rnnbench import registry
 from rnnbench.drivers import _torch
 from rnnbench.drivers.base import unflatten
-from rnnbench.drivers.torch_loop import DRIVER as TORCH_LOOP
+from rnnbench.model import step_inputs
 from rnnbench.ops import torch_ops
+
+TORCH_LOOP = registry.get_driver("torch_loop")
+TEST = dataclasses.replace(_torch.TORCH, name="test")  # torch underneath, recorded as "test"
+MISSING = dataclasses.replace(_torch.TORCH, name="test", module="nosuchframework")
 
 
 def _fault(name: str, fail, only_model: str | None = None, only_length: int | None = None, **extra):
@@ -29,8 +34,8 @@ def _fault(name: str, fail, only_model: str | None = None, only_length: int | No
             fail()
         return TORCH_LOOP.prepare(model, case, dtype, device)
 
-    return dataclasses.replace(TORCH_LOOP, name=name, framework="test", summary=f"test: {name}", prepare=prepare,
-                               environments=("main",), **extra)
+    return dataclasses.replace(TORCH_LOOP, **{"name": name, "framework": TEST, "summary": f"test: {name}",
+                                              "prepare": prepare, "environments": ("main",), **extra})
 
 
 def _segfault():
@@ -80,20 +85,19 @@ def faulty_loop(name: str = "faulty_loop", cut_carry_from: int | None = None, de
 
         def loss_fn(inputs):
             params, carry, xs = unflatten(model, case, inputs)
-            if xs is not None and model.prologue is not None:
-                xs = model.prologue(ops, params, xs)
+            xs, step_x = step_inputs(ops, model, params, xs, case.length)
             ys = []
             for t in range(case.length):
                 if cut_carry_from is not None and t >= cut_carry_from:
                     carry = tuple(c.detach() for c in carry)
                 p = {k: v.detach() for k, v in params.items()} if detach_params_last and t == case.length - 1 else params
-                carry, y = model.step(ops, p, carry, None if xs is None else xs[t])
+                carry, y = model.step(ops, p, carry, step_x(None if xs is None else xs[t]))
                 ys.append(y)
             return model.loss(ops, consts, ops.stack(ys), carry)
 
         return _torch.prepared_from_loss(loss_fn, inputs, wrt, {})
 
-    return dataclasses.replace(TORCH_LOOP, name=name, framework="test", summary=f"test: {name}", prepare=prepare,
+    return dataclasses.replace(TORCH_LOOP, name=name, framework=TEST, summary=f"test: {name}", prepare=prepare,
                                environments=("main",), second_order=False)
 
 
@@ -106,8 +110,8 @@ DRIVERS = (
     _fault("faulty_crash_on_rnn", _segfault, only_model="rnn"),
     _fault("faulty_crash_at_length_3", _segfault, only_length=3),  # fuzzed bodies of 3 steps
     _fault("faulty_hang_at_length_3", _hang, only_length=3),
-    _fault("faulty_missing_framework", _raise, available=lambda: "python package 'nosuchframework' is not installed"),
+    _fault("faulty_missing_framework", _raise, framework=MISSING),
     faulty_loop("faulty_cut_carry", cut_carry_from=1),
-    dataclasses.replace(TORCH_LOOP, name="faulty_nondeterministic", framework="test", prepare=_nondeterministic_prepare,
+    dataclasses.replace(TORCH_LOOP, name="faulty_nondeterministic", framework=TEST, prepare=_nondeterministic_prepare,
                         environments=("main",)),
 )

@@ -15,13 +15,14 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from rnnbench.check import known_issues
 from rnnbench.check.compare import InputError, compare_grads, describe
 from rnnbench.check.finite_diff import input_value
 from rnnbench.check.hvp import GRADIENT_STEP, LOSS_STEP, finite_difference_hvp, gradient_difference_hvp
+from rnnbench.check.judge import registered
 from rnnbench.check.tolerance import hvp_tolerance
 from rnnbench.drivers.base import Prepared
 from rnnbench.model import Case, Model, reference_loss
+from rnnbench.status import OracleKind, Status
 
 COARSE = 2.0  # the self-consistency step is this many times the oracle's step
 
@@ -54,11 +55,11 @@ def direction(model: Model, case: Case, seed: int) -> dict[str, np.ndarray]:
 def hvp_oracle(model: Model, case: Case, seed: int = 0) -> HvpOracle:
     """Gradient differences of the analytic oracle where the model has one, else loss differences."""
     v = direction(model, case, seed)
-    if model.oracle is not None and model.oracle_kind != "finite_differences":
-        kind, fine = "gradient_differences_hvp", gradient_difference_hvp(model, case, v)
+    if model.oracle is not None and model.oracle_kind != OracleKind.FINITE_DIFFERENCES:
+        kind, fine = OracleKind.GRADIENT_DIFFERENCES_HVP, gradient_difference_hvp(model, case, v)
         coarse = gradient_difference_hvp(model, case, v, step=COARSE * GRADIENT_STEP)
     else:
-        kind, fine = "finite_differences_hvp", finite_difference_hvp(model, case, v)
+        kind, fine = OracleKind.FINITE_DIFFERENCES_HVP, finite_difference_hvp(model, case, v)
         coarse = finite_difference_hvp(model, case, v, step=COARSE * LOSS_STEP)
     names = case.wrt_names(model.carry_names)
     tol = hvp_tolerance(kind, reference_loss(model, case))
@@ -72,24 +73,19 @@ def check_second_order(model: Model, driver_name: str, case: Case, prepared: Pre
     """Compare prepared.hvp(v) with the oracle's H v at float64 (second order is checked at float64
     only: the oracle's own error, ~1e-10, would otherwise be invisible under float32 roundoff)."""
     if prepared.hvp is None:
-        return SecondOrder("unsupported", f"{driver_name} has no second-order path")
+        return SecondOrder(Status.UNSUPPORTED, f"{driver_name} has no second-order path")
     oracle = oracle or hvp_oracle(model, case, seed)
     if oracle.reason is not None:
-        return SecondOrder("ill_conditioned", oracle.reason)
+        return SecondOrder(Status.ILL_CONDITIONED, oracle.reason)
     tol = hvp_tolerance(oracle.kind, reference_loss(model, case))
     names = case.wrt_names(model.carry_names)
     try:
         got: Mapping = prepared.hvp(oracle.v)
     except Exception as exc:  # a framework that refuses double backward: a result, not a crash
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-4:])
-        result = SecondOrder("hvp_error", f"{type(exc).__name__}: {str(exc).strip()[:300]}\n{tb}")
+        result = SecondOrder(Status.HVP_ERROR, f"{type(exc).__name__}: {str(exc).strip()[:300]}\n{tb}")
     else:
         errors = compare_grads(got, oracle.want, names, tol)
-        status = "ok" if all(e.status == "ok" for e in errors) else "hvp_mismatch"
+        status = Status.OK if all(e.status == "ok" for e in errors) else Status.HVP_MISMATCH
         result = SecondOrder(status, "Hessian-vector product:\n" + describe(errors, 0.0, tol), errors=errors)
-    result.raw_status = result.status
-    expected = known_issues.covering(driver_name, model, case, "float64", order=2)
-    result.status, note = known_issues.classify(result.status, result.report, expected)
-    if note:
-        result.report = f"{note}\n{result.report}"
-    return result
+    return registered(result, driver_name, model, case, "float64", order=2)

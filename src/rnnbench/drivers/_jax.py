@@ -1,4 +1,4 @@
-"""Shared plumbing for the jax and flax drivers.
+"""The jax framework layer: the jax and flax Framework objects and the plumbing their mechanisms share.
 
 jax computes float32 unless x64 is enabled, so it is enabled before any array is made; matmul
 precision is pinned to "highest" so GPU float32 matmuls do not silently drop to TF32/bf16 passes.
@@ -6,15 +6,45 @@ precision is pinned to "highest" so GPU float32 matmuls do not silently drop to 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+import os
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from rnnbench.drivers.base import Prepared, flat_inputs, module_available, package_versions
+from rnnbench.drivers.base import Framework, Prepared, flat_inputs
 from rnnbench.model import Case, Model
 
-available = module_available("jax")
-versions = package_versions("jax", "jaxlib", "numpy")
+
+def xla_thread_env(threads: int) -> dict[str, str]:
+    """XLA's CPU client sizes its pools from flags, not from OMP_NUM_THREADS: one thread asks for
+    Eigen without its thread pool and one intra-op thread."""
+    if threads != 1:
+        return {}
+    flags = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    return {"XLA_FLAGS": flags.strip()}
+
+
+def device_missing(device: str) -> Optional[str]:
+    if device != "cuda":
+        return None
+    import jax
+
+    try:
+        jax.devices("gpu")
+        return None
+    except RuntimeError:
+        return "no GPU backend visible to jax"
+
+
+def jax_cold_cache_env(root: str) -> dict[str, str]:
+    """jax's persistent compilation cache off."""
+    return {"JAX_ENABLE_COMPILATION_CACHE": "false", "JAX_COMPILATION_CACHE_DIR": os.path.join(root, "jax")}
+
+
+JAX = Framework(name="jax", module="jax", packages=("jax", "jaxlib", "numpy"), family="jax",
+                thread_env=xla_thread_env, device_missing=device_missing, cold_cache_env=jax_cold_cache_env)
+FLAX = Framework(name="flax", module="flax", packages=("flax", "jax", "jaxlib"), family="jax",
+                 thread_env=xla_thread_env, device_missing=device_missing, cold_cache_env=jax_cold_cache_env)
 
 SETTINGS = {"jax_enable_x64": True, "jax_default_matmul_precision": "highest"}
 

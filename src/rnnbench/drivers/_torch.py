@@ -1,16 +1,58 @@
-"""Shared plumbing for the torch drivers: canonical numpy <-> tensors, and the Prepared they share."""
+"""The torch framework layer: the Framework object, canonical numpy <-> tensors, the Prepared every
+torch mechanism returns, and torch.compile with the settings rows record."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+import os
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from rnnbench.drivers.base import Prepared, flat_inputs, module_available, package_versions
+from rnnbench.drivers.base import Framework, Prepared, flat_inputs
 from rnnbench.model import Case, Model
 
-available = module_available("torch")
-versions = package_versions("torch", "numpy")
+
+def set_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def threads_in_use() -> dict[str, int]:
+    import torch
+
+    return {"torch_intra_op": torch.get_num_threads(), "torch_inter_op": torch.get_num_interop_threads()}
+
+
+def device_missing(device: str) -> Optional[str]:
+    if device != "cuda":
+        return None
+    import torch
+
+    return None if torch.cuda.is_available() else "no CUDA device visible to torch"
+
+
+def inductor_cold_cache_env(root: str) -> dict[str, str]:
+    """inductor's on-disk FX-graph and AOT-autograd caches off; its cache dir (generated code,
+    compiled .so files) an empty directory under `root`."""
+    return {
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
+        "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(root, "inductor"),
+    }
+
+
+TORCH = Framework(
+    name="torch",
+    module="torch",
+    packages=("torch", "numpy"),
+    family="torch",
+    slow_compile=True,
+    set_threads=set_threads,
+    threads_in_use=threads_in_use,
+    device_missing=device_missing,
+    cold_cache_env=inductor_cold_cache_env,
+)
 
 
 def torch_dtype(dtype: str):
@@ -107,13 +149,35 @@ def prepared_from_loss(
     return Prepared(loss_and_grads, forward, forward_backward, block, dict(settings), hvp if second_order else None)
 
 
-def compile_settings() -> dict[str, Any]:
-    """Start each compiled driver from a clean dynamo state; return the settings to record.
-
-    dynamo caches compiled code per code object: without a reset, the second model compiled in one
-    process would hit the recompile limit and silently run eager. fullgraph=True (at the call
-    sites) turns any graph break into an error instead of a silent eager fallback."""
+def compiled(loss_fn: Callable[[dict[str, Any]], Any], dynamo_config: Mapping[str, Any] = {}) -> tuple[Callable, dict[str, Any]]:
+    """(torch.compile(loss_fn) with inductor, the settings to record). Starts from a clean dynamo
+    state: dynamo caches compiled code per code object, so without a reset the second model
+    compiled in one process would hit the recompile limit and silently run eager. fullgraph=True
+    turns any graph break into an error instead of a silent eager fallback. dynamo_config: values
+    of torch._dynamo.config to set (and record) for this compile."""
     import torch
 
     torch._dynamo.reset()
-    return {"backend": "inductor", "fullgraph": True}
+    settings: dict[str, Any] = {"backend": "inductor", "fullgraph": True}
+    for key, value in dynamo_config.items():
+        setattr(torch._dynamo.config, key, value)
+        settings[f"torch._dynamo.config.{key}"] = value
+    return torch.compile(loss_fn, backend="inductor", fullgraph=True), settings
+
+
+def under_autocast(loss_fn: Callable[[dict], Any], device: str) -> Callable[[dict], Any]:
+    """loss_fn run under bf16 autocast, as mixed-precision training does (parameters stay float32);
+    the loss is returned in float32. Applied outside a compiled function, as in docs/bugs.md §3."""
+    import torch
+
+    def wrapped(inputs):
+        with torch.autocast(device, dtype=torch.bfloat16):
+            return loss_fn(inputs).float()
+
+    return wrapped
+
+
+def supports_autocast(model: Model) -> Optional[str]:
+    """Only models with an fp32 island (Model.island_grads) run under autocast: for them the check
+    can tell float32 island semantics from bf16."""
+    return None if model.island_grads else "model has no fp32 island (Model.island_grads is empty)"

@@ -1,4 +1,4 @@
-"""Shared plumbing for the torch_xla drivers (environment "xla": torch 2.9.0 + torch_xla 2.9.0,
+"""The torch_xla framework layer: its Framework object and the plumbing its mechanisms share (environment "xla": torch 2.9.0 + torch_xla 2.9.0,
 PJRT_DEVICE=CPU).
 
 torch_xla tensors are lazy: ops only record a graph, which runs at torch_xla.sync(). Every timed
@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from rnnbench.drivers import _torch
-from rnnbench.drivers.base import Prepared, module_available, package_versions
+from rnnbench.drivers import _jax, _torch
+from rnnbench.drivers.base import Framework, Prepared
 from rnnbench.model import Case, Model
 
-available = module_available("torch_xla")
-versions = package_versions("torch", "torch_xla", "numpy")
+TORCH_XLA = Framework(name="torch_xla", module="torch_xla", packages=("torch", "torch_xla", "numpy"), family="torch",
+                      thread_env=_jax.xla_thread_env, set_threads=_torch.set_threads,
+                      threads_in_use=_torch.threads_in_use)
 
 SETTINGS = {"device": "xla (PJRT_DEVICE=CPU)", "lazy_tensors": True, "block": "torch_xla.sync(wait=True)"}
 

@@ -37,65 +37,118 @@ class Prepared:
 
 
 @dataclass(frozen=True)
-class Driver:
-    """name: unique id. framework: "torch", "jax", "flax", "torch_xla". environments: the Python
-    environments that run it ("main"; "xla" = torch 2.9.0 + torch_xla): a driver listed in several
-    gives one row per environment, so one table compares framework versions (rnnbench.run.environments).
-    compiled: True when the first call compiles.
-    anchor: a vendor layer (torch.nn.LSTM, flax cells) rather than the model's own step.
-    available() -> None or the reason the framework cannot be used here.
-    supports(model) -> None or the reason this driver cannot express the model.
-    prepare(model, case, dtype, device) -> Prepared.
-    versions() -> {package: version} of what the driver runs on.
-    autocast: the autocast dtype the driver runs the loss under (parameters stay float32), or None.
-    second_order: its Prepared provides hvp (double backward / forward-over-reverse), checked by
-    rnnbench.check.second_order; compiled torch drivers have no double backward."""
+class Framework:
+    """Everything about one framework that is not a way of writing the loop: whether it is
+    installed, its versions, dtypes and devices, threads, and its compile caches. The framework
+    layer (the `_<framework>.py` modules beside this one) holds one per framework; nothing outside
+    it tests a framework's name.
+
+    name: recorded in every row ("torch", "jax", "flax", "torch_xla").
+    module: the importable module that makes it available (checked without importing it).
+    packages: whose versions rows record.
+    family: the vendor layers a report compares a driver with ("torch" rows against torch.nn,
+        "jax" rows against flax cells).
+    slow_compile: its compiled drivers take seconds per new program (torch inductor), so callers
+        that compile thousands of small programs (the fuzzer) leave them out unless named.
+    thread_env(n): environment variables that fix its thread pools, set before it is imported.
+    set_threads(n): the same, in a process that has imported it.
+    threads_in_use(): thread counts as it reports them (recorded with each row).
+    device_missing(device): None, or why `device` is not usable by it here.
+    cold_cache_env(root): environment variables that switch its on-disk compile caches off (cache
+        directories under `root`), for cold first-call times.
+    """
 
     name: str
-    framework: str
-    summary: str
-    prepare: Callable[[Model, Case, str, str], Prepared]
-    available: Callable[[], Optional[str]]
-    versions: Callable[[], dict[str, str]]
-    supports: Callable[[Model], Optional[str]] = lambda model: None
-    environments: tuple[str, ...] = ("main",)
-    compiled: bool = False
-    anchor: bool = False
-    dtypes: tuple[str, ...] = ("float64", "float32")
-    devices: tuple[str, ...] = ("cpu", "cuda")
-    suite: str = "core"  # "bugs": a driver that exists for a BUGS.md class (e.g. preallocated buffers)
-    autocast: Optional[str] = None
-    second_order: bool = False
+    module: str
+    packages: tuple[str, ...]
+    family: str
+    slow_compile: bool = False
+    thread_env: Callable[[int], dict[str, str]] = lambda threads: {}
+    set_threads: Callable[[int], None] = lambda threads: None
+    threads_in_use: Callable[[], dict[str, int]] = lambda: {}
+    device_missing: Callable[[str], Optional[str]] = lambda device: None
+    cold_cache_env: Callable[[str], dict[str, str]] = lambda root: {}
 
-
-def module_available(module: str) -> Callable[[], Optional[str]]:
-    """available() for a driver that needs an importable module (checked without importing it)."""
-
-    def check() -> Optional[str]:
+    def available(self) -> Optional[str]:
+        """None, or the reason the framework cannot be used in this Python environment."""
         import importlib.util
 
         try:
-            found = importlib.util.find_spec(module) is not None
+            found = importlib.util.find_spec(self.module) is not None
         except (ImportError, ValueError):
             found = False
-        return None if found else f"python package '{module}' is not installed in this environment"
+        return None if found else f"python package '{self.module}' is not installed in this environment"
 
-    return check
-
-
-def package_versions(*packages: str) -> Callable[[], dict[str, str]]:
-    def versions() -> dict[str, str]:
+    def versions(self) -> dict[str, str]:
         from importlib.metadata import PackageNotFoundError, version
 
         out = {}
-        for p in packages:
+        for p in self.packages:
             try:
                 out[p] = version(p)
             except PackageNotFoundError:
                 out[p] = "missing"
         return out
 
-    return versions
+    def import_module(self) -> None:
+        """Import it (so a row's memory baseline includes the framework's own footprint)."""
+        import importlib
+
+        importlib.import_module(self.module)
+
+
+@dataclass(frozen=True)
+class Driver:
+    """One configuration of one mechanism: a row of its mechanism module's DRIVERS table.
+
+    name: unique id (records, the registry of known issues and asv history are keyed by it).
+    framework: the Framework it runs on. summary: one line for `rnnbench list`.
+    prepare(model, case, dtype, device) -> Prepared.
+    supports(model) -> None or the reason this driver cannot express the model.
+    environments: the Python environments that run it ("main"; "xla" = torch 2.9.0 + torch_xla): a
+        driver listed in several gives one row per environment (rnnbench.run.environments).
+    compiled: True when the first call compiles.
+    anchor: a vendor layer (torch.nn.LSTM, flax cells) rather than the model's own step.
+    suite: "core", or "bugs" for a driver that exists for a bug class of docs/bugs.md.
+    autocast: the autocast dtype the driver runs the loss under (parameters stay float32), or None.
+    second_order: its Prepared provides hvp (double backward / forward-over-reverse), checked by
+        rnnbench.check.second_order; compiled torch drivers have no double backward.
+    unavailable: a fixed reason it cannot run anywhere (a test double), else None."""
+
+    name: str
+    framework: Framework
+    summary: str
+    prepare: Callable[[Model, Case, str, str], Prepared]
+    supports: Callable[[Model], Optional[str]] = lambda model: None
+    environments: tuple[str, ...] = ("main",)
+    compiled: bool = False
+    anchor: bool = False
+    dtypes: tuple[str, ...] = ("float64", "float32")
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    suite: str = "core"
+    autocast: Optional[str] = None
+    second_order: bool = False
+    unavailable: Optional[str] = None
+
+    def available(self) -> Optional[str]:
+        return self.unavailable or self.framework.available()
+
+    def versions(self) -> dict[str, str]:
+        return self.framework.versions()
+
+    def why_not(self, model: Model, dtype: str, device: str) -> Optional[str]:
+        """None, or why this driver cannot run `model` at `dtype` on `device` in this process
+        (framework installed, dtype, device, the model's shape of computation, device visible)."""
+        reason = self.available()
+        if reason is None and dtype not in self.dtypes:
+            reason = f"dtype {dtype} not supported by {self.name}"
+        if reason is None and device not in self.devices:
+            reason = f"device {device} not supported by {self.name}"
+        if reason is None:
+            reason = self.supports(model)
+        if reason is None:
+            reason = self.framework.device_missing(device)
+        return reason
 
 
 def flat_inputs(model: Model, case: Case) -> dict[str, np.ndarray]:
@@ -119,5 +172,14 @@ def supports_kind(kind: str) -> Callable[[Model], Optional[str]]:
 
     def supports(model: Model) -> Optional[str]:
         return None if model.kind == kind else f"vendor layer computes {kind} only"
+
+    return supports
+
+
+def supports_only(models: tuple[str, ...]) -> Callable[[Model], Optional[str]]:
+    """supports() for a configuration variant that exists for one known issue: run on a few models."""
+
+    def supports(model: Model) -> Optional[str]:
+        return None if model.name in models else f"configuration variant, run on {', '.join(models)} only"
 
     return supports

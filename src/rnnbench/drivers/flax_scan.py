@@ -1,4 +1,4 @@
-"""flax.linen: the model's step as a cell lifted with nn.scan (the transform nn.RNN is built on).
+"""Mechanism: flax.linen: the model's step as a cell lifted with nn.scan (the transform nn.RNN is built on).
 
 The recurrence module owns the canonical parameters (self.param); the scanned cell receives them
 broadcast, as flax RNN layers do. Gradients come back in canonical layout because the parameter
@@ -7,8 +7,8 @@ tree *is* the canonical dict."""
 from __future__ import annotations
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import Driver, Prepared, module_available, package_versions, unflatten
-from rnnbench.model import Case, Model
+from rnnbench.drivers.base import Driver, Prepared, unflatten
+from rnnbench.model import Case, Model, step_inputs
 from rnnbench.ops import jax_ops
 
 
@@ -21,16 +21,16 @@ def recurrence_module(model: Model, case: Case):
     class StepCell(nn.Module):
         @nn.compact
         def __call__(self, carry, params, x):
-            return model.step(ops, params, carry, x if case.xs is not None else None)
+            return model.step(ops, params, carry, step_x(x))
+
+    step_x = (lambda x: x) if case.xs is not None else (lambda x: None)
 
     class Recurrence(nn.Module):
         @nn.compact
         def __call__(self, carry0, xs):
             params = {k: self.param(k, lambda rng, s=v.shape: jnp.zeros(s)) for k, v in case.params.items()}
-            if xs is not None and model.prologue is not None:
-                xs = model.prologue(ops, params, xs)
-            if xs is None:  # nn.scan needs something to scan over; the cell ignores it
-                xs = jnp.zeros((case.length, 1), dtype=carry0[0].dtype)
+            # nn.scan needs something to scan over: a trip-count recurrence scans a dummy
+            xs, _ = step_inputs(ops, model, params, xs, case.length, dummy_like=carry0[0])
             scanned = nn.scan(
                 StepCell,
                 variable_broadcast="params",
@@ -57,14 +57,7 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
     return _jax.prepared_from_loss(loss_fn, diff, rest, {"flax": "linen nn.scan"})
 
 
-DRIVER = Driver(
-    name="flax_scan",
-    framework="flax",
-    summary="flax.linen nn.scan of the model's step as a cell",
-    prepare=prepare,
-    second_order=True,
-    available=module_available("flax"),
-    versions=package_versions("flax", "jax", "jaxlib"),
-    compiled=True,
-    dtypes=("float64", "float32", "bfloat16"),
+DRIVERS = (
+    Driver(name="flax_scan", framework=_jax.FLAX, summary="flax.linen nn.scan of the model's step as a cell",
+           prepare=prepare, second_order=True, compiled=True, dtypes=("float64", "float32", "bfloat16")),
 )

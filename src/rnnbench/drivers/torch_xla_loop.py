@@ -1,5 +1,6 @@
-"""torch_xla, plain Python loop over the model's step on the lazy XLA device: tracing unrolls the
-T steps into one graph (compiled once per shape, cached by graph hash); every call re-traces it."""
+"""Mechanism: a plain Python loop over the model's step on torch_xla's lazy XLA device (the torch
+loop's loss, torch_loop.loop_loss): tracing unrolls the T steps into one graph, compiled once per
+shape and cached by graph hash; every call re-traces it."""
 
 from __future__ import annotations
 
@@ -14,14 +15,7 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
     return _torch_xla.prepared_from_loss(loop_loss(model, case, consts), inputs, wrt, {"loop": "python"})
 
 
-DRIVER = Driver(
-    name="torch_xla_loop",
-    framework="torch_xla",
-    summary="torch_xla lazy tensors, Python for-loop",
-    prepare=prepare,
-    available=_torch_xla.available,
-    versions=_torch_xla.versions,
-    environments=("xla",),
-    compiled=True,
-    devices=("cpu",),
+DRIVERS = (
+    Driver(name="torch_xla_loop", framework=_torch_xla.TORCH_XLA, summary="torch_xla lazy tensors, Python for-loop",
+           prepare=prepare, environments=("xla",), compiled=True, devices=("cpu",)),
 )

@@ -1,19 +1,35 @@
-"""torch_xla.experimental.scan, without its tracing cache (is_fn_pure=False, the default): every
-call re-traces the step with AOTAutograd, which dominates the steady-state time on CPU.
+"""Mechanism: torch_xla.experimental.scan over the model's step; recurrences without xs scan over a
+(T, 1) dummy.
 
-torch_xla 2.9.0's scan cannot close over tensors (BUGS.md §2; torch_xla_scan_closure shows the
-failure), so the parameters travel through the carry: carry = (parameters, model carry), and the
-step returns the parameters unchanged. Their gradients accumulate through the reverse scan's carry
-cotangent. Recurrences without xs scan over a (T, 1) dummy."""
+Configurations (rows of DRIVERS):
+- params_via="carry": torch_xla 2.9.0's scan cannot close over tensors (docs/bugs.md §2), so the
+  parameters travel through the carry, carry = (parameters, model carry), and the step returns
+  them unchanged; their gradients accumulate through the reverse scan's carry cotangent.
+  params_via="closure": the idiomatic body that closes over the parameters (as torch_scan does).
+  torch_xla 2.9.0 cannot trace it (AOTAutograd meets a captured XLA tensor: "Please convert all
+  Tensors to FakeTensors first"); it runs so that the known-issues registry sees that failure on
+  every run and notices when it stops. A model without parameters captures nothing and runs.
+- is_fn_pure: torch_xla's tracing cache. False (its default): every call re-traces the step with
+  AOTAutograd, which dominates the steady-state time on CPU. True: the trace is cached by the step
+  function's identity and the carry/xs shapes (about 8x faster forward+backward on CPU).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable
 
 from rnnbench.drivers import _torch_xla
 from rnnbench.drivers.base import Driver, Prepared, unflatten
-from rnnbench.model import Case, Model
+from rnnbench.model import Case, Model, step_inputs
 from rnnbench.ops import torch_ops
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    params_via: str = "carry"  # "carry" or "closure"
+    is_fn_pure: bool = False
 
 
 def carried_params_step(model: Model, case: Case) -> Callable:
@@ -22,53 +38,54 @@ def carried_params_step(model: Model, case: Case) -> Callable:
     It captures no tensor, only the model and the parameter names."""
     ops = torch_ops()
     names = tuple(case.params)
-    has_xs = case.xs is not None
+    step_x = (lambda x: x) if case.xs is not None else (lambda x: None)
 
     def step(carry, x):
         params_t, state = carry
-        new_state, y = model.step(ops, dict(zip(names, params_t)), tuple(state), x if has_xs else None)
+        new_state, y = model.step(ops, dict(zip(names, params_t)), tuple(state), step_x(x))
         return (params_t, tuple(new_state)), y
 
     return step
 
 
-def scan_loss(model: Model, case: Case, consts, is_fn_pure: bool) -> Callable[[dict[str, Any]], Any]:
-    import torch
+def scan_loss(config: ScanConfig, model: Model, case: Case, consts) -> Callable[[dict[str, Any]], Any]:
     from torch_xla.experimental.scan import scan
 
     ops = torch_ops()
-    step = carried_params_step(model, case)
+    carried_step = carried_params_step(model, case)
 
     def loss_fn(inputs):
         params, carry0, xs = unflatten(model, case, inputs)
-        if xs is not None and model.prologue is not None:
-            xs = model.prologue(ops, params, xs)
-        if xs is None:
-            xs = torch.zeros(case.length, 1, dtype=carry0[0].dtype, device=carry0[0].device)
-        (_, carry), ys = scan(step, (tuple(params.values()), tuple(carry0)), xs, is_fn_pure=is_fn_pure)
+        xs, step_x = step_inputs(ops, model, params, xs, case.length, dummy_like=carry0[0])
+        if config.params_via == "carry":
+            (_, carry), ys = scan(carried_step, (tuple(params.values()), tuple(carry0)), xs,
+                                  is_fn_pure=config.is_fn_pure)
+        else:
+            def step(carry, x):  # closes over `params`: the form torch_xla 2.9.0 cannot trace
+                new_carry, y = model.step(ops, params, tuple(carry), step_x(x))
+                return tuple(new_carry), y
+
+            carry, ys = scan(step, tuple(carry0), xs, is_fn_pure=config.is_fn_pure)
         return model.loss(ops, consts, ys, tuple(carry))
 
     return loss_fn
 
 
-def prepare_scan(model: Model, case: Case, dtype: str, is_fn_pure: bool) -> Prepared:
+def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: str) -> Prepared:
     inputs, consts, wrt = _torch_xla.model_tensors(model, case, dtype)
-    settings = {"loop": "torch_xla.experimental.scan", "is_fn_pure": is_fn_pure, "params_via": "carry"}
-    return _torch_xla.prepared_from_loss(scan_loss(model, case, consts, is_fn_pure), inputs, wrt, settings)
+    settings = {"loop": "torch_xla.experimental.scan", "is_fn_pure": config.is_fn_pure, "params_via": config.params_via}
+    return _torch_xla.prepared_from_loss(scan_loss(config, model, case, consts), inputs, wrt, settings)
 
 
-def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
-    return prepare_scan(model, case, dtype, is_fn_pure=False)
-
-
-DRIVER = Driver(
-    name="torch_xla_scan",
-    framework="torch_xla",
-    summary="torch_xla.experimental.scan, params in carry, re-traced each call (is_fn_pure=False)",
-    prepare=prepare,
-    available=_torch_xla.available,
-    versions=_torch_xla.versions,
-    environments=("xla",),
-    compiled=True,
-    devices=("cpu",),
+DRIVERS = tuple(
+    Driver(name=name, framework=_torch_xla.TORCH_XLA, summary=summary, prepare=partial(prepare, config),
+           environments=("xla",), compiled=True, devices=("cpu",))
+    for name, summary, config in (
+        ("torch_xla_scan", "torch_xla.experimental.scan, params in carry, re-traced each call (is_fn_pure=False)",
+         ScanConfig()),
+        ("torch_xla_scan_cached", "torch_xla.experimental.scan, params in carry, tracing cache (is_fn_pure=True)",
+         ScanConfig(is_fn_pure=True)),
+        ("torch_xla_scan_closure", "torch_xla.experimental.scan, body closes over params (docs/bugs.md §2: cannot trace)",
+         ScanConfig(params_via="closure")),
+    )
 )

@@ -1,4 +1,4 @@
-"""Run fuzzed bodies on drivers: the first-order check (rnnbench.run.row.check_gradients against
+"""Run fuzzed bodies on drivers: the first-order check (rnnbench.run.row.check_gradients, the judge,
 cached float64 finite differences), the second-order check (rnnbench.check.second_order against
 loss-difference H v) where the driver has one, both with the known-issues registry applied, and
 shrinking of each failure to a minimal body that fails the same way."""
@@ -9,15 +9,15 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from rnnbench.check import known_issues
 from rnnbench.check.second_order import check_second_order
 from rnnbench.drivers.base import Driver
 from rnnbench.fuzz.cases import FuzzCase, build
 from rnnbench.fuzz.grammar import Body, body_wrt, generate, shrink_candidates, size
 from rnnbench.run.row import check_gradients
+from rnnbench.status import DRIVER_ERRORS, WRONG_GRADIENT, Status, is_fixed, is_known
 
-FIRST_ORDER_FAILURES = ("grad_mismatch", "missing_grad", "forward_mismatch")
-ERRORS = ("error", "compile_error", "hvp_error", "crash", "timeout")  # crash, timeout: fuzz/isolated.py
+FIRST_ORDER_FAILURES = WRONG_GRADIENT
+ERRORS = DRIVER_ERRORS  # crash, timeout: the worker's isolation
 COLUMNS = ("tried", "agree", "mismatch", "known", "error", "hvp_tried", "hvp_agree", "hvp_mismatch", "hvp_known",
            "hvp_error", "hvp_ill_cond")
 
@@ -40,11 +40,11 @@ class Outcome:
     @property
     def failed(self) -> bool:
         """A gradient the oracle contradicts and no registry entry explains."""
-        return self.status in FIRST_ORDER_FAILURES or self.hvp_status == "hvp_mismatch"
+        return self.status in FIRST_ORDER_FAILURES or self.hvp_status == Status.HVP_MISMATCH
 
     @property
     def known(self) -> bool:
-        return known_issues.is_known(self.status) or known_issues.is_known(self.hvp_status or "")
+        return is_known(self.status) or is_known(self.hvp_status)
 
     @property
     def errored(self) -> bool:
@@ -63,16 +63,16 @@ class Outcome:
 def run_driver(fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, device: str = "cpu") -> tuple[str, Optional[str], str]:
     """(status, hvp_status, report) of one driver on one well-conditioned body."""
     chk, prepared = check_gradients(fc.model, driver, fc.case, dtype, device)
-    first_ok = chk.raw_status == "ok"
+    first_ok = chk.raw_status == Status.OK
     if not first_ok or prepared is None or prepared.hvp is None or not second_order or dtype != "float64":
         return chk.status, None, chk.report if not first_ok else ""
     result = check_second_order(fc.model, driver.name, fc.case, prepared, oracle=fc.hvp_oracle())
-    return chk.status, result.status, "" if result.status == "ok" else result.report
+    return chk.status, result.status, "" if result.status == Status.OK else result.report
 
 
 def _first_order_ok(status: str) -> bool:
     """Right at first order (a body a registry entry covers but that came out right included)."""
-    return status == "ok" or known_issues.is_fixed(status)
+    return status == Status.OK or is_fixed(status)
 
 
 def _kind_of(status: str, hvp_status: Optional[str]) -> str:
@@ -115,21 +115,21 @@ class FuzzSummary:
             c["tried"] += 1
             if o.status in FIRST_ORDER_FAILURES:
                 c["mismatch"] += 1
-            elif known_issues.is_known(o.status):
+            elif is_known(o.status):
                 c["known"] += 1
             elif o.status in ERRORS:
                 c["error"] += 1
             else:  # ok, or a body a registry entry covers that came out right
                 c["agree"] += 1
-                c["covered_ok"] += known_issues.is_fixed(o.status)
+                c["covered_ok"] += is_fixed(o.status)
             if o.hvp_status is None:
                 continue
-            if o.hvp_status == "ill_conditioned":
+            if o.hvp_status == Status.ILL_CONDITIONED:
                 c["hvp_ill_cond"] += 1
                 continue
             c["hvp_tried"] += 1
-            c[{"hvp_mismatch": "hvp_mismatch", "hvp_error": "hvp_error"}.get(o.hvp_status, "")
-              or ("hvp_known" if known_issues.is_known(o.hvp_status) else "hvp_agree")] += 1
+            c[{Status.HVP_MISMATCH: "hvp_mismatch", Status.HVP_ERROR: "hvp_error"}.get(o.hvp_status, "")
+              or ("hvp_known" if is_known(o.hvp_status) else "hvp_agree")] += 1
         return per
 
     @property
@@ -158,12 +158,12 @@ class FuzzSummary:
         errors = [o for o in self.outcomes if o.errored]
         if errors:
             lines.append(f"\n{len(errors)} driver errors (the framework raised; not gradient mismatches):")
-            lines += [_describe(o) for o in errors if o.minimal is not None or o.status in ("crash", "timeout")]
+            lines += [_describe(o) for o in errors if o.minimal is not None or o.status in (Status.CRASH, Status.TIMEOUT)]
         return "\n".join(lines)
 
 
 def _describe(o: Outcome) -> str:
-    head = f"\n== body {o.index} on {o.driver}: {o.status}" + (f", second order {o.hvp_status}" if o.hvp_status not in (None, "ok") else "")
+    head = f"\n== body {o.index} on {o.driver}: {o.status}" + (f", second order {o.hvp_status}" if o.hvp_status not in (None, Status.OK) else "")
     parts = [head]
     b = o.minimal or o.body
     if b is not None:

@@ -41,7 +41,13 @@ def table_rows(records: list[dict]) -> list[tuple[str, ...]]:
     return out
 
 
-FAMILY = {"torch": "torch", "torch_xla": "torch", "jax": "jax", "flax": "jax"}
+
+
+def _family(r: dict) -> str:
+    """The vendor layers a row compares with (Framework.family); records written before the field
+    existed are grouped by their framework's name."""
+    return r.get("framework_family") or r["framework"]
+
 
 
 def anchor_ratios(records: list[dict]) -> list[tuple[str, ...]]:
@@ -49,10 +55,10 @@ def anchor_ratios(records: list[dict]) -> list[tuple[str, ...]]:
     anchor of the same framework family at the same sizes: how far our own step and loop are
     from the framework's hand-written layer (1.0 = as fast)."""
     ok = [r for r in records if r["status"] == "ok" and r.get("fwd_bwd") and "sweep" in r]
-    anchors = {(r["model"], FAMILY.get(r["framework"]), tuple(sorted(r["sizes"].items()))): r for r in ok if r.get("anchor")}
+    anchors = {(r["model"], _family(r), tuple(sorted(r["sizes"].items()))): r for r in ok if r.get("anchor")}
     out = []
     for r in sorted(ok, key=lambda r: (r["model"], r["driver"], tuple(sorted(r["sizes"].items())))):
-        a = anchors.get((r["model"], FAMILY.get(r["framework"]), tuple(sorted(r["sizes"].items()))))
+        a = anchors.get((r["model"], _family(r), tuple(sorted(r["sizes"].items()))))
         if a is None or r.get("anchor"):
             continue
         out.append((r["model"], ",".join(f"{k}={v}" for k, v in r["sizes"].items()), r["driver"], a["driver"],

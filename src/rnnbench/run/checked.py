@@ -7,7 +7,10 @@ from typing import Mapping
 
 from rnnbench import registry
 from rnnbench.drivers.base import Prepared
-from rnnbench.run.row import Check, Job, check_gradients, unavailable_reason
+from rnnbench.check.judge import Check, judge
+from rnnbench.run import environments
+from rnnbench.run.row import Job, check_gradients, unavailable_reason
+from rnnbench.status import Status
 
 
 class NotApplicable(NotImplementedError):
@@ -24,33 +27,22 @@ def prepare_checked(model_name: str, driver_name: str, sizes: Mapping[str, int] 
     staged gradient check once (that first call compiles; Check.first_call_s times it) and return
     (check, prepared). Raises NotApplicable or GradientDisagreement (with the full report)."""
     model, driver = registry.get_model(model_name), registry.get_driver(driver_name)
-    job = Job(model_name, driver_name, dtype, device, dict(sizes or {}), seed)
+    job = Job(model_name, driver_name, dtype, device, dict(sizes or {}), seed, environment=environments.current())
     reason = unavailable_reason(model, driver, job)
     if reason is not None:
         raise NotApplicable(reason)
     case = model.make_case(model.sizes_with_defaults(job.sizes), seed).rounded_to(dtype)
     check, prepared = check_gradients(model, driver, case, dtype, device)
-    if check.status != "ok" or prepared is None:
+    if check.status != Status.OK or prepared is None:
         raise GradientDisagreement(f"{model_name} / {driver_name}: {check.status}\n{check.report}")
     return check, prepared
 
 
 def verify(model_name: str, loss: float, grads: dict, sizes: Mapping[str, int] | None = None,
-           dtype: str = "float32", device: str = "cpu", seed: int = 0) -> Check:
+           dtype: str = "float32", device: str = "cpu", seed: int = 0, driver_name: str = "") -> Check:
     """Judge a (loss, canonical grads) pair, e.g. the value a benchmark returned, against the
-    oracle with the one tolerance policy; returns the Check (status "ok" when they agree)."""
-    from rnnbench.check.compare import compare_grads, describe, loss_rel_error, verdict
-    from rnnbench.check.finite_diff import oracle_grads
-    from rnnbench.check.tolerance import tolerance
-    from rnnbench.model import reference_loss
-
+    oracle with the one tolerance policy (and the known-issues registry, for `driver_name`);
+    returns the Check (status "ok" when they agree)."""
     model = registry.get_model(model_name)
     case = model.make_case(model.sizes_with_defaults(dict(sizes or {})), seed).rounded_to(dtype)
-    want, kind = oracle_grads(model, case)
-    tol = tolerance(dtype, kind, device)
-    check = Check(status="error", oracle_kind=kind, tolerance=tol, loss=loss, reference_loss=reference_loss(model, case))
-    check.loss_error = loss_rel_error(loss, check.reference_loss)
-    check.errors = compare_grads(grads, want, case.wrt_names(model.carry_names), tol)
-    check.status = verdict(check.loss_error, check.errors, tol)
-    check.report = describe(check.errors, check.loss_error, tol)
-    return check
+    return judge(model, case, dtype, device, driver_name, produced=(loss, grads))

@@ -77,8 +77,11 @@ def label() -> str:
 
 
 def thread_env(threads: int) -> dict[str, str]:
-    """Environment variables that fix thread counts before any framework is imported."""
+    """Environment variables that fix thread counts before any framework is imported: the OpenMP /
+    BLAS pools, and each registered framework's own (Framework.thread_env)."""
+    from rnnbench import registry
+
     env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads)}
-    if threads == 1:
-        env["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+    for framework in registry.frameworks().values():
+        env.update(framework.thread_env(threads))
     return env

@@ -21,37 +21,11 @@ from typing import Any, Callable, Iterable, Optional
 
 from rnnbench import record, registry
 from rnnbench.run import environments
-from rnnbench.run.row import Job
+from rnnbench.run.row import Job, unavailable_reason
+from rnnbench.status import Status
 
 STDERR_TAIL_LINES = 20
 WORKER_START_GRACE_S = 120.0  # importing torch/torch_xla on a loaded 2-core machine can take a minute
-
-
-def base_record(job: Job) -> dict[str, Any]:
-    """The identifying fields of a row's record (what every record has, whatever happened)."""
-    model = registry.get_model(job.model)
-    driver = registry.get_driver(job.driver)
-    return {
-        "schema": record.SCHEMA,
-        "model": job.model,
-        "driver": job.driver,
-        "framework": driver.framework,
-        "environment_name": job.environment,
-        "env_label": job.environment,  # the worker replaces it with its torch version
-        "anchor": driver.anchor,
-        "dtype": job.dtype,
-        "device": job.device,
-        "sizes": model.sizes_with_defaults(job.sizes),
-        "seed": job.seed,
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": record.machine(),
-    }
-
-
-def row_key(rec: dict[str, Any]) -> tuple:
-    """What makes two records the same row (used to resume: done rows are skipped)."""
-    sizes = tuple(sorted((rec.get("sizes") or {}).items()))
-    return (rec["model"], rec["driver"], rec.get("environment_name", "main"), rec["dtype"], rec.get("device", "cpu"), sizes, rec.get("seed", 0))
 
 
 def _tail(path: Path) -> str:
@@ -106,14 +80,10 @@ class Runner:
         """Run every job, grouped by (environment, driver) in first-seen order."""
         groups: dict[tuple[str, str], list[Job]] = {}
         for job in jobs:
-            driver = registry.get_driver(job.driver)
-            reason = driver.supports(registry.get_model(job.model))
-            if reason is None and job.environment not in driver.environments:
-                reason = f"{job.driver} does not run in environment '{job.environment}'"
-            reason = reason or environments.get(job.environment).missing_reason()
+            reason = unavailable_reason(registry.get_model(job.model), registry.get_driver(job.driver), job)
             if reason is not None:  # decided here: no process needed to say so
                 self.on_start(job)
-                self.emit({**base_record(job), "status": "unavailable", "reason": reason})
+                self.emit({**job.identity(), "status": Status.UNAVAILABLE, "reason": reason})
                 continue
             groups.setdefault((job.environment, job.driver), []).append(job)
         for (env_name, _driver), group in groups.items():
@@ -130,7 +100,7 @@ class Runner:
                 remaining = remaining[done:]
                 continue
             index, status, report = failure
-            self.emit({**base_record(remaining[index]), "status": status, "report": report})
+            self.emit({**remaining[index].identity(), "status": status, "report": report})
             remaining = remaining[index + 1 :]
 
     def _run_worker(self, environment: environments.Environment, jobs: list[Job]) -> tuple[int, Optional[tuple[int, str, str]]]:

@@ -84,17 +84,16 @@ def first_call(fn: Callable[[], Any], block: Callable[[Any], None]) -> float:
 
 
 def cold_cache_env(root: str | None = None) -> dict[str, str]:
-    """Environment variables for a cold first call: inductor's on-disk FX-graph and AOT-autograd
-    caches off, its cache dir (generated code, compiled .so files) a fresh empty temp dir, jax's
-    persistent compilation cache off. Set before the framework is imported (a fresh process)."""
+    """Environment variables for a cold first call: every registered framework's on-disk compile
+    caches off (Framework.cold_cache_env), their cache directories under one fresh temp dir. Set
+    before the framework is imported (a fresh process)."""
+    from rnnbench import registry
+
     fresh = tempfile.mkdtemp(prefix="rnnbench-cold-", dir=root)
-    return {
-        "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
-        "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
-        "TORCHINDUCTOR_CACHE_DIR": os.path.join(fresh, "inductor"),
-        "JAX_ENABLE_COMPILATION_CACHE": "false",
-        "JAX_COMPILATION_CACHE_DIR": os.path.join(fresh, "jax"),
-    }
+    env: dict[str, str] = {}
+    for framework in registry.frameworks().values():
+        env.update(framework.cold_cache_env(fresh))
+    return env
 
 
 def peak_rss_mb() -> float:

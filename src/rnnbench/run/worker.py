@@ -15,10 +15,8 @@ import traceback
 def _set_threads(threads: int, drivers: set[str]) -> None:
     from rnnbench import registry
 
-    if any(registry.get_driver(d).framework in ("torch", "torch_xla") for d in drivers):
-        import torch
-
-        torch.set_num_threads(threads)
+    for framework in {registry.get_driver(d).framework.name: registry.get_driver(d).framework for d in drivers}.values():
+        framework.set_threads(threads)
 
 
 def main() -> int:

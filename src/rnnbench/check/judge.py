@@ -1,0 +1,106 @@
+"""The one judge: what a driver produced (its loss and canonical gradients, or the exception it
+raised) against the oracle, with the one tolerance policy, then the known-issues registry, applied
+here and nowhere else. `rnnbench run`, `check_recurrence`, the fuzzer, asv and pytest all get their
+verdicts from `judge` (first order) and `registered` (both orders).
+
+Stages (rnnbench.status): the driver raised -> error / compile_error; the loss disagrees with the
+float64 reference forward -> forward_mismatch; a gradient is absent where the oracle's is not ->
+missing_grad; a gradient disagrees -> grad_mismatch; else ok.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+import numpy as np
+
+from rnnbench.check import known_issues
+from rnnbench.check.compare import InputError, compare_grads, describe, loss_rel_error, verdict
+from rnnbench.check.finite_diff import oracle_grads
+from rnnbench.check.tolerance import Tolerance, island_tolerance, tolerance
+from rnnbench.model import Case, Model, reference_loss
+from rnnbench.status import Status
+
+COMPILE_ERROR_MODULES = ("torch._dynamo", "torch._inductor", "torch._higher_order_ops", "jax.errors", "jax._src.errors")
+
+
+@dataclass
+class Check:
+    """Outcome of the staged check: forward loss, then presence, then agreement of gradients."""
+
+    status: str  # after the known-issues registry: may be known_issue:<id> / known_issue_fixed:<id>
+    oracle_kind: str
+    tolerance: Tolerance
+    loss: float = float("nan")
+    reference_loss: float = float("nan")
+    loss_error: float = float("nan")
+    errors: list[InputError] = field(default_factory=list)
+    grads: dict[str, Any] = field(default_factory=dict)  # the driver's gradients (float64 numpy)
+    first_call_s: float = float("nan")
+    report: str = ""
+    raw_status: str = ""  # the check's own verdict, before the known-issues registry
+
+    @property
+    def max_rel_error(self) -> float:
+        return max((e.max_rel_error for e in self.errors), default=0.0)
+
+
+def is_compile_error(exc: BaseException) -> bool:
+    """Errors raised while tracing/compiling (dynamo, inductor, jax tracing), judged by where the
+    exception class lives, anywhere in the cause chain."""
+    seen: Optional[BaseException] = exc
+    while seen is not None:
+        if type(seen).__module__.startswith(COMPILE_ERROR_MODULES):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def failure_report(exc: BaseException) -> str:
+    """The exception's first line, then the last frames of its traceback."""
+    message = str(exc).strip()
+    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    return f"{type(exc).__name__}: {message.splitlines()[0] if message else ''}\n" + "".join(tb[-6:])
+
+
+def judge(model: Model, case: Case, dtype: str, device: str, driver_name: str,
+          produced: Optional[tuple[float, Mapping[str, Optional[np.ndarray]]]] = None,
+          raised: Optional[BaseException] = None, compiled: bool = False, autocast: bool = False,
+          oracle: Optional[tuple[Mapping[str, np.ndarray], str]] = None) -> Check:
+    """The verdict on one driver's first-order result on `case` at `dtype`.
+
+    produced: (loss, {compared input: gradient or None}) in canonical layout, float64 numpy; or
+    raised: the exception the driver raised (compiled: it compiles, so tracing errors are
+    compile_error). autocast: the driver runs under bf16 autocast, so inputs in the model's fp32
+    island get the float32 tolerance. oracle: (gradients, kind) when already computed."""
+    want, kind = oracle if oracle is not None else oracle_grads(model, case)
+    tol = tolerance(dtype, kind, device)
+    result = Check(status=Status.ERROR, oracle_kind=kind, tolerance=tol)
+    if raised is not None or produced is None:
+        exc = raised if raised is not None else RuntimeError("the driver produced nothing")
+        result.status = Status.COMPILE_ERROR if compiled and is_compile_error(exc) else Status.ERROR
+        result.report = failure_report(exc)
+        return registered(result, driver_name, model, case, dtype)
+    loss, grads = produced
+    result.loss, result.grads = loss, dict(grads)
+    result.reference_loss = reference_loss(model, case)
+    result.loss_error = loss_rel_error(loss, result.reference_loss)
+    per_name = {n: island_tolerance(kind, device) for n in model.island_grads} if autocast else None
+    result.errors = compare_grads(grads, want, case.wrt_names(model.carry_names), tol, per_name)
+    result.status = verdict(result.loss_error, result.errors, tol)
+    result.report = describe(result.errors, result.loss_error, tol)
+    return registered(result, driver_name, model, case, dtype)
+
+
+def registered(result: Any, driver_name: str, model: Model, case: Case, dtype: str, order: int = 1) -> Any:
+    """Apply the known-issues registry to a verdict of derivative `order` (anything with status,
+    report and raw_status): an expected failure becomes known_issue:<id>, a covered row that came
+    out right known_issue_fixed:<id>; raw_status keeps the check's own verdict."""
+    result.raw_status = result.status
+    expected = known_issues.covering(driver_name, model, case, dtype, order=order)
+    result.status, note = known_issues.classify(result.status, result.report, expected)
+    if note:
+        result.report = f"{note}\n{result.report}"
+    return result

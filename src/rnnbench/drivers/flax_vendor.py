@@ -1,0 +1,80 @@
+"""Mechanism: flax's vendor recurrent cells (anchors) in nn.RNN, on the canonical parameters:
+nn.OptimizedLSTMCell for the LSTM and nn.SimpleCell (tanh) for the Elman RNN. The mapping to
+flax's layout is done inside the differentiated function, so jax returns canonical gradients.
+
+Layouts:
+- LSTM: for gate q in (i, f, g, o), rows q*H:(q+1)*H of W_ih / W_hh / b become cell/i<q>/kernel
+  (transposed, no bias), cell/h<q>/kernel (transposed) and cell/h<q>/bias. flax's carry is (c, h);
+  canonical is (h, c).
+- SimpleCell: cell/i/kernel = W_ih.T, cell/i/bias = b, cell/h/kernel = W_hh.T (no bias).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable
+
+from rnnbench.drivers import _jax
+from rnnbench.drivers.base import Driver, Prepared, supports_kind, unflatten
+from rnnbench.model import Case, Model
+from rnnbench.ops import jax_ops
+
+
+def flax_lstm_params(p: dict, H: int) -> dict:
+    params = {}
+    for q, gate in enumerate("ifgo"):
+        rows = slice(q * H, (q + 1) * H)
+        params[f"i{gate}"] = {"kernel": p["W_ih"][rows].T}
+        params[f"h{gate}"] = {"kernel": p["W_hh"][rows].T, "bias": p["b"][rows]}
+    return {"params": {"cell": params}}
+
+
+def flax_simple_params(p: dict, H: int) -> dict:
+    return {"params": {"cell": {"i": {"kernel": p["W_ih"].T, "bias": p["b"]}, "h": {"kernel": p["W_hh"].T}}}}
+
+
+@dataclass(frozen=True)
+class Cell:
+    kind: str  # the model family it computes (Model.kind)
+    cell: str  # the flax.linen class
+    variables: Callable[[dict, int], dict]  # canonical params, H -> flax variables
+    flax_carry_order: tuple[int, ...]  # canonical carry indices in flax's carry order
+    label: str
+
+
+def prepare(cell: Cell, model: Model, case: Case, dtype: str, device: str) -> Prepared:
+    import flax.linen as nn
+
+    diff, rest, consts = _jax.model_arrays(model, case, dtype, device)
+    H = case.params["W_hh"].shape[1]
+    layer = nn.RNN(getattr(nn, cell.cell)(features=H), time_major=True, return_carry=True)
+    ops = jax_ops()
+    order = cell.flax_carry_order
+
+    def to_flax(carry: tuple) -> Any:
+        return tuple(carry[i] for i in order) if len(order) > 1 else carry[0]
+
+    def from_flax(carry: Any) -> tuple:
+        leaves = carry if len(order) > 1 else (carry,)
+        return tuple(leaves[order.index(i)] for i in range(len(order)))
+
+    def loss_fn(diff, rest):
+        p, carry0, xs = unflatten(model, case, {**diff, **rest})
+        carry_T, ys = layer.apply(cell.variables(p, H), xs, initial_carry=to_flax(carry0))
+        return model.loss(ops, consts, ys, from_flax(carry_T))
+
+    return _jax.prepared_from_loss(loss_fn, diff, rest, {"layer": cell.label})
+
+
+def _row(name: str, summary: str, cell: Cell) -> Driver:
+    return Driver(name=name, framework=_jax.FLAX, summary=summary, prepare=partial(prepare, cell),
+                  supports=supports_kind(cell.kind), second_order=True, compiled=True, anchor=True)
+
+
+DRIVERS = (
+    _row("flax_lstm_cell", "anchor: flax nn.RNN(OptimizedLSTMCell)",
+         Cell("lstm", "OptimizedLSTMCell", flax_lstm_params, (1, 0), "flax.linen.RNN(OptimizedLSTMCell)")),
+    _row("flax_simple_cell", "anchor: flax nn.RNN(SimpleCell)",
+         Cell("elman_tanh", "SimpleCell", flax_simple_params, (0,), "flax.linen.RNN(SimpleCell)")),
+)

@@ -1,0 +1,63 @@
+"""Mechanism: torch's vendor recurrent layers (anchors), torch.nn.LSTM and torch.nn.RNN(tanh), on
+the canonical parameters. The model's own step is not used: these rows show how far the model's
+step + loop are from the framework's hand-written layer, and check the layer's gradients too.
+
+Layout: weight_ih_l0 = W_ih, weight_hh_l0 = W_hh (LSTM gate order i, f, g, o, as canonical),
+bias_ih_l0 = b; bias_hh_l0 is held at zero without grad (the canonical models have one bias).
+torch carries (h, c) as (1, B, H) per layer; canonical carries are (B, H).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from rnnbench.drivers import _torch
+from rnnbench.drivers.base import Driver, Prepared, supports_kind
+from rnnbench.model import Case, Model
+from rnnbench.ops import torch_ops
+
+
+@dataclass(frozen=True)
+class Layer:
+    kind: str  # the model family it computes (Model.kind)
+    gates: int  # rows of W_ih per hidden unit
+    label: str  # recorded as the row's settings["layer"]
+
+
+def prepare(layer: Layer, model: Model, case: Case, dtype: str, device: str) -> Prepared:
+    import torch
+
+    inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
+    rows, I = case.params["W_ih"].shape
+    H = rows // layer.gates
+    cls = torch.nn.LSTM if layer.kind == "lstm" else partial(torch.nn.RNN, nonlinearity="tanh")
+    module = cls(I, H).to(device=device, dtype=_torch.torch_dtype(dtype))
+    with torch.no_grad():
+        module.weight_ih_l0.copy_(inputs["W_ih"])
+        module.weight_hh_l0.copy_(inputs["W_hh"])
+        module.bias_ih_l0.copy_(inputs["b"])
+        module.bias_hh_l0.zero_()
+    module.bias_hh_l0.requires_grad_(False)
+    inputs.update(W_ih=module.weight_ih_l0, W_hh=module.weight_hh_l0, b=module.bias_ih_l0)
+    ops = torch_ops()
+    carry_names = [f"carry0.{n}" for n in model.carry_names]
+
+    def loss_fn(inputs):
+        carry0 = tuple(inputs[n].unsqueeze(0) for n in carry_names)
+        ys, carry_T = module(inputs["xs"], carry0 if len(carry0) > 1 else carry0[0])
+        carry_T = carry_T if isinstance(carry_T, tuple) else (carry_T,)
+        return model.loss(ops, consts, ys, tuple(c[0] for c in carry_T))
+
+    return _torch.prepared_from_loss(loss_fn, inputs, wrt, {"layer": layer.label})
+
+
+def _row(name: str, summary: str, layer: Layer) -> Driver:
+    return Driver(name=name, framework=_torch.TORCH, summary=summary, prepare=partial(prepare, layer),
+                  supports=supports_kind(layer.kind), anchor=True)
+
+
+DRIVERS = (
+    _row("torch_nn_lstm", "anchor: torch.nn.LSTM", Layer("lstm", 4, "torch.nn.LSTM")),
+    _row("torch_nn_rnn", "anchor: torch.nn.RNN(tanh)", Layer("elman_tanh", 1, "torch.nn.RNN")),
+)
