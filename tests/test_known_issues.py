@@ -8,9 +8,10 @@ import dataclasses
 
 import pytest
 
-from rnnbench import record, registry
+from rnnbench import registry
 from rnnbench.check import known_issues
 from rnnbench.check.known_issues import KnownIssue, RegistryError, classify, parse, version_matches
+from rnnbench.status import is_failing
 
 REQUIRED_IDS = {
     "torch-scan-drops-carry-cotangent",  # BUGS.md §1, torch 2.9.0
@@ -75,20 +76,20 @@ def _issue(**overrides) -> KnownIssue:
 def test_matching_failure_is_known_issue_and_does_not_fail_the_run() -> None:
     status, note = classify("grad_mismatch", "!! a mismatch", [_issue()])
     assert status == "known_issue:demo" and "demo bug" in note
-    assert not record.is_failing(status)
+    assert not is_failing(status)
 
 
 def test_ok_where_an_entry_expects_a_failure_is_known_issue_fixed_and_fails_the_run() -> None:
     status, note = classify("ok", "", [_issue()])
     assert status == "known_issue_fixed:demo" and "NO LONGER REPRODUCES" in note
-    assert record.is_failing(status)
+    assert is_failing(status)
 
 
 def test_other_failure_stays_a_failure() -> None:
     assert classify("compile_error", "boom", [_issue()])[0] == "compile_error"
     assert classify("error", "AssertionError: other", [_issue(statuses=("error",), match="FakeTensors")])[0] == "error"
     assert classify("grad_mismatch", "", [])[0] == "grad_mismatch"
-    assert record.is_failing("grad_mismatch")
+    assert is_failing("grad_mismatch")
 
 
 def test_coverage_follows_driver_version_model_and_condition() -> None:

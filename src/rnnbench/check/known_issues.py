@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
 from rnnbench.model import Case, Model
+from rnnbench.status import WRONG_GRADIENT, Status, fixed, is_known, known
 
 REGISTRY_PATH = Path(__file__).resolve().parents[1] / "known_issues.json"
-KNOWN = "known_issue:"
-FIXED = "known_issue_fixed:"
-STATUSES = ("grad_mismatch", "missing_grad", "forward_mismatch", "compile_error", "error", "hvp_mismatch", "hvp_error")
+STATUSES = tuple(WRONG_GRADIENT | {Status.COMPILE_ERROR, Status.ERROR, Status.HVP_MISMATCH, Status.HVP_ERROR})
+"""What an entry may say a bug produces (the rest are not a framework's answer: crash, timeout, ...)."""
 
 CONDITIONS: dict[str, Callable[[Model, Case], bool]] = {
-    # Some initial-carry leaf is not differentiated (BUGS.md §1's trigger in torch 2.9.0's scan).
+    # Some initial-carry leaf is not differentiated (docs/bugs.md §1's trigger in torch 2.9.0's scan).
     "carry0_without_grad": lambda model, case: not all(case.carry0_requires_grad or (False,)),
     # Some initial-carry leaf is a 0-dimensional tensor (torch 2.9.0 inductor's scan-backward lowering).
     "zero_dim_carry": lambda model, case: any(getattr(c, "ndim", 0) == 0 for c in case.carry0),
@@ -52,7 +52,7 @@ class KnownIssue:
     match: Optional[str] = None
     models: Optional[tuple[str, ...]] = None
     dtypes: Optional[tuple[str, ...]] = None
-    bugs_md: str = ""
+    catalog: str = ""  # where docs/bugs.md describes it
     order: int = 1  # 1: the gradient check (rows); 2: the second-order check (check/second_order.py)
 
     def covers(self, driver: str, model: Model, case: Case, dtype: str, versions: Callable[[str], Optional[str]],
@@ -97,7 +97,7 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
                 match=produces.get("match"),
                 models=tuple(affects["models"]) if affects.get("models") is not None else None,
                 dtypes=tuple(affects["dtypes"]) if affects.get("dtypes") is not None else None,
-                bugs_md=raw.get("bugs_md", ""),
+                catalog=raw.get("catalog", ""),
                 order=int(affects.get("order", 1)),
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -141,14 +141,14 @@ def covering(driver: str, model: Model, case: Case, dtype: str,
 
 def classify(status: str, report: str, expected: Sequence[KnownIssue]) -> tuple[str, str]:
     """(final status, note) for a row with raw `status` and `report`, given the entries that cover it."""
-    if not expected or status in ("unavailable", "timeout", "crash"):
+    if not expected or status not in STATUSES and status != Status.OK:
         return status, ""
     for issue in expected:
         if issue.reproduced_by(status, report):
-            return KNOWN + issue.id, f"known upstream issue {issue.id}: {issue.title} (upstream: {issue.upstream or 'not known'})"
+            return known(issue.id), f"known upstream issue {issue.id}: {issue.title} (upstream: {issue.upstream or 'not known'})"
     ids = ", ".join(i.id for i in expected)
-    if status == "ok":
-        return FIXED + expected[0].id, (
+    if status == Status.OK:
+        return fixed(expected[0].id), (
             f"KNOWN ISSUE NO LONGER REPRODUCES: {ids} covers this row but it is ok; "
             "narrow or remove the entry in known_issues.json")
     return status, f"expected known issue(s) {ids}, but this failure does not match them"
@@ -164,15 +164,7 @@ def expect_ok(status: str, report: str) -> None:
     """For tests: raise KnownIssueReproduced on known_issue:<id>, else assert the row is ok."""
     if is_known(status):
         raise KnownIssueReproduced(f"{status}\n{report}")
-    assert status == "ok", f"{status}\n{report}"
-
-
-def is_known(status: str) -> bool:
-    return status.startswith(KNOWN)
-
-
-def is_fixed(status: str) -> bool:
-    return status.startswith(FIXED)
+    assert status == Status.OK, f"{status}\n{report}"
 
 
 # ---- version specifiers ------------------------------------------------------------------------
