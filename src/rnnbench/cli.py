@@ -224,16 +224,8 @@ def _jobs(args, s: dict[str, Any]) -> list[Job]:
     shard = _shard(args.shard)
     if shard:
         i, n = shard
-        jobs = [j for k, j in enumerate(sorted(jobs, key=_job_key)) if k % n == i - 1]
+        jobs = [j for k, j in enumerate(sorted(jobs, key=Job.key)) if k % n == i - 1]
     return jobs
-
-
-def _job_key(job: Job) -> tuple:
-    from rnnbench.run.runner import row_key
-
-    model = registry.get_model(job.model)
-    return row_key({"model": job.model, "driver": job.driver, "environment_name": job.environment,
-                    "dtype": job.dtype, "device": job.device, "sizes": model.sizes_with_defaults(job.sizes), "seed": job.seed})
 
 
 def _out_path(value: Optional[str], resume: bool = False) -> Path:
@@ -257,7 +249,7 @@ def _out_path(value: Optional[str], resume: bool = False) -> Path:
 
 def _cmd_run(args) -> int:
     from rnnbench.report.progress import Progress
-    from rnnbench.run.runner import Runner, row_key
+    from rnnbench.run.runner import Runner
 
     s = _settings(args)
     jobs = _jobs(args, s)
@@ -266,9 +258,9 @@ def _cmd_run(args) -> int:
     if args.resume:
         if record.repair_truncated(out):
             print(f"rnnbench: {out}: dropped a truncated last line (the interrupted row will run again)", file=sys.stderr)
-        done = {row_key(r) for r in record.load([out])}
+        done = {record.row_key(r) for r in record.load([out])}
         before = len(jobs)
-        jobs = [j for j in jobs if _job_key(j) not in done]
+        jobs = [j for j in jobs if j.key() not in done]
         skipped = before - len(jobs)
     start = time.perf_counter()
     print(f"rnnbench: {len(jobs)} rows -> {out}" + (f" ({skipped} already done, skipped)" if skipped else ""), flush=True)
@@ -395,8 +387,8 @@ def fuzz_drivers(value: Optional[str], dtype: str, device: str = "cpu") -> list:
     if value:
         chosen = [registry.get_driver(n) for n in _names(value, [d.name for d in here], "driver")]
     else:
-        chosen = [d for d in here if not (d.compiled and d.framework == "torch")]
-    why = {d.name: unavailable_reason(probe, d, Job(probe.name, d.name, dtype, device)) for d in chosen}
+        chosen = [d for d in here if not (d.compiled and d.framework.slow_compile)]
+    why = {d.name: unavailable_reason(probe, d, Job(probe.name, d.name, dtype, device, environment=current())) for d in chosen}
     for d in chosen:
         if why[d.name] and value:
             raise UsageError(f"driver {d.name!r} cannot fuzz here: {why[d.name]}")

@@ -78,6 +78,17 @@ def is_failing(status: str) -> bool:
     return status in FAILING or is_fixed(status)
 
 
+class InputStatus(str, Enum):
+    """How one compared input's gradient (or H v) came out (rnnbench.check.compare.InputError)."""
+
+    OK = "ok"
+    MISMATCH = "mismatch"
+    MISSING = "missing"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class OracleKind(str, Enum):
     """Where the wanted gradient comes from. The tolerance policy distinguishes finite differences
     (an approximation with its own error) from every exact kind (rnnbench.check.tolerance)."""

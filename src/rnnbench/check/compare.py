@@ -8,6 +8,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from rnnbench.check.tolerance import Tolerance
+from rnnbench.status import InputStatus, Status
 
 
 @dataclass(frozen=True)
@@ -15,7 +16,7 @@ class InputError:
     """How one gradient compares. index is the entry with the largest error; got/want its values."""
 
     name: str
-    status: str  # "ok" | "mismatch" | "missing"
+    status: str  # an InputStatus
     max_rel_error: float
     index: tuple[int, ...]
     got: float
@@ -49,17 +50,17 @@ def compare_grads(
         scale = max(r_max, tol.scale_floor * G, tol.absolute_scale) or 1.0
         g = got.get(name)
         if g is None:
-            out.append(InputError(name, "missing", float("inf"), (), float("nan"), 0.0, scale, "gradient is None"))
+            out.append(InputError(name, InputStatus.MISSING, float("inf"), (), float("nan"), 0.0, scale, "gradient is None"))
             continue
         g = np.asarray(g, dtype=np.float64)
         if g.shape != r.shape:
             out.append(
-                InputError(name, "mismatch", float("inf"), (), float("nan"), 0.0, scale,
+                InputError(name, InputStatus.MISMATCH, float("inf"), (), float("nan"), 0.0, scale,
                            f"shape {g.shape} != oracle shape {r.shape}")
             )
             continue
         if r.size == 0:
-            out.append(InputError(name, "ok", 0.0, (), 0.0, 0.0, scale))
+            out.append(InputError(name, InputStatus.OK, 0.0, (), 0.0, 0.0, scale))
             continue
         diff = np.abs(g - r)
         diff = np.where(np.isnan(diff), np.inf, diff)
@@ -67,11 +68,11 @@ def compare_grads(
         idx = tuple(int(i) for i in np.unravel_index(flat, r.shape))
         err = float(diff.flat[flat] / scale)
         if not np.any(g) and r_max > tol.max_rel_error * scale:
-            status, detail = "missing", "gradient is identically zero"
+            status, detail = InputStatus.MISSING, "gradient is identically zero"
         elif err <= tol.max_rel_error:
-            status, detail = "ok", ""
+            status, detail = InputStatus.OK, ""
         else:
-            status, detail = "mismatch", ""
+            status, detail = InputStatus.MISMATCH, ""
         out.append(InputError(name, status, err, idx, float(g.flat[flat]), float(r.flat[flat]), scale, detail))
     return out
 
@@ -86,19 +87,19 @@ def loss_rel_error(got: float, want: float) -> float:
 def verdict(loss_error: float, errors: list[InputError], tol: Tolerance) -> str:
     """Row status from the staged check: forward first, then presence, then agreement."""
     if loss_error > tol.max_rel_error:
-        return "forward_mismatch"
-    if any(e.status == "missing" for e in errors):
-        return "missing_grad"
-    if any(e.status == "mismatch" for e in errors):
-        return "grad_mismatch"
-    return "ok"
+        return Status.FORWARD_MISMATCH
+    if any(e.status == InputStatus.MISSING for e in errors):
+        return Status.MISSING_GRAD
+    if any(e.status == InputStatus.MISMATCH for e in errors):
+        return Status.GRAD_MISMATCH
+    return Status.OK
 
 
 def describe(errors: list[InputError], loss_error: float, tol: Tolerance) -> str:
     """Readable multi-line report of what differed."""
     lines = [f"loss rel error {loss_error:.3g} (tolerance {tol.max_rel_error:g}, {tol.dtype}, {tol.oracle} oracle)"]
     for e in errors:
-        mark = "  " if e.status == "ok" else "!!"
+        mark = "  " if e.status == InputStatus.OK else "!!"
         where = f"at {list(e.index)}: got {e.got:.10g}, want {e.want:.10g}" if e.index else ""
         lines.append(f"{mark} {e.name:<10} {e.status:<8} rel err {e.max_rel_error:.3g} {where} {e.detail}".rstrip())
     return "\n".join(lines)

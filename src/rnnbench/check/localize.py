@@ -27,6 +27,7 @@ from rnnbench.check.finite_diff import finite_difference_grads
 from rnnbench.check.tolerance import tolerance
 from rnnbench.drivers.base import Driver
 from rnnbench.model import Case, Model, rollout
+from rnnbench.status import InputStatus
 
 PREFIX = "__prefix_ys"
 MAX_PARAM_ENTRIES = 512  # per-step parameter contributions need finite differences over every entry
@@ -121,7 +122,7 @@ def localize(model: Model, driver: Driver, case: Case, dtype: str, device: str =
                     got_step[p] = got[p] - later[0][p]
                 want_step[p] = want[p] - later[1][p]
         errors = compare_grads(got_step, want_step, names, tol)
-        bad = [e for e in errors if e.status != "ok"]
+        bad = [e for e in errors if e.status != InputStatus.OK]
         out.lines.append(f"  t={t}: " + ("agree" if not bad else "DIVERGES"))
         if bad:
             out.first_step = t

@@ -22,7 +22,7 @@ from rnnbench.check.judge import registered
 from rnnbench.check.tolerance import hvp_tolerance
 from rnnbench.drivers.base import Prepared
 from rnnbench.model import Case, Model, reference_loss
-from rnnbench.status import OracleKind, Status
+from rnnbench.status import InputStatus, OracleKind, Status
 
 COARSE = 2.0  # the self-consistency step is this many times the oracle's step
 
@@ -63,7 +63,7 @@ def hvp_oracle(model: Model, case: Case, seed: int = 0) -> HvpOracle:
         coarse = finite_difference_hvp(model, case, v, step=COARSE * LOSS_STEP)
     names = case.wrt_names(model.carry_names)
     tol = hvp_tolerance(kind, reference_loss(model, case))
-    bad = [e.name for e in compare_grads(coarse, fine, names, tol) if e.status != "ok"]
+    bad = [e.name for e in compare_grads(coarse, fine, names, tol) if e.status != InputStatus.OK]
     reason = f"the {kind} oracle disagrees with itself between step sizes for {bad}" if bad else None
     return HvpOracle(v, fine, kind, reason)
 
@@ -86,6 +86,6 @@ def check_second_order(model: Model, driver_name: str, case: Case, prepared: Pre
         result = SecondOrder(Status.HVP_ERROR, f"{type(exc).__name__}: {str(exc).strip()[:300]}\n{tb}")
     else:
         errors = compare_grads(got, oracle.want, names, tol)
-        status = Status.OK if all(e.status == "ok" for e in errors) else Status.HVP_MISMATCH
+        status = Status.OK if all(e.status == InputStatus.OK for e in errors) else Status.HVP_MISMATCH
         result = SecondOrder(status, "Hessian-vector product:\n" + describe(errors, 0.0, tol), errors=errors)
     return registered(result, driver_name, model, case, "float64", order=2)

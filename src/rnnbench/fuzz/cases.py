@@ -15,6 +15,7 @@ from rnnbench.check.second_order import HvpOracle, hvp_oracle
 from rnnbench.check.tolerance import tolerance
 from rnnbench.fuzz.grammar import PARAM_VECTORS, Body, body_wrt
 from rnnbench.model import Case, Model, reference_loss
+from rnnbench.status import InputStatus
 
 NEAR_ZERO_PROBABILITY = 0.15  # parameter entries set to +-1e-3, where wrong rules show (BUGS.md §4)
 LOSS_LIMIT = 1e6  # a draw whose loss exceeds this has grown too much over the steps to check
@@ -98,7 +99,7 @@ def build(body: Body, name: str = "fuzz") -> FuzzCase:
     else:
         names = case.wrt_names(model.carry_names)
         bad = [e.name for e in compare_grads(coarse, fine, names, tolerance("float64", "finite_differences"))
-               if e.status != "ok"]
+               if e.status != InputStatus.OK]
         if bad:
             reason = f"finite differences disagree between step sizes for {bad}"
     oracle = dict(fine)

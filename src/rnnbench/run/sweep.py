@@ -21,9 +21,10 @@ from typing import Any, Callable, Optional
 
 from rnnbench import record, registry
 from rnnbench.run import environments
-from rnnbench.run.row import Job
-from rnnbench.run.runner import Runner, base_record
+from rnnbench.run.row import Job, unavailable_reason
+from rnnbench.run.runner import Runner
 from rnnbench.run.timing import TimingConfig, cold_cache_env, roofline
+from rnnbench.status import Status
 
 LENGTH_KEYS = ("T", "K")  # the trip-count size of a model: sequence length or number of iterations
 HIDDEN_KEYS = ("H", "n")  # its width: hidden size or vector/matrix size
@@ -83,7 +84,7 @@ def with_roofline(rec: dict[str, Any], peak: dict[str, Any]) -> dict[str, Any]:
     """Attach the GEMM peak, and GFLOP/s + fraction of peak for each timed quantity."""
     rec["gemm_peak"] = peak
     flops = rec.get("flops")
-    if rec.get("status") == "ok" and flops:
+    if rec.get("status") == Status.OK and flops:
         rec["roofline"] = {
             q: roofline(flops[q], rec[q]["median_ms"], peak["gflops"]) for q in ("fwd", "fwd_bwd") if rec.get(q)
         }
@@ -109,14 +110,14 @@ def run_sweep(plan: SweepPlan, out_path: Path, on_record: Callable[[dict], None]
         for driver_name in plan.drivers:
             driver = registry.get_driver(driver_name)
             env = environments.get(driver.environments[0])  # a sweep times each driver in its first environment
-            reason = driver.supports(model) or env.missing_reason()
             rows = rows_for(plan, model_name)
             spent = 0.0
             last_wall: dict[str, float] = {}  # axis -> wall seconds of its previous row
             for axis, sizes in rows:
                 job = Job(model_name, driver_name, plan.dtype, "cpu", sizes, 0, plan.threads, plan.timing, True, env.name)
+                reason = unavailable_reason(model, driver, job)
                 if reason is not None:
-                    emit({**base_record(job), "status": "unavailable", "reason": reason}, axis)
+                    emit({**job.identity(), "status": Status.UNAVAILABLE, "reason": reason}, axis)
                     continue
                 left = plan.driver_budget_s - spent
                 skip = None
@@ -126,7 +127,7 @@ def run_sweep(plan: SweepPlan, out_path: Path, on_record: Callable[[dict], None]
                     skip = (f"budget: the previous size took {last_wall[axis]:.0f} s, more than the "
                             f"{left:.0f} s left of the {plan.driver_budget_s:g} s budget")
                 if skip is not None:
-                    emit({**base_record(job), "status": "skipped", "reason": skip}, axis)
+                    emit({**job.identity(), "status": Status.SKIPPED, "reason": skip}, axis)
                     continue
                 timeout = min(plan.row_timeout_s, left)
                 got: list[dict] = []
@@ -136,8 +137,8 @@ def run_sweep(plan: SweepPlan, out_path: Path, on_record: Callable[[dict], None]
                 spent += wall
                 last_wall[axis] = wall
                 for rec in got:
-                    if rec["status"] == "timeout":
-                        rec["status"] = "skipped"
+                    if rec["status"] == Status.TIMEOUT:
+                        rec["status"] = Status.SKIPPED
                         rec["reason"] = f"budget: no result within {timeout:.0f} s (what was left of the budget); worker killed"
                     rec["row_wall_s"] = wall
                     emit(rec, axis)

@@ -24,6 +24,7 @@ def main() -> int:
     os.dup2(2, 1)  # framework chatter on stdout would corrupt the protocol
     jobs = json.load(sys.stdin)
     from rnnbench.run.row import Job, run_row
+    from rnnbench.status import Status
 
     if jobs:
         _set_threads(jobs[0].get("threads", 1), {j["driver"] for j in jobs})
@@ -32,7 +33,7 @@ def main() -> int:
         try:
             rec = run_row(Job.from_dict(spec))
         except Exception as exc:  # an error outside the driver (bad job): still one record
-            rec = {**spec, "status": "error", "report": "".join(traceback.format_exception(exc)[-6:])}
+            rec = {**spec, "status": Status.ERROR, "report": "".join(traceback.format_exception(exc)[-6:])}
         protocol.write(json.dumps({"event": "record", "index": i, "record": rec}, allow_nan=True) + "\n")
     return 0
 
