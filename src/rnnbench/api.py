@@ -91,8 +91,7 @@ def check_recurrence(
     "float32" (inputs are rounded to it; the oracle uses the rounded values).
     """
     from rnnbench import registry
-    from rnnbench.check.localize import localize
-    from rnnbench.run.row import LOCALIZE_BUDGET_S, LOCALIZED, Job, check_gradients, unavailable_reason
+    from rnnbench.run.row import Job, check_gradients, localization, unavailable_reason
 
     carry0 = tuple(np.asarray(c, dtype=np.float64) for c in carry0)
     if xs is None and not length:
@@ -135,8 +134,6 @@ def check_recurrence(
             continue
         chk, _ = check_gradients(model, driver, case, dtype, device)
         oracle_kind = chk.oracle_kind
-        report = chk.report
-        if chk.status in LOCALIZED and not driver.anchor:
-            report = f"{report.rstrip()}\n{localize(model, driver, case, dtype, device, budget_s=LOCALIZE_BUDGET_S).format()}"
-        results.append(DriverResult(name, chk.status, chk.max_rel_error if chk.errors else None, report, chk.errors))
+        localization(chk, model, driver, case, dtype, device)
+        results.append(DriverResult(name, chk.status, chk.max_rel_error if chk.errors else None, chk.report, chk.errors))
     return RecurrenceReport(dtype, oracle_kind, results)

@@ -5,6 +5,7 @@ while the bug reproduces, 0 once it is fixed: the file to attach to an upstream 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -12,16 +13,6 @@ import numpy as np
 
 from rnnbench.fuzz.cases import FuzzCase
 from rnnbench.fuzz.grammar import Body
-
-# driver -> how the script runs the body. Drivers not listed get no script (the report says so).
-TEMPLATES = {
-    "torch_loop": ("torch", "loop", False),
-    "torch_loop_compiled": ("torch", "loop", True),
-    "torch_scan": ("torch", "scan", False),
-    "torch_scan_compiled": ("torch", "scan", True),
-    "jax_loop": ("jax", "loop", False),
-    "jax_lax_scan": ("jax", "scan", True),
-}
 
 _TORCH_HEAD = '''import sys
 import types
@@ -146,6 +137,30 @@ got = {k: np.asarray(v) for k, v in out.items()}
 reference = None
 '''
 
+
+
+@dataclass(frozen=True)
+class Script:
+    """The framework-specific parts of a repro script: what it needs, its imports, how it runs."""
+
+    needs: str
+    head: str
+    run: str
+
+
+TORCH_SCRIPT = Script("torch", _TORCH_HEAD, _TORCH_RUN)
+JAX_SCRIPT = Script("jax", _JAX_HEAD, _JAX_RUN)
+
+# driver -> (script, loop or scan, compiled). Drivers not listed get no script (the report says so).
+TEMPLATES: dict[str, tuple[Script, str, bool]] = {
+    "torch_loop": (TORCH_SCRIPT, "loop", False),
+    "torch_loop_compiled": (TORCH_SCRIPT, "loop", True),
+    "torch_scan": (TORCH_SCRIPT, "scan", False),
+    "torch_scan_compiled": (TORCH_SCRIPT, "scan", True),
+    "jax_loop": (JAX_SCRIPT, "loop", False),
+    "jax_lax_scan": (JAX_SCRIPT, "scan", True),
+}
+
 _COMPARE = '''
 worst = 0.0
 # rnnbench's metric: max |got - want| over an input, relative to max(max |want| of that input,
@@ -185,7 +200,7 @@ def export(path: Path, fc: FuzzCase, driver: str, second_order: bool, status: st
     """Write the script for `driver` on the (minimal) body of `fc`; None where no template exists."""
     if driver not in TEMPLATES:
         return None
-    framework, mode, compiled = TEMPLATES[driver]
+    script, mode, compiled = TEMPLATES[driver]
     body: Body = fc.body
     case = fc.case
     wrt = case.wrt_names(fc.model.carry_names)
@@ -213,11 +228,11 @@ def export(path: Path, fc: FuzzCase, driver: str, second_order: bool, status: st
         f"TOLERANCE, ABS_SCALE = {tolerance!r}, {absolute_scale!r}",
     ]
     doc = (f'"""Reproducer exported by rnnbench fuzz: {driver} gives {status} on this step body.\n'
-           f"Needs only {framework} and numpy. Exits 1 while the bug reproduces, 0 once it is fixed.\n"
+           f"Needs only {script.needs} and numpy. Exits 1 while the bug reproduces, 0 once it is fixed.\n"
            f'Loss: sum(ys * WY) + sum_i sum(c_i,T * WC[i]) after LENGTH steps."""\n')
     text = "\n".join([
-        "#!/usr/bin/env python", doc, _TORCH_HEAD if framework == "torch" else _JAX_HEAD,
+        "#!/usr/bin/env python", doc, script.head,
         "\n# the fuzzed step body", body.source(), *data,
-        _TORCH_RUN if framework == "torch" else _JAX_RUN, _COMPARE])
+        script.run, _COMPARE])
     path.write_text(text)
     return path

@@ -13,7 +13,7 @@ from typing import Any, Optional
 from rnnbench import record
 from rnnbench.check.finite_diff import oracle_grads
 from rnnbench.check.judge import Check, judge
-from rnnbench.check.localize import localize
+from rnnbench.check.localize import Localization, localize
 from rnnbench.drivers.base import Driver, Prepared
 from rnnbench.model import Case, Model
 from rnnbench.run import environments
@@ -83,6 +83,16 @@ def check_gradients(model: Model, driver: Driver, case: Case, dtype: str, device
     return result, prepared
 
 
+def localization(chk: Check, model: Model, driver: Driver, case: Case, dtype: str, device: str) -> Optional[Localization]:
+    """For an unexplained wrong gradient (not on a vendor layer, which does not run the model's
+    step): at which step and leaf the backward first goes wrong, appended to chk.report."""
+    if chk.status not in LOCALIZED or driver.anchor:
+        return None
+    loc = localize(model, driver, case, dtype, device, budget_s=LOCALIZE_BUDGET_S)
+    chk.report = f"{chk.report.rstrip()}\n{loc.format()}"
+    return loc
+
+
 def run_row(job: Job) -> dict[str, Any]:
     """The full row: availability, gradient check, timing. Returns the record."""
     from rnnbench import registry
@@ -114,11 +124,10 @@ def run_row(job: Job) -> dict[str, Any]:
     }
     if prepared is not None:
         rec["repeatable"] = repeatability(prepared, chk)
-    if chk.status in LOCALIZED and not driver.anchor:
-        # An unexplained wrong gradient: say at which step and leaf the backward first goes wrong.
-        loc = localize(model, driver, case, job.dtype, job.device, budget_s=LOCALIZE_BUDGET_S)
+    loc = localization(chk, model, driver, case, job.dtype, job.device)
+    if loc is not None:
         rec["localization"] = {"first_step": loc.first_step, "where": loc.where, "complete": loc.complete}
-        rec["report"] = f"{rec['report'].rstrip()}\n{loc.format()}"
+        rec["report"] = chk.report
     if chk.status == Status.OK and job.time and prepared is not None:
         # Speed numbers exist only for rows whose gradients agree with the oracle.
         rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing).to_dict()
