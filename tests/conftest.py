@@ -42,7 +42,7 @@ def model_driver_pairs(dtypes: tuple[str, ...] = ()) -> list:
                 continue  # each bug-class case runs on the standard drivers; bug-class drivers on core models
             if m.suite == "bugs" and here != "main" and d.compiled:
                 # CI time: outside main, bug-class cases run on the eager torch 2.9.0 drivers (where
-                # BUGS.md §1 lives); `rnnbench run --suite bugs --environments xla` runs them all.
+                # docs/bugs.md §1 lives); `rnnbench run --suite bugs --environments xla` runs them all.
                 continue
             if not dtypes:
                 params.append(pytest.param(m.name, d.name, id=f"{m.name}-{d.name}"))

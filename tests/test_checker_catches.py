@@ -15,7 +15,7 @@ from rnnbench_faulty import faulty_loop
 TORCH_LOOP = registry.get_driver("torch_loop")
 
 
-# A loop that cuts the carry cotangent between steps (carry.detach()), as BUGS.md §1's scan
+# A loop that cuts the carry cotangent between steps (carry.detach()), as docs/bugs.md §1's scan
 # effectively did: the forward is exact, the gradient through time is lost.
 _detached_carry_prepare = faulty_loop("detached_carry", cut_carry_from=0).prepare
 
@@ -50,7 +50,7 @@ def test_dropped_carry_cotangent_is_grad_mismatch(name: str, dtype: str) -> None
 
 
 def test_reference_case_drop_gives_the_bugs_md_number() -> None:
-    """On the exact BUGS.md §1 case the detached loop reproduces scan 2.9.0's wrong 0.1907469335."""
+    """On the exact docs/bugs.md §1 case the detached loop reproduces scan 2.9.0's wrong 0.1907469335."""
     from rnnbench_models.linear import bugs_section1_case
 
     loss, grads = _detached_carry_prepare(registry.get_model("decay"), bugs_section1_case(), "float64", "cpu").loss_and_grads()

@@ -43,7 +43,7 @@ def xla_environment() -> environments.Environment:
 
 @pytest.mark.cross_environment
 def test_one_report_holds_both_torch_versions_and_torch_xla(tmp_path: Path, xla_environment) -> None:
-    """BUGS.md §1 side by side: torch_scan on `decay` is ok on torch 2.13.0 and a known issue
+    """docs/bugs.md §1 side by side: torch_scan on `decay` is ok on torch 2.13.0 and a known issue
     (raw grad_mismatch, no speed number) on torch 2.9.0; torch_xla's loop and scan are ok and timed."""
     out = tmp_path / "r.jsonl"
     proc = rnnbench("run", "--models", "decay", "--drivers", "torch_scan,torch_xla_loop,torch_xla_scan_cached",

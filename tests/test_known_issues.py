@@ -14,10 +14,10 @@ from rnnbench.check.known_issues import KnownIssue, RegistryError, classify, par
 from rnnbench.status import is_failing
 
 REQUIRED_IDS = {
-    "torch-scan-drops-carry-cotangent",  # BUGS.md §1, torch 2.9.0
-    "torch-inductor-scan-needs-capture-scalar-outputs",  # BUGS.md §1, capture_scalar_outputs off
+    "torch-scan-drops-carry-cotangent",  # docs/bugs.md §1, torch 2.9.0
+    "torch-inductor-scan-needs-capture-scalar-outputs",  # docs/bugs.md §1, capture_scalar_outputs off
     "torch-inductor-scan-backward-lowering",  # torch 2.9.0 inductor, scan backward
-    "torch-xla-scan-closure-over-tensors",  # BUGS.md §2
+    "torch-xla-scan-closure-over-tensors",  # docs/bugs.md §2
     "torch-scan-double-backward-drops-saved-values",  # second order, found by the fuzzer
 }
 
@@ -149,7 +149,7 @@ def test_duplicate_ids_are_rejected() -> None:
 
 def test_swapped_carries_show_section1_as_a_missing_gradient() -> None:
     """c0' = c1, c1' = c0 over two steps with only c0 differentiated: c0's whole path to the loss is
-    the carry chain, so BUGS.md §1 makes its gradient identically zero. Strict both ways: the
+    the carry chain, so docs/bugs.md §1 makes its gradient identically zero. Strict both ways: the
     registered versions must fail exactly so, the others must be right."""
     from rnnbench.fuzz.cases import build
     from rnnbench.fuzz.grammar import Body

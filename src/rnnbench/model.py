@@ -102,11 +102,11 @@ class Model:
         forward+backward pass, counted analytically (models/_flops.py states the convention), for
         the roofline. None: not counted, rows of this model get no GFLOP/s.
     suite: "core" (the benchmark comparison: `rnnbench run` by default, tested at every dtype) or
-        "bugs" (bug-class cases from BUGS.md: `rnnbench run --suite bugs`, tested at float64, since
+        "bugs" (bug-class cases from docs/bugs.md: `rnnbench run --suite bugs`, tested at float64, since
         the classes they target do not depend on the dtype).
     island_grads: compared inputs whose gradient flows only through `ops.fp32_island()` regions of
         the step; under bf16 autocast their semantics are float32, so they are checked at the float32
-        tolerance while the rest get the bfloat16 one (BUGS.md §3). Empty: no island.
+        tolerance while the rest get the bfloat16 one (docs/bugs.md §3). Empty: no island.
     """
 
     name: str

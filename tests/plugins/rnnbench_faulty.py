@@ -75,7 +75,7 @@ def _nondeterministic_prepare(model, case, dtype, device):
 
 def faulty_loop(name: str = "faulty_loop", cut_carry_from: int | None = None, detach_params_last: bool = False):
     """torch_loop with one planted backward fault, keyed on the step index t within the run:
-    detach the carry entering every step t >= cut_carry_from (0: the BUGS.md §1 class, the
+    detach the carry entering every step t >= cut_carry_from (0: the docs/bugs.md §1 class, the
     gradient through time lost; 1: the initial carry still differentiated), or detach the
     parameters in the last step."""
 

@@ -38,7 +38,7 @@ def compare_grads(
     per_name: Optional[Mapping[str, Tolerance]] = None,
 ) -> list[InputError]:
     """Per input in `names`: normwise relative error (see tolerance.py) and whether it is missing
-    (None, or identically zero where the oracle is not: the BUGS.md §5 class). per_name overrides
+    (None, or identically zero where the oracle is not: the docs/bugs.md §5 class). per_name overrides
     `tol` for some inputs (fp32 islands under autocast, tolerance.island_tolerance)."""
     G = max((float(np.max(np.abs(want[n]))) if np.size(want[n]) else 0.0) for n in names) if names else 0.0
     out = []

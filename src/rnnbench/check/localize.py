@@ -10,7 +10,7 @@ differences of the numpy suffix. Walking t = T-1 .. 0, the first t where either 
 the backward first goes wrong.
 
 A failure that no suffix shows needs the full problem's configuration (an initial carry that does
-not require grad, BUGS.md §1): the report says so rather than pointing at a step.
+not require grad, docs/bugs.md §1): the report says so rather than pointing at a step.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class Localization:
             verdict = f"first divergence at step {self.first_step}: {', '.join(self.where)}"
         elif self.complete:
             verdict = ("no suffix diverges: every carry cotangent and per-step contribution agrees, so the failure "
-                       "needs the full problem's configuration (e.g. an initial carry without grad, BUGS.md §1)")
+                       "needs the full problem's configuration (e.g. an initial carry without grad, docs/bugs.md §1)")
         else:
             verdict = f"inconclusive: {self.stopped} before any suffix diverged"
         return "\n".join([head, *self.lines, verdict])

@@ -22,7 +22,7 @@ _MAX_REL_ERROR = {
     # Analytic oracle, float64 driver: roundoff grows with trip count and the conditioning of the
     # recurrence (~T * cond * eps). Measured max over all models and drivers at default sizes:
     # see README "Tolerances". 1e-9 leaves ~4 decades of margin; any real bug measured so far
-    # (BUGS.md §1: 3e-1, §3: 1e-2) is >= 1e-3.
+    # (docs/bugs.md §1: 3e-1, §3: 1e-2) is >= 1e-3.
     ("float64", "analytic"): 1e-9,
     # Finite-difference oracle (5-point stencil, h=1e-3): truncation ~h^4 f^(5) and cancellation
     # ~eps/h dominate, ~1e-11 relative on our cases; 1e-6 covers steeper user functions (fuzzed
@@ -80,7 +80,7 @@ def island_tolerance(oracle_kind: str, device: str = "cpu") -> Tolerance:
     """Tolerance for a gradient that flows only through an fp32 island (autocast disabled) of a step
     run under bf16 autocast (Model.island_grads). The island's semantics are float32 arithmetic, so
     its gradients get the float32 tolerance, not the bfloat16 one: a backward that silently runs the
-    island's matmuls in bf16 (BUGS.md §3, measured 3e-3 normwise on rnn_fp32_island) is then 30x
+    island's matmuls in bf16 (docs/bugs.md §3, measured 3e-3 normwise on rnn_fp32_island) is then 30x
     over tolerance, where the bf16 tolerance (5e-2) would hide it. Valid only when the bf16 regions
     of the forward are exact on the case's data (rnn_fp32_island uses dyadic inputs), so the island
     sees exactly the values the float64 oracle sees."""

@@ -17,7 +17,7 @@ from rnnbench.fuzz.grammar import PARAM_VECTORS, Body, body_wrt
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.status import InputStatus
 
-NEAR_ZERO_PROBABILITY = 0.15  # parameter entries set to +-1e-3, where wrong rules show (BUGS.md §4)
+NEAR_ZERO_PROBABILITY = 0.15  # parameter entries set to +-1e-3, where wrong rules show (docs/bugs.md §4)
 LOSS_LIMIT = 1e6  # a draw whose loss exceeds this has grown too much over the steps to check
 
 
