@@ -21,8 +21,13 @@ from rnnbench.ops import torch_ops
 @dataclass(frozen=True)
 class Layer:
     kind: str  # the model family it computes (Model.kind)
+    module: str  # the torch.nn class
     gates: int  # rows of W_ih per hidden unit
-    label: str  # recorded as the row's settings["layer"]
+    options: tuple[tuple[str, str], ...] = ()  # constructor keywords
+
+    @property
+    def label(self) -> str:  # recorded as the row's settings["layer"]
+        return f"torch.nn.{self.module}"
 
 
 def prepare(layer: Layer, model: Model, case: Case, dtype: str, device: str) -> Prepared:
@@ -31,8 +36,7 @@ def prepare(layer: Layer, model: Model, case: Case, dtype: str, device: str) -> 
     inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
     rows, I = case.params["W_ih"].shape
     H = rows // layer.gates
-    cls = torch.nn.LSTM if layer.kind == "lstm" else partial(torch.nn.RNN, nonlinearity="tanh")
-    module = cls(I, H).to(device=device, dtype=_torch.torch_dtype(dtype))
+    module = getattr(torch.nn, layer.module)(I, H, **dict(layer.options)).to(device=device, dtype=_torch.torch_dtype(dtype))
     with torch.no_grad():
         module.weight_ih_l0.copy_(inputs["W_ih"])
         module.weight_hh_l0.copy_(inputs["W_hh"])
@@ -58,6 +62,6 @@ def _row(name: str, summary: str, layer: Layer) -> Driver:
 
 
 DRIVERS = (
-    _row("torch_nn_lstm", "anchor: torch.nn.LSTM", Layer("lstm", 4, "torch.nn.LSTM")),
-    _row("torch_nn_rnn", "anchor: torch.nn.RNN(tanh)", Layer("elman_tanh", 1, "torch.nn.RNN")),
+    _row("torch_nn_lstm", "anchor: torch.nn.LSTM", Layer("lstm", "LSTM", 4)),
+    _row("torch_nn_rnn", "anchor: torch.nn.RNN(tanh)", Layer("elman_tanh", "RNN", 1, (("nonlinearity", "tanh"),))),
 )
