@@ -173,7 +173,7 @@ def test_shards_partition_the_matrix() -> None:
 
     def jobs(shard):
         args = argparse.Namespace(no_time=True, shard=shard, config=None, **{k: None for k in cli.RUN_DEFAULTS})
-        return [cli._job_key(j) for j in cli._jobs(args, cli._settings(args))]
+        return [j.key() for j in cli._jobs(args, cli._settings(args))]
 
     whole = jobs(None)
     parts = [jobs(f"{i}/3") for i in (1, 2, 3)]
