@@ -1,4 +1,4 @@
-"""Linear recurrences: the smallest cases that expose carry-cotangent bugs (BUGS.md §1, §2).
+"""Linear recurrences: the smallest cases that expose carry-cotangent bugs (docs/bugs.md §1, §2).
 
 decay:          h_t = a * h_{t-1} + x_t, y_t = h_t, loss = sum(ys**2) + final_weight * sum(h_T**2).
                 The initial carry does NOT require grad: the condition under which torch 2.9.0's
@@ -7,7 +7,7 @@ decay_scalar:   the same recurrence on 0-dimensional a and h (xs: (T,)) with los
                 exactly the upstream reproducer's form: torch 2.9.0's inductor cannot lower scan's
                 backward when the carry is 0-d and the loss does not use the final carry.
 scan_reference: carry_t = carry_{t-1} + x_t, y_t = carry_{t-1} * x_t, loss = sum(ys); gradients
-                w.r.t. the initial carry and xs (the reference values of BUGS.md §2).
+                w.r.t. the initial carry and xs (the reference values of docs/bugs.md §2).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def decay_scalar_loss(ops, consts, ys, carry):
 
 
 def bugs_section1_case(final_weight: float = 0.0) -> Case:
-    """BUGS.md §1 reproducer, exactly: x = [0.11, -0.37, 0.23, 0.41, -0.19], a = 0.7, h0 = 0.2.
+    """docs/bugs.md §1 reproducer, exactly: x = [0.11, -0.37, 0.23, 0.41, -0.19], a = 0.7, h0 = 0.2.
 
     d loss/d a = 0.2687283356 (final_weight 0) or 0.4341423812 (final_weight 1).
     """
@@ -139,7 +139,7 @@ def reference_case(sizes: Mapping[str, int], seed: int) -> Case:
 
 
 def bugs_section2_case() -> Case:
-    """BUGS.md §2: init [1,1,1], xs [[1,2,3],[4,5,6],[7,8,9]] -> loss 249, d/d init [12,15,18],
+    """docs/bugs.md §2: init [1,1,1], xs [[1,2,3],[4,5,6],[7,8,9]] -> loss 249, d/d init [12,15,18],
     d/d xs [[12,14,16],[9,11,13],[6,8,10]]."""
     return Case(
         model="scan_reference",
@@ -187,7 +187,7 @@ def reference_flops(sizes: Mapping[str, int]) -> dict[str, float]:
 MODELS = (
     Model(
         name="decay",
-        summary="h_t = a*h_{t-1} + x_t; carry0 without grad (BUGS.md §1 shape)",
+        summary="h_t = a*h_{t-1} + x_t; carry0 without grad (docs/bugs.md §1 shape)",
         carry_names=("h",),
         default_sizes={"T": 16, "n": 4},
         make_case=decay_case,
@@ -211,7 +211,7 @@ MODELS = (
     ),
     Model(
         name="scan_reference",
-        summary="carry += x, y = carry*x; grads w.r.t. init and xs (BUGS.md §2 shape)",
+        summary="carry += x, y = carry*x; grads w.r.t. init and xs (docs/bugs.md §2 shape)",
         carry_names=("c",),
         default_sizes={"T": 8, "n": 3},
         make_case=reference_case,

@@ -1,4 +1,4 @@
-"""Accumulator loops whose Jacobian w.r.t. the accumulator depends on the parameter (BUGS.md §4),
+"""Accumulator loops whose Jacobian w.r.t. the accumulator depends on the parameter (docs/bugs.md §4),
 next to the ones where it does not, evaluated where wrong gradients show: x near 0 (a wrong rule
 tends to 1 there, the true gradient of acc * x^T to 0) and x of both signs.
 
@@ -112,7 +112,7 @@ def _model(body: Body) -> Model:
 
     return Model(
         name=name,
-        summary=f"acc <- {body.expr}, x near 0 and of both signs (BUGS.md §4)",
+        summary=f"acc <- {body.expr}, x near 0 and of both signs (docs/bugs.md §4)",
         carry_names=("acc",),
         default_sizes={"T": 6},
         make_case=make_case,

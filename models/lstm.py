@@ -5,7 +5,7 @@ i, f, g, o = split(xp_t + h @ W_hh.T, 4)               each (B, H)
 c' = sigmoid(f) * c + sigmoid(i) * tanh(g);  h' = sigmoid(o) * tanh(c')
 loss = sum(ys * wy) + sum(h_T * wh) + sum(c_T * wc)
 Canonical parameters: W_ih (4H, I), W_hh (4H, H), b (4H). (h0, c0) require grad (a pytree carry
-whose initial value is trainable, the other side of BUGS.md §1).
+whose initial value is trainable, the other side of docs/bugs.md §1).
 """
 
 from __future__ import annotations

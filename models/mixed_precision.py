@@ -1,4 +1,4 @@
-"""Mixed precision with an fp32 island (BUGS.md §3): the input projection runs in whatever precision
+"""Mixed precision with an fp32 island (docs/bugs.md §3): the input projection runs in whatever precision
 the driver's autocast gives it, the carry update runs inside `ops.fp32_island()` (autocast disabled).
 
 rnn_fp32_island:  u_t = x_t @ W_ih.T                       (B, H)  bf16 under autocast
@@ -76,7 +76,7 @@ MODELS = (
     Model(
         name="rnn_fp32_island",
         suite="bugs",
-        summary="Elman RNN, input projection in autocast precision, carry update in an fp32 island (BUGS.md §3)",
+        summary="Elman RNN, input projection in autocast precision, carry update in an fp32 island (docs/bugs.md §3)",
         carry_names=("h",),
         default_sizes={"T": 8, "B": 4, "I": 8, "H": 16},
         make_case=make_case,

@@ -6,7 +6,7 @@ newton_schulz:     X' = X @ (2 I - A @ X)          -> A^-1;     A = I + 0.2 R / 
 loss = sum(ys * v) + sum(ys[-1] * w).
 
 The initial iterate requires grad for the scalar iterations: after convergence its true gradient is
-~0, where a wrong carry-cotangent rule tends to give O(1) (BUGS.md §4). The oracle is the
+~0, where a wrong carry-cotangent rule tends to give O(1) (docs/bugs.md §4). The oracle is the
 hand-derived adjoint of the truncated iteration (exact for any K); the tests also check it against
 the converged closed forms d sqrt(a)/da = 1/(2 sqrt a), d(1/a)/da = -1/a^2, dA^-1 = -A^-T W A^-T.
 """

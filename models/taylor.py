@@ -1,5 +1,5 @@
 """Truncated Taylor series as recurrences: the state is multiplied by a parameter-dependent factor
-each step (the BUGS.md §4 shape). No per-step inputs; the trip count K is the number of terms.
+each step (the docs/bugs.md §4 shape). No per-step inputs; the trip count K is the number of terms.
 A step counter k rides in the carry (a leaf that never requires grad).
 
 taylor_exp:  term_k = term_{k-1} * a / k,  ys[t] = S_{t+1}(a) = sum_{j<=t+1} a^j / j!        a: (n,)

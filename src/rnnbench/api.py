@@ -104,7 +104,8 @@ def check_recurrence(
         from rnnbench.model import rollout
         from rnnbench.ops import numpy_ops
 
-        probe = Model("user", "", carry_names, {}, None, step, _default_loss)
+        probe = Model(name="user", summary="", carry_names=carry_names, default_sizes={}, make_case=None,
+                      step=step, loss=_default_loss)
         ys, _ = rollout(numpy_ops(), probe, {k: np.asarray(v, np.float64) for k, v in params.items()}, carry0, xs, T)
         rng = np.random.default_rng(seed)
         consts = {"wy": rng.uniform(-1, 1, ys.shape), **{f"wc{i}": rng.uniform(-1, 1, c.shape) for i, c in enumerate(carry0)}}
@@ -121,7 +122,8 @@ def check_recurrence(
         carry0_requires_grad=tuple(carry0_requires_grad),
         xs_requires_grad=xs_requires_grad,
     ).rounded_to(dtype)
-    model = Model("user", "user-defined recurrence", carry_names, {"T": T}, lambda s, seed: case, step, loss)
+    model = Model(name="user", summary="user-defined recurrence", carry_names=carry_names, default_sizes={"T": T},
+                  make_case=lambda s, seed: case, step=step, loss=loss)
     from rnnbench.run.environments import current
 
     results = []

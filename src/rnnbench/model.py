@@ -84,7 +84,7 @@ Prologue = Callable[[Ops, Params, Array], Array]
 Flops = Callable[[Mapping[str, int]], dict[str, float]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Model:
     """A recurrent computation, independent of any framework.
 

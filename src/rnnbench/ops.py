@@ -8,16 +8,51 @@ indirection beyond a Python attribute access that the compilers trace away.
 from __future__ import annotations
 
 import contextlib
-import types
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager, Sequence
 
-Ops = types.SimpleNamespace
-"""Fields: name, tanh, sigmoid, exp, sin, cos, matmul, linear, split, stack, sum, zeros(shape, like) (like's dtype and device), zeros_like,
-ones_like, eye, transpose, concat (along axis 0), cast_like(x, like) (x in like's dtype), and
-fp32_island() (a context manager: inside it torch autocast is disabled, so a step can keep its
-carry update in full precision under bf16 autocast; a no-op elsewhere). Array arguments are the
-framework's own arrays."""
+Array = Any  # the namespace's own array type (numpy.ndarray, torch.Tensor, jax.Array)
+Unary = Callable[[Array], Array]
+
+
+@dataclass(frozen=True)
+class Ops:
+    """The vocabulary a step is written in. Every field is required, so a namespace that lacks an
+    op fails when it is built, not when some step first uses it. Shapes: `...` is any leading
+    batch shape; arrays are the framework's own.
+
+    elementwise: tanh, sigmoid, exp, sin, cos.
+    matmul(a, b): a @ b with broadcasting.  linear(x, w, b=None): x (..., I), w (O, I), b (O,) ->
+        x @ w.T + b (..., O), the framework's fused form where it has one (torch: addmm).
+    split(x, n): n equal chunks of the last axis.  stack(xs): a new leading axis, (T, ...) from T
+        arrays.  concat(xs): along axis 0.  sum(x): all entries, a 0-d array.
+    zeros(shape, like): zeros in like's dtype and device.  zeros_like, ones_like: as numpy.
+    eye(n, like): (n, n) identity in like's dtype and device.  transpose(x): the last two axes.
+    cast_like(x, like): x in like's dtype.
+    fp32_island(): a context manager inside which torch autocast is disabled, so a step can keep
+        its carry update in full precision under bf16 autocast (docs/bugs.md §3); a no-op elsewhere.
+    """
+
+    name: str
+    tanh: Unary
+    sigmoid: Unary
+    exp: Unary
+    sin: Unary
+    cos: Unary
+    matmul: Callable[[Array, Array], Array]
+    linear: Callable[..., Array]
+    split: Callable[[Array, int], tuple]
+    stack: Callable[[Sequence[Array]], Array]
+    concat: Callable[[Sequence[Array]], Array]
+    sum: Unary
+    zeros: Callable[[tuple, Array], Array]
+    zeros_like: Unary
+    ones_like: Unary
+    eye: Callable[[int, Array], Array]
+    transpose: Unary
+    cast_like: Callable[[Array, Array], Array]
+    fp32_island: Callable[[], ContextManager]
 
 
 @lru_cache(maxsize=None)
@@ -75,7 +110,7 @@ def torch_ops() -> Ops:
         transpose=lambda x: x.transpose(-1, -2),
         concat=lambda xs: torch.cat(xs, dim=0),
         cast_like=lambda x, like: x.to(like.dtype),
-        # The BUGS.md §3 shape. CPU autocast only: the autocast drivers run on CPU.
+        # The docs/bugs.md §3 shape. CPU autocast only: the autocast drivers run on CPU.
         fp32_island=lambda: torch.autocast("cpu", enabled=False),
     )
 
@@ -107,5 +142,3 @@ def jax_ops() -> Ops:
         fp32_island=contextlib.nullcontext,
     )
 
-
-OPS_BY_NAME: dict[str, Callable[[], Ops]] = {"numpy": numpy_ops, "torch": torch_ops, "jax": jax_ops}

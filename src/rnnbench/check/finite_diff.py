@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from rnnbench.model import Case, Model, reference_loss
+from rnnbench.status import OracleKind
 
 STEP = 1e-3
 
@@ -49,7 +50,13 @@ def finite_difference_grads(model: Model, case: Case, step: float = STEP, names=
 
 
 def oracle_grads(model: Model, case: Case) -> tuple[dict[str, np.ndarray], str]:
-    """The model's analytic oracle if it has one, else finite differences; returns (grads, kind)."""
-    if model.oracle is not None:
-        return model.oracle(case), model.oracle_kind
-    return finite_difference_grads(model, case), "finite_differences"
+    """(gradients of every compared input, oracle kind). A model's oracle may cover only some
+    inputs (e.g. a variant whose initial carry is differentiated where its base's is not): finite
+    differences of the model itself fill the rest, and then the kind is finite_differences, whose
+    tolerance holds for every entry."""
+    grads = dict(model.oracle(case)) if model.oracle is not None else {}
+    missing = [n for n in case.wrt_names(model.carry_names) if n not in grads]
+    if missing:
+        grads.update(finite_difference_grads(model, case, names=missing))
+        return grads, OracleKind.FINITE_DIFFERENCES
+    return grads, model.oracle_kind

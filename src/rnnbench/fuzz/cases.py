@@ -4,6 +4,7 @@ with the ill-conditioning test."""
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
@@ -15,7 +16,7 @@ from rnnbench.check.second_order import HvpOracle, hvp_oracle
 from rnnbench.check.tolerance import tolerance
 from rnnbench.fuzz.grammar import PARAM_VECTORS, Body, body_wrt
 from rnnbench.model import Case, Model, reference_loss
-from rnnbench.status import InputStatus
+from rnnbench.status import InputStatus, OracleKind
 
 NEAR_ZERO_PROBABILITY = 0.15  # parameter entries set to +-1e-3, where wrong rules show (docs/bugs.md §4)
 LOSS_LIMIT = 1e6  # a draw whose loss exceeds this has grown too much over the steps to check
@@ -83,9 +84,9 @@ class FuzzCase:
 
 def build(body: Body, name: str = "fuzz") -> FuzzCase:
     case = body_case(body, name)
-    model = Model(name, "fuzzed body", body.carry_names, {"T": body.length, "n": body.n},
-                  lambda sizes, seed: case, compile_step(body.source()), weighted_loss,
-                  oracle_kind="finite_differences")
+    model = Model(name=name, summary="fuzzed body", carry_names=body.carry_names,
+                  default_sizes={"T": body.length, "n": body.n}, make_case=lambda sizes, seed: case,
+                  step=compile_step(body.source()), loss=weighted_loss, oracle_kind=OracleKind.FINITE_DIFFERENCES)
     reason = None
     try:
         with np.errstate(all="raise"):
@@ -103,7 +104,5 @@ def build(body: Body, name: str = "fuzz") -> FuzzCase:
         if bad:
             reason = f"finite differences disagree between step sizes for {bad}"
     oracle = dict(fine)
-    model = Model(name, "fuzzed body", body.carry_names, {"T": body.length, "n": body.n},
-                  lambda sizes, seed: case, model.step, weighted_loss, oracle=lambda c: oracle,
-                  oracle_kind="finite_differences")
+    model = dataclasses.replace(model, oracle=lambda c: oracle)
     return FuzzCase(body, model, case, reason)
