@@ -1,98 +1,92 @@
-"""`rnnbench fuzz` with each driver in its own worker process: a framework that segfaults, is
-killed or hangs on some body costs that (body, driver) only, recorded as "crash" / "timeout"; a
-fresh worker continues with the next body. Workers stream one message per body over a pipe."""
+"""`rnnbench fuzz` with each driver in its own worker processes (rnnbench.run.isolation, as rows
+are run): a framework that segfaults, is killed or hangs on some body costs that (body, driver)
+only, recorded as "crash" / "timeout"; a fresh worker continues with the next body.
+
+`python -m rnnbench.fuzz.isolated` is the worker: it is sent body indices and returns, per body,
+(outcome, None) or (None, why the body is ill-conditioned)."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import os
+import sys
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
 from rnnbench.fuzz.grammar import generate
 from rnnbench.fuzz.runner import FuzzSummary, Outcome
 
-WORKER_START_GRACE_S = 120.0  # importing torch + jax on a loaded 2-core machine
+
+@dataclass
+class FuzzContext:
+    """What a worker needs besides the body indices. shrunk counts the failures already shrunk per
+    (driver, kind): a restarted worker continues from the parent's count, not from zero."""
+
+    driver: str
+    seed: int
+    dtype: str
+    second_order: bool
+    shrink_per_kind: int
+    repro_dir: Optional[str]
+    device: str
+    shrunk: Counter = field(default_factory=Counter)
 
 
-def _worker(conn, driver_name: str, seed: int, start: int, stop: int, dtype: str, second_order: bool,
-            shrink_per_kind: int, shrunk: Counter, repro_dir: Optional[str], device: str) -> None:
-    """Fuzz bodies start..stop-1 on one driver, sending ("start", i) before and ("done", i, outcome,
-    ill_reason) after each body."""
+def handle(context: FuzzContext, index: int) -> tuple[Optional[Outcome], Optional[str]]:
+    """One body on the context's driver in this worker."""
     from rnnbench import registry
     from rnnbench.fuzz.cases import build
     from rnnbench.fuzz.report import explain_failure
     from rnnbench.fuzz.runner import explain_outcome
 
-    driver = registry.get_driver(driver_name)
-    for index in range(start, stop):
-        conn.send(("start", index))
-        fc = build(generate(seed, index))
-        if fc.ill_conditioned:
-            conn.send(("done", index, None, fc.ill_conditioned))
-            continue
-        out = explain_outcome(index, fc, driver, dtype, second_order, shrink_per_kind, shrunk,
-                              lambda o, m, d: explain_failure(o, m, d, dtype, Path(repro_dir) if repro_dir else None, seed,
-                                                              device), device)
-        conn.send(("done", index, out, None))
-    conn.send(("end",))
-    conn.close()
+    fc = build(generate(context.seed, index))
+    if fc.ill_conditioned:
+        return None, fc.ill_conditioned
+    repro_dir = Path(context.repro_dir) if context.repro_dir else None
+
+    def on_failure(outcome, minimal, driver):
+        explain_failure(outcome, minimal, driver, context.dtype, repro_dir, context.seed, context.device)
+
+    out = explain_outcome(index, fc, registry.get_driver(context.driver), context.dtype, context.second_order,
+                          context.shrink_per_kind, context.shrunk, on_failure, context.device)
+    return out, None
 
 
 def fuzz_isolated(cases: int, seed: int, driver_names: list[str], dtype: str = "float64", second_order: bool = True,
                   shrink_per_kind: int = 1, repro_dir: Optional[Path] = None, timeout_s: float = 300.0,
                   progress: Optional[Callable[[str], None]] = None, device: str = "cpu") -> FuzzSummary:
     """fuzz() with process isolation per driver (drivers run one after another)."""
-    from rnnbench.run.runner import _exit_description
+    from rnnbench.run.isolation import run_isolated
 
     summary = FuzzSummary(list(driver_names), cases, seed, dtype, device)
     ill: dict[int, str] = {}
-    ctx = mp.get_context("spawn")
     for name in driver_names:
-        shrunk: Counter = Counter()
-        next_index = 0
-        while next_index < cases:
-            parent, child = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_worker, args=(child, name, seed, next_index, cases, dtype, second_order,
-                                                     shrink_per_kind, shrunk, str(repro_dir) if repro_dir else None, device),
-                               daemon=True)
-            proc.start()
-            child.close()
-            current, limit = None, WORKER_START_GRACE_S + timeout_s
-            while True:
-                if not parent.poll(limit):  # a hang: kill the worker, record the body, go on
-                    proc.kill()
-                    proc.join()
-                    failed, why = current if current is not None else next_index, f"timeout: no result in {limit:g} s"
-                    break
-                try:
-                    msg = parent.recv()
-                except EOFError:  # the worker died (segfault, OOM kill)
-                    proc.join()
-                    failed, why = current if current is not None else next_index, f"crash: {_exit_description(proc.exitcode)}"
-                    break
-                if msg[0] == "start":
-                    current, limit = msg[1], timeout_s
-                elif msg[0] == "done":
-                    _, index, out, reason = msg
-                    if out is None:
-                        ill[index] = reason
-                    else:
-                        summary.outcomes.append(out)
-                        if out.minimal is not None:  # a restarted worker must not shrink this kind again
-                            shrunk[(name, out.kind)] += 1
-                    next_index, current = index + 1, None
-                    if progress is not None:
-                        progress(f"{name}: body {index + 1}/{cases}")
-                else:  # "end"
-                    proc.join()
-                    failed = None
-                    break
-            if failed is None:
-                break
-            status = why.split(":")[0]
-            summary.outcomes.append(Outcome(failed, name, status, report=why, body=generate(seed, failed)))
-            next_index = failed + 1
+        context = FuzzContext(name, seed, dtype, second_order, shrink_per_kind,
+                              str(repro_dir) if repro_dir else None, device)
+
+        def on_result(i: int, result: tuple, name: str = name, context: FuzzContext = context) -> None:
+            out, reason = result
+            if out is None:
+                ill[i] = reason
+            else:
+                summary.outcomes.append(out)
+                if out.minimal is not None:  # a restarted worker must not shrink this kind again
+                    context.shrunk[(name, out.kind)] += 1
+            if progress is not None:
+                progress(f"{name}: body {i + 1}/{cases}")
+
+        def on_failure(i: int, status: str, report: str, name: str = name) -> None:
+            summary.outcomes.append(Outcome(i, name, status, report=f"{status}: {report}", body=generate(seed, i)))
+
+        run_isolated([sys.executable, "-m", "rnnbench.fuzz.isolated"], list(range(cases)), timeout_s,
+                     on_result=on_result, on_failure=on_failure, context=lambda context=context: context,
+                     env=dict(os.environ))
     summary.ill_conditioned = Counter(reason.split(" for ")[0] for reason in ill.values())
     return summary
 
+
+if __name__ == "__main__":
+    from rnnbench.run.isolation import serve
+
+    sys.exit(serve(handle))

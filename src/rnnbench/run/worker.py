@@ -1,42 +1,36 @@
-"""Worker process: reads a JSON list of jobs on stdin, runs them in order, and writes one JSON line
-per event on its original stdout: {"event": "start", "index": i} before a row, {"event":
-"record", "index": i, "record": {...}} after it. Anything the frameworks print goes to stderr, so
-the protocol stream stays clean. A crash or hang costs only the row that was started last: the
-parent sees "start" without "record" and restarts a worker for the rest."""
+"""Worker process for rows (`python -m rnnbench.run.worker`): runs the jobs it is sent, in order,
+and returns each row's record (rnnbench.run.isolation speaks the protocol). An error outside the
+driver (a bad job) is still one record; a crash or hang is judged by the parent."""
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import traceback
+from typing import Any
 
 
-def _set_threads(threads: int, drivers: set[str]) -> None:
+def setup(context: Any, jobs: list[dict]) -> None:
+    """Fix each framework's threads once, before any row (the group shares one thread count)."""
     from rnnbench import registry
 
-    for framework in {registry.get_driver(d).framework.name: registry.get_driver(d).framework for d in drivers}.values():
-        framework.set_threads(threads)
+    if jobs:
+        frameworks = {registry.get_driver(j["driver"]).framework.name: registry.get_driver(j["driver"]).framework
+                      for j in jobs}
+        for framework in frameworks.values():
+            framework.set_threads(jobs[0].get("threads", 1))
 
 
-def main() -> int:
-    protocol = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # framework chatter on stdout would corrupt the protocol
-    jobs = json.load(sys.stdin)
+def handle(context: Any, spec: dict) -> dict:
     from rnnbench.run.row import Job, run_row
     from rnnbench.status import Status
 
-    if jobs:
-        _set_threads(jobs[0].get("threads", 1), {j["driver"] for j in jobs})
-    for i, spec in enumerate(jobs):
-        protocol.write(json.dumps({"event": "start", "index": i}) + "\n")
-        try:
-            rec = run_row(Job.from_dict(spec))
-        except Exception as exc:  # an error outside the driver (bad job): still one record
-            rec = {**spec, "status": Status.ERROR, "report": "".join(traceback.format_exception(exc)[-6:])}
-        protocol.write(json.dumps({"event": "record", "index": i, "record": rec}, allow_nan=True) + "\n")
-    return 0
+    try:
+        return run_row(Job.from_dict(spec))
+    except Exception as exc:  # an error outside the driver (bad job): still one record
+        return {**spec, "status": Status.ERROR, "report": "".join(traceback.format_exception(exc)[-6:])}
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from rnnbench.run.isolation import serve
+
+    sys.exit(serve(handle, setup))
