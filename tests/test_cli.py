@@ -32,6 +32,11 @@ def rnnbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
         (["run", "--bogus-flag"], "unrecognized arguments"),
         (["table", "/nonexistent/results.jsonl"], "does not exist"),
         (["run", "--models", "rnn", "--out", "/proc/forbidden/x.jsonl"], "cannot write results file"),
+        (["run", "--models", ","], "names nothing"),
+        (["sweep", "--dtypes", "float8"], "unknown dtype 'float8'"),
+        (["sweep", "--dtype", "float8"], "unknown dtype 'float8'"),  # the old spelling still parses
+        (["fuzz", "--dtypes", "bfloat16"], "unknown fuzzing dtype 'bfloat16'"),
+        (["fuzz", "--dtype", ","], "names nothing"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(args: list[str], words: str) -> None:
@@ -75,3 +80,47 @@ def test_timed_out_row_fails_the_run_and_has_no_speed(tmp_path: Path) -> None:
     rec = json.loads(out.read_text().splitlines()[0])
     assert rec["status"] == "timeout" and "fwd_bwd" not in rec
     assert "timeout" in proc.stdout
+
+
+def _record(model: str, driver: str, status: str, host: str = "a", **extra) -> dict:
+    return {"schema": 1, "model": model, "driver": driver, "framework": "torch", "environment_name": "main",
+            "env_label": "torch 2.13.0", "dtype": "float32", "device": "cpu", "sizes": {"T": 4}, "seed": 0,
+            "status": status, "machine": {"hostname": host}, **extra}
+
+
+def _table(tmp_path: Path, records: list[dict], *args: str) -> subprocess.CompletedProcess:
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return rnnbench("table", str(path), *args)
+
+
+def test_table_summarizes_unavailable_rows_and_known_issues_in_one_line_each(tmp_path: Path) -> None:
+    traceback_report = ("known upstream issue some-bug: inductor refuses it (upstream: not known)\n"
+                        "Traceback (most recent call last):\n  File x\nRuntimeError: long story")
+    records = [_record("rnn", "torch_loop", "ok", max_rel_error=1e-7),
+               *[_record(m, "flax_lstm_cell", "unavailable", reason="vendor layer computes lstm only") for m in ("rnn", "decay")],
+               _record("rnn", "torch_xla_loop", "unavailable", reason="run `make venv-xla`"),
+               *[_record(m, "torch_scan_compiled", "known_issue:some-bug", report=traceback_report) for m in ("rnn", "lstm")]]
+    proc = _table(tmp_path, records)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "flax_lstm_cell" not in out.split("rows unavailable")[0]  # the table lists rows that ran
+    assert "2 rows unavailable: vendor layer computes lstm only (drivers: flax_lstm_cell)" in out
+    assert "1 rows unavailable: run `make venv-xla` (drivers: torch_xla_loop)" in out
+    assert "Traceback" not in out
+    assert "known upstream issue some-bug: inductor refuses it (upstream: not known) -- 2 row(s)" in out
+    assert "flax_lstm_cell" in _table(tmp_path, records, "--all").stdout.split("rows unavailable")[0]
+
+
+def test_a_failure_report_is_printed_in_full(tmp_path: Path) -> None:
+    proc = _table(tmp_path, [_record("rnn", "torch_loop", "grad_mismatch", report="!! W_hh mismatch rel err 0.5")])
+    assert "== rnn / torch_loop / torch 2.13.0 / float32: grad_mismatch\n!! W_hh mismatch rel err 0.5" in proc.stdout
+
+
+def test_merged_tables_name_each_rows_own_machine(tmp_path: Path) -> None:
+    """Rows are sorted for the table; each keeps the machine of its own record."""
+    records = [_record("zeta", "torch_loop", "crash", host="host-b"), _record("alpha", "torch_loop", "ok", host="host-a"),
+               _record("beta", "jax_loop", "unavailable", host="host-c", reason="no jax")]
+    lines = _table(tmp_path, records).stdout.splitlines()
+    assert any(line.startswith("host-b") and "zeta" in line and "crash" in line for line in lines), lines
+    assert any(line.startswith("host-a") and "alpha" in line and "ok" in line for line in lines), lines

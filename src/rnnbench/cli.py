@@ -21,6 +21,7 @@ from rnnbench.report.table import failure_reports, format_table, summary
 from rnnbench.run import environments
 from rnnbench.run.row import Job
 from rnnbench.run.timing import TimingConfig
+from rnnbench.status import is_failing
 
 DTYPES = ("float32", "float64", "bfloat16")
 DEVICES = ("cpu", "cuda")
@@ -51,10 +52,14 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _names(value: Optional[str], known: Sequence[str], what: str) -> list[str]:
-    if not value:
+def _names(value: Optional[str], known: Sequence[str], what: str, required: bool = False) -> list[str]:
+    """The names in a comma-separated selection, each once, in the order given; None selects all
+    (unless `required`). A selection that names nothing (",") is an error, not an empty run."""
+    if value is None and not required:
         return list(known)
-    names = [v.strip() for v in value.split(",") if v.strip()]
+    names = list(dict.fromkeys(v.strip() for v in (value or "").split(",") if v.strip()))
+    if not names:
+        raise UsageError(f"the {what} selection {value!r} names nothing; known: {', '.join(known)}")
     for n in names:
         if n not in known:
             raise UsageError(f"unknown {what} {n!r}; known: {', '.join(known)}")
@@ -123,7 +128,7 @@ def _parser() -> _Parser:
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     run = sub.add_parser("run", help="check gradients and time every model x driver (the default)")
     run.add_argument("--config", help="TOML file with any of: " + ", ".join(RUN_DEFAULTS))
-    run.add_argument("--suite", help="core (default: the benchmark comparison), bugs (the BUGS.md case "
+    run.add_argument("--suite", help="core (default: the benchmark comparison), bugs (the docs/bugs.md case "
                      "models: variants, loop bodies, mixed precision) or all; ignored with --models")
     run.add_argument("--models", help="comma-separated model names (default: every model of --suite)")
     run.add_argument("--drivers", help="comma-separated driver names (default: all)")
@@ -144,13 +149,16 @@ def _parser() -> _Parser:
     sub.add_parser("list", help="models and drivers, with availability here")
     table = sub.add_parser("table", help="print the table of one or more results files (several machines merge)")
     table.add_argument("files", nargs="+")
+    table.add_argument("--all", action="store_true", help="list unavailable rows in the table too")
     sweep = sub.add_parser("sweep", help="time models x drivers over sequence lengths and hidden sizes, each row cold")
     sweep.add_argument("--models", default="lstm,rnn", help="comma-separated model names (default lstm,rnn)")
     sweep.add_argument("--drivers", help="comma-separated driver names (default: all)")
     sweep.add_argument("--lengths", default="16,32,64,128,256", help="trip counts (T or K), comma-separated")
     sweep.add_argument("--hidden", default="", help="widths (H or n) at the base length, comma-separated")
     sweep.add_argument("--sizes", help="base sizes for every row, e.g. B=16,I=64,H=128")
-    sweep.add_argument("--dtype", default="float32", help=f"one of {', '.join(DTYPES)}")
+    sweep.add_argument("--dtypes", default="float32", help=f"comma-separated, from {', '.join(DTYPES)}; "
+                       "swept one after another (default float32)")
+    sweep.add_argument("--dtype", dest="dtypes", help=argparse.SUPPRESS)  # the old spelling
     sweep.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)), help="threads per framework")
     sweep.add_argument("--budget", type=float, default=0.5, help="seconds of repeats per timed quantity")
     sweep.add_argument("--driver-budget", type=float, default=120.0, help="wall seconds per (model, driver) over the sweep")
@@ -161,7 +169,9 @@ def _parser() -> _Parser:
     fuzz.add_argument("--seed", type=int, default=0, help="body stream seed (default 0)")
     fuzz.add_argument("--drivers", help="comma-separated driver names (default: every eager and jax driver that "
                       "runs a user step here; name compiled ones to include them, ~5 s per body each)")
-    fuzz.add_argument("--dtype", default="float64", help="float64 (default; second order is float64 only) or float32")
+    fuzz.add_argument("--dtypes", default="float64", help="comma-separated, from float64, float32: fuzzed one after "
+                      "another (default float64; second order is checked at float64 only)")
+    fuzz.add_argument("--dtype", dest="dtypes", help=argparse.SUPPRESS)  # the old spelling
     fuzz.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     fuzz.add_argument("--no-second-order", dest="second_order", action="store_false", help="skip the H v check")
     fuzz.add_argument("--shrink", type=int, default=1, help="failures shrunk per (driver, status) (default 1)")
@@ -276,7 +286,7 @@ def _cmd_run(args) -> int:
     if reports:
         print("\n" + reports)
     print(f"\n{summary(records)} in {time.perf_counter() - start:.0f} s; records in {out}")
-    return 1 if any(record.is_failing(r["status"]) for r in records) else 0
+    return 1 if any(is_failing(r["status"]) for r in records) else 0
 
 
 def _cmd_list(args) -> int:
@@ -305,7 +315,10 @@ def _cmd_table(args) -> int:
         if not p.is_file():
             raise UsageError(f"results file {p} does not exist")
     records = record.load(paths)
-    print(format_table(records))
+    print(format_table(records, include_unavailable=args.all))
+    reports = failure_reports(records)
+    if reports:
+        print("\n" + reports)
     return 0
 
 
@@ -329,16 +342,14 @@ def _cmd_sweep(args) -> int:
 
     models = _names(args.models, list(registry.models()), "model")
     drivers = _names(args.drivers, list(registry.drivers()), "driver")
-    if args.dtype not in DTYPES:
-        raise UsageError(f"unknown dtype {args.dtype!r}; known: {', '.join(DTYPES)}")
-    dtype = args.dtype
+    dtypes = _names(args.dtypes, DTYPES, "dtype", required=True)
     if min(args.threads, args.budget, args.driver_budget, args.timeout) <= 0:
         raise UsageError("--threads, --budget, --driver-budget and --timeout must be positive")
     lengths, hidden = _int_list(args.lengths, "--lengths"), _int_list(args.hidden, "--hidden")
     if not lengths and not hidden:
         raise UsageError("nothing to sweep: give --lengths and/or --hidden")
-    plan = SweepPlan(models, drivers, lengths, hidden, _sizes(args.sizes, models), dtype, args.threads,
-                     TimingConfig(budget_s=args.budget), args.driver_budget, args.timeout)
+    plans = [SweepPlan(models, drivers, lengths, hidden, _sizes(args.sizes, models), dtype, args.threads,
+                       TimingConfig(budget_s=args.budget), args.driver_budget, args.timeout) for dtype in dtypes]
     out = _out_path(args.out or str(Path("results") / time.strftime("sweep-%Y%m%d-%H%M%S.jsonl")))
     start = time.perf_counter()
     print(f"rnnbench: sweep -> {out}", flush=True)
@@ -349,9 +360,9 @@ def _cmd_sweep(args) -> int:
         sizes = ",".join(f"{k}={v}" for k, v in rec["sizes"].items())
         print(f"  {rec['model']:<10} {rec['driver']:<20} {sizes:<22} {rec['status']}{extra}", flush=True)
 
-    records = run_sweep(plan, out, progress)
+    records = [rec for plan in plans for rec in run_sweep(plan, out, progress)]
     print(f"\n{summary(records)} in {time.perf_counter() - start:.0f} s; records in {out}")
-    return 1 if any(record.is_failing(r["status"]) for r in records) else 0
+    return 1 if any(is_failing(r["status"]) for r in records) else 0
 
 
 def _cmd_report(args) -> int:
@@ -398,12 +409,11 @@ def fuzz_drivers(value: Optional[str], dtype: str, device: str = "cpu") -> list:
 def _cmd_fuzz(args) -> int:
     if args.cases <= 0 or args.shrink < 0 or args.timeout <= 0:
         raise UsageError("--cases and --timeout must be positive and --shrink not negative")
-    if args.dtype not in ("float64", "float32"):
-        raise UsageError(f"--dtype {args.dtype!r}: fuzzing runs float64 or float32")
+    dtypes = _names(args.dtypes, ("float64", "float32"), "fuzzing dtype", required=True)
     if args.device not in DEVICES:
         raise UsageError(f"unknown device {args.device!r}; known: {', '.join(DEVICES)}")
-    drivers = fuzz_drivers(args.drivers, args.dtype, args.device)
-    if not drivers:
+    drivers = {dtype: fuzz_drivers(args.drivers, dtype, args.device) for dtype in dtypes}
+    if not all(drivers.values()):
         raise UsageError(f"no driver can fuzz here on {args.device} (install the main environment with `make venv`)")
     repro_dir = Path(args.repro_dir) if args.repro_dir else None
     if repro_dir is not None:
@@ -414,16 +424,20 @@ def _cmd_fuzz(args) -> int:
     from rnnbench.fuzz.isolated import fuzz_isolated
 
     start = time.time()
-    summary = fuzz_isolated(args.cases, args.seed, [d.name for d in drivers], args.dtype, args.second_order, args.shrink,
-                            repro_dir, args.timeout,
-                            progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)   ", end="", file=sys.stderr, flush=True),
-                            device=args.device)
-    print(file=sys.stderr)
-    print(summary.format())
-    errors = sum(o.errored for o in summary.outcomes)
-    print(f"\nrnnbench fuzz: {len(summary.failures)} mismatches, {errors} driver errors "
+    failures = errors = 0
+    for dtype in dtypes:
+        summary = fuzz_isolated(args.cases, args.seed, [d.name for d in drivers[dtype]], dtype, args.second_order,
+                                args.shrink, repro_dir, args.timeout,
+                                progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)   ", end="",
+                                                         file=sys.stderr, flush=True),
+                                device=args.device)
+        print(file=sys.stderr)
+        print(summary.format())
+        failures += len(summary.failures)
+        errors += sum(o.errored for o in summary.outcomes)
+    print(f"\nrnnbench fuzz: {failures} mismatches, {errors} driver errors "
           f"in {time.time() - start:.0f} s", file=sys.stderr)
-    return 1 if summary.failures or errors else 0
+    return 1 if failures or errors else 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

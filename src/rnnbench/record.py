@@ -12,8 +12,6 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from rnnbench.status import is_failing  # noqa: F401  (re-exported: callers ask record.is_failing)
-
 SCHEMA = 1
 
 

@@ -6,6 +6,8 @@ import sys
 import time
 from typing import Any, Optional, TextIO
 
+from rnnbench.status import Status
+
 
 def _clock(seconds: float) -> str:
     m, s = divmod(int(seconds), 60)
@@ -22,6 +24,7 @@ class Progress:
         self.done_rows = 0
         self.begin = time.perf_counter()
         self.current = ""
+        self.unavailable = 0
 
     def _bar(self) -> str:
         elapsed = time.perf_counter() - self.begin
@@ -39,6 +42,12 @@ class Progress:
 
     def done(self, rec: dict) -> None:
         self.done_rows += 1
+        if rec["status"] == Status.UNAVAILABLE:  # counted; the final summary gives one line per reason
+            self.unavailable += 1
+            if self.tty:
+                self.stream.write("\r\033[K" + self._bar())
+                self.stream.flush()
+            return
         err = rec.get("max_rel_error")
         line = (
             f"[{self.done_rows}/{self.total}] {rec['model']:<18} {rec['driver']:<20} "

@@ -1,9 +1,17 @@
-"""Plain-text table of records, and the detailed reports of rows that are not ok."""
+"""Plain-text table of records, and the detailed reports of rows that are not ok.
+
+The console is for reading; the records keep everything. The table lists the rows that ran
+(unavailable rows only with all_rows=True) and, below it, one line per distinct unavailability
+reason; failure_reports() prints the full report of each real failure (a failing status or
+known_issue_fixed:<id>) and one line per registered known issue, never its traceback."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
+
+from rnnbench.status import Status, is_failing, is_fixed, is_known, KNOWN_PREFIX
 
 
 def _ms(t: dict | None) -> str:
@@ -43,61 +51,83 @@ def side_by_side(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 COLUMNS = ("model", "driver", "env", "dtype", "status", "max rel err", "fwd+bwd ms [IQR]", "fwd ms [IQR]", "first call s")
 
 
-def rows(records: Iterable[dict[str, Any]]) -> list[tuple[str, ...]]:
+def machine_of(rec: dict) -> str:
+    return (rec.get("machine") or {}).get("hostname", "?")
+
+
+def rows(records: Iterable[dict[str, Any]], include_unavailable: bool = False,
+         with_machine: bool = False) -> list[tuple[str, ...]]:
+    """One tuple of cells per record, each from its own record (machine included when asked)."""
     out = []
     for r in side_by_side(records):
-        if r["status"] == "unavailable":
+        if r["status"] == Status.UNAVAILABLE and not include_unavailable:
             continue
-        ok = r["status"] == "ok"  # speed numbers only for rows whose gradients agree
-        out.append(
-            (
-                r["model"],
-                r["driver"],
-                env_label(r),
-                r["dtype"],
-                r["status"],
-                _err(r),
-                _ms(r.get("fwd_bwd")) if ok else "-",
-                _ms(r.get("fwd")) if ok else "-",
-                _first(r) if ok else "-",
-            )
+        ok = r["status"] == Status.OK  # speed numbers only for rows whose gradients agree
+        cells = (
+            r["model"],
+            r["driver"],
+            env_label(r),
+            r["dtype"],
+            str(r["status"]),
+            _err(r),
+            _ms(r.get("fwd_bwd")) if ok else "-",
+            _ms(r.get("fwd")) if ok else "-",
+            _first(r) if ok else "-",
         )
+        out.append((machine_of(r), *cells) if with_machine else cells)
     return out
 
 
-def format_table(records: list[dict[str, Any]]) -> str:
-    """One line per row that ran; unavailable rows summarised below. Records from several
-    machines (merged results files) get a leading machine column."""
-    body = rows(records)
-    columns = COLUMNS
-    hosts = [r.get("machine", {}).get("hostname", "?") for r in records if r["status"] != "unavailable"]
-    if len(set(hosts)) > 1:
-        columns = ("machine", *COLUMNS)
-        body = [(h, *row) for h, row in zip(hosts, body)]
+def format_table(records: list[dict[str, Any]], include_unavailable: bool = False) -> str:
+    """One line per row that ran (every row with include_unavailable), then one line per reason
+    for the rows that could not run here. Records from several machines (merged results files) get
+    a leading machine column, each row's from its own record."""
+    with_machine = len({machine_of(r) for r in records}) > 1
+    columns = ("machine", *COLUMNS) if with_machine else COLUMNS
+    body = rows(records, include_unavailable, with_machine)
     widths = [max(len(c), *(len(row[i]) for row in body)) if body else len(c) for i, c in enumerate(columns)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
     text = [line(columns), line(tuple("-" * w for w in widths))] + [line(r) for r in body]
-    unavailable = defaultdict(list)
-    for r in records:
-        if r["status"] == "unavailable":
-            unavailable[(r["driver"], env_label(r), r.get("reason", ""))].append(r["model"])
-    for (driver, env, reason), models in sorted(unavailable.items()):
-        text.append(f"unavailable: {driver} [{env}] on {len(models)} model(s) ({reason})")
+    if not include_unavailable:
+        text += unavailable_summary(records)
     return "\n".join(text)
 
 
+def unavailable_summary(records: list[dict[str, Any]]) -> list[str]:
+    """'N rows unavailable: <reason> (drivers: ...)', one line per distinct reason."""
+    by_reason: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        if r["status"] == Status.UNAVAILABLE:
+            by_reason[r.get("reason", "")].append(r)
+    out = []
+    for reason, recs in sorted(by_reason.items(), key=lambda item: -len(item[1])):
+        drivers = sorted({r["driver"] for r in recs})
+        shown = ", ".join(drivers[:6]) + (f", ... ({len(drivers)} drivers)" if len(drivers) > 6 else "")
+        out.append(f"{len(recs)} rows unavailable: {reason} (drivers: {shown})")
+    return out
+
+
 def failure_reports(records: list[dict[str, Any]]) -> str:
-    """The readable report of every row that is neither ok nor unavailable."""
+    """The full report of every row that failed (a wrong or missing gradient, an error, a crash,
+    a registered bug that no longer reproduces), then one line per registered known issue that
+    reproduced (its details stay in the records file)."""
     parts = []
+    known: dict[str, list[dict]] = defaultdict(list)
     for r in side_by_side(records):
-        if r["status"] not in ("ok", "unavailable"):
+        if is_known(r["status"]):
+            known[r["status"]].append(r)
+        elif r["status"] not in (Status.OK, Status.UNAVAILABLE):
             parts.append(f"== {r['model']} / {r['driver']} / {env_label(r)} / {r['dtype']}: {r['status']}\n"
-                         f"{r.get('report', '').rstrip()}")
+                         f"{r.get('report', r.get('reason', '')).rstrip()}")
+    for status, recs in known.items():
+        title = (recs[0].get("report") or "").splitlines()[0] if recs[0].get("report") else status
+        where = ", ".join(sorted({f"{r['model']}/{r['driver']}" for r in recs}))
+        parts.append(f"{title} -- {len(recs)} row(s): {where} (details in the records file)")
     return "\n\n".join(parts)
 
 
 def summary(records: list[dict[str, Any]]) -> str:
     counts: dict[str, int] = defaultdict(int)
     for r in records:
-        counts[r["status"]] += 1
+        counts[str(r["status"])] += 1
     return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
