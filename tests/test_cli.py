@@ -124,3 +124,13 @@ def test_merged_tables_name_each_rows_own_machine(tmp_path: Path) -> None:
     lines = _table(tmp_path, records).stdout.splitlines()
     assert any(line.startswith("host-b") and "zeta" in line and "crash" in line for line in lines), lines
     assert any(line.startswith("host-a") and "alpha" in line and "ok" in line for line in lines), lines
+
+
+def test_rows_are_labelled_with_their_own_frameworks_version() -> None:
+    from importlib.metadata import version
+
+    from rnnbench.run.row import Job
+
+    assert Job("rnn", "jax_lax_scan").identity()["env_label"] == f"jax {version('jax')}"
+    assert Job("rnn", "flax_scan").identity()["env_label"] == f"flax {version('flax')}"
+    assert Job("rnn", "torch_loop").identity()["env_label"] == f"torch {version('torch').split('+')[0]}"

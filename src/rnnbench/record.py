@@ -19,8 +19,8 @@ SCHEMA = 1
 def identity(*, model: str, driver: str, framework: str, family: str, anchor: bool, environment: str, env_label: str,
              dtype: str, device: str, sizes: dict[str, int], seed: int) -> dict[str, Any]:
     """The identifying fields every record has, whatever happened to the row: the one constructor
-    (rnnbench.run.row.Job.identity builds it for a job). env_label names the environment by its
-    torch version ("torch 2.13.0") where known, else by its name."""
+    (rnnbench.run.row.Job.identity builds it for a job). env_label names what the row ran on by its
+    framework's version ("torch 2.13.0", "jax 0.10.2") where known, else by its environment's name."""
     return {
         "schema": SCHEMA,
         "model": model,

@@ -90,6 +90,12 @@ class Framework:
                 out[p] = "missing"
         return out
 
+    def label(self) -> str:
+        """How tables name what a row ran on: the framework's main package and its version,
+        e.g. "torch 2.13.0", "jax 0.10.2" (local build tags such as +cpu dropped)."""
+        package = self.packages[0]
+        return f"{package} {self.versions()[package].split('+')[0]}"
+
     def import_module(self) -> None:
         """Import it (so a row's memory baseline includes the framework's own footprint)."""
         import importlib

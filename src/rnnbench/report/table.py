@@ -31,8 +31,8 @@ def _first(rec: dict) -> str:
 
 
 def env_label(rec: dict) -> str:
-    """The environment a row ran in, named by its torch version ("torch 2.13.0", "torch 2.9.0");
-    rows decided without starting it (e.g. it does not exist) carry the environment's name."""
+    """What a row ran on, by its framework's version ("torch 2.13.0", "torch 2.9.0", "jax 0.10.2");
+    rows decided without starting their environment (e.g. it does not exist) carry its name."""
     return rec.get("env_label") or rec.get("environment_name", "main")
 
 

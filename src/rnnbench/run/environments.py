@@ -65,17 +65,6 @@ def current() -> str:
     return "main"
 
 
-def label() -> str:
-    """How rows name this interpreter's environment in tables: its torch version, e.g.
-    "torch 2.13.0" (the local build tag such as +cpu is dropped)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return "torch " + version("torch").split("+")[0]
-    except PackageNotFoundError:
-        return current()
-
-
 def thread_env(threads: int) -> dict[str, str]:
     """Environment variables that fix thread counts before any framework is imported: the OpenMP /
     BLAS pools, and each registered framework's own (Framework.thread_env)."""

@@ -48,12 +48,12 @@ class Job:
         from rnnbench import registry
 
         driver = registry.get_driver(self.driver)
-        # A row is labelled with its environment's torch version where this process can read it.
+        # A row is labelled with its framework's version where this process can read it.
         here = self.environment == environments.current()
         return record.identity(
             model=self.model, driver=self.driver, framework=driver.framework.name, family=driver.framework.family,
             anchor=driver.anchor,
-            environment=self.environment, env_label=environments.label() if here else self.environment,
+            environment=self.environment, env_label=driver.framework.label() if here else self.environment,
             dtype=self.dtype, device=self.device, seed=self.seed,
             sizes=registry.get_model(self.model).sizes_with_defaults(self.sizes))
 
