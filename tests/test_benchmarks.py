@@ -68,7 +68,7 @@ def test_fwd_bwd(benchmark, one_torch_thread: int, bench_model: str, bench_drive
         xla_flags=os.environ.get("XLA_FLAGS", ""),
     )
     loss, grads = benchmark(prepared.loss_and_grads)
-    judged = verify(bench_model, loss, grads)
+    judged = verify(bench_model, loss, grads, driver_name=bench_driver)
     benchmark.extra_info.update(max_rel_error=judged.max_rel_error, tolerance=judged.tolerance.max_rel_error,
                                 oracle=judged.oracle_kind, status=judged.status)
     assert judged.status == "ok", judged.report

@@ -58,8 +58,13 @@ class Job:
             sizes=registry.get_model(self.model).sizes_with_defaults(self.sizes))
 
     def key(self) -> tuple:
-        """What makes two rows the same row (rnnbench.record.row_key)."""
-        return record.row_key(self.identity())
+        """What makes two rows the same row (rnnbench.record.row_key), without the machine and time
+        lookups of a full identity (keys are computed for every job to sort and resume)."""
+        from rnnbench import registry
+
+        sizes = registry.get_model(self.model).sizes_with_defaults(self.sizes)
+        return record.row_key({"model": self.model, "driver": self.driver, "environment_name": self.environment,
+                               "dtype": self.dtype, "device": self.device, "sizes": sizes, "seed": self.seed})
 
 
 LOCALIZED = (Status.GRAD_MISMATCH, Status.MISSING_GRAD)  # unexplained wrong gradients get a localization
