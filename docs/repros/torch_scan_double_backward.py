@@ -28,15 +28,17 @@ CLONE_CARRY = False  # inductor also needs every carry leaf cloned
 LENGTH, HAS_XS = 1, False
 CARRY_NAMES = ['c0']
 WRT = ['p1', 'W', 'carry0.c0']
-PARAMS = {'p1': np.array([-0.001]), 'W': np.array([[0.8757355126527377]])}
+PARAMS = {'p1': np.array([-1.5707963267948966]), 'W': np.array([[0.8757355126527377]])}
 CARRY0 = [np.array([0.001])]
 XS = None
 WY = np.array([[-0.7825151517794822]])
 WC = [np.array([-0.9362329267967644])]
 V = {'p1': np.array([-0.15703568834243353]), 'W': np.array([[0.5156274966050423]]), 'carry0.c0': np.array([0.17803504832053063])}  # the direction of the Hessian-vector product
 # float64 finite differences of the same step and loss in numpy, computed by rnnbench:
-WANT = {'p1': np.array([-0.4827474402834489]), 'W': np.array([[0.1470219821083942]]), 'carry0.c0': np.array([1.3552527156068805e-14])}
-TOLERANCE, ABS_SCALE = 1e-05, 0.001
+WANT = {'p1': np.array([-0.48274744028746946]), 'W': np.array([[0.14702198213612885]]), 'carry0.c0': np.array([-1.850371707708594e-11])}
+# and their error bounds (absolute, per entry): a difference within TOLERANCE * scale + bound is no evidence
+WANT_ERROR = {'p1': np.array([0.]), 'W': np.array([[0.]]), 'carry0.c0': np.array([0.])}
+TOLERANCE, ABS_SCALE = 1e-05, 0.001287101489866738
 
 
 def loss_loop(inputs):
@@ -105,18 +107,17 @@ reference = derivatives(loss_loop, False) if (MODE, COMPILED) != ("loop", False)
 
 
 worst = 0.0
-# rnnbench's metric: max |got - want| over an input, relative to max(max |want| of that input,
-# 1e-3 x the largest |want| of all inputs, ABS_SCALE)
+# rnnbench's metric: max |got - want| over an input, beyond the oracle's error bound, relative to
+# max(max |want| of that input, 1e-3 x the largest |want| of all inputs, ABS_SCALE)
 G = max(float(np.max(np.abs(np.asarray(w)))) for w in WANT.values())
 print(f"{DRIVER}, {'second order (H v)' if SECOND_ORDER else 'first order (gradients)'}; rnnbench's verdict: {WHAT}")
 for k in WRT:
     g, w = got[k], np.asarray(WANT[k])
     if g is None:
-        print(f"  {k:10} got None (no gradient), want {w.ravel()}")
-        worst = float("inf")
-        continue
+        print(f"  {k:10} got None (no gradient: read as zero)")
+        g = np.zeros_like(w)
     scale = max(float(np.max(np.abs(w))), 1e-3 * G, ABS_SCALE) or 1.0
-    err = float(np.max(np.abs(np.asarray(g) - w))) / scale
+    err = float(np.max(np.abs(np.asarray(g) - w) - np.asarray(WANT_ERROR[k]))) / scale
     worst = max(worst, err)
     ref = "" if reference is None or reference[k] is None else f"  plain loop: {np.asarray(reference[k]).ravel()}"
     print(f"  {k:10} got {np.asarray(g).ravel()}  want {w.ravel()}{ref}  rel err {err:.3g}")

@@ -11,7 +11,10 @@ Row statuses, in the order the staged check decides them:
   crash, timeout    the worker process died or hung on this row (the runner's isolation)
   forward_mismatch  the loss disagrees with the float64 reference forward
   missing_grad      a gradient is None or identically zero where the oracle's is not
-  grad_mismatch     a gradient disagrees with the oracle beyond the tolerance
+  grad_mismatch     a gradient disagrees with the oracle beyond the tolerance and the oracle's own
+                    error bound
+  cannot_decide     a gradient is beyond the tolerance but within the finite-difference oracle's
+                    error bound: the oracle cannot tell; not a failure, and not timed
   ok                everything agrees
 Second order (rnnbench.check.second_order): ok, hvp_mismatch, hvp_error, ill_conditioned, unsupported.
 The known-issues registry turns an expected failure into "known_issue:<id>" and a covered row that
@@ -34,6 +37,7 @@ class Status(str, Enum):
     FORWARD_MISMATCH = "forward_mismatch"
     MISSING_GRAD = "missing_grad"
     GRAD_MISMATCH = "grad_mismatch"
+    CANNOT_DECIDE = "cannot_decide"
     HVP_MISMATCH = "hvp_mismatch"
     HVP_ERROR = "hvp_error"
     ILL_CONDITIONED = "ill_conditioned"
@@ -84,6 +88,7 @@ class InputStatus(str, Enum):
     OK = "ok"
     MISMATCH = "mismatch"
     MISSING = "missing"
+    UNDECIDED = "cannot_decide"  # within the oracle's error bound, beyond the tolerance
 
     def __str__(self) -> str:
         return self.value

@@ -13,7 +13,9 @@ from rnnbench.status import InputStatus, Status
 
 @dataclass(frozen=True)
 class InputError:
-    """How one gradient compares. index is the entry with the largest error; got/want its values."""
+    """How one gradient compares. index is the entry that decided the status (the largest error
+    beyond the oracle's own bound); got/want its values. max_rel_error: max |got - want| / scale;
+    oracle_error: the oracle's largest error bound / scale (0 for exact oracles)."""
 
     name: str
     status: str  # an InputStatus
@@ -23,6 +25,7 @@ class InputError:
     want: float
     scale: float
     detail: str = ""
+    oracle_error: float = 0.0
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -36,44 +39,54 @@ def compare_grads(
     names: list[str],
     tol: Tolerance,
     per_name: Optional[Mapping[str, Tolerance]] = None,
+    error: Optional[Mapping[str, np.ndarray]] = None,
 ) -> list[InputError]:
-    """Per input in `names`: normwise relative error (see tolerance.py) and whether it is missing
-    (None, or identically zero where the oracle is not: the docs/bugs.md §5 class). per_name overrides
-    `tol` for some inputs (fp32 islands under autocast, tolerance.island_tolerance)."""
+    """Per input in `names`, entry by entry, with scale = max(max|want|, tol.scale_floor * G,
+    tol.absolute_scale) (see tolerance.py) and the oracle's error bound e_i (`error`, absolute;
+    none for exact oracles):
+      |got_i - want_i| <= tol * scale            agrees
+      ... <= tol * scale + e_i                   cannot decide (only the oracle's error separates them)
+      beyond that                                mismatch
+    A gradient that is None (the framework says the input does not reach the loss) or identically
+    zero is "missing" only where some want_i is nonzero beyond tol * scale + e_i: a true zero gradient
+    is an answer. per_name overrides `tol` for some inputs (fp32 islands under autocast)."""
     G = max((float(np.max(np.abs(want[n]))) if np.size(want[n]) else 0.0) for n in names) if names else 0.0
     out = []
-    base_tol = tol
     for name in names:
-        tol = (per_name or {}).get(name, base_tol)
+        t = (per_name or {}).get(name, tol)
         r = np.asarray(want[name], dtype=np.float64)
+        bound = np.broadcast_to(np.asarray((error or {}).get(name, 0.0), dtype=np.float64), r.shape)
         r_max = float(np.max(np.abs(r))) if r.size else 0.0
-        scale = max(r_max, tol.scale_floor * G, tol.absolute_scale) or 1.0
-        g = got.get(name)
-        if g is None:
-            out.append(InputError(name, InputStatus.MISSING, float("inf"), (), float("nan"), 0.0, scale, "gradient is None"))
-            continue
-        g = np.asarray(g, dtype=np.float64)
+        scale = max(r_max, t.scale_floor * G, t.absolute_scale) or 1.0
+        oracle_error = float(np.max(bound)) / scale if r.size else 0.0
+        g_raw = got.get(name)
+        g = np.zeros_like(r) if g_raw is None else np.asarray(g_raw, dtype=np.float64)
         if g.shape != r.shape:
-            out.append(
-                InputError(name, InputStatus.MISMATCH, float("inf"), (), float("nan"), 0.0, scale,
-                           f"shape {g.shape} != oracle shape {r.shape}")
-            )
+            out.append(InputError(name, InputStatus.MISMATCH, float("inf"), (), float("nan"), 0.0, scale,
+                                  f"shape {g.shape} != oracle shape {r.shape}", oracle_error))
             continue
         if r.size == 0:
             out.append(InputError(name, InputStatus.OK, 0.0, (), 0.0, 0.0, scale))
             continue
+        allowed = t.max_rel_error * scale
         diff = np.abs(g - r)
         diff = np.where(np.isnan(diff), np.inf, diff)
-        flat = int(np.argmax(diff))
+        beyond = diff - bound  # how far each entry is from the oracle's error interval
+        flat = int(np.argmax(beyond))
         idx = tuple(int(i) for i in np.unravel_index(flat, r.shape))
-        err = float(diff.flat[flat] / scale)
-        if not np.any(g) and r_max > tol.max_rel_error * scale:
-            status, detail = InputStatus.MISSING, "gradient is identically zero"
-        elif err <= tol.max_rel_error:
-            status, detail = InputStatus.OK, ""
-        else:
+        err = float(np.max(diff) / scale)
+        zero = "gradient is None (read as zero)" if g_raw is None else "gradient is identically zero"
+        if not np.any(g) and np.any(np.abs(r) > allowed + bound):
+            status, detail = InputStatus.MISSING, zero
+        elif beyond.flat[flat] > allowed:
             status, detail = InputStatus.MISMATCH, ""
-        out.append(InputError(name, status, err, idx, float(g.flat[flat]), float(r.flat[flat]), scale, detail))
+        elif err > t.max_rel_error:
+            status = InputStatus.UNDECIDED
+            detail = (f"beyond tolerance, but within the finite-difference oracle's error bound "
+                      f"({oracle_error:.2g} of scale): cannot decide")
+        else:
+            status, detail = InputStatus.OK, ""
+        out.append(InputError(name, status, err, idx, float(g.flat[flat]), float(r.flat[flat]), scale, detail, oracle_error))
     return out
 
 
@@ -85,13 +98,16 @@ def loss_rel_error(got: float, want: float) -> float:
 
 
 def verdict(loss_error: float, errors: list[InputError], tol: Tolerance) -> str:
-    """Row status from the staged check: forward first, then presence, then agreement."""
+    """Row status from the staged check: forward first, then presence, then agreement; an input
+    that only the oracle's own error keeps from agreeing makes the row cannot_decide, never a mismatch."""
     if loss_error > tol.max_rel_error:
         return Status.FORWARD_MISMATCH
     if any(e.status == InputStatus.MISSING for e in errors):
         return Status.MISSING_GRAD
     if any(e.status == InputStatus.MISMATCH for e in errors):
         return Status.GRAD_MISMATCH
+    if any(e.status == InputStatus.UNDECIDED for e in errors):
+        return Status.CANNOT_DECIDE
     return Status.OK
 
 
@@ -100,6 +116,8 @@ def describe(errors: list[InputError], loss_error: float, tol: Tolerance) -> str
     lines = [f"loss rel error {loss_error:.3g} (tolerance {tol.max_rel_error:g}, {tol.dtype}, {tol.oracle} oracle)"]
     for e in errors:
         mark = "  " if e.status == InputStatus.OK else "!!"
-        where = f"at {list(e.index)}: got {e.got:.10g}, want {e.want:.10g}" if e.index else ""
-        lines.append(f"{mark} {e.name:<10} {e.status:<8} rel err {e.max_rel_error:.3g} {where} {e.detail}".rstrip())
+        at = f"at {list(e.index)}: " if e.index else ""  # a 0-d input has no index, but still a value
+        where = f"{at}got {e.got:.10g}, want {e.want:.10g}" if np.isfinite(e.max_rel_error) else ""
+        bound = f" (oracle error {e.oracle_error:.2g})" if e.oracle_error else ""
+        lines.append(f"{mark} {e.name:<10} {e.status:<8} rel err {e.max_rel_error:.3g}{bound} {where} {e.detail}".rstrip())
     return "\n".join(lines)

@@ -5,7 +5,8 @@ verdicts from `judge` (first order) and `registered` (both orders).
 
 Stages (rnnbench.status): the driver raised -> error / compile_error; the loss disagrees with the
 float64 reference forward -> forward_mismatch; a gradient is absent where the oracle's is not ->
-missing_grad; a gradient disagrees -> grad_mismatch; else ok.
+missing_grad; a gradient disagrees beyond tolerance and the oracle's error bound -> grad_mismatch;
+beyond tolerance but within the bound -> cannot_decide; else ok.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import numpy as np
 
 from rnnbench.check import known_issues
 from rnnbench.check.compare import InputError, compare_grads, describe, loss_rel_error, verdict
-from rnnbench.check.finite_diff import oracle_grads
-from rnnbench.check.tolerance import Tolerance, island_tolerance, tolerance
+from rnnbench.check.finite_diff import Oracle, oracle_grads
+from rnnbench.check.tolerance import Tolerance, at_loss_scale, island_tolerance, tolerance
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.status import Status
 
@@ -59,23 +60,35 @@ def is_compile_error(exc: BaseException) -> bool:
 
 
 def failure_report(exc: BaseException) -> str:
-    """The exception's first line, then the last frames of its traceback."""
-    message = str(exc).strip()
+    """What the framework said, then the last frames of the traceback. A compiler's wrapper
+    ("backend='inductor' raised:") carries the real message on its next lines and in its cause
+    chain: both are shown, one line per distinct exception."""
+    lines, seen = [], set()
+    link: Optional[BaseException] = exc
+    while link is not None and len(lines) < 4:
+        text = [line.strip() for line in str(link).splitlines() if line.strip()]
+        head = " ".join(text[:2]) if text and text[0].endswith(":") else (text[0] if text else "")
+        line = f"{type(link).__name__}: {head}"
+        if head not in seen:
+            lines.append(line if not lines else f"  caused by {line}")
+            seen.add(head)
+        link = link.__cause__ or link.__context__
     tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-    return f"{type(exc).__name__}: {message.splitlines()[0] if message else ''}\n" + "".join(tb[-6:])
+    return "\n".join(lines) + "\n" + "".join(tb[-6:])
 
 
 def judge(model: Model, case: Case, dtype: str, device: str, driver_name: str,
           produced: Optional[tuple[float, Mapping[str, Optional[np.ndarray]]]] = None,
           raised: Optional[BaseException] = None, compiled: bool = False, autocast: bool = False,
-          oracle: Optional[tuple[Mapping[str, np.ndarray], str]] = None) -> Check:
+          oracle: Optional[Oracle] = None) -> Check:
     """The verdict on one driver's first-order result on `case` at `dtype`.
 
     produced: (loss, {compared input: gradient or None}) in canonical layout, float64 numpy; or
     raised: the exception the driver raised (compiled: it compiles, so tracing errors are
     compile_error). autocast: the driver runs under bf16 autocast, so inputs in the model's fp32
-    island get the float32 tolerance. oracle: (gradients, kind) when already computed."""
-    want, kind = oracle if oracle is not None else oracle_grads(model, case)
+    island get the float32 tolerance. oracle: the oracle when already computed."""
+    oracle = oracle if oracle is not None else oracle_grads(model, case)
+    kind = oracle.kind
     tol = tolerance(dtype, kind, device)
     result = Check(status=Status.ERROR, oracle_kind=kind, tolerance=tol)
     if raised is not None or produced is None:
@@ -87,8 +100,11 @@ def judge(model: Model, case: Case, dtype: str, device: str, driver_name: str,
     result.loss, result.grads = loss, dict(grads)
     result.reference_loss = reference_loss(model, case)
     result.loss_error = loss_rel_error(loss, result.reference_loss)
-    per_name = {n: island_tolerance(kind, device) for n in model.island_grads} if autocast else None
-    result.errors = compare_grads(grads, want, case.wrt_names(model.carry_names), tol, per_name)
+    tol = result.tolerance = at_loss_scale(tol, result.reference_loss)
+    per_name = {n: at_loss_scale(island_tolerance(kind, device), result.reference_loss)
+                for n in model.island_grads} if autocast else None
+    names = case.wrt_names(model.carry_names)
+    result.errors = compare_grads(grads, oracle.grads, names, tol, per_name, {n: oracle.error_of(n) for n in names})
     result.status = verdict(result.loss_error, result.errors, tol)
     result.report = describe(result.errors, result.loss_error, tol)
     return registered(result, driver_name, model, case, dtype)

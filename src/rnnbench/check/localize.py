@@ -9,8 +9,9 @@ dL/dp. The driver computes both on each suffix with its own autodiff; the oracle
 differences of the numpy suffix. Walking t = T-1 .. 0, the first t where either disagrees is where
 the backward first goes wrong.
 
-A failure that no suffix shows needs the full problem's configuration (an initial carry that does
-not require grad, docs/bugs.md §1): the report says so rather than pointing at a step.
+A failure that no suffix shows needs something only the full problem has: the report names what
+that is on this case (initial-carry leaves without grad, the docs/bugs.md §1 trigger; a gradient
+with respect to xs, which suffixes do not take) rather than pointing at a step or guessing.
 """
 
 from __future__ import annotations
@@ -64,6 +65,17 @@ def suffix_problem(model: Model, case: Case, t: int) -> tuple[Model, Case]:
     return sub_model, sub_case
 
 
+def full_problem_only(model: Model, case: Case) -> list[str]:
+    """What the full problem has that every suffix problem lacks, on this case."""
+    facts = []
+    frozen = [n for n, g in zip(model.carry_names, case.carry0_requires_grad or (False,) * len(model.carry_names)) if not g]
+    if frozen:
+        facts.append(f"initial-carry leaves without grad ({', '.join(frozen)}; the docs/bugs.md §1 trigger)")
+    if case.xs_requires_grad:
+        facts.append("the gradient with respect to xs (suffixes do not differentiate xs)")
+    return facts
+
+
 @dataclass
 class Localization:
     """first_step: the first t (from T-1 down) whose suffix diverges, or None; where: the carry leaf
@@ -73,6 +85,7 @@ class Localization:
     where: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     stopped: str = ""  # why the walk ended before t = 0 without a divergence
+    full_only: list[str] = field(default_factory=list)  # what the full problem has that no suffix has
 
     @property
     def complete(self) -> bool:
@@ -84,7 +97,8 @@ class Localization:
             verdict = f"first divergence at step {self.first_step}: {', '.join(self.where)}"
         elif self.complete:
             verdict = ("no suffix diverges: every carry cotangent and per-step contribution agrees, so the failure "
-                       "needs the full problem's configuration (e.g. an initial carry without grad, docs/bugs.md §1)")
+                       "needs something only the full problem has" + (": " + "; ".join(self.full_only) if self.full_only
+                                                                     else " (not identified)"))
         else:
             verdict = f"inconclusive: {self.stopped} before any suffix diverged"
         return "\n".join([head, *self.lines, verdict])
@@ -97,7 +111,7 @@ def localize(model: Model, driver: Driver, case: Case, dtype: str, device: str =
     n_param = sum(np.size(p) for p in case.params.values())
     with_params = n_param <= MAX_PARAM_ENTRIES
     carry_names = [f"carry0.{n}" for n in model.carry_names]
-    out = Localization()
+    out = Localization(full_only=full_problem_only(model, case))
     if not with_params:
         out.lines.append(f"  (per-step parameter contributions skipped: {n_param} entries > {MAX_PARAM_ENTRIES})")
     start, later = time.perf_counter(), None  # later: (driver grads, oracle grads) of the suffix from t+1

@@ -8,12 +8,17 @@ magnitudes summed, not by the entry, so small entries have large elementwise err
 computation. SCALE_FLOOR keeps an input whose true gradient is ~0 (the initial iterate of a
 converged Newton iteration) from turning roundoff into an infinite relative error, while a wrong
 gradient of O(G) still shows as err >= 1/SCALE_FLOOR-scaled, i.e. far beyond any tolerance.
+ABSOLUTE_SCALE does the same when every gradient of the case is ~0 (a stationary point: d/dx cos(x)
+at x = pi; a parameter that does not reach the loss): the scale never goes below ABSOLUTE_SCALE *
+max(1, |loss|), so such entries are compared absolutely, against the case's loss scale.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+
+import numpy as np
 
 SCALE_FLOOR = 1e-3
 
@@ -24,9 +29,9 @@ _MAX_REL_ERROR = {
     # see README "Tolerances". 1e-9 leaves ~4 decades of margin; any real bug measured so far
     # (docs/bugs.md §1: 3e-1, §3: 1e-2) is >= 1e-3.
     ("float64", "analytic"): 1e-9,
-    # Finite-difference oracle (5-point stencil, h=1e-3): truncation ~h^4 f^(5) and cancellation
-    # ~eps/h dominate, ~1e-11 relative on our cases; 1e-6 covers steeper user functions (fuzzed
-    # bodies, jax_loop on 150 of them: at most 1.8e-8).
+    # Finite-difference oracle (check/finite_diff.py: 5-point stencil with a step per entry and one
+    # Richardson step): ~1e-11 relative on our cases; 1e-6 covers steeper user functions. Where
+    # the oracle's own error bound exceeds this, the bound decides (compare.py: cannot_decide).
     ("float64", "finite_differences"): 1e-6,
     # float32 drivers vs the float64 oracle on the float32-rounded inputs: ~T * cond * 6e-8; the
     # worst measured case (taylor_expm, K=12, ||A||~2) sits near 1e-5. JAX's check_grads uses 2e-3.
@@ -48,11 +53,12 @@ _MAX_REL_ERROR = {
 }
 
 
-# Second order only: H v entries below this fraction of max(1, |loss|) are indistinguishable from 0
-# for the loss-difference oracle (its roundoff is ~1e-11 |L|: eps |L| / h^2 with h = 2e-3), so they
-# set the error scale. Without it a loss linear in some input (true H v = 0) compares oracle noise
-# against oracle noise. A wrong rule is still caught unless its whole H v is below 1e-8 |L|.
-HVP_ABSOLUTE_SCALE = 1e-3
+# Gradients and H v entries below this fraction of max(1, |loss|) set no finer scale: a float64
+# forward's own roundoff in d loss/d x is ~eps |L| / |x|, the loss-difference H v oracle's ~1e-11 |L|
+# (eps |L| / h^2, h = 2e-3). Without it a stationary point or a loss linear in some input (true
+# value 0) compares noise against noise. A wrong gradient is still caught unless every gradient of
+# the case is below tolerance * 1e-3 |L| (float64 finite differences: 1e-9 |L|).
+ABSOLUTE_SCALE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,12 @@ def island_tolerance(oracle_kind: str, device: str = "cpu") -> Tolerance:
     return tolerance("float32", oracle_kind, device)
 
 
+def at_loss_scale(tol: Tolerance, loss: float) -> Tolerance:
+    """`tol` on a case whose float64 loss is `loss` (sets the absolute scale, see ABSOLUTE_SCALE)."""
+    return dataclasses.replace(tol, absolute_scale=ABSOLUTE_SCALE * max(1.0, abs(loss)) if np.isfinite(loss) else 0.0)
+
+
 def hvp_tolerance(oracle_kind: str, loss: float) -> Tolerance:
     """Tolerance for a float64 Hessian-vector product against the `oracle_kind` H v oracle, on a case
-    whose loss is `loss` (sets the absolute scale, see HVP_ABSOLUTE_SCALE)."""
-    return dataclasses.replace(tolerance("float64", oracle_kind), absolute_scale=HVP_ABSOLUTE_SCALE * max(1.0, abs(loss)))
+    whose loss is `loss`."""
+    return at_loss_scale(tolerance("float64", oracle_kind), loss)

@@ -112,7 +112,9 @@ def prepared_from_loss(
     settings: Mapping[str, Any],
     second_order: bool = False,
 ) -> Prepared:
-    """Prepared for a torch loss function of the inputs dict; gradients are read from `.grad`.
+    """Prepared for a torch loss function of the inputs dict; gradients are read from `.grad`, where
+    None means the input does not reach the loss (the judge reads it as a zero gradient: a true
+    zero is an answer, and a wrong zero is missing_grad against the oracle).
     forward runs under no_grad (inference); forward_backward builds the graph and back-propagates.
     second_order: also provide hvp (double backward; eager drivers only)."""
     import torch
@@ -121,7 +123,8 @@ def prepared_from_loss(
         for name in wrt:
             inputs[name].grad = None
         loss = loss_fn(inputs)
-        loss.backward()
+        if loss.requires_grad:  # else no compared input reaches the loss: every gradient is zero
+            loss.backward()
         return loss
 
     def loss_and_grads():

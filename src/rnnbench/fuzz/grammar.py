@@ -6,6 +6,8 @@ per-step input x (n,), vector parameters p0, p1 (n,) and a matrix parameter W (n
           | W @ expr
     u    := sin | cos | tanh | sigmoid | exp(tanh(.))         (exp only of a bounded argument)
     body := new c_i = expr_i for each leaf,  y = expr
+Trip counts 1-6, or 8/12/16 for ~30% of bodies; ~20% also read a parameter u that never reaches the
+loss (its true gradient is zero: an answer the drivers must give, not an error).
 Denominators are bounded away from 0 and exp's argument is bounded, so bodies are defined
 everywhere; growth over the steps can still make a draw ill-conditioned, which the runner detects
 (finite differences at two step sizes disagree) and skips with a count.
@@ -34,7 +36,8 @@ class Body:
 
     n: vector width. length: trip count T. has_xs: whether x is a per-step input (T, n).
     carry_grad[i]: whether c_i's initial value requires grad; xs_grad: whether xs does.
-    data_seed: seed of the case data (values, near-zero entries, loss weights)."""
+    data_seed: seed of the case data (values, near-zero entries, loss weights).
+    unused: parameters the step reads but that never reach the loss (their true gradient is 0)."""
 
     updates: tuple
     output: tuple
@@ -44,6 +47,7 @@ class Body:
     carry_grad: tuple[bool, ...]
     xs_grad: bool
     data_seed: int
+    unused: tuple[str, ...] = ()
 
     @property
     def carry_names(self) -> tuple[str, ...]:
@@ -62,6 +66,8 @@ class Body:
         lines = ["def step(ops, params, carry, x):", f"    {names} = carry"]
         for p in sorted(u for u in used if u in PARAM_VECTORS + ("W",)):
             lines.append(f"    {p} = params[{p!r}]")
+        for p in self.unused:  # computed with, then dropped: the graph reads it, the loss does not
+            lines.append(f"    _ = ops.sin(params[{p!r}])")
         new = ", ".join(render(e) for e in self.updates) + ("," if len(self.updates) == 1 else "")
         lines.append(f"    return ({new}), {render(self.output)}")
         return "\n".join(lines) + "\n"
@@ -122,9 +128,9 @@ def reaching(body: "Body") -> set[str]:
 def body_wrt(body: "Body") -> list[str]:
     """Names of the inputs whose gradients are compared: the parameters, the carry leaves flagged to
     require grad and xs when flagged, of those that reach the loss (`reaching`). The rest are left
-    out: torch's None gradient for an input the loss does not read is correct, not missing."""
+    out, except `unused` parameters: those are compared, and their true gradient is zero."""
     used = reaching(body)
-    names = [p for p in PARAM_VECTORS + ("W",) if p in used]
+    names = [p for p in PARAM_VECTORS + ("W",) if p in used] + list(body.unused)
     names += [f"carry0.{c}" for c, g in zip(body.carry_names, body.carry_grad) if g and f"carry0.{c}" in used]
     if body.has_xs and body.xs_grad and "x" in used:
         names.append("xs")
@@ -187,7 +193,21 @@ def generate(seed: int, index: int) -> Body:
             data_seed=rng.randrange(2**31),
         )
         if body_valid(body):
-            return body
+            return _extend(body, random.Random(f"rnnbench-fuzz/{seed}/{index}/extent"))
+
+
+LONG_TRIPS = (8, 12, 16)
+UNUSED_PARAM = "u"
+
+
+def _extend(body: Body, rng: random.Random) -> Body:
+    """Long trip counts and an unused parameter, drawn from their own stream so that the bodies
+    drawn before these existed keep their expressions and data."""
+    if rng.random() < 0.3:
+        body = dataclasses.replace(body, length=rng.choice(LONG_TRIPS))
+    if rng.random() < 0.2:
+        body = dataclasses.replace(body, unused=(UNUSED_PARAM,))
+    return body
 
 
 def _valid_expr(rng: random.Random, leaves: list[str], depth: int) -> tuple:

@@ -40,7 +40,7 @@ def handle(context: FuzzContext, index: int) -> tuple[Optional[Outcome], Optiona
     from rnnbench.fuzz.report import explain_failure
     from rnnbench.fuzz.runner import explain_outcome
 
-    fc = build(generate(context.seed, index))
+    fc = build(generate(context.seed, index), dtype=context.dtype)
     if fc.ill_conditioned:
         return None, fc.ill_conditioned
     repro_dir = Path(context.repro_dir) if context.repro_dir else None

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 from rnnbench.check.localize import localize
-from rnnbench.check.tolerance import hvp_tolerance, tolerance
+from rnnbench.check.tolerance import at_loss_scale, hvp_tolerance, tolerance
 from rnnbench.drivers.base import Driver
 from rnnbench.fuzz.cases import FuzzCase
 from rnnbench.fuzz.repro import export
@@ -26,7 +26,7 @@ def explain_failure(out: Outcome, fc: FuzzCase, driver: Driver, dtype: str, repr
     if second_order:
         tol = hvp_tolerance(fc.hvp_oracle().kind, reference_loss(fc.model, fc.case))
     else:
-        tol = tolerance(dtype, "finite_differences")
+        tol = at_loss_scale(tolerance(dtype, "finite_differences"), reference_loss(fc.model, fc.case))
     name = f"repro_{driver.name}_seed{seed}_body{out.index}_{out.kind.replace(':', '-')}.py"
     path = export(repro_dir / name, fc, driver.name, second_order, out.kind, tol.max_rel_error, tol.absolute_scale)
     out.repro = str(path) if path else f"no standalone template for {driver.name} (templates: torch/jax loop and scan)"

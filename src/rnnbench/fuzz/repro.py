@@ -163,18 +163,17 @@ TEMPLATES: dict[str, tuple[Script, str, bool]] = {
 
 _COMPARE = '''
 worst = 0.0
-# rnnbench's metric: max |got - want| over an input, relative to max(max |want| of that input,
-# 1e-3 x the largest |want| of all inputs, ABS_SCALE)
+# rnnbench's metric: max |got - want| over an input, beyond the oracle's error bound, relative to
+# max(max |want| of that input, 1e-3 x the largest |want| of all inputs, ABS_SCALE)
 G = max(float(np.max(np.abs(np.asarray(w)))) for w in WANT.values())
 print(f"{DRIVER}, {'second order (H v)' if SECOND_ORDER else 'first order (gradients)'}; rnnbench's verdict: {WHAT}")
 for k in WRT:
     g, w = got[k], np.asarray(WANT[k])
     if g is None:
-        print(f"  {k:10} got None (no gradient), want {w.ravel()}")
-        worst = float("inf")
-        continue
+        print(f"  {k:10} got None (no gradient: read as zero)")
+        g = np.zeros_like(w)
     scale = max(float(np.max(np.abs(w))), 1e-3 * G, ABS_SCALE) or 1.0
-    err = float(np.max(np.abs(np.asarray(g) - w))) / scale
+    err = float(np.max(np.abs(np.asarray(g) - w) - np.asarray(WANT_ERROR[k]))) / scale
     worst = max(worst, err)
     ref = "" if reference is None or reference[k] is None else f"  plain loop: {np.asarray(reference[k]).ravel()}"
     print(f"  {k:10} got {np.asarray(g).ravel()}  want {w.ravel()}{ref}  rel err {err:.3g}")
@@ -206,9 +205,9 @@ def export(path: Path, fc: FuzzCase, driver: str, second_order: bool, status: st
     wrt = case.wrt_names(fc.model.carry_names)
     if second_order:
         oracle = fc.hvp_oracle()
-        v, want = oracle.v, oracle.want
+        v, want, bound = oracle.v, oracle.want, {n: np.zeros(np.shape(w)) for n, w in oracle.want.items()}
     else:
-        v, want = None, fc.model.oracle(case)
+        v, want, bound = None, dict(fc.oracle.grads), {n: fc.oracle.error_of(n) for n in fc.oracle.grads}
     data = [
         f"DRIVER = {driver!r}",
         f"WHAT = {status!r}",
@@ -225,6 +224,8 @@ def export(path: Path, fc: FuzzCase, driver: str, second_order: bool, status: st
         f"V = {_dict(v) if v is not None else None}  # the direction of the Hessian-vector product",
         "# float64 finite differences of the same step and loss in numpy, computed by rnnbench:",
         f"WANT = {_dict(want)}",
+        "# and their error bounds (absolute, per entry): a difference within TOLERANCE * scale + bound is no evidence",
+        f"WANT_ERROR = {_dict(bound)}",
         f"TOLERANCE, ABS_SCALE = {tolerance!r}, {absolute_scale!r}",
     ]
     doc = (f'"""Reproducer exported by rnnbench fuzz: {driver} gives {status} on this step body.\n'

@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any, Optional
 
 from rnnbench import record
-from rnnbench.check.finite_diff import oracle_grads
+from rnnbench.check.finite_diff import Oracle, oracle_grads
 from rnnbench.check.judge import Check, judge
 from rnnbench.check.localize import Localization, localize
 from rnnbench.drivers.base import Driver, Prepared
@@ -71,11 +71,13 @@ LOCALIZED = (Status.GRAD_MISMATCH, Status.MISSING_GRAD)  # unexplained wrong gra
 LOCALIZE_BUDGET_S = 60.0  # a compiled driver recompiles for every suffix: bound the walk
 
 
-def check_gradients(model: Model, driver: Driver, case: Case, dtype: str, device: str) -> tuple[Check, Optional[Prepared]]:
+def check_gradients(model: Model, driver: Driver, case: Case, dtype: str, device: str,
+                    oracle: Optional[Oracle] = None) -> tuple[Check, Optional[Prepared]]:
     """Prepare the driver, run loss_and_grads once (timing it: the first call compiles) and ask
     the judge (rnnbench.check.judge) for the verdict. Never raises for driver failures: they
-    become the status."""
-    oracle = oracle_grads(model, case)
+    become the status. oracle: the case's oracle, when the caller has it (the fuzzer computes
+    each body's once)."""
+    oracle = oracle if oracle is not None else oracle_grads(model, case)
     verdict = partial(judge, model, case, dtype, device, driver.name, compiled=driver.compiled,
                       autocast=driver.autocast is not None, oracle=oracle)
     try:

@@ -1,0 +1,212 @@
+"""No false alarms: a correct driver is never reported wrong because of the oracle's own error, a true
+zero gradient, a stationary point, or a registry entry whose symptom cannot show; and the checks
+that end those false alarms do not let planted bugs through.
+
+Every case here was a false grad_mismatch / missing_grad / error on correct drivers before the
+finite-difference oracle carried error bounds (check/finite_diff.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import rnnbench
+from rnnbench import registry
+from rnnbench.check.finite_diff import finite_difference_oracle
+from rnnbench.check.judge import failure_report
+from rnnbench.run.environments import current
+from rnnbench.run.row import Job, check_gradients, unavailable_reason
+from rnnbench.status import Status
+
+TORCH_LOOP = registry.get_driver("torch_loop")
+
+
+def user_step_drivers() -> list[str]:
+    """Every driver that runs a user's step here without compiling it (compiled ones take seconds
+    per case; the campaign in docs/results covers them)."""
+    probe = registry.get_model("decay")
+    return [name for name, d in registry.drivers().items()
+            if not d.compiled and not d.anchor and unavailable_reason(probe, d, Job("decay", name, "float64", environment=current())) is None]
+
+
+DRIVERS = user_step_drivers()
+
+
+def temperature(ops, params, carry, x):
+    """tanh(c * a / p + x): p is a temperature of 1e-2..1e-1 and a ~1e-3, so the loss varies on the
+    scale of the parameters themselves. A fixed step h = 1e-3 is 10% of p: the old oracle's
+    truncation error was 8.6e-4 relative, a false grad_mismatch on every driver."""
+    (c,) = carry
+    c = ops.tanh(c * params["a"] / params["p"] + x)
+    return (c,), c
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_step_follows_the_scale_of_small_inputs(dtype: str) -> None:
+    rng = np.random.default_rng(0)
+    report = rnnbench.check_recurrence(
+        temperature, params={"p": np.array([1e-2, 3e-2, 0.1]), "a": np.array([1e-3, 5e-3, 1e-2])},
+        carry0=(np.array([0.3, -0.2, 0.1]),), xs=0.01 * rng.uniform(-1, 1, (16, 3)), carry0_requires_grad=True,
+        dtype=dtype, drivers=DRIVERS)
+    assert report.ok, str(report)
+
+
+@pytest.mark.parametrize("name", [n for n, m in registry.models().items()
+                                  if m.oracle is not None and m.oracle_kind != "finite_differences"])
+def test_error_bounds_cover_the_oracle_error(name: str) -> None:
+    """On every model with an exact oracle, finite differences are within their own error bounds
+    of the exact gradient, entry by entry (up to the exact oracle's float64 roundoff)."""
+    model = registry.get_model(name)
+    case = model.make_case(model.sizes_with_defaults({"T": 5, "K": 5}), 0)
+    exact = model.oracle(case)
+    fd = finite_difference_oracle(model, case)
+    names = [n for n in fd.grads if n in exact]  # a variant's exact oracle may cover only some inputs
+    G = max(float(np.max(np.abs(exact[n]))) for n in names)
+    for n in names:
+        off = np.abs(fd.grads[n] - exact[n]) - fd.error_of(n)
+        assert np.all(off <= 1e-12 * G), f"{n}: FD outside its bound by {off.max():.3g} (G = {G:.3g})"
+
+
+def unused(ops, params, carry, x):
+    (c,) = carry
+    return (ops.tanh(params["w"] * c + x),), c  # params["u"] never reaches the loss
+
+
+def test_an_unused_parameter_has_a_zero_gradient() -> None:
+    """torch said "gradient is None" -> missing_grad; jax's zeros were compared with FD roundoff."""
+    report = rnnbench.check_recurrence(unused, params={"w": np.array([0.5, -0.3]), "u": np.array([1.0, 2.0])},
+                                       carry0=(np.zeros(2),), xs=np.ones((6, 2)), drivers=DRIVERS)
+    assert report.ok, str(report)
+    for r in report.results:
+        u = next(e for e in r.grad_errors if e.name == "u")
+        assert u.got == 0.0 and u.status == "ok"
+
+
+def no_parameter_reaches(ops, params, carry, x):
+    (c,) = carry
+    return (c + x,), c
+
+
+def test_no_input_reaching_the_loss_is_all_zero_gradients() -> None:
+    """torch raised "element 0 of tensors does not require grad" (error); jax was missing_grad."""
+    report = rnnbench.check_recurrence(no_parameter_reaches, params={"u": np.array([1.0, 2.0])},
+                                       carry0=(np.zeros(2),), xs=np.ones((4, 2)), drivers=DRIVERS)
+    assert report.ok, str(report)
+
+
+def cos_of_param(ops, params, carry, x):
+    (c,) = carry
+    return (c + ops.cos(params["x"]),), c
+
+
+def final_carry(ops, consts, ys, carry):
+    return ops.sum(carry[0])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_stationary_point_is_compared_absolutely(dtype: str) -> None:
+    """d/dx cos(x) at x = pi is ~1e-16: compared relative to itself, any roundoff was a mismatch."""
+    report = rnnbench.check_recurrence(cos_of_param, params={"x": np.array(np.pi)}, carry0=(np.array(0.0),),
+                                       length=1, loss=final_carry, dtype=dtype, drivers=DRIVERS)
+    assert report.ok, str(report)
+
+
+def aliased(ops, params, carry, x):
+    (c,) = carry
+    return (c + ops.sin(1e5 * params["p"]) * x,), c
+
+
+def test_where_finite_differences_cannot_decide_the_verdict_says_so() -> None:
+    """sin(1e5 p) at p = 1: the stencil's steps alias the oscillation (6.25e-5 * 1e5 ~ 2 pi), so
+    finite differences look self-consistent at the wrong value 531 (true -99936). The error bound
+    covers the neighbouring step's disagreement: cannot_decide, never grad_mismatch."""
+    report = rnnbench.check_recurrence(aliased, params={"p": np.array([1.0, 0.3])}, carry0=(np.zeros(2),),
+                                       xs=np.ones((3, 2)), drivers=DRIVERS)
+    assert {r.status for r in report.results} == {Status.CANNOT_DECIDE}, str(report)
+    assert "cannot decide" in report.results[0].report
+
+
+def _tampered(name: str, transform):
+    def prepare(model, case, dtype, device):
+        p = TORCH_LOOP.prepare(model, case, dtype, device)
+        return dataclasses.replace(p, loss_and_grads=lambda: transform(*p.loss_and_grads()))
+
+    return dataclasses.replace(TORCH_LOOP, name=name, prepare=prepare)
+
+
+PLANTS = {
+    # every gradient 0.1% too large: far beyond the float64 tolerance, and the error bounds must
+    # stay tight enough to say so
+    "scaled_gradients": _tampered("scaled", lambda loss, g: (loss, {k: None if v is None else v * 1.001 for k, v in g.items()})),
+    # the carry cotangent cut between steps (truncated BPTT to one step)
+    "cut_carry": None,
+}
+
+
+@pytest.mark.parametrize("plant", sorted(PLANTS))
+def test_plants_on_fuzzed_bodies_are_still_caught(plant: str) -> None:
+    """The finite-difference path (fuzzed bodies with small parameters, long trip counts, unused
+    parameters and stationary points): a planted bug is a wrong gradient on every body where it
+    changes the gradient, never ok and never cannot_decide."""
+    from rnnbench.fuzz.cases import build
+    from rnnbench.fuzz.grammar import generate
+    from rnnbench_faulty import faulty_loop
+
+    driver = PLANTS[plant] or faulty_loop("cut", cut_carry_from=1)
+    caught = 0
+    for index in range(24):
+        fc = build(generate(3, index))
+        if fc.ill_conditioned:
+            continue
+        honest, _ = check_gradients(fc.model, TORCH_LOOP, fc.case, "float64", "cpu", oracle=fc.oracle)
+        planted, _ = check_gradients(fc.model, driver, fc.case, "float64", "cpu", oracle=fc.oracle)
+        assert honest.status == Status.OK, honest.report
+        changed = any(np.max(np.abs(np.asarray(planted.grads[n] if planted.grads[n] is not None else 0.0)
+                                    - np.asarray(honest.grads[n] if honest.grads[n] is not None else 0.0)))
+                      > 1e-3 * max(1.0, float(np.max(np.abs(fc.oracle.grads[n])))) * 1e-2
+                      for n in fc.oracle.grads)
+        if changed:
+            caught += 1
+            assert planted.status in (Status.GRAD_MISMATCH, Status.MISSING_GRAD), planted.report
+    assert caught >= 5, f"the plant changed only {caught} of 24 bodies: the test checks too little"
+
+
+def test_a_zero_dim_mismatch_shows_got_and_want() -> None:
+    """A 0-d input has index (): its values were left out of the report."""
+    model = registry.get_model("decay_scalar")
+    case = model.make_case(model.sizes_with_defaults(), 0)
+    chk, _ = check_gradients(model, _tampered("scaled", lambda loss, g: (loss, {k: v * 1.5 for k, v in g.items()})),
+                             case, "float64", "cpu")
+    bad = [line for line in chk.report.splitlines() if line.startswith("!!")]
+    assert bad and all("got " in line and "want " in line for line in bad), chk.report
+
+
+def test_a_compile_error_shows_the_framework_message() -> None:
+    """A compiler wrapper's first line ("backend='inductor' raised:") is not the message."""
+    try:
+        try:
+            raise NotImplementedError("Pointwise lowering of while_loop is not supported")
+        except NotImplementedError as inner:
+            raise RuntimeError("backend='inductor' raised:\nLoweringException: NotImplementedError: Pointwise") from inner
+    except RuntimeError as exc:
+        head = failure_report(exc).splitlines()[:2]
+    assert "LoweringException: NotImplementedError: Pointwise" in head[0]
+    assert "Pointwise lowering of while_loop is not supported" in head[1]
+
+
+def test_localization_hints_only_what_the_case_has() -> None:
+    """A wrong xs gradient that no suffix shows was blamed on "an initial carry without grad" on a
+    case whose initial carry requires grad; the hint now names what the full problem has."""
+    from rnnbench.check.localize import localize
+
+    def wrong_xs(loss, g):
+        return loss, {**g, "xs": g["xs"] * 2.0} if "xs" in g else g  # suffixes do not ask for xs
+
+    model = registry.get_model("scan_reference")  # carry0 and xs both differentiated
+    case = model.make_case(model.sizes_with_defaults({"T": 3}), 0)
+    assert all(case.carry0_requires_grad) and case.xs_requires_grad
+    text = localize(model, _tampered("wrong_xs", wrong_xs), case, "float64").format()
+    assert "initial-carry leaves without grad" not in text and "initial carry without grad" not in text
+    assert "the gradient with respect to xs" in text, text
