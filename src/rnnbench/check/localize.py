@@ -24,10 +24,10 @@ from typing import Optional
 import numpy as np
 
 from rnnbench.check.compare import compare_grads, describe
-from rnnbench.check.finite_diff import finite_difference_grads
-from rnnbench.check.tolerance import tolerance
+from rnnbench.check.finite_diff import finite_difference_oracle
+from rnnbench.check.tolerance import at_loss_scale, tolerance
 from rnnbench.drivers.base import Driver
-from rnnbench.model import Case, Model, rollout
+from rnnbench.model import Case, Model, reference_loss, rollout
 from rnnbench.status import InputStatus
 
 PREFIX = "__prefix_ys"
@@ -63,6 +63,10 @@ def suffix_problem(model: Model, case: Case, t: int) -> tuple[Model, Case]:
     sub_model = dataclasses.replace(model, name=f"{model.name}[t>={t}]", loss=loss, oracle=None,
                                     oracle_kind="finite_differences", make_case=lambda sizes, seed: sub_case)
     return sub_model, sub_case
+
+
+def _or_zero(g: Optional[np.ndarray], like: np.ndarray) -> np.ndarray:
+    return np.zeros_like(like) if g is None else np.asarray(g, dtype=np.float64)
 
 
 def full_problem_only(model: Model, case: Case) -> list[str]:
@@ -122,27 +126,30 @@ def localize(model: Model, driver: Driver, case: Case, dtype: str, device: str =
         sub_model, sub_case = suffix_problem(model, case, t)
         sub_case = sub_case.rounded_to(dtype)
         names = carry_names + (list(case.params) if with_params else [])
-        want = finite_difference_grads(sub_model, sub_case, names=names)
+        oracle = finite_difference_oracle(sub_model, sub_case, names=names)
+        want, bound = dict(oracle.grads), {n: oracle.error_of(n) for n in names}
         try:
             _, got = driver.prepare(sub_model, sub_case, dtype, device).loss_and_grads()
         except Exception as exc:  # the driver cannot run the suffix: say so and stop
             out.stopped = f"the driver raised on the suffix from step {t}"
             out.lines.append(f"  t={t}: {type(exc).__name__}: {str(exc).strip()[:200]}")
             break
-        got_step, want_step = dict(got), dict(want)
+        got_step, want_step, bound_step = dict(got), dict(want), dict(bound)
         if later is not None and with_params:  # step t's own contribution to the parameter gradients
-            for p in case.params:
-                if got[p] is not None and later[0].get(p) is not None:
-                    got_step[p] = got[p] - later[0][p]
+            for p in case.params:  # None: the parameter does not reach this suffix's loss, i.e. zero
+                got_step[p] = _or_zero(got[p], want[p]) - _or_zero(later[0].get(p), want[p])
                 want_step[p] = want[p] - later[1][p]
-        errors = compare_grads(got_step, want_step, names, tol)
-        bad = [e for e in errors if e.status != InputStatus.OK]
+                bound_step[p] = bound[p] + later[2][p]
+        # the oracle's own error never counts as a divergence (cannot_decide is not evidence)
+        step_tol = at_loss_scale(tol, reference_loss(sub_model, sub_case))
+        errors = compare_grads(got_step, want_step, names, step_tol, error=bound_step)
+        bad = [e for e in errors if e.status in (InputStatus.MISMATCH, InputStatus.MISSING)]
         out.lines.append(f"  t={t}: " + ("agree" if not bad else "DIVERGES"))
         if bad:
             out.first_step = t
             out.where = [f"{'cotangent of ' if e.name.startswith('carry0.') else 'step contribution to '}"
                          f"{e.name.removeprefix('carry0.')}" for e in bad]
-            out.lines += ["    " + line for line in describe(bad, 0.0, tol).splitlines()[1:]]
+            out.lines += ["    " + line for line in describe(bad, 0.0, step_tol).splitlines()[1:]]
             break
-        later = (got, want)
+        later = (got, want, bound)
     return out

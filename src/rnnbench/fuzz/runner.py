@@ -157,6 +157,11 @@ class FuzzSummary:
         if known:
             lines.append("\nknown upstream issues reproduced (one minimal body each):")
             lines += [_describe(o) for o in known]
+        undecided = [o for o in self.outcomes if o.status == Status.CANNOT_DECIDE]
+        if undecided:
+            lines.append(f"\n{len(undecided)} outcomes the finite-difference oracle cannot decide (within its own error "
+                         "bound, beyond the tolerance; not failures), the first:")
+            lines.append(_describe(undecided[0]))
         errors = [o for o in self.outcomes if o.errored]
         if errors:
             lines.append(f"\n{len(errors)} driver errors (the framework raised; not gradient mismatches):")
