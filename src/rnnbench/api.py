@@ -10,7 +10,7 @@
 
     report = rnnbench.check_recurrence(
         step, params={"w": np.array([0.5, -0.3])}, carry0=(np.zeros(2),), xs=np.ones((6, 2)))
-    print(report)            # one row per driver: status, max relative error
+    print(report)            # one row per driver: status, max relative error, the oracle's own error bound
     assert report.ok
 """
 
@@ -48,10 +48,11 @@ class RecurrenceReport:
 
     def __str__(self) -> str:
         w = max([len("driver")] + [len(r.driver) for r in self.results])
-        lines = [f"{'driver':<{w}} {'status':<16} max rel err   ({self.dtype}, oracle: {self.oracle_kind})"]
+        lines = [f"{'driver':<{w}} {'status':<16} max rel err  oracle error  ({self.dtype}, oracle: {self.oracle_kind})"]
         for r in self.results:
             err = "-" if r.max_rel_error is None else f"{r.max_rel_error:.2e}"
-            lines.append(f"{r.driver:<{w}} {r.status:<16} {err}")
+            bound = max((e.oracle_error for e in r.grad_errors), default=None)
+            lines.append(f"{r.driver:<{w}} {r.status:<16} {err:<12} {'-' if bound is None else f'{bound:.1e}'}".rstrip())
         for r in self.results:
             if r.status not in (Status.OK, Status.UNAVAILABLE):
                 lines.append(f"\n== {r.driver}: {r.status}\n{r.report}")
