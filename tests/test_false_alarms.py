@@ -210,3 +210,39 @@ def test_localization_hints_only_what_the_case_has() -> None:
     text = localize(model, _tampered("wrong_xs", wrong_xs), case, "float64").format()
     assert "initial-carry leaves without grad" not in text and "initial carry without grad" not in text
     assert "the gradient with respect to xs" in text, text
+
+
+# ---- the error bounds hold for any smooth function, by property ------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from rnnbench.model import Case, Model  # noqa: E402
+
+FUNCTIONS = {  # f(ops, p) and its exact derivative, elementwise
+    "sin(a p)": (lambda ops, p, a: ops.sin(a * p), lambda p, a: a * np.cos(a * p)),
+    "tanh(a / p)": (lambda ops, p, a: ops.tanh(a / p), lambda p, a: -a / p**2 / np.cosh(a / p) ** 2),
+    "p^9": (lambda ops, p, a: a * p**9, lambda p, a: 9 * a * p**8),
+    "exp(tanh(a p))": (lambda ops, p, a: ops.exp(ops.tanh(a * p)), lambda p, a: a * np.exp(np.tanh(a * p)) / np.cosh(a * p) ** 2),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(sorted(FUNCTIONS)), a=st.floats(0.1, 50.0),
+       p=st.floats(1e-3, 2.0).flatmap(lambda v: st.sampled_from([v, -v])))
+def test_the_error_bound_covers_the_true_error(name: str, a: float, p: float) -> None:
+    """Whatever the scale of the parameter (down to 1e-3) and of the function's features, the
+    oracle's value is within its own bound of the exact derivative."""
+    f, df = FUNCTIONS[name]
+
+    def step(ops, params, carry, x):
+        (c,) = carry
+        return (c + f(ops, params["p"], a),), c
+
+    model = Model(name="prop", summary="", carry_names=("c",), default_sizes={}, make_case=None, step=step,
+                  loss=lambda ops, consts, ys, carry: ops.sum(carry[0]))
+    case = Case(model="prop", sizes={}, seed=0, params={"p": np.array([p])}, carry0=(np.zeros(1),), xs=None, length=1)
+    oracle = finite_difference_oracle(model, case)
+    with np.errstate(over="ignore"):  # cosh(a / p) overflows where the derivative is 0
+        exact = df(np.array([p]), a)
+    assert np.all(np.abs(oracle.grads["p"] - exact) <= oracle.error_of("p") + 1e-13 * max(1.0, np.abs(exact).max())), \
+        (oracle.grads["p"], exact, oracle.error_of("p"))
