@@ -53,11 +53,13 @@ _MAX_REL_ERROR = {
 }
 
 
-# Gradients and H v entries below this fraction of max(1, |loss|) set no finer scale: a float64
-# forward's own roundoff in d loss/d x is ~eps |L| / |x|, the loss-difference H v oracle's ~1e-11 |L|
-# (eps |L| / h^2, h = 2e-3). Without it a stationary point or a loss linear in some input (true
-# value 0) compares noise against noise. A wrong gradient is still caught unless every gradient of
-# the case is below tolerance * 1e-3 |L| (float64 finite differences: 1e-9 |L|).
+# Gradients and H v entries below this fraction of max(1, |loss|) set no finer scale: roundoff in
+# d loss/d x grows with |L| (float32: ~6e-8 |L| times the recurrence's growth, against a tolerance of
+# 1e-4), the loss-difference H v oracle's is ~1e-11 |L| (eps |L| / h^2, h = 2e-3). Without it a
+# stationary point or a loss linear in some input (true value 0) compares noise against noise. The
+# cost: an input whose every gradient is below 1e-3 |L| has its errors measured against 1e-3 |L|, so
+# a wrong gradient there must exceed tolerance * 1e-3 |L| to show (float64 finite differences:
+# 1e-9 |L|); an input with gradients of the loss's own order is unaffected.
 ABSOLUTE_SCALE = 1e-3
 
 
