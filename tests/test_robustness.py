@@ -78,12 +78,25 @@ def test_fuzz_crash_or_hang_costs_only_that_body(driver: str, status: str) -> No
     assert 3 in lengths and set(lengths) != {3}
     proc = run_cli("fuzz", "--cases", "8", "--drivers", f"{driver},torch_loop", "--no-second-order", "--timeout", "10")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    row = next(line.split() for line in proc.stdout.splitlines() if line.startswith(driver))
-    assert row[1] == "8" and int(row[5]) == lengths.count(3)  # tried, error columns
-    assert int(row[2]) == 8 - lengths.count(3)  # every other body still checked, and agrees
+    table = fuzz_table(proc.stdout)
+    assert table[driver]["tried"] == 8 and table[driver]["error"] == lengths.count(3)
+    assert table[driver]["agree"] == 8 - lengths.count(3)  # every other body still checked, and agrees
     assert f"on {driver}: {status}" in proc.stdout
-    loop = next(line.split() for line in proc.stdout.splitlines() if line.startswith("torch_loop "))
-    assert loop[1:3] == ["8", "8"]
+    assert table["torch_loop"]["tried"] == table["torch_loop"]["agree"] == 8
+
+
+def fuzz_table(stdout: str) -> dict[str, dict[str, int]]:
+    """The fuzz summary table read by its header, so a new column does not shift what a test reads."""
+    lines = stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:1] == ["driver"])
+    header = lines[at].split()[1:]
+    table = {}
+    for line in lines[at + 1:]:
+        cells = line.split()
+        if len(cells) != len(header) + 1:
+            break
+        table[cells[0]] = dict(zip(header, map(int, cells[1:])))
+    return table
 
 
 def test_killed_run_resumes_without_redoing_rows(tmp_path: Path) -> None:
