@@ -2,9 +2,10 @@
 `rnnbench.check_recurrence` (finite-difference oracle), with the true gradient computed here by two
 autodiff engines (jax and torch, float64, plain Python loops) that must agree.
 
-Each recurrence draws a step template, sizes, parameter magnitudes log-uniform in [1e-3, 1], a trip
-count in [5, 16], and with some probability an unused parameter, a stationary point (a parameter at
-0 or pi inside cos), gradients with respect to xs and to the initial carry.
+Each recurrence draws one of eight step templates, sizes, parameter magnitudes log-uniform in
+[1e-3, 1] (the temperature template: a divisor of 1e-2..1e-1), a trip count in [5, 16], and with
+some probability an unused parameter, a stationary point (a parameter at 0 or pi inside cos),
+gradients with respect to xs and to the initial carry.
 
     python user_recurrences.py --count 200 --out new.jsonl            # the tree on PYTHONPATH
     PYTHONPATH=<old tree>/src python user_recurrences.py --count 200 --out old.jsonl
@@ -71,6 +72,12 @@ def _stationary(ops, p, carry, x):
     return (h,), h
 
 
+def _temperature(ops, p, carry, x):
+    (h,) = carry  # the loss varies on the scale of p itself (1e-2..1e-1): a fixed FD step of 1e-3 is not small
+    h = ops.tanh(h * p["a"] / p["temperature"] + x)
+    return (h,), h
+
+
 TEMPLATES: dict[str, tuple[Callable, dict[str, str], int]] = {
     # name: (step, parameter shapes as "n" / "nn", carry leaves)
     "decay": (_decay, {"a": "n", "b": "n"}, 1),
@@ -80,6 +87,7 @@ TEMPLATES: dict[str, tuple[Callable, dict[str, str], int]] = {
     "exp": (_exp, {"a": "n", "b": "n"}, 1),
     "two_carry": (_two_carry, {"w": "n", "v": "n"}, 2),
     "stationary": (_stationary, {"phase": "n", "a": "n"}, 1),
+    "temperature": (_temperature, {"temperature": "n", "a": "n"}, 1),
 }
 
 
@@ -95,7 +103,9 @@ def draw(index: int) -> dict:
         return magnitude * rng.choice([-1.0, 1.0], shape)
 
     params = {k: value((n, n) if s == "nn" else (n,)) for k, s in shapes.items()}
-    if name == "stationary":
+    if name == "temperature":
+        params["temperature"] = 10.0 ** rng.uniform(-2, -1, n)
+    elif name == "stationary":
         params["phase"] = rng.choice([0.0, math.pi], n)
     elif rng.random() < 0.1:  # a stationary point inside an ordinary template
         params[next(iter(params))][0] = 0.0
