@@ -65,6 +65,7 @@ def test_error_bounds_cover_the_oracle_error(name: str) -> None:
     names = [n for n in fd.grads if n in exact]  # a variant's exact oracle may cover only some inputs
     G = max(float(np.max(np.abs(exact[n]))) for n in names)
     for n in names:
+        assert np.all(np.isfinite(fd.error_of(n))), f"{n}: the smoothness probe refuted a smooth model"  # no blind spot
         off = np.abs(fd.grads[n] - exact[n]) - fd.error_of(n)
         assert np.all(off <= 1e-12 * G), f"{n}: FD outside its bound by {off.max():.3g} (G = {G:.3g})"
 
@@ -126,6 +127,29 @@ def test_where_finite_differences_cannot_decide_the_verdict_says_so() -> None:
                                        xs=np.ones((3, 2)), drivers=DRIVERS)
     assert {r.status for r in report.results} == {Status.CANNOT_DECIDE}, str(report)
     assert "cannot decide" in report.results[0].report
+
+
+def chaotic(ops, params, carry, x):
+    """c0 doubles and c1 ~ c0^2 grows: sin(c1) varies with p on scales far below any finite-difference
+    step, so every step from h down to h/64 sees a smooth envelope (derivative ~1e6, bound ~1e3)
+    while the true derivative (torch and jax agree; 60-digit arithmetic agrees) is ~1e12."""
+    c0, c1 = carry
+    return (ops.sin(c1) + (c0 + c0), (2.0 * params["p"] + c0) * c0), ops.matmul(params["W"], ops.exp(ops.tanh(c1)))
+
+
+def test_a_loss_not_smooth_at_the_step_cannot_be_decided() -> None:
+    """Found by the 2026-11-24 campaign (a fuzzed body, every torch and jax driver 'wrong'): the
+    smoothness probe refutes the bound, and the verdict is cannot_decide. W, which the chaos does not
+    reach, is still checked."""
+    report = rnnbench.check_recurrence(
+        chaotic, params={"p": np.array([1.0, -0.85]), "W": np.array([[-0.08, -0.1], [-0.25, 0.26]])},
+        carry0=(np.array([-1.57, 1e-3]), np.array([-0.78, 0.2])), length=12, drivers=DRIVERS)
+    assert {r.status for r in report.results} == {Status.CANNOT_DECIDE}, str(report)
+    for r in report.results:
+        by_name = {e.name: e for e in r.grad_errors}
+        assert by_name["p"].oracle_error == np.inf and "not smooth" in by_name["p"].detail
+        assert by_name["W"].status == "ok" and np.isfinite(by_name["W"].oracle_error)
+        assert by_name["p"].to_dict()["oracle_error"] is None  # strict JSON in the records
 
 
 def _tampered(name: str, transform):

@@ -30,6 +30,8 @@ class InputError:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["index"] = list(self.index)
+        if not np.isfinite(self.oracle_error):
+            d["oracle_error"] = None  # no bound (strict JSON has no Infinity)
         return d
 
 
@@ -68,11 +70,15 @@ def compare_grads(
         if r.size == 0:
             out.append(InputError(name, InputStatus.OK, 0.0, (), 0.0, 0.0, scale))
             continue
-        allowed = t.max_rel_error * scale
         diff = np.abs(g - r)
         diff = np.where(np.isnan(diff), np.inf, diff)
-        beyond = diff - bound  # how far each entry is from the oracle's error interval
-        flat = int(np.argmax(beyond))
+        # how far each entry is from the oracle's error interval; an unbounded entry (the loss is not
+        # smooth at the finite-difference step) contains every finite gradient, never a NaN / inf one
+        beyond = np.where(np.isfinite(bound), diff - bound, np.where(np.isfinite(diff), -np.inf, np.inf))
+        allowed = t.max_rel_error * scale
+        # the entry shown: the one furthest beyond the oracle's interval where that decides (a
+        # mismatch), else the largest difference (what cannot be decided, or the worst agreement)
+        flat = int(np.argmax(beyond) if np.max(beyond) > allowed else np.argmax(diff))
         idx = tuple(int(i) for i in np.unravel_index(flat, r.shape))
         err = float(np.max(diff) / scale)
         zero = "gradient is None (read as zero)" if g_raw is None else "gradient is identically zero"
@@ -83,7 +89,9 @@ def compare_grads(
         elif err > t.max_rel_error:
             status = InputStatus.UNDECIDED
             detail = (f"beyond tolerance, but within the finite-difference oracle's error bound "
-                      f"({oracle_error:.2g} of scale): cannot decide")
+                      f"({oracle_error:.2g} of scale): cannot decide" if np.isfinite(oracle_error) else
+                      "beyond tolerance, but the loss is not smooth at the finite-difference step (a step "
+                      "1000 times smaller disagrees): finite differences cannot decide")
         else:
             status, detail = InputStatus.OK, ""
         out.append(InputError(name, status, err, idx, float(g.flat[flat]), float(r.flat[flat]), scale, detail, oracle_error))

@@ -20,6 +20,14 @@ gradient scale is retried at smaller steps (truncation dominates) or larger ones
 dominates), keeping the step with the smallest bound, widened to cover its neighbouring step's
 interval (a step that aliases the function's features cannot agree with that one by accident).
 
+Smoothness probe: all of the above assumes the loss is smooth at the scale of the step. A loss with
+features far below it (a chaotic recurrence: sin of a carry that grows over 16 steps, whose true
+derivative is 1e13 while every step from h down to h/64 sees a smooth envelope with derivative 1e7)
+fakes a small bound. So every entry is also differentiated at PROBE_FRACTION of its step (2 more
+forward passes, first-order central difference); where that disagrees with the value beyond the
+bound plus the probe's own roundoff, the error model is refuted and the bound is infinite: the
+judge can then only say ok (within tolerance) or cannot_decide, never mismatch.
+
 The judge (check/compare.py) compares a driver against `value` with the tolerance OR the error bound,
 whichever is larger, and says "cannot decide" where only the bound separates them.
 """
@@ -39,6 +47,7 @@ SCALE_FLOOR = 1e-3  # an entry at (or near) 0 takes its step from its input's la
 ROUNDOFF_SAFETY = 100.0  # a float64 loss summing N terms carries ~sqrt(N) eps |f| noise, not eps |f|
 REFINE_TARGET = 1e-10  # retry an entry whose bound exceeds this fraction of the largest gradient
 REFINE_FACTORS = (1 / 8, 1 / 64)  # step multipliers tried, inverted when roundoff dominates
+PROBE_FRACTION = 1e-3  # the smoothness probe's step, as a fraction of the entry's base step
 EPS = float(np.finfo(np.float64).eps)
 
 
@@ -121,7 +130,25 @@ def finite_difference_oracle(model: Model, case: Case, names: Optional[Sequence[
             neighbour = best + 1 if best + 1 < len(tried) else best - 1
             grads[name][idx] = tried[best][0]
             errors[name][idx] = max(tried[best][1], abs(tried[best][0] - tried[neighbour][0]) + tried[neighbour][1])
+    for name in names:
+        base, steps = bases[name]
+        for idx in np.ndindex(base.shape):
+            if not smooth_below_step(_entry_function(model, case, name, base, idx), float(base[idx]),
+                                     PROBE_FRACTION * float(steps[idx]), grads[name][idx], errors[name][idx]):
+                errors[name][idx] = np.inf
     return Oracle(grads, OracleKind.FINITE_DIFFERENCES, errors)
+
+
+def smooth_below_step(f: Callable[[float], float], x0: float, delta: float, value: float, bound: float) -> bool:
+    """Whether a central difference at the much smaller step `delta` agrees with `value` +- `bound`
+    (module docstring). Its truncation error, O(delta^2) times the third derivative, is far below
+    `bound` for a loss smooth at the larger step; its roundoff gets the stencil's safety factor."""
+    fp, fm = f(x0 + delta), f(x0 - delta)
+    step = (x0 + delta) - (x0 - delta)  # the representable step, not 2 delta
+    if not (np.isfinite(fp) and np.isfinite(fm)) or step == 0:
+        return False
+    noise = ROUNDOFF_SAFETY * EPS * (abs(fp) + abs(fm)) / step
+    return abs((fp - fm) / step - value) <= bound + noise
 
 
 def _entry_function(model: Model, case: Case, name: str, base: np.ndarray, idx: tuple) -> Callable[[float], float]:
