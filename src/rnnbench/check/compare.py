@@ -7,7 +7,7 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from rnnbench.check.tolerance import Tolerance
+from rnnbench.check.tolerance import UNIT_ROUNDOFF, Tolerance
 from rnnbench.status import InputStatus, Status
 
 
@@ -105,10 +105,14 @@ def loss_rel_error(got: float, want: float) -> float:
     return abs(got - want) / max(abs(want), 1.0)
 
 
-def verdict(loss_error: float, errors: list[InputError], tol: Tolerance) -> str:
+def verdict(loss_error: float, errors: list[InputError], tol: Tolerance, loss_condition: float = 0.0) -> str:
     """Row status from the staged check: forward first, then presence, then agreement; an input
-    that only the oracle's own error keeps from agreeing makes the row cannot_decide, never a mismatch."""
+    that only the oracle's own error keeps from agreeing makes the row cannot_decide, never a mismatch.
+    loss_condition: the loss's condition number (forward_rounding_bound); a forward that rounding
+    at the driver's dtype alone can move beyond the tolerance cannot be judged."""
     if loss_error > tol.max_rel_error:
+        if forward_rounding_bound(loss_condition, tol.dtype) > tol.max_rel_error:
+            return Status.CANNOT_DECIDE
         return Status.FORWARD_MISMATCH
     if any(e.status == InputStatus.MISSING for e in errors):
         return Status.MISSING_GRAD
@@ -119,9 +123,35 @@ def verdict(loss_error: float, errors: list[InputError], tol: Tolerance) -> str:
     return Status.OK
 
 
-def describe(errors: list[InputError], loss_error: float, tol: Tolerance) -> str:
+def loss_condition(inputs: Mapping[str, np.ndarray], grads: Mapping[str, np.ndarray],
+                   bounds: Mapping[str, np.ndarray], loss: float) -> float:
+    """sum_i |x_i| (|dL/dx_i| + e_i) / max(|L|, 1) over the compared inputs: how much a relative
+    perturbation of the inputs moves the loss, relative to the loss's scale (as loss_rel_error
+    measures it). Infinite where the oracle cannot bound a derivative (a loss not smooth at the
+    finite-difference step: a chaotic recurrence)."""
+    total = 0.0
+    for name, g in grads.items():
+        x = np.abs(np.asarray(inputs[name], dtype=np.float64))
+        total += float(np.sum(x * (np.abs(g) + np.asarray(bounds.get(name, 0.0)))))
+    return total / max(abs(loss), 1.0) if np.isfinite(total) else float("inf")
+
+
+def forward_rounding_bound(condition: float, dtype: str) -> float:
+    """The loss's relative error that rounding at `dtype` alone can cause: unit roundoff times the
+    condition number (first order; the recurrence's intermediate roundings act like perturbed
+    carries, which the condition number of a compared initial carry covers)."""
+    return UNIT_ROUNDOFF.get(dtype, 0.0) * condition
+
+
+def describe(errors: list[InputError], loss_error: float, tol: Tolerance, loss_condition: float = 0.0) -> str:
     """Readable multi-line report of what differed."""
     lines = [f"loss rel error {loss_error:.3g} (tolerance {tol.max_rel_error:g}, {tol.dtype}, {tol.oracle} oracle)"]
+    if loss_error > tol.max_rel_error and forward_rounding_bound(loss_condition, tol.dtype) > tol.max_rel_error:
+        lines[0] += (f": cannot decide, the loss's condition number is {loss_condition:.3g}, so {tol.dtype} rounding "
+                     f"alone can move it by {forward_rounding_bound(loss_condition, tol.dtype):.3g}"
+                     if np.isfinite(loss_condition) else
+                     f": cannot decide, the loss is not smooth at the finite-difference step (its condition number "
+                     f"is unbounded), so {tol.dtype} rounding alone can move it that far")
     for e in errors:
         mark = "  " if e.status == InputStatus.OK else "!!"
         at = f"at {list(e.index)}: " if e.index else ""  # a 0-d input has no index, but still a value

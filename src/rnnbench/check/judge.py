@@ -18,8 +18,8 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from rnnbench.check import known_issues
-from rnnbench.check.compare import InputError, compare_grads, describe, loss_rel_error, verdict
-from rnnbench.check.finite_diff import Oracle, oracle_grads
+from rnnbench.check.compare import InputError, compare_grads, describe, loss_condition, loss_rel_error, verdict
+from rnnbench.check.finite_diff import Oracle, input_value, oracle_grads
 from rnnbench.check.tolerance import Tolerance, at_loss_scale, island_tolerance, tolerance
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.status import Status
@@ -104,9 +104,12 @@ def judge(model: Model, case: Case, dtype: str, device: str, driver_name: str,
     per_name = {n: at_loss_scale(island_tolerance(kind, device), result.reference_loss)
                 for n in model.island_grads} if autocast else None
     names = case.wrt_names(model.carry_names)
-    result.errors = compare_grads(grads, oracle.grads, names, tol, per_name, {n: oracle.error_of(n) for n in names})
-    result.status = verdict(result.loss_error, result.errors, tol)
-    result.report = describe(result.errors, result.loss_error, tol)
+    bounds = {n: oracle.error_of(n) for n in names}
+    result.errors = compare_grads(grads, oracle.grads, names, tol, per_name, bounds)
+    condition = loss_condition({n: input_value(model, case, n) for n in names}, {n: oracle.grads[n] for n in names},
+                               bounds, result.reference_loss)
+    result.status = verdict(result.loss_error, result.errors, tol, condition)
+    result.report = describe(result.errors, result.loss_error, tol, condition)
     return registered(result, driver_name, model, case, dtype)
 
 

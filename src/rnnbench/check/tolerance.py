@@ -22,6 +22,10 @@ import numpy as np
 
 SCALE_FLOOR = 1e-3
 
+# Unit roundoff per dtype: a forward whose condition number times this exceeds the tolerance cannot
+# be judged at that dtype (compare.forward_rounding_bound).
+UNIT_ROUNDOFF = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "bfloat16": 2.0 ** -8}
+
 # eps: float64 1.1e-16, float32 6.0e-8 (unit roundoff), bfloat16 3.9e-3.
 _MAX_REL_ERROR = {
     # Analytic oracle, float64 driver: roundoff grows with trip count and the conditioning of the
