@@ -175,6 +175,11 @@ def test_forward_rounding_decides_only_ill_conditioned_losses() -> None:
     assert verdict(1e-3, [], tolerance("float64", "finite_differences"), cond) == Status.FORWARD_MISMATCH
 
 
+def _to_bf16(v: np.ndarray) -> np.ndarray:
+    bits = np.asarray(v, dtype=np.float32).view(np.uint32) & np.uint32(0xFFFF0000)
+    return bits.view(np.float32).astype(np.float64)
+
+
 def _tampered(name: str, transform):
     def prepare(model, case, dtype, device):
         p = TORCH_LOOP.prepare(model, case, dtype, device)
@@ -187,16 +192,21 @@ PLANTS = {
     # every gradient 0.1% too large: far beyond the float64 tolerance, and the error bounds must
     # stay tight enough to say so
     "scaled_gradients": _tampered("scaled", lambda loss, g: (loss, {k: None if v is None else v * 1.001 for k, v in g.items()})),
+    # every gradient truncated to bfloat16's 8-bit mantissa (up to 4e-3 relative): the float32
+    # rounding bound (10x an independent float32 computation's error) must not absorb it
+    "bf16_rounded": _tampered("bf16_rounded", lambda loss, g: (loss, {k: None if v is None else _to_bf16(v) for k, v in g.items()})),
     # the carry cotangent cut between steps (truncated BPTT to one step)
     "cut_carry": None,
 }
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("plant", sorted(PLANTS))
-def test_plants_on_fuzzed_bodies_are_still_caught(plant: str) -> None:
+def test_plants_on_fuzzed_bodies_are_still_caught(plant: str, dtype: str) -> None:
     """The finite-difference path (fuzzed bodies with small parameters, long trip counts, unused
     parameters and stationary points): a planted bug is a wrong gradient on every body where it
-    changes the gradient, never ok and never cannot_decide."""
+    changes the gradient, never ok and never cannot_decide (at float32 too, where a failing row
+    is re-judged with the float32 rounding bound)."""
     from rnnbench.fuzz.cases import build
     from rnnbench.fuzz.grammar import generate
     from rnnbench_faulty import faulty_loop
@@ -204,11 +214,11 @@ def test_plants_on_fuzzed_bodies_are_still_caught(plant: str) -> None:
     driver = PLANTS[plant] or faulty_loop("cut", cut_carry_from=1)
     caught = 0
     for index in range(24):
-        fc = build(generate(3, index))
+        fc = build(generate(3, index), dtype=dtype)
         if fc.ill_conditioned:
             continue
-        honest, _ = check_gradients(fc.model, TORCH_LOOP, fc.case, "float64", "cpu", oracle=fc.oracle)
-        planted, _ = check_gradients(fc.model, driver, fc.case, "float64", "cpu", oracle=fc.oracle)
+        honest, _ = check_gradients(fc.model, TORCH_LOOP, fc.case, dtype, "cpu", oracle=fc.oracle)
+        planted, _ = check_gradients(fc.model, driver, fc.case, dtype, "cpu", oracle=fc.oracle)
         assert honest.status == Status.OK, honest.report
         changed = any(np.max(np.abs(np.asarray(planted.grads[n] if planted.grads[n] is not None else 0.0)
                                     - np.asarray(honest.grads[n] if honest.grads[n] is not None else 0.0)))

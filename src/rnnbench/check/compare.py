@@ -42,6 +42,7 @@ def compare_grads(
     tol: Tolerance,
     per_name: Optional[Mapping[str, Tolerance]] = None,
     error: Optional[Mapping[str, np.ndarray]] = None,
+    bound_name: str = "the finite-difference oracle's error bound",
 ) -> list[InputError]:
     """Per input in `names`, entry by entry, with scale = max(max|want|, tol.scale_floor * G,
     tol.absolute_scale) (see tolerance.py) and the oracle's error bound e_i (`error`, absolute;
@@ -88,8 +89,8 @@ def compare_grads(
             status, detail = InputStatus.MISMATCH, ""
         elif err > t.max_rel_error:
             status = InputStatus.UNDECIDED
-            detail = (f"beyond tolerance, but within the finite-difference oracle's error bound "
-                      f"({oracle_error:.2g} of scale): cannot decide" if np.isfinite(oracle_error) else
+            detail = (f"beyond tolerance, but within {bound_name} ({oracle_error:.2g} of scale): cannot decide"
+                      if np.isfinite(oracle_error) else
                       "beyond tolerance, but the loss is not smooth at the finite-difference step (a step "
                       "1000 times smaller disagrees): finite differences cannot decide")
         else:

@@ -20,6 +20,7 @@ import numpy as np
 from rnnbench.check import known_issues
 from rnnbench.check.compare import InputError, compare_grads, describe, loss_condition, loss_rel_error, verdict
 from rnnbench.check.finite_diff import Oracle, input_value, oracle_grads
+from rnnbench.check.low_precision import ROUNDING_SAFETY, rounding_bounds
 from rnnbench.check.tolerance import Tolerance, at_loss_scale, island_tolerance, tolerance
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.status import Status
@@ -110,7 +111,34 @@ def judge(model: Model, case: Case, dtype: str, device: str, driver_name: str,
                                bounds, result.reference_loss)
     result.status = verdict(result.loss_error, result.errors, tol, condition)
     result.report = describe(result.errors, result.loss_error, tol, condition)
+    if dtype == "float32" and result.status in (Status.GRAD_MISMATCH, Status.MISSING_GRAD) and not autocast:
+        _with_rounding_bounds(result, model, case, oracle, names, bounds, tol, condition)
     return registered(result, driver_name, model, case, dtype)
+
+
+def _with_rounding_bounds(result: Check, model: Model, case: Case, oracle: Oracle, names: list[str],
+                          bounds: Mapping[str, np.ndarray], tol: Tolerance, condition: float) -> None:
+    """Re-judge a failing float32 row with what float32 rounding alone does to these gradients
+    (check/low_precision.py) added to the oracle's bounds: a difference that a correct float32
+    computation also makes is cannot_decide, not a wrong gradient."""
+    try:
+        rounding = rounding_bounds(model, case, names, oracle.grads)
+    except Exception as exc:  # a step the float32 tape cannot run (an op outside the ops namespace)
+        result.report += f"\n(no float32 rounding bound: the float32 reference tape failed: {type(exc).__name__}: {exc})"
+        return
+    widened = {n: bounds[n] + rounding[n] for n in names}
+    errors = compare_grads(result.grads, oracle.grads, names, tol, None, widened,
+                           bound_name="what float32 rounding alone does (plus the oracle's own error)")
+    worst = max((float(np.max(rounding[n])) / e.scale for n, e in zip(names, errors) if np.size(rounding[n])), default=0.0)
+    note = (f"\nfloat32 rounding bound: an independent float32 computation (check/low_precision.py) of these "
+            f"gradients is off by up to {worst / ROUNDING_SAFETY:.2g} of scale; {ROUNDING_SAFETY:g}x that bounds what "
+            f"rounding alone does")
+    status = verdict(result.loss_error, errors, tol, condition)
+    if status == Status.CANNOT_DECIDE:
+        result.errors, result.status = errors, status
+        result.report = describe(errors, result.loss_error, tol, condition) + note
+    else:
+        result.report += note + ", and the difference is beyond it"
 
 
 def registered(result: Any, driver_name: str, model: Model, case: Case, dtype: str, order: int = 1) -> Any:

@@ -1,0 +1,234 @@
+"""How far a correct float32 computation of the gradient lands from the float64 truth: the error
+bar of a float32 row, from an independent float32 reverse mode over the numpy step (a small tape
+written here, sharing nothing with torch or jax).
+
+Why: a float32 driver is compared with the float64 oracle on the float32-rounded inputs. Where the
+gradient is ill-conditioned for float32 (a tanh saturated by a temperature of 1e-2, where
+1 - tanh^2 rounds to 0; a divisor of 1e-2 amplifying every rounding over 16 steps), a correct
+float32 backward misses the float64 value by more than the float32 tolerance, and calling that a
+wrong gradient is a false alarm. The judge asks this module for a reference float32 gradient only
+when a float32 row would fail, and takes ROUNDING_SAFETY times its distance from the truth as
+the entry's rounding bound: within it, the verdict is cannot_decide. A driver bug of a larger size
+(bf16-rounded cotangents: ~4e-3 where correct float32 sits near 1e-7) is still a mismatch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from rnnbench.model import Case, Model, rollout
+from rnnbench.ops import Ops
+
+ROUNDING_SAFETY = 10.0  # different float32 implementations round in different orders
+
+
+class Var:
+    """A float32 array on the tape: value, and (parent, vector-Jacobian product) pairs."""
+
+    __array_ufunc__ = None  # numpy arrays on the left defer to Var's reflected operators
+
+    def __init__(self, value: Any, parents: tuple = ()):
+        self.value = np.asarray(value, dtype=np.float32)
+        self.parents = parents
+        self.grad: Optional[np.ndarray] = None
+
+    shape = property(lambda self: self.value.shape)
+    ndim = property(lambda self: self.value.ndim)
+    dtype = property(lambda self: self.value.dtype)
+
+    def __add__(self, o): return _binary(self, o, np.add, lambda g, a, b: g, lambda g, a, b: g)
+    def __radd__(self, o): return _binary(o, self, np.add, lambda g, a, b: g, lambda g, a, b: g)
+    def __sub__(self, o): return _binary(self, o, np.subtract, lambda g, a, b: g, lambda g, a, b: -g)
+    def __rsub__(self, o): return _binary(o, self, np.subtract, lambda g, a, b: g, lambda g, a, b: -g)
+    def __mul__(self, o): return _binary(self, o, np.multiply, lambda g, a, b: g * b, lambda g, a, b: g * a)
+    def __rmul__(self, o): return _binary(o, self, np.multiply, lambda g, a, b: g * b, lambda g, a, b: g * a)
+    def __truediv__(self, o): return _binary(self, o, np.divide, lambda g, a, b: g / b, lambda g, a, b: -g * a / (b * b))
+    def __rtruediv__(self, o): return _binary(o, self, np.divide, lambda g, a, b: g / b, lambda g, a, b: -g * a / (b * b))
+    def __matmul__(self, o): return matmul(self, o)
+    def __rmatmul__(self, o): return matmul(o, self)
+    def __neg__(self): return _unary(self, np.negative, lambda g, x, y: -g)
+
+    def __pow__(self, k):
+        if not np.isscalar(k):
+            raise TypeError("only constant powers")
+        return _unary(self, lambda x: x ** np.float32(k), lambda g, x, y: g * np.float32(k) * x ** np.float32(k - 1))
+
+    def __getitem__(self, idx):
+        def vjp(g):
+            out = np.zeros_like(self.value)
+            np.add.at(out, idx, g)
+            return out
+
+        return Var(self.value[idx], ((self, vjp),))
+
+    @property
+    def T(self):
+        return transpose(self)
+
+
+def _const(x: Any) -> Var:
+    return x if isinstance(x, Var) else Var(np.asarray(x, dtype=np.float32))
+
+
+def _unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
+    while g.ndim > len(shape):
+        g = g.sum(axis=0)
+    for axis, n in enumerate(shape):
+        if n == 1 and g.shape[axis] != 1:
+            g = g.sum(axis=axis, keepdims=True)
+    return g
+
+
+def _binary(a: Any, b: Any, f: Callable, da: Callable, db: Callable) -> Var:
+    a, b = _const(a), _const(b)
+    av, bv = a.value, b.value
+    return Var(f(av, bv), ((a, lambda g: _unbroadcast(da(g, av, bv), av.shape)),
+                           (b, lambda g: _unbroadcast(db(g, av, bv), bv.shape))))
+
+
+def _unary(x: Var, f: Callable, d: Callable) -> Var:
+    x = _const(x)
+    y = f(x.value)
+    return Var(y, ((x, lambda g: d(g, x.value, y)),))
+
+
+def matmul(a: Any, b: Any) -> Var:
+    a, b = _const(a), _const(b)
+    av, bv = a.value, b.value
+    a2 = av[None, :] if av.ndim == 1 else av
+    b2 = bv[:, None] if bv.ndim == 1 else bv
+
+    def as2(g):  # the cotangent with the dropped 1-D axes restored
+        if av.ndim == 1:
+            g = np.expand_dims(g, -2)
+        if bv.ndim == 1:
+            g = np.expand_dims(g, -1)
+        return g
+
+    def da(g):
+        out = as2(g) @ np.swapaxes(b2, -1, -2)
+        out = out[..., 0, :] if av.ndim == 1 else out
+        return _unbroadcast(out, av.shape)
+
+    def db(g):
+        out = np.swapaxes(a2, -1, -2) @ as2(g)
+        out = out[..., 0] if bv.ndim == 1 else out
+        return _unbroadcast(out, bv.shape)
+
+    return Var(av @ bv, ((a, da), (b, db)))
+
+
+def transpose(x: Var) -> Var:
+    x = _const(x)
+    return Var(np.swapaxes(x.value, -1, -2), ((x, lambda g: np.swapaxes(g, -1, -2)),))
+
+
+def _split(x: Var, n: int) -> tuple:
+    x = _const(x)
+    size = x.shape[-1] // n
+    out = []
+    for i in range(n):
+        def vjp(g, i=i):
+            full = np.zeros_like(x.value)
+            full[..., i * size:(i + 1) * size] = g
+            return full
+
+        out.append(Var(x.value[..., i * size:(i + 1) * size], ((x, vjp),)))
+    return tuple(out)
+
+
+def _stack(xs) -> Var:
+    xs = [_const(x) for x in xs]
+    return Var(np.stack([x.value for x in xs]), tuple((x, lambda g, i=i: g[i]) for i, x in enumerate(xs)))
+
+
+def _concat(xs) -> Var:
+    xs = [_const(x) for x in xs]
+    edges = np.cumsum([0] + [x.shape[0] for x in xs])
+    return Var(np.concatenate([x.value for x in xs]),
+               tuple((x, lambda g, i=i: g[edges[i]:edges[i + 1]]) for i, x in enumerate(xs)))
+
+
+def _sum(x: Var) -> Var:
+    x = _const(x)
+    return Var(np.sum(x.value), ((x, lambda g: np.broadcast_to(g, x.shape).copy()),))
+
+
+def _sigmoid(x: Var) -> Var:
+    return _unary(x, lambda v: np.float32(0.5) * (np.float32(1) + np.tanh(np.float32(0.5) * v)),
+                  lambda g, v, y: g * y * (np.float32(1) - y))
+
+
+def float32_ops() -> Ops:
+    """The ops namespace over Var (float32 throughout)."""
+    return Ops(
+        name="float32_tape",
+        tanh=lambda x: _unary(x, np.tanh, lambda g, v, y: g * (np.float32(1) - y * y)),
+        sigmoid=_sigmoid,
+        exp=lambda x: _unary(x, np.exp, lambda g, v, y: g * y),
+        sin=lambda x: _unary(x, np.sin, lambda g, v, y: g * np.cos(v)),
+        cos=lambda x: _unary(x, np.cos, lambda g, v, y: -g * np.sin(v)),
+        matmul=matmul,
+        linear=lambda x, w, b=None: matmul(x, transpose(w)) if b is None else matmul(x, transpose(w)) + b,
+        split=_split,
+        stack=_stack,
+        concat=_concat,
+        sum=_sum,
+        zeros=lambda shape, like: Var(np.zeros(shape, dtype=np.float32)),
+        zeros_like=lambda x: Var(np.zeros(np.shape(_const(x).value), dtype=np.float32)),
+        ones_like=lambda x: Var(np.ones(np.shape(_const(x).value), dtype=np.float32)),
+        eye=lambda n, like: Var(np.eye(n, dtype=np.float32)),
+        transpose=transpose,
+        cast_like=lambda x, like: _const(x),
+        fp32_island=contextlib.nullcontext,
+    )
+
+
+def backward(loss: Var) -> None:
+    """Accumulate d loss / d v into v.grad for every Var the loss depends on (float32)."""
+    order, seen = [], set()
+    stack = [(loss, False)]
+    while stack:  # iterative post-order: recurrences are deep graphs
+        v, done = stack.pop()
+        if done:
+            order.append(v)
+            continue
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        stack.append((v, True))
+        stack.extend((p, False) for p, _ in v.parents)
+    loss.grad = np.ones_like(loss.value)
+    for v in reversed(order):
+        if v.grad is None:
+            continue
+        for parent, vjp in v.parents:
+            g = np.asarray(vjp(v.grad), dtype=np.float32)
+            parent.grad = g if parent.grad is None else parent.grad + g
+
+
+def float32_gradients(model: Model, case: Case, names: list[str]) -> dict[str, np.ndarray]:
+    """d loss / d input for `names`, computed in float32 by the tape above (float64 arrays out)."""
+    params = {k: Var(v) for k, v in case.params.items()}
+    carry0 = tuple(Var(c) for c in case.carry0)
+    xs = None if case.xs is None else Var(case.xs)
+    ops = float32_ops()
+    ys, carry = rollout(ops, model, params, carry0, xs, case.length)
+    loss = _const(model.loss(ops, {k: np.asarray(v, np.float32) for k, v in case.consts.items()}, ys, carry))
+    backward(loss)
+    leaves = {**params, "xs": xs, **{f"carry0.{n}": c for n, c in zip(model.carry_names, carry0)}}
+    out = {}
+    for name in names:
+        leaf = leaves[name]
+        out[name] = np.zeros(leaf.shape) if leaf.grad is None else leaf.grad.astype(np.float64)
+    return out
+
+
+def rounding_bounds(model: Model, case: Case, names: list[str], want: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per-entry absolute bounds on what float32 rounding alone does to the gradient: ROUNDING_SAFETY
+    times the float32 tape's distance from the float64 oracle `want`."""
+    got = float32_gradients(model, case, names)
+    return {n: ROUNDING_SAFETY * np.abs(got[n] - np.asarray(want[n], dtype=np.float64)) for n in names}
