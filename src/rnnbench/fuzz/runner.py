@@ -159,8 +159,8 @@ class FuzzSummary:
             lines += [_describe(o) for o in known]
         undecided = [o for o in self.outcomes if o.status == Status.CANNOT_DECIDE]
         if undecided:
-            lines.append(f"\n{len(undecided)} outcomes the finite-difference oracle cannot decide (within its own error "
-                         "bound, beyond the tolerance; not failures), the first:")
+            lines.append(f"\n{len(undecided)} outcomes the check cannot decide (beyond the tolerance, but within the "
+                         "oracle's error bound or what rounding alone does; not failures), the first:")
             lines.append(_describe(undecided[0]))
         errors = [o for o in self.outcomes if o.errored]
         if errors:
