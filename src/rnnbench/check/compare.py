@@ -112,9 +112,7 @@ def verdict(loss_error: float, errors: list[InputError], tol: Tolerance, loss_co
     loss_condition: the loss's condition number (forward_rounding_bound); a forward that rounding
     at the driver's dtype alone can move beyond the tolerance cannot be judged."""
     if loss_error > tol.max_rel_error:
-        if forward_rounding_bound(loss_condition, tol.dtype) > tol.max_rel_error:
-            return Status.CANNOT_DECIDE
-        return Status.FORWARD_MISMATCH
+        return Status.CANNOT_DECIDE if rounding_explains(loss_error, tol, loss_condition) else Status.FORWARD_MISMATCH
     if any(e.status == InputStatus.MISSING for e in errors):
         return Status.MISSING_GRAD
     if any(e.status == InputStatus.MISMATCH for e in errors):
@@ -144,10 +142,15 @@ def forward_rounding_bound(condition: float, dtype: str) -> float:
     return UNIT_ROUNDOFF.get(dtype, 0.0) * condition
 
 
+def rounding_explains(loss_error: float, tol: Tolerance, loss_condition: float) -> bool:
+    """A loss beyond the tolerance that rounding at the dtype alone can put there."""
+    return loss_error > tol.max_rel_error and forward_rounding_bound(loss_condition, tol.dtype) > tol.max_rel_error
+
+
 def describe(errors: list[InputError], loss_error: float, tol: Tolerance, loss_condition: float = 0.0) -> str:
     """Readable multi-line report of what differed."""
     lines = [f"loss rel error {loss_error:.3g} (tolerance {tol.max_rel_error:g}, {tol.dtype}, {tol.oracle} oracle)"]
-    if loss_error > tol.max_rel_error and forward_rounding_bound(loss_condition, tol.dtype) > tol.max_rel_error:
+    if rounding_explains(loss_error, tol, loss_condition):
         lines[0] += (f": cannot decide, the loss's condition number is {loss_condition:.3g}, so {tol.dtype} rounding "
                      f"alone can move it by {forward_rounding_bound(loss_condition, tol.dtype):.3g}"
                      if np.isfinite(loss_condition) else
