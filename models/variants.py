@@ -139,6 +139,8 @@ def variants_of(base: Model) -> list[Model]:
         out.append(carry0_requires_grad(base, True))
     if any(case.carry0_requires_grad):
         out.append(carry0_requires_grad(base, False))
+    if base.forward is not None:  # several recurrences: the step variants below rewrite the one step
+        return out
     if case.params:
         out.append(params_in_carry(base, tuple(case.params)))
     if len(case.params) == 1 and base.prologue is None:
