@@ -137,6 +137,7 @@ MODELS = (
         prologue=prologue,
         oracle=oracle,
         oracle_kind="hand_bptt",
+        cotangent_consts=lambda dys, dcarry: {"wy": dys, "wh": dcarry[0], "wc": dcarry[1]},
         kind="lstm",
         flops=flops,
     ),

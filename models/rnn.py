@@ -107,6 +107,7 @@ MODELS = (
         prologue=prologue,
         oracle=oracle,
         oracle_kind="hand_bptt",
+        cotangent_consts=lambda dys, dcarry: {"wy": dys, "wh": dcarry[0]},
         kind="elman_tanh",
         flops=flops,
     ),

@@ -21,6 +21,7 @@ import numpy as np
 from rnnbench.model import Case, Model
 from rnnbench_models import lstm, rnn
 from rnnbench_models._common import rng_for, uniform
+from rnnbench_models._flops import count
 
 LAYERS = (1, 2)
 
@@ -77,6 +78,10 @@ def case_maker(name: str, gates: int, carry_names: tuple[str, ...], carry0_requi
     return make_case
 
 
+def cotangent_consts(carry_names: tuple[str, ...]):
+    return lambda dys, dcarry: {"wy": dys, **{f"w_{n}": d for n, d in zip(carry_names, dcarry)}}
+
+
 def _named(grads: dict[str, np.ndarray], layer: int) -> dict[str, np.ndarray]:
     return {f"{k}{layer}": v for k, v in grads.items()}
 
@@ -102,15 +107,35 @@ def lstm2_oracle(case: Case) -> dict[str, np.ndarray]:
     return {**_named(g1, 1), **_named(g2, 2), **_carry_grads(case, ("h1", "c1", "h2", "c2"), (dh1, dc1, dh2, dc2))}
 
 
+def flops_counter(gates: int, elementwise_per_step: int, carry_leaves: int, carry0_needs_grad: bool):
+    """Per layer as models/rnn.py and models/lstm.py count one layer, with layer 2's projection
+    reading ys1 (width H) and needing the input gradient too, since ys1 depends on layer 1's params.
+    The recurrent dh matmul runs through T steps when carry0 needs grad, else T-1."""
+
+    def flops(sizes: Mapping[str, int]) -> dict[str, float]:
+        T, B, I, H = sizes["T"], sizes["B"], sizes["I"], sizes["H"]
+        G = gates * H
+        proj1, proj2, rec = 2 * T * B * I * G, 2 * T * B * H * G, 2 * T * B * H * G
+        dh_steps = T if carry0_needs_grad else T - 1
+        rec_bwd = rec + 2 * dh_steps * B * G * H
+        loss = 2 * T * B * H + 2 * carry_leaves * B * H
+        elementwise = len(LAYERS) * elementwise_per_step * T * B * H + loss
+        return count(proj1 + proj2 + 2 * rec, proj1 + 2 * proj2 + 2 * rec_bwd, elementwise)
+
+    return flops
+
+
 SIZES = {"T": 16, "B": 4, "I": 8, "H": 16}
 RNN2_CARRY, LSTM2_CARRY = ("h1", "h2"), ("h1", "c1", "h2", "c2")
 MODELS = (
     Model(name="rnn2", summary="2 stacked Elman layers, layer 2 scans layer 1's outputs", carry_names=RNN2_CARRY,
           default_sizes=SIZES, make_case=case_maker("rnn2", 1, RNN2_CARRY, (False, False)), step=rnn.step,
           loss=weighted_loss(RNN2_CARRY), forward=rnn2_forward, oracle=rnn2_oracle, oracle_kind="hand_bptt",
-          kind="elman_tanh_2layer"),
+          cotangent_consts=cotangent_consts(RNN2_CARRY),
+          kind="elman_tanh_2layer", flops=flops_counter(1, 3, len(RNN2_CARRY), False)),
     Model(name="lstm2", summary="2 stacked LSTM layers, layer 2 scans layer 1's outputs", carry_names=LSTM2_CARRY,
           default_sizes=SIZES, make_case=case_maker("lstm2", 4, LSTM2_CARRY, (True,) * 4), step=lstm.step,
           loss=weighted_loss(LSTM2_CARRY), forward=lstm2_forward, oracle=lstm2_oracle, oracle_kind="hand_bptt",
-          kind="lstm_2layer"),
+          cotangent_consts=cotangent_consts(LSTM2_CARRY),
+          kind="lstm_2layer", flops=flops_counter(4, 17, len(LSTM2_CARRY), True)),
 )

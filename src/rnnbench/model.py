@@ -39,6 +39,7 @@ class Case:
     consts: Mapping[str, np.ndarray] = field(default_factory=dict)
     carry0_requires_grad: tuple[bool, ...] = ()
     xs_requires_grad: bool = False
+    loss: str = "model"  # the loss form (rnnbench.losses) that consts and Model.loss implement
 
     def wrt_names(self, carry_names: Sequence[str]) -> list[str]:
         """Names of every input whose gradient is compared, in a fixed order."""
@@ -112,6 +113,10 @@ class Model:
         flipped sequence), how they compose; each runs through `recur`, the driver's mechanism,
         so every driver chains its own scans. None: one recurrence of `step` after `prologue`.
         carry_names then names the carry leaves of all recurrences together.
+    cotangent_consts(dys, dcarry) -> consts: for a loss linear in ys and the final carry, the consts
+        under which `loss` has exactly these cotangents (dys (T, ...), one array per carry leaf), so
+        the hand oracle gives the gradient under any loss form of rnnbench.losses; None where the
+        loss has no weight for a nonzero cotangent. Absent: other loss forms use finite differences.
     suite: "core" (the benchmark comparison: `rnnbench run` by default, tested at every dtype) or
         "bugs" (bug-class cases from docs/bugs.md: `rnnbench run --suite bugs`, tested at float64, since
         the classes they target do not depend on the dtype).
@@ -134,6 +139,7 @@ class Model:
     flops: Optional[Flops] = None
     island_grads: tuple[str, ...] = ()
     forward: Optional[Forward] = None
+    cotangent_consts: Optional[Callable[[np.ndarray, tuple], Optional[dict[str, np.ndarray]]]] = None
     suite: str = "core"
 
     def sizes_with_defaults(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
