@@ -116,6 +116,10 @@ FORMS: dict[str, LossForm] = {f.name: f for f in (
              lambda rng, ys, carry: {}, lambda k, ys, carry: (np.asarray(ys), tuple(np.asarray(c) for c in carry))),
 )}
 NAMES: tuple[str, ...] = (MODEL_LOSS, *FORMS)
+CHECKED: tuple[str, ...] = ("weighted", "sum_carry", "mean", "last_y")
+"""The forms the fuzzer and check_recurrence judge under by default: random weights on everything,
+an all-ones final-carry cotangent with zero output cotangents, one constant (expanded) output
+cotangent with a zero carry cotangent, and only the last output reaching the loss."""
 
 
 def describe(name: str) -> str:
