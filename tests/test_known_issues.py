@@ -207,13 +207,14 @@ def _witness_rows():
     for issue in known_issues.registry():
         for witness in issue.witnesses:
             for driver in issue.drivers:
-                yield pytest.param(issue.id, driver, witness["model"], witness["dtype"], witness.get("sizes", {}),
-                                   id=f"{issue.id}-{driver}-{witness['model']}-{witness['dtype']}")
+                loss = witness.get("loss", "model")
+                yield pytest.param(issue.id, driver, witness["model"], witness["dtype"], witness.get("sizes", {}), loss,
+                                   id=f"{issue.id}-{driver}-{witness['model']}-{witness['dtype']}-{loss}")
 
 
-@pytest.mark.parametrize("issue_id, witness_driver, witness_model, dtype, sizes", list(_witness_rows()))
+@pytest.mark.parametrize("issue_id, witness_driver, witness_model, dtype, sizes, loss", list(_witness_rows()))
 def test_entries_reproduce_on_their_witnesses(issue_id: str, witness_driver: str, witness_model: str, dtype: str,
-                                              sizes: dict) -> None:
+                                              sizes: dict, loss: str) -> None:
     """An entry that is not certain stays honest through its witnesses: where its versions are
     installed, each witness row reproduces it (a fix upstream fails this test, so the entry is
     narrowed or removed)."""
@@ -227,8 +228,10 @@ def test_entries_reproduce_on_their_witnesses(issue_id: str, witness_driver: str
     if not all(known_issues.installed_version(p) and version_matches(known_issues.installed_version(p), spec)
                for p, spec in issue.versions.items()):
         pytest.skip(f"{issue_id} claims {issue.versions}; installed here: another version")
-    case = model.make_case(model.sizes_with_defaults(sizes), 0).rounded_to(dtype)
-    chk, _ = check_gradients(model, driver, case, dtype, "cpu")
+    from rnnbench.losses import with_loss
+
+    model, case = with_loss(model, model.make_case(model.sizes_with_defaults(sizes), 0), loss)
+    chk, _ = check_gradients(model, driver, case.rounded_to(dtype), dtype, "cpu")
     assert chk.status == f"known_issue:{issue_id}", chk.report
 
 
@@ -259,3 +262,29 @@ def test_a_covered_case_where_the_symptom_cannot_show_is_ok() -> None:
                                        drivers=["torch_scan_compiled"])
     status = report.results[0].status
     assert not is_failing(status), str(report)  # in particular, not known_issue_fixed
+
+
+def test_loss_scoped_entries_cover_only_their_loss_forms() -> None:
+    from rnnbench.losses import with_loss
+
+    rnn = registry.get_model("rnn")
+    entry = {"id": "x", "title": "t", "upstream": None, "symptom": "s",
+             "affects": {"drivers": ["torch_scan"], "losses": ["sum_carry"]}, "produces": {"statuses": ["grad_mismatch"]}}
+    (issue,) = parse({"issues": [entry]})
+    base = rnn.make_case(rnn.sizes_with_defaults(), 0)
+    for form, covered in (("sum_carry", True), ("weighted", False), ("model", False)):
+        model, case = with_loss(rnn, base, form)
+        assert bool(known_issues.covering("torch_scan", model, case, "float64", issues=[issue])) is covered, form
+    with pytest.raises(RegistryError):  # a loss form that does not exist
+        parse({"issues": [{**entry, "affects": {"drivers": ["torch_scan"], "losses": ["sum_carr"]}}]})
+
+
+def test_per_recurrence_carry_conditions() -> None:
+    """A stacked model of one-leaf layers has one-leaf recurrences; an LSTM layer carries two leaves."""
+    def holds(name: str, condition: str) -> bool:
+        m = registry.get_model(name)
+        return known_issues.CONDITIONS[condition](m, m.make_case(m.sizes_with_defaults(), 0))
+
+    assert holds("rnn2", "one_carry_leaf_of_several_entries") and not holds("rnn2", "several_carry_leaves_in_a_recurrence")
+    assert holds("lstm2", "several_carry_leaves_in_a_recurrence") and not holds("lstm2", "one_carry_leaf_of_several_entries")
+    assert not holds("decay_scalar", "one_carry_leaf_of_several_entries")  # one 0-d leaf: one lane

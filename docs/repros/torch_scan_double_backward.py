@@ -3,6 +3,7 @@
 Needs only torch and numpy. Exits 1 while the bug reproduces, 0 once it is fixed.
 Loss (weighted): sum(ys * wy) + sum_i sum(c_i * wc_i), fixed random weights (the fuzzer's and the API's default), after LENGTH steps."""
 
+import math
 import sys
 import types
 

@@ -11,6 +11,7 @@ gradient under any form without finite differences. Shapes: ys (T, ...), carry a
 from __future__ import annotations
 
 import dataclasses
+import math
 import zlib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -77,7 +78,9 @@ def sum_carry(ops, consts, ys, carry):
 
 
 def mean(ops, consts, ys, carry):
-    return ops.sum(ys) * (1.0 / float(np.prod(ys.shape)))
+    # math.prod of the static shape: a plain Python number under every tracer (np.prod of a
+    # torch.Size is traced by dynamo as a tensor op and breaks compilation)
+    return ops.sum(ys) * (1.0 / math.prod(tuple(ys.shape)))
 
 
 def last_y(ops, consts, ys, carry):

@@ -24,6 +24,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from rnnbench import losses as loss_forms
 from rnnbench.model import Case, Model
 from rnnbench.status import WRONG_GRADIENT, Status, fixed, is_known, known
 
@@ -43,6 +44,17 @@ CONDITIONS: dict[str, Callable[[Model, Case], bool]] = {
     # the gradient of a differentiated tensor upstream of the scan (a parameter the prologue reads,
     # xs) or d loss/d xs' (docs/bugs.md#torch-inductor-scan-body-grad-reuses-donated-buffer).
     "body_grad_numel_shared_upstream": lambda model, case: _body_grad_numel_shared_upstream(model, case),
+    # One carry leaf, with several entries: an unweighted sum of it gives an expanded (stride-0)
+    # cotangent with several lanes (docs/bugs.md#torch-inductor-scan-expanded-carry-cotangent).
+    "one_carry_leaf_of_several_entries": lambda model, case: any(
+        len(carry) == 1 and np.size(carry[0]) >= 2 for carry in recurrence_carries(model, case)),
+    # The carry cotangent crosses a step of the backward loop: two or more steps, or a differentiated
+    # initial carry (whose gradient is the loop's last carried value).
+    "carry_cotangent_crosses_a_step": lambda model, case: case.length >= 2 or any(case.carry0_requires_grad),
+    # Some recurrence (one scan) carries several leaves (each an expanded cotangent under an
+    # unweighted sum). A stacked model of one-leaf layers (rnn2) has none.
+    "several_carry_leaves_in_a_recurrence": lambda model, case: any(
+        len(carry) >= 2 for carry in recurrence_carries(model, case)),
 }
 """Case predicates that entries name in affects.conditions. Add one here for a new bug class."""
 
@@ -109,6 +121,25 @@ def differentiated_sizes(model: Model, case: Case) -> tuple[dict[str, int], dict
     return body, upstream
 
 
+def recurrence_carries(model: Model, case: Case) -> list[tuple]:
+    """The initial carry of each recurrence the model runs (one for a single recurrence; one per
+    layer or direction of a Model.forward), found by running the numpy forward."""
+    from rnnbench.model import loop_recur, run_forward
+    from rnnbench.ops import numpy_ops
+
+    if model.forward is None:
+        return [tuple(case.carry0)]
+    ops, seen = numpy_ops(), []
+    loop = loop_recur(ops)
+
+    def recording(step, params, carry0, xs, length):
+        seen.append(tuple(carry0))
+        return loop(step, params, carry0, xs, length)
+
+    run_forward(ops, model, case.params, case.carry0, case.xs, case.length, recording)
+    return seen
+
+
 def _body_grad_numel_shared_upstream(model: Model, case: Case) -> bool:
     body, upstream = differentiated_sizes(model, case)
     return any(nb == nu for b, nb in body.items() for u, nu in upstream.items() if b != u)
@@ -131,6 +162,7 @@ class KnownIssue:
     order: int = 1  # 1: the gradient check (rows); 2: the second-order check (check/second_order.py)
     certain: bool = True  # False: shows on some covered cases only (an ok row stays ok)
     witnesses: tuple[Mapping[str, str], ...] = ()  # rows ({"model", "dtype"}) on which it must reproduce
+    losses: Optional[tuple[str, ...]] = None  # loss forms (rnnbench.losses) it shows under; None: any
 
     def covers(self, driver: str, model: Model, case: Case, dtype: str, versions: Callable[[str], Optional[str]],
                order: int = 1) -> bool:
@@ -140,6 +172,8 @@ class KnownIssue:
         if self.models is not None and model.name not in self.models:
             return False
         if self.dtypes is not None and dtype not in self.dtypes:
+            return False
+        if self.losses is not None and case.loss not in self.losses:
             return False
         for package, spec in self.versions.items():
             installed = versions(package)
@@ -178,6 +212,7 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
                 order=int(affects.get("order", 1)),
                 certain=bool(produces.get("certain", True)),
                 witnesses=tuple(dict(w) for w in raw.get("witnesses", ())),
+                losses=tuple(affects["losses"]) if affects.get("losses") is not None else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise RegistryError(f"known issue {raw.get('id', '?')!r}: missing or malformed field {exc}") from None
@@ -185,6 +220,8 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
             raise RegistryError(f"known issue id {issue.id!r} appears twice")
         seen.add(issue.id)
         unknown = [c for c in issue.conditions if c not in CONDITIONS]
+        unknown += [f"loss {n!r}" for n in issue.losses or () if n not in loss_forms.NAMES]
+        unknown += [f"witness loss {w['loss']!r}" for w in issue.witnesses if w.get("loss", "model") not in loss_forms.NAMES]
         # first-order entries produce row statuses, second-order ones the hvp_* statuses only
         bad_status = [s for s in issue.statuses if s not in STATUSES or s.startswith("hvp_") != (issue.order == 2)]
         if unknown or bad_status or not issue.drivers or not issue.statuses or issue.order not in (1, 2):

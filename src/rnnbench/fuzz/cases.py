@@ -59,6 +59,7 @@ def body_case(body: Body, name: str) -> Case:
         consts={"wy": rng.uniform(-1.0, 1.0, (T, n)), **{f"wc{i}": rng.uniform(-1.0, 1.0, n) for i in range(k)}},
         carry0_requires_grad=tuple(f"carry0.{c}" in wrt for c in body.carry_names),
         xs_requires_grad="xs" in wrt,
+        loss="weighted",  # rnnbench.losses.weighted with these weights
     )
 
 

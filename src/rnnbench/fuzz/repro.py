@@ -17,7 +17,8 @@ from rnnbench.fuzz.cases import FuzzCase
 from rnnbench.losses import LossForm
 from rnnbench.fuzz.grammar import Body
 
-_TORCH_HEAD = '''import sys
+_TORCH_HEAD = '''import math
+import sys
 import types
 
 import numpy as np
@@ -28,7 +29,8 @@ ops = types.SimpleNamespace(sin=torch.sin, cos=torch.cos, tanh=torch.tanh, sigmo
                             exp=torch.exp, matmul=torch.matmul, sum=torch.sum)
 '''
 
-_JAX_HEAD = '''import sys
+_JAX_HEAD = '''import math
+import sys
 import types
 
 import jax
