@@ -87,13 +87,13 @@ class _Frozen:
         self.current, self.index = [], 0
 
     def end(self) -> None:
+        finished, self.current = self.current, None
         if self.recorded is None:
-            self.recorded = self.current
+            self.recorded = finished
         elif self.index != len(self.recorded):
             raise RuntimeError(f"stop_gradient was called {self.index} times in a perturbed pass but "
                                f"{len(self.recorded)} times at the base inputs: the step's control flow "
                                "depends on its inputs, so frozen values cannot be matched to calls")
-        self.current = None
 
     def __call__(self, x: Any) -> Any:
         import numpy as np
