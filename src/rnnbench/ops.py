@@ -78,7 +78,7 @@ class _Frozen:
 
     def __init__(self) -> None:
         self.recorded: Optional[list] = None  # None until the first pass has ended
-        self.current: Optional[list] = None  # the pass under way: its outputs, or its replay position
+        self.current: Optional[list] = None  # None between passes; the base pass appends its outputs here
         self.index = 0
 
     def begin(self) -> None:
