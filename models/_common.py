@@ -46,3 +46,13 @@ def iteration_case(
         consts={"v": uniform(rng, (K,) + param.shape), "w": uniform(rng, param.shape)},
         carry0_requires_grad=carry0_requires_grad,
     )
+
+
+def carry_free(dcarry: tuple) -> bool:
+    """No final-carry cotangent: a loss on the outputs alone can express it."""
+    return all(not np.any(d) for d in dcarry)
+
+
+def iterates_cotangent_consts(dys: np.ndarray, dcarry: tuple):
+    """cotangent_consts for weighted_iterates_loss: v = dys, w = 0 (it has no carry term)."""
+    return {"v": dys, "w": np.zeros(dys.shape[1:])} if carry_free(dcarry) else None

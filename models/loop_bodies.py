@@ -20,7 +20,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from rnnbench.model import Case, Model
-from rnnbench_models._common import rng_for, uniform
+from rnnbench_models._common import carry_free, rng_for, uniform
 
 # x values: two near zero (either sign), then moderate values of alternating sign.
 X_NEAR_ZERO = np.array([1e-3, -1e-3, 0.35, -0.6, 0.9, -1.2])
@@ -120,6 +120,7 @@ def _model(body: Body) -> Model:
         loss=loss,
         oracle=oracle,
         oracle_kind="forward_tangents",
+        cotangent_consts=lambda dys, dcarry: {"w": dcarry[0]} if not np.any(dys) and carry_free(dcarry[1:]) else None,
         suite="bugs",
     )
 

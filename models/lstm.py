@@ -61,23 +61,24 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
-def oracle(case: Case) -> dict[str, np.ndarray]:
-    """Hand-derived float64 BPTT through the gates."""
-    p, xs, k = case.params, case.xs, case.consts
-    W_ih, W_hh, b = p["W_ih"], p["W_hh"], p["b"]
-    h, c = case.carry0
-    hs, cs, gates = [h], [c], []
+def bptt(W_ih: np.ndarray, W_hh: np.ndarray, b: np.ndarray, xs: np.ndarray, h0: np.ndarray, c0: np.ndarray,
+         dys: np.ndarray, dhT: np.ndarray, dcT: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """Hand-derived float64 BPTT through the gates of one LSTM layer for given output cotangents.
+
+    xs (T, B, I), h0, c0 (B, H); dys (T, B, H), dhT, dcT (B, H).
+    Returns ({"W_ih", "W_hh", "b"}, dxs (T, B, I), dh0, dc0 (B, H))."""
+    hs, cs, gates = [h0], [c0], []
     for x in xs:
         zi, zf, zg, zo = np.split(x @ W_ih.T + b + hs[-1] @ W_hh.T, 4, axis=-1)
         i, f, g, o = _sigmoid(zi), _sigmoid(zf), np.tanh(zg), _sigmoid(zo)
         cs.append(f * cs[-1] + i * g)
         hs.append(o * np.tanh(cs[-1]))
         gates.append((i, f, g, o))
-    dW_ih, dW_hh, db = np.zeros_like(W_ih), np.zeros_like(W_hh), np.zeros_like(b)
-    dh, dc = k["wh"].copy(), k["wc"].copy()
-    for t in range(case.length - 1, -1, -1):
+    dW_ih, dW_hh, db, dxs = np.zeros_like(W_ih), np.zeros_like(W_hh), np.zeros_like(b), np.zeros_like(xs)
+    dh, dc = np.array(dhT, dtype=np.float64), np.array(dcT, dtype=np.float64)
+    for t in range(len(xs) - 1, -1, -1):
         i, f, g, o = gates[t]
-        dh = dh + k["wy"][t]
+        dh = dh + dys[t]
         tc = np.tanh(cs[t + 1])
         do = dh * tc
         dc = dc + dh * o * (1.0 - tc**2)
@@ -87,13 +88,31 @@ def oracle(case: Case) -> dict[str, np.ndarray]:
         dW_ih += dz.T @ xs[t]
         dW_hh += dz.T @ hs[t]
         db += dz.sum(axis=0)
+        dxs[t] = dz @ W_ih
         dh = dz @ W_hh
         dc = dc * f
-    grads = {"W_ih": dW_ih, "W_hh": dW_hh, "b": db}
+    return {"W_ih": dW_ih, "W_hh": dW_hh, "b": db}, dxs, dh, dc
+
+
+def outputs(W_ih: np.ndarray, W_hh: np.ndarray, b: np.ndarray, xs: np.ndarray, h0: np.ndarray, c0: np.ndarray) -> np.ndarray:
+    """ys (T, B, H) of one LSTM layer, float64 numpy (for oracles of models built from layers)."""
+    ys, h, c = [], h0, c0
+    for x in xs:
+        zi, zf, zg, zo = np.split(x @ W_ih.T + b + h @ W_hh.T, 4, axis=-1)
+        c = _sigmoid(zf) * c + _sigmoid(zi) * np.tanh(zg)
+        h = _sigmoid(zo) * np.tanh(c)
+        ys.append(h)
+    return np.stack(ys)
+
+
+def oracle(case: Case) -> dict[str, np.ndarray]:
+    """Hand-derived float64 BPTT through the gates."""
+    p, k = case.params, case.consts
+    grads, _, dh0, dc0 = bptt(p["W_ih"], p["W_hh"], p["b"], case.xs, *case.carry0, k["wy"], k["wh"], k["wc"])
     if case.carry0_requires_grad[0]:
-        grads["carry0.h"] = dh
+        grads["carry0.h"] = dh0
     if case.carry0_requires_grad[1]:
-        grads["carry0.c"] = dc
+        grads["carry0.c"] = dc0
     return grads
 
 
@@ -118,6 +137,7 @@ MODELS = (
         prologue=prologue,
         oracle=oracle,
         oracle_kind="hand_bptt",
+        cotangent_consts=lambda dys, dcarry: {"wy": dys, "wh": dcarry[0], "wc": dcarry[1]},
         kind="lstm",
         flops=flops,
     ),

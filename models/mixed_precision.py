@@ -84,6 +84,7 @@ MODELS = (
         loss=loss,
         oracle=oracle,
         oracle_kind="hand_bptt",
+        cotangent_consts=lambda dys, dcarry: {"wy": dys, "wh": dcarry[0]},
         island_grads=("W_hh", "carry0.h"),
     ),
 )

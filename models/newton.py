@@ -18,7 +18,7 @@ from typing import Mapping
 import numpy as np
 
 from rnnbench.model import Case, Model
-from rnnbench_models._common import iteration_case, rng_for, uniform, weighted_iterates_loss
+from rnnbench_models._common import iteration_case, iterates_cotangent_consts, rng_for, uniform, weighted_iterates_loss
 from rnnbench_models._flops import count
 
 
@@ -131,6 +131,7 @@ MODELS = (
         loss=weighted_iterates_loss,
         oracle=sqrt_oracle,
         oracle_kind="hand_adjoint",
+        cotangent_consts=iterates_cotangent_consts,
         flops=scalar_flops,
     ),
     Model(
@@ -143,6 +144,7 @@ MODELS = (
         loss=weighted_iterates_loss,
         oracle=reciprocal_oracle,
         oracle_kind="hand_adjoint",
+        cotangent_consts=iterates_cotangent_consts,
         flops=scalar_flops,
     ),
     Model(
@@ -155,6 +157,7 @@ MODELS = (
         loss=weighted_iterates_loss,
         oracle=schulz_oracle,
         oracle_kind="hand_adjoint",
+        cotangent_consts=iterates_cotangent_consts,
         flops=schulz_flops,
     ),
 )

@@ -48,25 +48,43 @@ def make_case(sizes: Mapping[str, int], seed: int) -> Case:
     )
 
 
-def oracle(case: Case) -> dict[str, np.ndarray]:
-    """Hand-derived float64 BPTT."""
-    p, xs, c = case.params, case.xs, case.consts
-    W_ih, W_hh, b = p["W_ih"], p["W_hh"], p["b"]
-    hs = [case.carry0[0]]
+def bptt(W_ih: np.ndarray, W_hh: np.ndarray, b: np.ndarray, xs: np.ndarray, h0: np.ndarray, dys: np.ndarray,
+         dhT: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Hand-derived float64 BPTT of one Elman layer for given output cotangents.
+
+    xs (T, B, I), h0 (B, H); dys (T, B, H) = d loss / d ys, dhT (B, H) = d loss / d h_T.
+    Returns ({"W_ih", "W_hh", "b"}, dxs (T, B, I), dh0 (B, H))."""
+    hs = [h0]
     for x in xs:
         hs.append(np.tanh(x @ W_ih.T + b + hs[-1] @ W_hh.T))
-    dW_ih, dW_hh, db = np.zeros_like(W_ih), np.zeros_like(W_hh), np.zeros_like(b)
-    dh = c["wh"].copy()
-    for t in range(case.length - 1, -1, -1):
-        dh = dh + c["wy"][t]
+    dW_ih, dW_hh, db, dxs = np.zeros_like(W_ih), np.zeros_like(W_hh), np.zeros_like(b), np.zeros_like(xs)
+    dh = np.array(dhT, dtype=np.float64)
+    for t in range(len(xs) - 1, -1, -1):
+        dh = dh + dys[t]
         dz = dh * (1.0 - hs[t + 1] ** 2)  # (B, H)
         dW_ih += dz.T @ xs[t]
         dW_hh += dz.T @ hs[t]
         db += dz.sum(axis=0)
+        dxs[t] = dz @ W_ih
         dh = dz @ W_hh
-    grads = {"W_ih": dW_ih, "W_hh": dW_hh, "b": db}
+    return {"W_ih": dW_ih, "W_hh": dW_hh, "b": db}, dxs, dh
+
+
+def outputs(W_ih: np.ndarray, W_hh: np.ndarray, b: np.ndarray, xs: np.ndarray, h0: np.ndarray) -> np.ndarray:
+    """ys (T, B, H) of one Elman layer, float64 numpy (for oracles of models built from layers)."""
+    hs, h = [], h0
+    for x in xs:
+        h = np.tanh(x @ W_ih.T + b + h @ W_hh.T)
+        hs.append(h)
+    return np.stack(hs)
+
+
+def oracle(case: Case) -> dict[str, np.ndarray]:
+    """Hand-derived float64 BPTT."""
+    p, c = case.params, case.consts
+    grads, _, dh0 = bptt(p["W_ih"], p["W_hh"], p["b"], case.xs, case.carry0[0], c["wy"], c["wh"])
     if case.carry0_requires_grad and case.carry0_requires_grad[0]:
-        grads["carry0.h"] = dh
+        grads["carry0.h"] = dh0
     return grads
 
 
@@ -89,6 +107,7 @@ MODELS = (
         prologue=prologue,
         oracle=oracle,
         oracle_kind="hand_bptt",
+        cotangent_consts=lambda dys, dcarry: {"wy": dys, "wh": dcarry[0]},
         kind="elman_tanh",
         flops=flops,
     ),

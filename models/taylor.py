@@ -20,7 +20,7 @@ from typing import Mapping
 import numpy as np
 
 from rnnbench.model import Case, Model
-from rnnbench_models._common import iteration_case, rng_for, uniform, weighted_iterates_loss
+from rnnbench_models._common import iteration_case, iterates_cotangent_consts, rng_for, uniform, weighted_iterates_loss
 from rnnbench_models._flops import count
 
 
@@ -146,6 +146,7 @@ MODELS = (
         oracle=exp_oracle,
         flops=exp_flops,
         oracle_kind="closed_form",
+        cotangent_consts=iterates_cotangent_consts,
     ),
     Model(
         name="taylor_sin",
@@ -158,6 +159,7 @@ MODELS = (
         oracle=sin_oracle,
         flops=sin_flops,
         oracle_kind="closed_form",
+        cotangent_consts=iterates_cotangent_consts,
     ),
     Model(
         name="taylor_expm",
@@ -170,5 +172,6 @@ MODELS = (
         oracle=expm_oracle,
         flops=expm_flops,
         oracle_kind="closed_form",
+        cotangent_consts=iterates_cotangent_consts,
     ),
 )

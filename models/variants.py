@@ -107,9 +107,13 @@ def params_in_carry(base: Model, param_names: tuple[str, ...]) -> Model:
         grads = base.oracle(base_case)
         return {(f"carry0.param_{k}" if k in param_names else k): v for k, v in grads.items()}
 
+    def cotangent_consts(dys, dcarry):  # the parameter leaves are not in the base loss
+        return base.cotangent_consts(dys, tuple(dcarry[:n])) if not any(np.any(d) for d in dcarry[n:]) else None
+
     return _variant(base, "params_in_carry", "parameters passed through the carry", carry_names=carry_names,
                     step=step, loss=loss, prologue=None, make_case=make_case,
-                    oracle=oracle if base.oracle is not None else None)
+                    oracle=oracle if base.oracle is not None else None,
+                    cotangent_consts=cotangent_consts if base.cotangent_consts is not None else None)
 
 
 # ---- parameter as a per-step input -------------------------------------------------------------
@@ -139,6 +143,8 @@ def variants_of(base: Model) -> list[Model]:
         out.append(carry0_requires_grad(base, True))
     if any(case.carry0_requires_grad):
         out.append(carry0_requires_grad(base, False))
+    if base.forward is not None:  # several recurrences: the step variants below rewrite the one step
+        return out
     if case.params:
         out.append(params_in_carry(base, tuple(case.params)))
     if len(case.params) == 1 and base.prologue is None:

@@ -18,7 +18,7 @@ MODELS = Path(__file__).resolve().parents[1] / "models"
 FLOORS = {
     "rnnbench.status": 0, "rnnbench.ops": 0,
     "rnnbench.model": 1,
-    "rnnbench.drivers": 2, "rnnbench.record": 2,
+    "rnnbench.drivers": 2, "rnnbench.record": 2, "rnnbench.losses": 2,
     "rnnbench.registry": 3, "rnnbench.check": 3,
     "rnnbench.run": 4, "rnnbench.report": 4,
     "rnnbench.fuzz": 5,

@@ -93,7 +93,7 @@ def test_repro_script_fails_while_the_bug_is_there_and_passes_on_a_correct_drive
 def test_cli_fuzz_prints_the_summary(capsys) -> None:
     assert main(["fuzz", "--cases", "2", "--drivers", "torch_loop,jax_loop"]) == 0
     out = capsys.readouterr().out
-    assert "fuzz: 2 bodies (seed 0, float64, cpu)" in out and "0 mismatches" in out
+    assert "fuzz: 2 bodies x 4 losses (weighted, sum_carry, mean, last_y; seed 0, float64, cpu)" in out and "0 mismatches" in out
     for name in CORRECT:
         assert name in out
 
@@ -153,3 +153,20 @@ def test_committed_repro_is_what_the_exporter_writes(tmp_path) -> None:
                   "known_issue:torch-scan-double-backward-drops-saved-values", tol.max_rel_error, tol.absolute_scale)
     committed = Path(__file__).resolve().parents[1] / "docs" / "repros" / "torch_scan_double_backward.py"
     assert path.read_text() == committed.read_text()
+
+
+def test_repro_embeds_the_loss_form(tmp_path) -> None:
+    """A body judged under another loss form exports that form's loss, and the script agrees with
+    the oracle on a correct driver (exit 0)."""
+    import dataclasses
+    import subprocess
+    import sys
+
+    from rnnbench.fuzz.repro import export
+
+    body = dataclasses.replace(generate(0, 3), loss="sum_carry")
+    fc = build(body)
+    path = export(tmp_path / "repro.py", fc, "torch_loop", False, "ok", 1e-9, 0.0)
+    text = path.read_text()
+    assert "def sum_carry(ops, consts, ys, carry):" in text and "LOSS = sum_carry" in text
+    assert subprocess.run([sys.executable, str(path)], capture_output=True).returncode == 0

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Reproducer exported by rnnbench fuzz: torch_scan gives known_issue:torch-scan-double-backward-drops-saved-values on this step body.
 Needs only torch and numpy. Exits 1 while the bug reproduces, 0 once it is fixed.
-Loss: sum(ys * WY) + sum_i sum(c_i,T * WC[i]) after LENGTH steps."""
+Loss (weighted): sum(ys * wy) + sum_i sum(c_i * wc_i), fixed random weights (the fuzzer's and the API's default), after LENGTH steps."""
 
 import sys
 import types
@@ -11,7 +11,7 @@ import torch
 
 torch.set_default_dtype(torch.float64)
 ops = types.SimpleNamespace(sin=torch.sin, cos=torch.cos, tanh=torch.tanh, sigmoid=torch.sigmoid,
-                            exp=torch.exp, matmul=torch.matmul)
+                            exp=torch.exp, matmul=torch.matmul, sum=torch.sum)
 
 
 # the fuzzed step body
@@ -20,6 +20,22 @@ def step(ops, params, carry, x):
     W = params['W']
     p1 = params['p1']
     return (ops.matmul(W, p1),), c0
+
+# the loss (weighted)
+def ys_only(ops, consts, ys, carry):
+    return ops.sum(ys * consts["wy"])
+
+
+def carry_only(ops, consts, ys, carry):
+    total = ops.sum(carry[0] * consts["wc0"])
+    for i, leaf in enumerate(carry[1:], start=1):
+        total = total + ops.sum(leaf * consts[f"wc{i}"])
+    return total
+
+
+def weighted(ops, consts, ys, carry):
+    """sum(ys * wy) + sum_i sum(c_i * wc_i): every output and final carry leaf reaches the loss."""
+    return ys_only(ops, consts, ys, carry) + carry_only(ops, consts, ys, carry)
 
 DRIVER = 'torch_scan'
 WHAT = 'known_issue:torch-scan-double-backward-drops-saved-values'
@@ -31,8 +47,8 @@ WRT = ['p1', 'W', 'carry0.c0']
 PARAMS = {'p1': np.array([-1.5707963267948966]), 'W': np.array([[0.8757355126527377]])}
 CARRY0 = [np.array([0.001])]
 XS = None
-WY = np.array([[-0.7825151517794822]])
-WC = [np.array([-0.9362329267967644])]
+CONSTS = {'wy': np.array([[-0.7825151517794822]]), 'wc0': np.array([-0.9362329267967644])}  # the loss's fixed weights
+LOSS = weighted
 V = {'p1': np.array([-0.15703568834243353]), 'W': np.array([[0.5156274966050423]]), 'carry0.c0': np.array([0.17803504832053063])}  # the direction of the Hessian-vector product
 # float64 finite differences of the same step and loss in numpy, computed by rnnbench:
 WANT = {'p1': np.array([-0.48274744028746946]), 'W': np.array([[0.14702198213612885]]), 'carry0.c0': np.array([-1.850371707708594e-11])}
@@ -70,10 +86,7 @@ def loss_scan(inputs):
 
 
 def loss_of(ys, carry):
-    total = (ys * torch.as_tensor(WY)).sum()
-    for i, leaf in enumerate(carry):
-        total = total + (leaf * torch.as_tensor(WC[i])).sum()
-    return total
+    return LOSS(ops, {k: torch.as_tensor(v) for k, v in CONSTS.items()}, ys, carry)
 
 
 def leaves():

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from rnnbench import record, registry
+from rnnbench import losses, record, registry
 from rnnbench.check.tolerance import tolerance
 from rnnbench.report.table import failure_reports, format_table, summary
 from rnnbench.run import environments
@@ -40,6 +40,8 @@ RUN_DEFAULTS: dict[str, Any] = {
     "budget": 0.5,
     "timeout": 600.0,
     "memory_limit_gb": None,
+    "losses": "model",  # loss forms (rnnbench.losses); "model": each model's own loss
+    "order": "auto",  # 1, 2, or auto: 2 on float64 rows of core models (H v checked too)
 }
 
 
@@ -115,7 +117,7 @@ def _load_config(path: Optional[str]) -> dict[str, Any]:
     unknown = sorted(set(config) - set(RUN_DEFAULTS))
     if unknown:
         raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(RUN_DEFAULTS)}")
-    for key in ("models", "drivers", "dtypes"):  # lists are accepted as well as "a,b"
+    for key in ("models", "drivers", "dtypes", "losses"):  # lists are accepted as well as "a,b"
         if isinstance(config.get(key), list):
             config[key] = ",".join(map(str, config[key]))
     if isinstance(config.get("sizes"), dict):
@@ -142,6 +144,10 @@ def _parser() -> _Parser:
     run.add_argument("--budget", type=float, help="seconds of repeats per timed quantity (default 0.5)")
     run.add_argument("--timeout", type=float, help="seconds before a row is killed (default 600)")
     run.add_argument("--memory-limit-gb", dest="memory_limit_gb", type=float, help="address-space limit per worker")
+    run.add_argument("--losses", help="comma-separated loss forms, from " + ", ".join(losses.NAMES)
+                     + " (default: model, each model's own loss); every row runs under each")
+    run.add_argument("--order", help="1, 2 (also check Hessian-vector products, float64 rows), or auto "
+                     "(default: 2 on float64 rows of core models)")
     run.add_argument("--no-time", action="store_true", help="check gradients only")
     run.add_argument("--shard", help="run only shard I of N of the row matrix, e.g. 2/4 (deterministic)")
     run.add_argument("--out", help="results file (JSON Lines; default results/run-<timestamp>.jsonl)")
@@ -173,6 +179,9 @@ def _parser() -> _Parser:
                       "another (default float64; second order is checked at float64 only)")
     fuzz.add_argument("--dtype", dest="dtypes", help=argparse.SUPPRESS)  # the old spelling
     fuzz.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    fuzz.add_argument("--losses", default=",".join(losses.CHECKED),
+                      help="comma-separated loss forms every body is judged under, from " + ", ".join(losses.FORMS)
+                      + f" (default {','.join(losses.CHECKED)})")
     fuzz.add_argument("--no-second-order", dest="second_order", action="store_false", help="skip the H v check")
     fuzz.add_argument("--shrink", type=int, default=1, help="failures shrunk per (driver, status) (default 1)")
     fuzz.add_argument("--repro-dir", help="write a standalone repro script for each shrunk failure here")
@@ -221,12 +230,20 @@ def _jobs(args, s: dict[str, Any]) -> list[Job]:
     for d in dtypes:
         tolerance(d, "analytic")
     sizes = _sizes(s["sizes"], models)
+    try:
+        loss_forms = losses.parse(str(s["losses"]), [losses.MODEL_LOSS])
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if str(s["order"]) not in ("1", "2", "auto"):
+        raise UsageError(f"order must be 1, 2 or auto, got {s['order']!r}")
     _check_drivers_runnable(drivers, explicit=bool(s["drivers"]))
     timing = TimingConfig(budget_s=float(s["budget"]))
     jobs = [
-        Job(m, d, dtype, s["device"], sizes, int(s["seed"]), int(s["threads"]), timing, not args.no_time, env)
+        Job(m, d, dtype, s["device"], sizes, int(s["seed"]), int(s["threads"]), timing, not args.no_time, env,
+            loss_form, _order(str(s["order"]), registry.get_model(m), dtype))
         for dtype in dtypes
         for m in models
+        for loss_form in loss_forms
         for d in drivers
         for env in registry.get_driver(d).environments
         if env in envs
@@ -236,6 +253,13 @@ def _jobs(args, s: dict[str, Any]) -> list[Job]:
         i, n = shard
         jobs = [j for k, j in enumerate(sorted(jobs, key=Job.key)) if k % n == i - 1]
     return jobs
+
+
+def _order(value: str, model, dtype: str) -> int:
+    """auto: the H v check joins float64 rows of core models (measured cost: docs/checking.md)."""
+    if value == "auto":
+        return 2 if dtype == "float64" and model.suite == "core" else 1
+    return int(value)
 
 
 def _out_path(value: Optional[str], resume: bool = False) -> Path:
@@ -410,6 +434,12 @@ def _cmd_fuzz(args) -> int:
     if args.cases <= 0 or args.shrink < 0 or args.timeout <= 0:
         raise UsageError("--cases and --timeout must be positive and --shrink not negative")
     dtypes = _names(args.dtypes, ("float64", "float32"), "fuzzing dtype", required=True)
+    try:
+        loss_forms = losses.parse(args.losses, losses.CHECKED)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if losses.MODEL_LOSS in loss_forms:
+        raise UsageError("a fuzzed body has no model loss of its own: choose from " + ", ".join(losses.FORMS))
     if args.device not in DEVICES:
         raise UsageError(f"unknown device {args.device!r}; known: {', '.join(DEVICES)}")
     drivers = {dtype: fuzz_drivers(args.drivers, dtype, args.device) for dtype in dtypes}
@@ -430,7 +460,7 @@ def _cmd_fuzz(args) -> int:
                                 args.shrink, repro_dir, args.timeout,
                                 progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)   ", end="",
                                                          file=sys.stderr, flush=True),
-                                device=args.device)
+                                device=args.device, losses=loss_forms)
         print(file=sys.stderr)
         print(summary.format())
         failures += len(summary.failures)

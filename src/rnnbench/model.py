@@ -39,6 +39,7 @@ class Case:
     consts: Mapping[str, np.ndarray] = field(default_factory=dict)
     carry0_requires_grad: tuple[bool, ...] = ()
     xs_requires_grad: bool = False
+    loss: str = "model"  # the loss form (rnnbench.losses) that consts and Model.loss implement
 
     def wrt_names(self, carry_names: Sequence[str]) -> list[str]:
         """Names of every input whose gradient is compared, in a fixed order."""
@@ -81,6 +82,12 @@ def numpy_dtype(dtype: str) -> Any:
 Step = Callable[[Ops, Params, Carry, Optional[Array]], tuple[Carry, Array]]
 Loss = Callable[[Ops, Mapping[str, Array], Array, Carry], Array]
 Prologue = Callable[[Ops, Params, Array], Array]
+# recur(step, params, carry0, xs, length) -> (ys (T, ...), carry_T): one recurrence, run by a
+# driver's mechanism (a Python loop, torch scan, lax.scan, nn.scan, ...). xs (T, ...) or None.
+Recur = Callable[[Step, Params, Carry, Optional[Array], int], tuple[Array, Carry]]
+# forward(ops, params, carry0, xs, length, recur) -> (ys, carry_T): a model made of several
+# recurrences (stacked layers, two directions), each run through `recur`.
+Forward = Callable[[Ops, Params, Carry, Optional[Array], int, Recur], tuple[Array, Carry]]
 Flops = Callable[[Mapping[str, int]], dict[str, float]]
 
 
@@ -101,6 +108,15 @@ class Model:
     flops(sizes) -> {"fwd": ..., "fwd_bwd": ...}: floating-point operations of one forward and one
         forward+backward pass, counted analytically (models/_flops.py states the convention), for
         the roofline. None: not counted, rows of this model get no GFLOP/s.
+    forward(ops, params, carry0, xs, length, recur) -> (ys, carry_T): for a model made of several
+        recurrences in one graph (layer 2 scans layer 1's outputs; a backward direction scans the
+        flipped sequence), how they compose; each runs through `recur`, the driver's mechanism,
+        so every driver chains its own scans. None: one recurrence of `step` after `prologue`.
+        carry_names then names the carry leaves of all recurrences together.
+    cotangent_consts(dys, dcarry) -> consts: for a loss linear in ys and the final carry, the consts
+        under which `loss` has exactly these cotangents (dys (T, ...), one array per carry leaf), so
+        the hand oracle gives the gradient under any loss form of rnnbench.losses; None where the
+        loss has no weight for a nonzero cotangent. Absent: other loss forms use finite differences.
     suite: "core" (the benchmark comparison: `rnnbench run` by default, tested at every dtype) or
         "bugs" (bug-class cases from docs/bugs.md: `rnnbench run --suite bugs`, tested at float64, since
         the classes they target do not depend on the dtype).
@@ -122,6 +138,8 @@ class Model:
     kind: str = "generic"
     flops: Optional[Flops] = None
     island_grads: tuple[str, ...] = ()
+    forward: Optional[Forward] = None
+    cotangent_consts: Optional[Callable[[np.ndarray, tuple], Optional[dict[str, np.ndarray]]]] = None
     suite: str = "core"
 
     def sizes_with_defaults(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -136,40 +154,46 @@ class Model:
         return sizes
 
 
-def step_inputs(ops: Ops, model: Model, params: Params, xs: Optional[Array], length: int,
-                dummy_like: Optional[Array] = None) -> tuple[Optional[Array], Callable[[Any], Any]]:
-    """What a loop or a scan iterates over, and how each slice reaches the step: (xs', step_x).
+def run_forward(ops: Ops, model: Model, params: Params, carry0: Carry, xs: Optional[Array], length: int,
+                recur: Recur) -> tuple[Array, Carry]:
+    """The model's forward with every recurrence run by `recur`: (ys (T, ...), carry_T)."""
+    if model.forward is not None:
+        return model.forward(ops, params, tuple(carry0), xs, length, recur)
+    if xs is not None and model.prologue is not None:
+        xs = model.prologue(ops, params, xs)  # per-sequence work hoisted out of the loop
+    return recur(model.step, params, tuple(carry0), xs, length)
 
-    With xs (T, ...): xs' is xs with the model's prologue applied (per-sequence work hoisted out of
-    the loop), and step_x(x_t) = x_t. A trip-count recurrence (xs None) gives xs' = None, or, when
-    `dummy_like` is an array, (length, 1) zeros of its dtype and device for scan primitives that
-    need something to scan over; step_x then hands the step None."""
+
+def scan_inputs(ops: Ops, xs: Optional[Array], length: int, like: Array) -> tuple[Array, Callable[[Any], Any]]:
+    """For scan primitives that need something to scan over: (xs, or (length, 1) zeros in like's
+    dtype and device for a trip-count recurrence; how a slice reaches the step: itself, or None)."""
     if xs is not None:
-        if model.prologue is not None:
-            xs = model.prologue(ops, params, xs)
         return xs, lambda x: x
-    if dummy_like is None:
-        return None, lambda x: None
-    return ops.zeros((length, 1), dummy_like), lambda x: None
+    return ops.zeros((length, 1), like), lambda x: None
+
+
+def loop_recur(ops: Ops, collect: Optional[Callable[[Any, int, Any], Any]] = None) -> Recur:
+    """The plain Python loop as a `recur`. collect(ys, t, y) -> ys: how step t's output joins ys,
+    for loops that write into a preallocated buffer (ys is None before the first step); default: a
+    list, stacked at the end."""
+
+    def recur(step: Step, params: Params, carry0: Carry, xs: Optional[Array], length: int):
+        carry = tuple(carry0)
+        ys: Any = None if collect is not None else []
+        for t in range(length):
+            carry, y = step(ops, params, carry, None if xs is None else xs[t])
+            ys = collect(ys, t, y) if collect is not None else ys + [y]
+        return (ops.stack(ys) if collect is None else ys), carry
+
+    return recur
 
 
 def rollout(ops: Ops, model: Model, params: Params, carry0: Carry, xs: Optional[Array], length: int,
             collect: Optional[Callable[[Any, int, Any], Any]] = None):
-    """The plain Python loop: returns (ys of shape (T, ...), carry_T). Used by the numpy reference
-    and by the loop drivers, so every framework runs literally the same recurrence.
-
-    collect(ys, t, y) -> ys: how step t's output joins ys, for loops that write into a
-    preallocated buffer (ys is None before the first step); default: a list, stacked at the end."""
-    xs, step_x = step_inputs(ops, model, params, xs, length)
-    carry = tuple(carry0)
-    ys: Any = None if collect is not None else []
-    for t in range(length):
-        carry, y = model.step(ops, params, carry, step_x(None if xs is None else xs[t]))
-        if collect is None:
-            ys.append(y)
-        else:
-            ys = collect(ys, t, y)
-    return (ops.stack(ys) if collect is None else ys), carry
+    """The model's forward as plain Python loops: returns (ys of shape (T, ...), carry_T). Used by
+    the numpy reference and by the loop drivers, so every framework runs literally the same
+    recurrence (collect: see loop_recur)."""
+    return run_forward(ops, model, params, carry0, xs, length, loop_recur(ops, collect))
 
 
 def reference_loss(model: Model, case: Case, params=None, carry0=None, xs=None) -> float:

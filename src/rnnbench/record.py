@@ -17,7 +17,7 @@ SCHEMA = 1
 
 
 def identity(*, model: str, driver: str, framework: str, family: str, anchor: bool, environment: str, env_label: str,
-             dtype: str, device: str, sizes: dict[str, int], seed: int) -> dict[str, Any]:
+             dtype: str, device: str, sizes: dict[str, int], seed: int, loss_form: str = "model") -> dict[str, Any]:
     """The identifying fields every record has, whatever happened to the row: the one constructor
     (rnnbench.run.row.Job.identity builds it for a job). env_label names what the row ran on by its
     framework's version ("torch 2.13.0", "jax 0.10.2") where known, else by its environment's name."""
@@ -34,6 +34,7 @@ def identity(*, model: str, driver: str, framework: str, family: str, anchor: bo
         "device": device,
         "sizes": dict(sizes),
         "seed": seed,
+        "loss_form": loss_form,
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine(),
     }
@@ -43,7 +44,7 @@ def row_key(rec: dict[str, Any]) -> tuple:
     """What makes two records the same row (used to resume: done rows are skipped)."""
     sizes = tuple(sorted((rec.get("sizes") or {}).items()))
     return (rec["model"], rec["driver"], rec.get("environment_name", "main"), rec["dtype"], rec.get("device", "cpu"),
-            sizes, rec.get("seed", 0))
+            sizes, rec.get("seed", 0), rec.get("loss_form", "model"))
 
 
 def machine() -> dict[str, Any]:

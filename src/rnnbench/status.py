@@ -56,7 +56,7 @@ WRONG_GRADIENT = frozenset({Status.FORWARD_MISMATCH, Status.MISSING_GRAD, Status
 DRIVER_ERRORS = frozenset({Status.ERROR, Status.COMPILE_ERROR, Status.HVP_ERROR, Status.CRASH, Status.TIMEOUT})
 """The framework raised, died or hung: no gradient to judge."""
 
-FAILING = WRONG_GRADIENT | (DRIVER_ERRORS - {Status.HVP_ERROR})
+FAILING = WRONG_GRADIENT | {Status.HVP_MISMATCH} | (DRIVER_ERRORS - {Status.HVP_ERROR})
 """Row statuses that fail a run (exit code 1), besides known_issue_fixed:<id>. ok, unavailable and
 skipped do not; nor does known_issue:<id> (a failure the registry expects: reported, never timed)."""
 

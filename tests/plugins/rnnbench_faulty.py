@@ -16,7 +16,7 @@ import numpy as np
 
 from rnnbench.drivers import _torch, torch_loop
 from rnnbench.drivers.base import unflatten
-from rnnbench.model import step_inputs
+from rnnbench.model import run_forward
 from rnnbench.ops import torch_ops
 
 # Not through the registry: this module is imported while the registry collects drivers.
@@ -83,17 +83,20 @@ def faulty_loop(name: str = "faulty_loop", cut_carry_from: int | None = None, de
         inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
         ops = torch_ops()
 
-        def loss_fn(inputs):
-            params, carry, xs = unflatten(model, case, inputs)
-            xs, step_x = step_inputs(ops, model, params, xs, case.length)
+        def recur(step, params, carry, xs, length):
             ys = []
-            for t in range(case.length):
+            for t in range(length):
                 if cut_carry_from is not None and t >= cut_carry_from:
                     carry = tuple(c.detach() for c in carry)
-                p = {k: v.detach() for k, v in params.items()} if detach_params_last and t == case.length - 1 else params
-                carry, y = model.step(ops, p, carry, step_x(None if xs is None else xs[t]))
+                p = {k: v.detach() for k, v in params.items()} if detach_params_last and t == length - 1 else params
+                carry, y = step(ops, p, carry, None if xs is None else xs[t])
                 ys.append(y)
-            return model.loss(ops, consts, ops.stack(ys), carry)
+            return ops.stack(ys), carry
+
+        def loss_fn(inputs):
+            params, carry0, xs = unflatten(model, case, inputs)
+            ys, carry = run_forward(ops, model, params, carry0, xs, case.length, recur)
+            return model.loss(ops, consts, ys, carry)
 
         return _torch.prepared_from_loss(loss_fn, inputs, wrt, {})
 

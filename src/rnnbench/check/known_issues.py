@@ -82,11 +82,14 @@ def differentiated_sizes(model: Model, case: Case) -> tuple[dict[str, int], dict
     """(element counts of the differentiated tensors the step reads: parameters and initial-carry
     leaves with grad; element counts of the tensors whose gradients a backward computes upstream of
     the loop: parameters the prologue reads, xs when differentiated, and the prologue's output
-    xs' when anything upstream is), found by running the numpy prologue and one step."""
+    xs' when anything upstream is), found by running the numpy prologue and one step. A model of
+    several recurrences (Model.forward) has no single body: ({}, {})."""
     from rnnbench.ops import numpy_ops
 
     ops = numpy_ops()
     upstream: dict[str, int] = {}
+    if model.forward is not None:
+        return {}, upstream
     x0 = None
     if case.xs is not None:
         xs = case.xs

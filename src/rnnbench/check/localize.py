@@ -115,6 +115,8 @@ def localize(model: Model, driver: Driver, case: Case, dtype: str, device: str =
     n_param = sum(np.size(p) for p in case.params.values())
     with_params = n_param <= MAX_PARAM_ENTRIES
     carry_names = [f"carry0.{n}" for n in model.carry_names]
+    if model.forward is not None:  # a suffix of one recurrence is not a suffix of the chain
+        return Localization(stopped="not localized: the model chains several recurrences (Model.forward)")
     out = Localization(full_only=full_problem_only(model, case))
     if not with_params:
         out.lines.append(f"  (per-step parameter contributions skipped: {n_param} entries > {MAX_PARAM_ENTRIES})")

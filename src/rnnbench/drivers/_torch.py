@@ -137,8 +137,10 @@ def prepared_from_loss(
 
     def hvp(v: Mapping[str, np.ndarray]) -> dict[str, np.ndarray | None]:
         """H v by double backward: d/dp <d loss/d p, v>."""
-        leaves = [inputs[n] for n in wrt]
-        grads = torch.autograd.grad(loss_fn(inputs), leaves, create_graph=True, allow_unused=True)
+        leaves, loss = [inputs[n] for n in wrt], loss_fn(inputs)
+        if not loss.requires_grad:  # no compared input reaches the loss: H is zero
+            return {n: np.zeros_like(np.asarray(v[n], dtype=np.float64)) for n in wrt}
+        grads = torch.autograd.grad(loss, leaves, create_graph=True, allow_unused=True)
         dot = sum((g * torch.as_tensor(v[n], dtype=g.dtype, device=g.device)).sum()
                   for n, g in zip(wrt, grads) if g is not None)
         if not torch.is_tensor(dot) or not dot.requires_grad:

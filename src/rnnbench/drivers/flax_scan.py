@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rnnbench.drivers import _jax
 from rnnbench.drivers.base import Driver, Prepared, unflatten
-from rnnbench.model import Case, Model, step_inputs
+from rnnbench.model import Case, Model, run_forward, scan_inputs
 from rnnbench.ops import jax_ops
 
 
@@ -18,28 +18,26 @@ def recurrence_module(model: Model, case: Case):
 
     ops = jax_ops()
 
-    class StepCell(nn.Module):
-        @nn.compact
-        def __call__(self, carry, params, x):
-            return model.step(ops, params, carry, step_x(x))
+    def recur(step, params, carry0, xs, length):
+        # nn.scan needs something to scan over: a trip-count recurrence scans a dummy
+        xs, step_x = scan_inputs(ops, xs, length, like=carry0[0])
 
-    step_x = (lambda x: x) if case.xs is not None else (lambda x: None)
+        class StepCell(nn.Module):
+            @nn.compact
+            def __call__(self, carry, params, x):
+                return step(ops, params, carry, step_x(x))
+
+        scanned = nn.scan(StepCell, variable_broadcast="params", split_rngs={"params": False},
+                          in_axes=(nn.broadcast, 0), out_axes=0, length=length)
+        carry, ys = scanned()(tuple(carry0), params, xs)
+        return ys, carry
 
     class Recurrence(nn.Module):
         @nn.compact
         def __call__(self, carry0, xs):
             params = {k: self.param(k, lambda rng, s=v.shape: jnp.zeros(s)) for k, v in case.params.items()}
-            # nn.scan needs something to scan over: a trip-count recurrence scans a dummy
-            xs, _ = step_inputs(ops, model, params, xs, case.length, dummy_like=carry0[0])
-            scanned = nn.scan(
-                StepCell,
-                variable_broadcast="params",
-                split_rngs={"params": False},
-                in_axes=(nn.broadcast, 0),
-                out_axes=0,
-                length=case.length,
-            )
-            return scanned()(tuple(carry0), params, xs)
+            ys, carry = run_forward(ops, model, params, carry0, xs, case.length, recur)
+            return carry, ys
 
     return Recurrence()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rnnbench.drivers import _jax
 from rnnbench.drivers.base import Driver, Prepared, unflatten
-from rnnbench.model import Case, Model, step_inputs
+from rnnbench.model import Case, Model, run_forward
 from rnnbench.ops import jax_ops
 
 
@@ -14,11 +14,14 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
     diff, rest, consts = _jax.model_arrays(model, case, dtype, device)
     ops = jax_ops()
 
+    def recur(step, params, carry0, xs, length):
+        # lax.scan takes xs=None with a length, and then hands the step None
+        carry, ys = jax.lax.scan(lambda c, x: step(ops, params, c, x), tuple(carry0), xs, length=length)
+        return ys, carry
+
     def loss_fn(diff, rest):
         params, carry0, xs = unflatten(model, case, {**diff, **rest})
-        xs, step_x = step_inputs(ops, model, params, xs, case.length)  # lax.scan takes xs=None with a length
-        carry, ys = jax.lax.scan(lambda c, x: model.step(ops, params, c, step_x(x)), tuple(carry0), xs,
-                                 length=case.length)
+        ys, carry = run_forward(ops, model, params, carry0, xs, case.length, recur)
         return model.loss(ops, consts, ys, carry)
 
     return _jax.prepared_from_loss(loss_fn, diff, rest, {"jit": True, "loop": "lax.scan"})

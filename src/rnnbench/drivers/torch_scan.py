@@ -25,23 +25,22 @@ from typing import Any, Callable
 
 from rnnbench.drivers import _torch
 from rnnbench.drivers.base import Driver, Prepared, supports_only, unflatten
-from rnnbench.model import Case, Model, step_inputs
+from rnnbench.model import Case, Model, Recur, run_forward, scan_inputs
 from rnnbench.ops import torch_ops
 
 
-def scan_loss(model: Model, case: Case, consts, clone_carry: bool = False) -> Callable[[dict[str, Any]], Any]:
-    """The loss as a function of the inputs dict, with the recurrence run by scan. Eager needs only
-    the y clone; clone_carry clones every carry leaf as well (see the module docstring)."""
+def scan_recur(clone_carry: bool = False) -> Recur:
+    """torch scan as the model's `recur`. Eager needs only the y clone; clone_carry clones every
+    carry leaf as well (see the module docstring)."""
     from torch._higher_order_ops.scan import scan
 
     ops = torch_ops()
 
-    def loss_fn(inputs):
-        params, carry0, xs = unflatten(model, case, inputs)
-        xs, step_x = step_inputs(ops, model, params, xs, case.length, dummy_like=carry0[0])
+    def recur(step, params, carry0, xs, length):
+        xs, step_x = scan_inputs(ops, xs, length, like=carry0[0])
 
         def combine(carry, x):
-            new_carry, y = model.step(ops, params, carry, step_x(x))
+            new_carry, y = step(ops, params, carry, step_x(x))
             # scan forbids outputs aliasing its inputs or each other: y is often a carry leaf, and a
             # new carry leaf may be an old one, x, or a closed-over parameter (lifted to an input).
             lifted = (*carry, x, *params.values())
@@ -51,7 +50,20 @@ def scan_loss(model: Model, case: Case, consts, clone_carry: bool = False) -> Ca
             return new_carry, y.clone()
 
         carry, ys = scan(combine, tuple(carry0), xs)
-        return model.loss(ops, consts, ys, tuple(carry))
+        return ys, tuple(carry)
+
+    return recur
+
+
+def scan_loss(model: Model, case: Case, consts, clone_carry: bool = False) -> Callable[[dict[str, Any]], Any]:
+    """The loss as a function of the inputs dict, with every recurrence run by scan."""
+    ops = torch_ops()
+    recur = scan_recur(clone_carry)
+
+    def loss_fn(inputs):
+        params, carry0, xs = unflatten(model, case, inputs)
+        ys, carry = run_forward(ops, model, params, carry0, xs, case.length, recur)
+        return model.loss(ops, consts, ys, carry)
 
     return loss_fn
 

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from rnnbench.drivers import _torch_xla
 from rnnbench.drivers.base import Driver, Prepared, unflatten
-from rnnbench.model import Case, Model, step_inputs
+from rnnbench.model import Case, Model, Recur, run_forward, scan_inputs
 from rnnbench.ops import torch_ops
 
 
@@ -32,40 +32,53 @@ class ScanConfig:
     is_fn_pure: bool = False
 
 
-def carried_params_step(model: Model, case: Case) -> Callable:
-    """The scan body fn((params, carry), x) -> ((params, carry'), y). Built once per prepare and
-    reused by every call: torch_xla's cache (is_fn_pure=True) is keyed by this object's identity.
-    It captures no tensor, only the model and the parameter names."""
+def carried_params_step(step: Callable, names: tuple[str, ...], has_xs: bool) -> Callable:
+    """The scan body fn((params, carry), x) -> ((params, carry'), y) of one recurrence. It captures
+    no tensor, only the step and the parameter names."""
     ops = torch_ops()
-    names = tuple(case.params)
-    step_x = (lambda x: x) if case.xs is not None else (lambda x: None)
 
-    def step(carry, x):
+    def body(carry, x):
         params_t, state = carry
-        new_state, y = model.step(ops, dict(zip(names, params_t)), tuple(state), step_x(x))
+        new_state, y = step(ops, dict(zip(names, params_t)), tuple(state), x if has_xs else None)
         return (params_t, tuple(new_state)), y
 
-    return step
+    return body
 
 
-def scan_loss(config: ScanConfig, model: Model, case: Case, consts) -> Callable[[dict[str, Any]], Any]:
+def xla_scan_recur(config: ScanConfig) -> Recur:
+    """torch_xla scan as the model's `recur`. Built once per prepare and reused by every call:
+    torch_xla's cache (is_fn_pure=True) is keyed by the body's identity, so each recurrence's body
+    is made once and kept."""
     from torch_xla.experimental.scan import scan
 
     ops = torch_ops()
-    carried_step = carried_params_step(model, case)
+    bodies: dict[tuple, Callable] = {}
+
+    def recur(step, params, carry0, xs, length):
+        has_xs = xs is not None
+        xs, step_x = scan_inputs(ops, xs, length, like=carry0[0])
+        if config.params_via == "carry":
+            key = (step, tuple(params), has_xs)
+            body = bodies.setdefault(key, carried_params_step(step, tuple(params), has_xs))
+            (_, carry), ys = scan(body, (tuple(params.values()), tuple(carry0)), xs, is_fn_pure=config.is_fn_pure)
+        else:
+            def closure(carry, x):  # closes over `params`: the form torch_xla 2.9.0 cannot trace
+                new_carry, y = step(ops, params, tuple(carry), step_x(x))
+                return tuple(new_carry), y
+
+            carry, ys = scan(closure, tuple(carry0), xs, is_fn_pure=config.is_fn_pure)
+        return ys, tuple(carry)
+
+    return recur
+
+
+def scan_loss(config: ScanConfig, model: Model, case: Case, consts) -> Callable[[dict[str, Any]], Any]:
+    ops = torch_ops()
+    recur = xla_scan_recur(config)
 
     def loss_fn(inputs):
         params, carry0, xs = unflatten(model, case, inputs)
-        xs, step_x = step_inputs(ops, model, params, xs, case.length, dummy_like=carry0[0])
-        if config.params_via == "carry":
-            (_, carry), ys = scan(carried_step, (tuple(params.values()), tuple(carry0)), xs,
-                                  is_fn_pure=config.is_fn_pure)
-        else:
-            def step(carry, x):  # closes over `params`: the form torch_xla 2.9.0 cannot trace
-                new_carry, y = model.step(ops, params, tuple(carry), step_x(x))
-                return tuple(new_carry), y
-
-            carry, ys = scan(step, tuple(carry0), xs, is_fn_pure=config.is_fn_pure)
+        ys, carry = run_forward(ops, model, params, carry0, xs, case.length, recur)
         return model.loss(ops, consts, ys, tuple(carry))
 
     return loss_fn

@@ -12,6 +12,7 @@ import numpy as np
 
 from rnnbench.check.finite_diff import Oracle, finite_difference_oracle
 from rnnbench.check.second_order import HvpOracle, hvp_oracle
+from rnnbench.losses import weighted, with_loss
 from rnnbench.fuzz.grammar import PARAM_VECTORS, Body, body_wrt
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.status import OracleKind
@@ -20,14 +21,6 @@ NEAR_ZERO_PROBABILITY = 0.15  # parameter entries set to +-1e-3, where wrong rul
 STATIONARY_PROBABILITY = 0.1  # entries set where sin/cos/x*x/1/(1+x^2) have zero slope
 STATIONARY_VALUES = (0.0, np.pi / 2, -np.pi / 2, np.pi)
 LOSS_LIMIT = 1e6  # a draw whose loss exceeds this has grown too much over the steps to check
-
-
-def weighted_loss(ops, consts, ys, carry):
-    """sum(ys * wy) + sum_i sum(c_i * wc_i): every output and final carry leaf reaches the loss."""
-    total = ops.sum(ys * consts["wy"])
-    for i, leaf in enumerate(carry):
-        total = total + ops.sum(leaf * consts[f"wc{i}"])
-    return total
 
 
 def compile_step(source: str):
@@ -96,7 +89,10 @@ def build(body: Body, name: str = "fuzz", dtype: str = "float64") -> FuzzCase:
     case = body_case(body, name).rounded_to(dtype)
     model = Model(name=name, summary="fuzzed body", carry_names=body.carry_names,
                   default_sizes={"T": body.length, "n": body.n}, make_case=lambda sizes, seed: case,
-                  step=compile_step(body.source()), loss=weighted_loss, oracle_kind=OracleKind.FINITE_DIFFERENCES)
+                  step=compile_step(body.source()), loss=weighted, oracle_kind=OracleKind.FINITE_DIFFERENCES)
+    if body.loss != "weighted":  # "weighted" keeps the body's own weights (the stream before loss forms)
+        model, case = with_loss(model, body_case(body, name), body.loss)
+        case = case.rounded_to(dtype)
     try:
         with np.errstate(all="raise"):
             loss = reference_loss(model, case)

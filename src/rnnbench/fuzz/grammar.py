@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Sequence
 
 UNARY = ("sin", "cos", "tanh", "sigmoid", "exp")
 BINARY = ("+", "-", "*")
@@ -37,7 +37,8 @@ class Body:
     n: vector width. length: trip count T. has_xs: whether x is a per-step input (T, n).
     carry_grad[i]: whether c_i's initial value requires grad; xs_grad: whether xs does.
     data_seed: seed of the case data (values, near-zero entries, loss weights).
-    unused: parameters the step reads but that never reach the loss (their true gradient is 0)."""
+    unused: parameters the step reads but that never reach the loss (their true gradient is 0).
+    loss: the loss form it is judged under (rnnbench.losses; "weighted" with the body's own weights)."""
 
     updates: tuple
     output: tuple
@@ -48,6 +49,7 @@ class Body:
     xs_grad: bool
     data_seed: int
     unused: tuple[str, ...] = ()
+    loss: str = "weighted"
 
     @property
     def carry_names(self) -> tuple[str, ...]:
@@ -194,6 +196,12 @@ def generate(seed: int, index: int) -> Body:
         )
         if body_valid(body):
             return _extend(body, random.Random(f"rnnbench-fuzz/{seed}/{index}/extent"))
+
+
+def judged_body(seed: int, index: int, losses: Sequence[str]) -> Body:
+    """Case `index` of a run judging every body under each of `losses`: body index // len(losses)
+    under loss losses[index % len(losses)] (so the bodies of a one-loss run are the plain stream)."""
+    return dataclasses.replace(generate(seed, index // len(losses)), loss=losses[index % len(losses)])
 
 
 LONG_TRIPS = (8, 12, 16)

@@ -12,9 +12,9 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
-from rnnbench.fuzz.grammar import generate
+from rnnbench.fuzz.grammar import judged_body
 from rnnbench.fuzz.runner import FuzzSummary, Outcome
 
 
@@ -30,6 +30,7 @@ class FuzzContext:
     shrink_per_kind: int
     repro_dir: Optional[str]
     device: str
+    losses: tuple[str, ...] = ("weighted",)
     shrunk: Counter = field(default_factory=Counter)
 
 
@@ -40,7 +41,7 @@ def handle(context: FuzzContext, index: int) -> tuple[Optional[Outcome], Optiona
     from rnnbench.fuzz.report import explain_failure
     from rnnbench.fuzz.runner import explain_outcome
 
-    fc = build(generate(context.seed, index), dtype=context.dtype)
+    fc = build(judged_body(context.seed, index, context.losses), dtype=context.dtype)
     if fc.ill_conditioned:
         return None, fc.ill_conditioned
     repro_dir = Path(context.repro_dir) if context.repro_dir else None
@@ -55,15 +56,18 @@ def handle(context: FuzzContext, index: int) -> tuple[Optional[Outcome], Optiona
 
 def fuzz_isolated(cases: int, seed: int, driver_names: list[str], dtype: str = "float64", second_order: bool = True,
                   shrink_per_kind: int = 1, repro_dir: Optional[Path] = None, timeout_s: float = 300.0,
-                  progress: Optional[Callable[[str], None]] = None, device: str = "cpu") -> FuzzSummary:
+                  progress: Optional[Callable[[str], None]] = None, device: str = "cpu",
+                  losses: Sequence[str] = ("weighted",)) -> FuzzSummary:
     """fuzz() with process isolation per driver (drivers run one after another)."""
+    losses = tuple(losses)
     from rnnbench.run.isolation import run_isolated
 
-    summary = FuzzSummary(list(driver_names), cases, seed, dtype, device)
+    summary = FuzzSummary(list(driver_names), cases, seed, dtype, device, losses)
     ill: dict[int, str] = {}
+    judged = cases * len(losses)
     for name in driver_names:
         context = FuzzContext(name, seed, dtype, second_order, shrink_per_kind,
-                              str(repro_dir) if repro_dir else None, device)
+                              str(repro_dir) if repro_dir else None, device, losses)
 
         def on_result(i: int, result: tuple, name: str = name, context: FuzzContext = context) -> None:
             out, reason = result
@@ -74,12 +78,12 @@ def fuzz_isolated(cases: int, seed: int, driver_names: list[str], dtype: str = "
                 if out.minimal is not None:  # a restarted worker must not shrink this kind again
                     context.shrunk[(name, out.kind)] += 1
             if progress is not None:
-                progress(f"{name}: body {i + 1}/{cases}")
+                progress(f"{name}: case {i + 1}/{judged}")
 
         def on_failure(i: int, status: str, report: str, name: str = name) -> None:
-            summary.outcomes.append(Outcome(i, name, status, report=f"{status}: {report}", body=generate(seed, i)))
+            summary.outcomes.append(Outcome(i, name, status, report=f"{status}: {report}", body=judged_body(seed, i, losses)))
 
-        run_isolated([sys.executable, "-m", "rnnbench.fuzz.isolated"], list(range(cases)), timeout_s,
+        run_isolated([sys.executable, "-m", "rnnbench.fuzz.isolated"], list(range(judged)), timeout_s,
                      on_result=on_result, on_failure=on_failure, context=lambda context=context: context,
                      env=dict(os.environ))
     summary.ill_conditioned = Counter(reason.split(" for ")[0] for reason in ill.values())

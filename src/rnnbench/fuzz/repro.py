@@ -5,13 +5,16 @@ while the bug reproduces, 0 once it is fixed: the file to attach to an upstream 
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional
 
 import numpy as np
 
+from rnnbench import losses
 from rnnbench.fuzz.cases import FuzzCase
+from rnnbench.losses import LossForm
 from rnnbench.fuzz.grammar import Body
 
 _TORCH_HEAD = '''import sys
@@ -22,7 +25,7 @@ import torch
 
 torch.set_default_dtype(torch.float64)
 ops = types.SimpleNamespace(sin=torch.sin, cos=torch.cos, tanh=torch.tanh, sigmoid=torch.sigmoid,
-                            exp=torch.exp, matmul=torch.matmul)
+                            exp=torch.exp, matmul=torch.matmul, sum=torch.sum)
 '''
 
 _JAX_HEAD = '''import sys
@@ -35,7 +38,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp
 
 ops = types.SimpleNamespace(sin=jnp.sin, cos=jnp.cos, tanh=jnp.tanh, sigmoid=jax.nn.sigmoid,
-                            exp=jnp.exp, matmul=jnp.matmul)
+                            exp=jnp.exp, matmul=jnp.matmul, sum=jnp.sum)
 '''
 
 _TORCH_RUN = '''
@@ -69,10 +72,7 @@ def loss_scan(inputs):
 
 
 def loss_of(ys, carry):
-    total = (ys * torch.as_tensor(WY)).sum()
-    for i, leaf in enumerate(carry):
-        total = total + (leaf * torch.as_tensor(WC[i])).sum()
-    return total
+    return LOSS(ops, {k: torch.as_tensor(v) for k, v in CONSTS.items()}, ys, carry)
 
 
 def leaves():
@@ -120,10 +120,7 @@ def loss_fn(diff, rest):
             carry, y = step(ops, params, carry, inputs["xs"][t] if HAS_XS else None)
             out.append(y)
         ys = jnp.stack(out)
-    total = jnp.sum(ys * WY)
-    for i, leaf in enumerate(carry):
-        total = total + jnp.sum(leaf * WC[i])
-    return total
+    return LOSS(ops, {k: jnp.asarray(v) for k, v in CONSTS.items()}, ys, carry)
 
 
 values = {**PARAMS, **{f"carry0.{c}": v for c, v in zip(CARRY_NAMES, CARRY0)}, **({"xs": XS} if HAS_XS else {})}
@@ -194,6 +191,16 @@ def _dict(d: Mapping[str, np.ndarray]) -> str:
     return "{" + ", ".join(f"{k!r}: {_literal(v)}" for k, v in d.items()) + "}"
 
 
+def loss_source(form: LossForm) -> str:
+    """The form's loss function and the loss functions it calls, as rnnbench defines them."""
+    namespace = vars(losses)
+    called = [namespace[n] for n in form.loss.__code__.co_names if callable(namespace.get(n)) and n in FORM_FUNCTIONS]
+    return "\n\n".join(inspect.getsource(f) for f in (*called, form.loss))
+
+
+FORM_FUNCTIONS = {f.loss.__name__ for f in losses.FORMS.values()}
+
+
 def export(path: Path, fc: FuzzCase, driver: str, second_order: bool, status: str, tolerance: float,
            absolute_scale: float = 0.0) -> Optional[Path]:
     """Write the script for `driver` on the (minimal) body of `fc`; None where no template exists."""
@@ -201,6 +208,7 @@ def export(path: Path, fc: FuzzCase, driver: str, second_order: bool, status: st
         return None
     script, mode, compiled = TEMPLATES[driver]
     body: Body = fc.body
+    loss_form = losses.form_named(body.loss)
     case = fc.case
     wrt = case.wrt_names(fc.model.carry_names)
     if second_order:
@@ -219,8 +227,8 @@ def export(path: Path, fc: FuzzCase, driver: str, second_order: bool, status: st
         f"PARAMS = {_dict(case.params)}",
         f"CARRY0 = [{', '.join(_literal(c) for c in case.carry0)}]",
         f"XS = {_literal(case.xs) if case.xs is not None else None}",
-        f"WY = {_literal(case.consts['wy'])}",
-        f"WC = [{', '.join(_literal(case.consts[f'wc{i}']) for i in range(len(case.carry0)))}]",
+        f"CONSTS = {_dict(case.consts)}  # the loss's fixed weights",
+        f"LOSS = {loss_form.loss.__name__}",
         f"V = {_dict(v) if v is not None else None}  # the direction of the Hessian-vector product",
         "# float64 finite differences of the same step and loss in numpy, computed by rnnbench:",
         f"WANT = {_dict(want)}",
@@ -230,10 +238,10 @@ def export(path: Path, fc: FuzzCase, driver: str, second_order: bool, status: st
     ]
     doc = (f'"""Reproducer exported by rnnbench fuzz: {driver} gives {status} on this step body.\n'
            f"Needs only {script.needs} and numpy. Exits 1 while the bug reproduces, 0 once it is fixed.\n"
-           f'Loss: sum(ys * WY) + sum_i sum(c_i,T * WC[i]) after LENGTH steps."""\n')
+           f'Loss ({body.loss}): {loss_form.summary}, after LENGTH steps."""\n')
     text = "\n".join([
         "#!/usr/bin/env python", doc, script.head,
-        "\n# the fuzzed step body", body.source(), *data,
+        "\n# the fuzzed step body", body.source(), f"# the loss ({body.loss})", loss_source(loss_form), *data,
         script.run, _COMPARE])
     path.write_text(text)
     return path

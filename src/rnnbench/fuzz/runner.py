@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from rnnbench.check.second_order import check_second_order
 from rnnbench.drivers.base import Driver
 from rnnbench.fuzz.cases import FuzzCase, build
-from rnnbench.fuzz.grammar import Body, body_wrt, generate, shrink_candidates, size
+from rnnbench.fuzz.grammar import Body, body_wrt, judged_body, shrink_candidates, size
 from rnnbench.run.row import check_gradients
 from rnnbench.status import DRIVER_ERRORS, WRONG_GRADIENT, Status, is_fixed, is_known
 
@@ -105,6 +105,7 @@ class FuzzSummary:
     seed: int
     dtype: str
     device: str = "cpu"
+    losses: tuple[str, ...] = ("weighted",)  # every body is judged under each
     ill_conditioned: Counter = field(default_factory=Counter)
     outcomes: list[Outcome] = field(default_factory=list)
 
@@ -141,7 +142,8 @@ class FuzzSummary:
     def format(self) -> str:
         counts = self.counts()
         skipped = sum(self.ill_conditioned.values())
-        lines = [f"fuzz: {self.bodies} bodies (seed {self.seed}, {self.dtype}, {self.device}); {skipped} skipped as ill-conditioned"
+        lines = [f"fuzz: {self.bodies} bodies x {len(self.losses)} losses ({', '.join(self.losses)}; seed {self.seed}, "
+                 f"{self.dtype}, {self.device}); {skipped} cases skipped as ill-conditioned"
                  + (" (" + ", ".join(f"{n} {why}" for why, n in self.ill_conditioned.most_common()) + ")" if skipped else ""),
                  f"{'driver':<26}" + "".join(f"{c:>13}" for c in COLUMNS)]
         for d in self.drivers:
@@ -170,9 +172,10 @@ class FuzzSummary:
 
 
 def _describe(o: Outcome) -> str:
-    head = f"\n== body {o.index} on {o.driver}: {o.status}" + (f", second order {o.hvp_status}" if o.hvp_status not in (None, Status.OK) else "")
-    parts = [head]
     b = o.minimal or o.body
+    under = f" under loss {b.loss}" if b is not None else ""
+    head = f"\n== case {o.index}{under} on {o.driver}: {o.status}" + (f", second order {o.hvp_status}" if o.hvp_status not in (None, Status.OK) else "")
+    parts = [head]
     if b is not None:
         wrt = body_wrt(b)  # the effective flags: a leaf that cannot reach the loss is not differentiated
         grad = [f"carry0.{c}" in wrt for c in b.carry_names]
@@ -212,13 +215,14 @@ def fuzz(
     progress: Optional[Callable[[str], None]] = None,
     on_failure: Optional[Callable[[Outcome, FuzzCase, Driver], None]] = None,
     device: str = "cpu",
+    losses: Sequence[str] = ("weighted",),
 ) -> FuzzSummary:
-    """Bodies generate(seed, 0..cases-1) on every driver, in this process (fuzz/isolated.py runs
-    each driver in a worker process instead)."""
-    summary = FuzzSummary([d.name for d in drivers], cases, seed, dtype, device)
+    """Bodies generate(seed, 0..cases-1), each under every loss form of `losses` (judged_body), on
+    every driver, in this process (fuzz/isolated.py runs each driver in a worker process instead)."""
+    summary = FuzzSummary([d.name for d in drivers], cases, seed, dtype, device, tuple(losses))
     shrunk: Counter = Counter()
-    for index in range(cases):
-        fc = build(generate(seed, index), dtype=dtype)
+    for index in range(cases * len(losses)):
+        fc = build(judged_body(seed, index, tuple(losses)), dtype=dtype)
         if fc.ill_conditioned:
             summary.ill_conditioned[fc.ill_conditioned.split(" for ")[0]] += 1
         else:
@@ -226,5 +230,5 @@ def fuzz(
                 summary.outcomes.append(explain_outcome(index, fc, driver, dtype, second_order, shrink_per_kind,
                                                         shrunk, on_failure, device))
         if progress is not None:
-            progress(f"body {index + 1}/{cases}")
+            progress(f"case {index + 1}/{cases * len(losses)}")
     return summary

@@ -45,7 +45,7 @@ def side_by_side(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         for key in ("dtype", "model"):
             first.setdefault((key, r[key]), i)
     return sorted(records, key=lambda r: (first[("dtype", r["dtype"])], first[("model", r["model"])],
-                                          r["driver"], r.get("environment_name", "main")))
+                                          r["driver"], r.get("environment_name", "main"), loss_label(r)))
 
 
 COLUMNS = ("model", "driver", "env", "dtype", "status", "max rel err", "fwd+bwd ms [IQR]", "fwd ms [IQR]", "first call s")
@@ -55,9 +55,19 @@ def machine_of(rec: dict) -> str:
     return (rec.get("machine") or {}).get("hostname", "?")
 
 
+def loss_label(rec: dict) -> str:
+    return rec.get("loss_form", "model")
+
+
+def hvp_label(rec: dict) -> str:
+    """The row's second-order verdict: its status, or "-" where order 2 was not asked for."""
+    return str((rec.get("hvp") or {}).get("status", "-"))
+
+
 def rows(records: Iterable[dict[str, Any]], include_unavailable: bool = False,
-         with_machine: bool = False) -> list[tuple[str, ...]]:
-    """One tuple of cells per record, each from its own record (machine included when asked)."""
+         with_machine: bool = False, with_loss: bool = False, with_hvp: bool = False) -> list[tuple[str, ...]]:
+    """One tuple of cells per record, each from its own record (machine, loss form and H v columns
+    included when asked)."""
     out = []
     for r in side_by_side(records):
         if r["status"] == Status.UNAVAILABLE and not include_unavailable:
@@ -74,6 +84,10 @@ def rows(records: Iterable[dict[str, Any]], include_unavailable: bool = False,
             _ms(r.get("fwd")) if ok else "-",
             _first(r) if ok else "-",
         )
+        if with_hvp:
+            cells = (*cells[:5], hvp_label(r), *cells[5:])
+        if with_loss:
+            cells = (cells[0], loss_label(r), *cells[1:])
         out.append((machine_of(r), *cells) if with_machine else cells)
     return out
 
@@ -83,8 +97,16 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
     for the rows that could not run here. Records from several machines (merged results files) get
     a leading machine column, each row's from its own record."""
     with_machine = len({machine_of(r) for r in records}) > 1
-    columns = ("machine", *COLUMNS) if with_machine else COLUMNS
-    body = rows(records, include_unavailable, with_machine)
+    with_loss = any(loss_label(r) != "model" for r in records)
+    with_hvp = any("hvp" in r for r in records)
+    columns = COLUMNS
+    if with_hvp:
+        columns = (*columns[:5], "H v", *columns[5:])
+    if with_loss:
+        columns = (columns[0], "loss", *columns[1:])
+    if with_machine:
+        columns = ("machine", *columns)
+    body = rows(records, include_unavailable, with_machine, with_loss, with_hvp)
     widths = [max(len(c), *(len(row[i]) for row in body)) if body else len(c) for i, c in enumerate(columns)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
     text = [line(columns), line(tuple("-" * w for w in widths))] + [line(r) for r in body]
@@ -117,11 +139,13 @@ def failure_reports(records: list[dict[str, Any]]) -> str:
         if is_known(r["status"]):
             known[r["status"]].append(r)
         elif r["status"] not in (Status.OK, Status.UNAVAILABLE):
-            parts.append(f"== {r['model']} / {r['driver']} / {env_label(r)} / {r['dtype']}: {r['status']}\n"
+            under = "" if loss_label(r) == "model" else f" / loss {loss_label(r)}"
+            parts.append(f"== {r['model']} / {r['driver']} / {env_label(r)} / {r['dtype']}{under}: {r['status']}\n"
                          f"{r.get('report', r.get('reason', '')).rstrip()}")
     for status, recs in known.items():
         title = (recs[0].get("report") or "").splitlines()[0] if recs[0].get("report") else status
-        where = ", ".join(sorted({f"{r['model']}/{r['driver']}" for r in recs}))
+        where = ", ".join(sorted({f"{r['model']}/{r['driver']}" + ("" if loss_label(r) == "model" else f"/{loss_label(r)}")
+                                  for r in recs}))
         parts.append(f"{title} -- {len(recs)} row(s): {where} (details in the records file)")
     return "\n\n".join(parts)
 

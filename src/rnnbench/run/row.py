@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Optional
@@ -15,6 +16,7 @@ from rnnbench.check.finite_diff import Oracle, oracle_grads
 from rnnbench.check.judge import Check, judge
 from rnnbench.check.localize import Localization, localize
 from rnnbench.drivers.base import Driver, Prepared
+from rnnbench.losses import with_loss
 from rnnbench.model import Case, Model
 from rnnbench.run import environments
 from rnnbench.run.timing import TimingConfig, first_call, measure, peak_rss_mb, timed_call
@@ -35,6 +37,8 @@ class Job:
     timing: TimingConfig = TimingConfig()
     time: bool = True  # False: check gradients only
     environment: str = "main"  # which of the driver's environments runs it (rnnbench.run.environments)
+    loss_form: str = "model"  # the loss the gradients are taken of (rnnbench.losses)
+    order: int = 1  # 2: also check the Hessian-vector product (float64 rows; rnnbench.check.second_order)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -55,7 +59,7 @@ class Job:
             anchor=driver.anchor,
             environment=self.environment, env_label=driver.framework.label() if here else self.environment,
             dtype=self.dtype, device=self.device, seed=self.seed,
-            sizes=registry.get_model(self.model).sizes_with_defaults(self.sizes))
+            sizes=registry.get_model(self.model).sizes_with_defaults(self.sizes), loss_form=self.loss_form)
 
     def key(self) -> tuple:
         """What makes two rows the same row (rnnbench.record.row_key), without the machine and time
@@ -64,7 +68,8 @@ class Job:
 
         sizes = registry.get_model(self.model).sizes_with_defaults(self.sizes)
         return record.row_key({"model": self.model, "driver": self.driver, "environment_name": self.environment,
-                               "dtype": self.dtype, "device": self.device, "sizes": sizes, "seed": self.seed})
+                               "dtype": self.dtype, "device": self.device, "sizes": sizes, "seed": self.seed,
+                               "loss_form": self.loss_form})
 
 
 LOCALIZED = (Status.GRAD_MISMATCH, Status.MISSING_GRAD)  # unexplained wrong gradients get a localization
@@ -110,7 +115,8 @@ def run_row(job: Job) -> dict[str, Any]:
     reason = unavailable_reason(model, driver, job)
     if reason is not None:
         return {**base, "status": Status.UNAVAILABLE, "reason": reason}
-    case = model.make_case(sizes, job.seed).rounded_to(job.dtype)
+    model, case = with_loss(model, model.make_case(sizes, job.seed), job.loss_form)
+    case = case.rounded_to(job.dtype)
     driver.framework.import_module()  # so the memory baseline includes the framework's own footprint
     rss_before_mb = peak_rss_mb()
     chk, prepared = check_gradients(model, driver, case, job.dtype, job.device)
@@ -131,11 +137,16 @@ def run_row(job: Job) -> dict[str, Any]:
     }
     if prepared is not None:
         rec["repeatable"] = repeatability(prepared, chk)
+    if job.order == 2:
+        rec["hvp"] = second_order_record(model, driver, case, job, prepared if chk.status == Status.OK else None)
+        if chk.status == Status.OK and rec["hvp"]["status"] not in (Status.OK, Status.UNSUPPORTED, Status.SKIPPED):
+            # A wrong (or registered) second derivative is the row's verdict: no speed number either.
+            rec["status"], rec["report"] = rec["hvp"]["status"], rec["hvp"]["report"]
     loc = localization(chk, model, driver, case, job.dtype, job.device)
     if loc is not None:
         rec["localization"] = {"first_step": loc.first_step, "where": loc.where, "complete": loc.complete}
         rec["report"] = chk.report
-    if chk.status == Status.OK and job.time and prepared is not None:
+    if rec["status"] == Status.OK and job.time and prepared is not None:
         # Speed numbers exist only for rows whose gradients agree with the oracle.
         rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing).to_dict()
         # forward() is a separate callable (jax: its own jit; torch.compile: a no_grad recompile):
@@ -159,6 +170,24 @@ def run_row(job: Job) -> dict[str, Any]:
     rec["environment"]["threads_in_use"] = {"os_cpus_available": len(os.sched_getaffinity(0)),
                                             **driver.framework.threads_in_use()}
     return rec
+
+
+def second_order_record(model: Model, driver: Driver, case: Case, job: Job, prepared: Optional[Prepared]) -> dict[str, Any]:
+    """The row's H v check (rnnbench.check.second_order): "skipped" with why where it is not
+    judged (float32 rows: the oracle's ~1e-10 error is invisible under float32 rounding; first
+    order already wrong), "unsupported" where the driver has no second-order path."""
+    from rnnbench.check.second_order import check_second_order
+
+    if job.dtype != "float64":
+        return {"status": Status.SKIPPED, "report": "second order is checked on float64 rows"}
+    if prepared is None:
+        return {"status": Status.SKIPPED, "report": "first-order gradients did not agree"}
+    if not driver.second_order:
+        return {"status": Status.UNSUPPORTED, "report": f"{driver.name} has no second-order path"}
+    started = time.perf_counter()
+    result = check_second_order(model, driver.name, case, prepared, seed=job.seed)
+    return {"status": result.status, "raw_status": result.raw_status or result.status, "report": result.report,
+            "errors": [e.to_dict() for e in result.errors], "check_s": time.perf_counter() - started}
 
 
 def repeatability(prepared: Prepared, chk: Check) -> dict[str, Any]:

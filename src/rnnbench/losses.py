@@ -1,0 +1,182 @@
+"""The loss family: the same recurrence judged under losses that seed its backward with different
+cotangent patterns. A driver bug can hide behind one pattern: the default random-weight loss never
+sends the backward an all-ones (expanded) final-carry cotangent, an unweighted sum does; only a
+loss on the last output leaves every earlier output's cotangent zero.
+
+Each form is written once against `ops` (so it runs on every driver) and knows its cotangents in
+closed form: the hand oracles, which take output cotangents (Model.cotangent_consts), then give the
+gradient under any form without finite differences. Shapes: ys (T, ...), carry a tuple of leaves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from rnnbench.model import Case, Loss, Model, rollout
+
+MODEL_LOSS = "model"  # the model's own loss, as its module defines it
+
+Cotangents = tuple[np.ndarray, tuple[np.ndarray, ...]]  # (d loss / d ys, d loss / d carry leaves)
+
+
+@dataclass(frozen=True)
+class LossForm:
+    """name: stable id (records, the known-issues registry, asv). loss(ops, consts, ys, carry).
+    weights(rng, ys, carry) -> the consts it reads (fixed random weights). cotangents(consts, ys,
+    carry) -> (dys, dcarry), float64 numpy, exact."""
+
+    name: str
+    summary: str
+    loss: Loss
+    weights: Callable[[np.random.Generator, np.ndarray, tuple], dict[str, np.ndarray]]
+    cotangents: Callable[[Mapping[str, np.ndarray], np.ndarray, tuple], Cotangents]
+
+
+def _uniform(rng: np.random.Generator, like: np.ndarray) -> np.ndarray:
+    return rng.uniform(-1.0, 1.0, np.shape(like))
+
+
+def _ys_weights(rng, ys, carry) -> dict[str, np.ndarray]:
+    return {"wy": _uniform(rng, ys)}
+
+
+def _carry_weights(rng, ys, carry) -> dict[str, np.ndarray]:
+    return {f"wc{i}": _uniform(rng, leaf) for i, leaf in enumerate(carry)}
+
+
+def _zeros(carry: tuple) -> tuple[np.ndarray, ...]:
+    return tuple(np.zeros(np.shape(c)) for c in carry)
+
+
+def weighted(ops, consts, ys, carry):
+    """sum(ys * wy) + sum_i sum(c_i * wc_i): every output and final carry leaf reaches the loss."""
+    return ys_only(ops, consts, ys, carry) + carry_only(ops, consts, ys, carry)
+
+
+def ys_only(ops, consts, ys, carry):
+    return ops.sum(ys * consts["wy"])
+
+
+def carry_only(ops, consts, ys, carry):
+    total = ops.sum(carry[0] * consts["wc0"])
+    for i, leaf in enumerate(carry[1:], start=1):
+        total = total + ops.sum(leaf * consts[f"wc{i}"])
+    return total
+
+
+def sum_carry(ops, consts, ys, carry):
+    total = ops.sum(carry[0])
+    for leaf in carry[1:]:
+        total = total + ops.sum(leaf)
+    return total
+
+
+def mean(ops, consts, ys, carry):
+    return ops.sum(ys) * (1.0 / float(np.prod(ys.shape)))
+
+
+def last_y(ops, consts, ys, carry):
+    return ops.sum(ys[-1] * consts["w_last"])
+
+
+def sum_squares(ops, consts, ys, carry):
+    total = 0.5 * ops.sum(ys * ys)
+    for leaf in carry:
+        total = total + 0.5 * ops.sum(leaf * leaf)
+    return total
+
+
+def _last_cotangent(consts, ys, carry) -> Cotangents:
+    dys = np.zeros(np.shape(ys))
+    dys[-1] = consts["w_last"]
+    return dys, _zeros(carry)
+
+
+FORMS: dict[str, LossForm] = {f.name: f for f in (
+    LossForm("weighted", "sum(ys * wy) + sum_i sum(c_i * wc_i), fixed random weights (the fuzzer's and the API's default)",
+             weighted, lambda rng, ys, carry: {**_ys_weights(rng, ys, carry), **_carry_weights(rng, ys, carry)},
+             lambda k, ys, carry: (k["wy"], tuple(k[f"wc{i}"] for i in range(len(carry))))),
+    LossForm("ys_only", "sum(ys * wy): the final carry gets a zero cotangent", ys_only, _ys_weights,
+             lambda k, ys, carry: (k["wy"], _zeros(carry))),
+    LossForm("carry_only", "sum_i sum(c_i * wc_i): every output gets a zero cotangent", carry_only, _carry_weights,
+             lambda k, ys, carry: (np.zeros(np.shape(ys)), tuple(k[f"wc{i}"] for i in range(len(carry))))),
+    LossForm("sum_carry", "sum_i sum(c_i), unweighted: an all-ones (expanded) final-carry cotangent", sum_carry,
+             lambda rng, ys, carry: {},
+             lambda k, ys, carry: (np.zeros(np.shape(ys)), tuple(np.ones(np.shape(c)) for c in carry))),
+    LossForm("mean", "mean(ys): one constant cotangent 1/numel over every output", mean, lambda rng, ys, carry: {},
+             lambda k, ys, carry: (np.full(np.shape(ys), 1.0 / np.size(ys)), _zeros(carry))),
+    LossForm("last_y", "sum(ys[T-1] * w): only the last output reaches the loss", last_y,
+             lambda rng, ys, carry: {"w_last": _uniform(rng, ys[-1])}, _last_cotangent),
+    LossForm("sum_squares", "0.5 sum(ys^2) + 0.5 sum_i sum(c_i^2): cotangents equal to the outputs", sum_squares,
+             lambda rng, ys, carry: {}, lambda k, ys, carry: (np.asarray(ys), tuple(np.asarray(c) for c in carry))),
+)}
+NAMES: tuple[str, ...] = (MODEL_LOSS, *FORMS)
+CHECKED: tuple[str, ...] = ("weighted", "sum_carry", "mean", "last_y")
+"""The forms the fuzzer and check_recurrence judge under by default: random weights on everything,
+an all-ones final-carry cotangent with zero output cotangents, one constant (expanded) output
+cotangent with a zero carry cotangent, and only the last output reaching the loss."""
+
+
+def describe(name: str) -> str:
+    return "the model's own loss" if name == MODEL_LOSS else FORMS[name].summary
+
+
+def form_named(name: str) -> LossForm:
+    """The form called `name`; ValueError naming the known ones otherwise."""
+    if name not in FORMS:
+        raise ValueError(f"unknown loss {name!r}; known: {', '.join(NAMES)}")
+    return FORMS[name]
+
+
+def with_loss(model: Model, case: Case, name: str) -> tuple[Model, Case]:
+    """(model, case) judged under loss form `name` instead of the model's own loss.
+
+    The form's weights are drawn from the case's seed and the form's name (the same on every
+    machine). The oracle: the model's hand oracle fed the form's exact cotangents, where the model
+    can take them (Model.cotangent_consts); else None, i.e. finite differences with error bounds."""
+    if name == MODEL_LOSS:
+        return model, case
+    form = form_named(name)
+    from rnnbench.ops import numpy_ops
+
+    ys, carry = rollout(numpy_ops(), model, case.params, case.carry0, case.xs, case.length)
+    rng = np.random.default_rng([case.seed, zlib.crc32(name.encode())])
+    consts = form.weights(rng, np.asarray(ys), tuple(np.asarray(c) for c in carry))
+    new_case = dataclasses.replace(case, consts=consts, loss=name)
+    expressible = model.oracle is not None and model.cotangent_consts is not None and model.cotangent_consts(
+        *form.cotangents(consts, np.asarray(ys), tuple(np.asarray(c) for c in carry))) is not None
+    oracle = _through_cotangents(model, form) if expressible else None
+    new_model = dataclasses.replace(model, loss=form.loss, oracle=oracle,
+                                    oracle_kind=model.oracle_kind if oracle else "finite_differences")
+    return new_model, new_case
+
+
+def _through_cotangents(model: Model, form: LossForm) -> Callable[[Case], dict[str, np.ndarray]]:
+    """An oracle for `form`: the model's hand oracle, fed the form's cotangents at this case's forward
+    in place of its own loss weights (a loss linear in ys and the carry is its cotangents)."""
+    from rnnbench.ops import numpy_ops
+
+    def oracle(case: Case) -> dict[str, np.ndarray]:
+        ys, carry = rollout(numpy_ops(), model, case.params, case.carry0, case.xs, case.length)
+        dys, dcarry = form.cotangents(case.consts, np.asarray(ys), tuple(np.asarray(c) for c in carry))
+        return model.oracle(dataclasses.replace(case, consts=model.cotangent_consts(dys, dcarry)))
+
+    return oracle
+
+
+def parse(value: Optional[str], default: Sequence[str]) -> list[str]:
+    """Comma-separated loss names -> list, in order, duplicates once; ValueError on an unknown name."""
+    if not value:
+        return list(default)
+    names = list(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+    if not names:
+        raise ValueError("--losses selects no loss")
+    for n in names:
+        if n != MODEL_LOSS:
+            form_named(n)
+    return names
