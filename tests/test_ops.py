@@ -38,6 +38,7 @@ def test_every_op_agrees_with_numpy(framework: str) -> None:
     ref = numpy_ops()
     rng = np.random.default_rng(0)
     x, w, b = rng.uniform(-2, 2, (3, 4)), rng.uniform(-1, 1, (5, 4)), rng.uniform(-1, 1, 5)
+    pos, y = rng.uniform(0.1, 2, (3, 4)), rng.uniform(-2, 2, (3, 4))  # pos: in log's and sqrt's domain
     cases = {
         "tanh": lambda o, p: o.tanh(p(x)), "sigmoid": lambda o, p: o.sigmoid(p(x)), "exp": lambda o, p: o.exp(p(x)),
         "sin": lambda o, p: o.sin(p(x)), "cos": lambda o, p: o.cos(p(x)),
@@ -47,6 +48,15 @@ def test_every_op_agrees_with_numpy(framework: str) -> None:
         "zeros_like": lambda o, p: o.zeros_like(p(x)), "ones_like": lambda o, p: o.ones_like(p(x)),
         "eye": lambda o, p: o.eye(3, p(x)), "transpose": lambda o, p: o.transpose(p(x)),
         "cast_like": lambda o, p: o.cast_like(p(x), p(w)),
+        "tan": lambda o, p: o.tan(p(x) / 2), "log": lambda o, p: o.log(p(pos)), "sqrt": lambda o, p: o.sqrt(p(pos)),
+        "abs": lambda o, p: o.abs(p(x)),
+        "where": lambda o, p: o.where(p(x) > 0, p(x), p(y)) + o.where(p(y) < p(x), 0.5, p(y)),
+        "maximum": lambda o, p: o.maximum(p(x), p(y)) + o.maximum(p(x), 0.25),
+        "minimum": lambda o, p: o.minimum(p(x), p(y)) + o.minimum(0.25, p(x)),
+        "broadcast_extrema": lambda o, p: o.maximum(p(b[:, None]), p(w)) - o.minimum(p(w), p(b[:, None])),
+        "stop_gradient": lambda o, p: o.stop_gradient(p(x)), "reshape": lambda o, p: o.reshape(p(x), (2, 6)),
+        "flip": lambda o, p: o.flip(p(x)),
+        "concat_axis": lambda o, p: o.stack([o.concat([p(x), p(y)], axis=a) for a in (1, -1)]),
     }
     untested = {f.name for f in dataclasses.fields(Ops)} - set(cases) - {"name", "stack", "fp32_island"}
     assert not untested, f"add a case for {untested}"

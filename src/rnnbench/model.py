@@ -197,16 +197,18 @@ def rollout(ops: Ops, model: Model, params: Params, carry0: Carry, xs: Optional[
 
 
 def reference_loss(model: Model, case: Case, params=None, carry0=None, xs=None) -> float:
-    """float64 numpy forward loss; finite differences perturb `params`, `carry0` or `xs`."""
-    from rnnbench.ops import numpy_ops
+    """float64 numpy forward loss; finite differences perturb `params`, `carry0` or `xs`. One
+    forward pass of rnnbench.ops.frozen_stop_gradients(), which the derivative oracles open."""
+    from rnnbench.ops import forward_pass, numpy_ops
 
     ops = numpy_ops()
-    ys, carry = rollout(
-        ops,
-        model,
-        case.params if params is None else params,
-        case.carry0 if carry0 is None else carry0,
-        case.xs if xs is None else xs,
-        case.length,
-    )
-    return float(model.loss(ops, case.consts, ys, carry))
+    with forward_pass():
+        ys, carry = rollout(
+            ops,
+            model,
+            case.params if params is None else params,
+            case.carry0 if carry0 is None else carry0,
+            case.xs if xs is None else xs,
+            case.length,
+        )
+        return float(model.loss(ops, case.consts, ys, carry))

@@ -8,9 +8,10 @@ indirection beyond a Python attribute access that the compilers trace away.
 from __future__ import annotations
 
 import contextlib
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, ContextManager, Sequence
+from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence
 
 Array = Any  # the namespace's own array type (numpy.ndarray, torch.Tensor, jax.Array)
 Unary = Callable[[Array], Array]
@@ -22,11 +23,17 @@ class Ops:
     op fails when it is built, not when some step first uses it. Shapes: `...` is any leading
     batch shape; arrays are the framework's own.
 
-    elementwise: tanh, sigmoid, exp, sin, cos.
+    elementwise: tanh, sigmoid, exp, sin, cos, tan, log, sqrt, abs (log, sqrt: positive inputs).
+    where(cond, a, b): a where the boolean array cond (e.g. `x > 0`) holds, else b; a, b arrays or
+        scalars, all three broadcast.  maximum(a, b), minimum(a, b): elementwise, broadcasting; on
+        ties the derivative is split half to each side.
+    stop_gradient(x): x in value, zero derivative (see frozen_stop_gradients for the numpy one).
     matmul(a, b): a @ b with broadcasting.  linear(x, w, b=None): x (..., I), w (O, I), b (O,) ->
         x @ w.T + b (..., O), the framework's fused form where it has one (torch: addmm).
     split(x, n): n equal chunks of the last axis.  stack(xs): a new leading axis, (T, ...) from T
-        arrays.  concat(xs): along axis 0.  sum(x): all entries, a 0-d array.
+        arrays.  concat(xs, axis=0): along `axis` (negative counts from the end).  sum(x): all
+        entries, a 0-d array.  reshape(x, shape): as numpy.  flip(x): reversed along axis 0 (the
+        time axis of xs or ys: bidirectional recurrences).
     zeros(shape, like): zeros in like's dtype and device.  zeros_like, ones_like: as numpy.
     eye(n, like): (n, n) identity in like's dtype and device.  transpose(x): the last two axes.
     cast_like(x, like): x in like's dtype.
@@ -40,12 +47,22 @@ class Ops:
     exp: Unary
     sin: Unary
     cos: Unary
+    tan: Unary
+    log: Unary
+    sqrt: Unary
+    abs: Unary
+    where: Callable[[Array, Any, Any], Array]
+    maximum: Callable[[Any, Any], Array]
+    minimum: Callable[[Any, Any], Array]
+    stop_gradient: Unary
     matmul: Callable[[Array, Array], Array]
     linear: Callable[..., Array]
     split: Callable[[Array, int], tuple]
     stack: Callable[[Sequence[Array]], Array]
-    concat: Callable[[Sequence[Array]], Array]
+    concat: Callable[..., Array]
     sum: Unary
+    reshape: Callable[[Array, tuple], Array]
+    flip: Unary
     zeros: Callable[[tuple, Array], Array]
     zeros_like: Unary
     ones_like: Unary
@@ -53,6 +70,91 @@ class Ops:
     transpose: Unary
     cast_like: Callable[[Array, Array], Array]
     fp32_island: Callable[[], ContextManager]
+
+
+class _Frozen:
+    """The stop_gradient outputs of the first numpy forward pass inside frozen_stop_gradients(),
+    replayed by call index in every later pass."""
+
+    def __init__(self) -> None:
+        self.recorded: Optional[list] = None  # None until the first pass has ended
+        self.current: Optional[list] = None  # None between passes; the base pass appends its outputs here
+        self.index = 0
+
+    def begin(self) -> None:
+        if self.current is not None:
+            raise RuntimeError("a numpy forward pass started inside another one under frozen_stop_gradients()")
+        self.current, self.index = [], 0
+
+    def end(self) -> None:
+        finished, self.current = self.current, None
+        if self.recorded is None:
+            self.recorded = finished
+        elif self.index != len(self.recorded):
+            raise RuntimeError(f"stop_gradient was called {self.index} times in a perturbed pass but "
+                               f"{len(self.recorded)} times at the base inputs: the step's control flow "
+                               "depends on its inputs, so frozen values cannot be matched to calls")
+
+    def __call__(self, x: Any) -> Any:
+        import numpy as np
+
+        if self.current is None:
+            raise RuntimeError("stop_gradient under frozen_stop_gradients() outside a forward pass: "
+                               "run the numpy forward inside forward_pass() (reference_loss does)")
+        if self.recorded is None:
+            self.current.append(np.array(x, copy=True))
+            return x
+        if self.index >= len(self.recorded):
+            raise RuntimeError(f"stop_gradient was called more than {len(self.recorded)} times in a perturbed "
+                               "pass, the count at the base inputs: the step's control flow depends on its inputs")
+        value = self.recorded[self.index]
+        if np.shape(value) != np.shape(x):
+            raise RuntimeError(f"stop_gradient call {self.index} has shape {np.shape(x)} in a perturbed pass "
+                               f"but {np.shape(value)} at the base inputs")
+        self.index += 1
+        return value.copy()  # a step may update its result in place
+
+
+# One recording per context, not per Ops object: numpy_ops() is shared (cached), and a context
+# nested inside another (an oracle computed while another one runs) must not see its values.
+_FROZEN: ContextVar[Optional[_Frozen]] = ContextVar("rnnbench_frozen_stop_gradients", default=None)
+
+
+@contextlib.contextmanager
+def frozen_stop_gradients() -> Iterator[None]:
+    """Inside, numpy stop_gradient returns in every forward pass the value it returned in the first
+    one. Finite differences differentiate values, so they would see a derivative through
+    stop_gradient(x) where autodiff has none; evaluating the base inputs first and then the
+    perturbed ones makes the differenced function the one autodiff differentiates (stop_gradient
+    outputs constant at their base values). Passes are delimited by forward_pass(); the step's
+    calls must come in the same order in every pass (same trip count and control flow), and a
+    different number of calls raises. Outside this context numpy stop_gradient is the identity."""
+    token = _FROZEN.set(_Frozen())
+    try:
+        yield
+    finally:
+        _FROZEN.reset(token)
+
+
+@contextlib.contextmanager
+def forward_pass() -> Iterator[None]:
+    """One evaluation of the numpy forward (a no-op outside frozen_stop_gradients())."""
+    frozen = _FROZEN.get()
+    if frozen is None:
+        yield
+        return
+    frozen.begin()
+    try:
+        yield
+    except BaseException:
+        frozen.current = None  # an aborted pass neither records nor is checked
+        raise
+    frozen.end()
+
+
+def _numpy_stop_gradient(x: Any) -> Any:
+    frozen = _FROZEN.get()
+    return x if frozen is None else frozen(x)
 
 
 @lru_cache(maxsize=None)
@@ -70,6 +172,14 @@ def numpy_ops() -> Ops:
         exp=np.exp,
         sin=np.sin,
         cos=np.cos,
+        tan=np.tan,
+        log=np.log,
+        sqrt=np.sqrt,
+        abs=np.abs,
+        where=np.where,
+        maximum=np.maximum,
+        minimum=np.minimum,
+        stop_gradient=_numpy_stop_gradient,
         matmul=np.matmul,
         linear=lambda x, w, b=None: x @ w.T if b is None else x @ w.T + b,
         split=lambda x, n: tuple(np.split(x, n, axis=-1)),
@@ -80,10 +190,19 @@ def numpy_ops() -> Ops:
         ones_like=np.ones_like,
         eye=lambda n, like: np.eye(n, dtype=like.dtype),
         transpose=lambda x: np.swapaxes(x, -1, -2),
-        concat=lambda xs: np.concatenate(xs, axis=0),
+        concat=lambda xs, axis=0: np.concatenate(xs, axis=axis),
+        reshape=np.reshape,
+        flip=lambda x: np.flip(x, 0),
         cast_like=lambda x, like: np.asarray(x).astype(like.dtype),
         fp32_island=contextlib.nullcontext,
     )
+
+
+def _tensors(torch: Any, a: Any, b: Any) -> tuple:
+    """(a, b) as tensors: torch.maximum / minimum take no Python scalars, unlike numpy and jax."""
+    like = a if isinstance(a, torch.Tensor) else b
+    return tuple(v if isinstance(v, torch.Tensor) else torch.as_tensor(v, dtype=like.dtype, device=like.device)
+                 for v in (a, b))
 
 
 @lru_cache(maxsize=None)
@@ -98,6 +217,14 @@ def torch_ops() -> Ops:
         exp=torch.exp,
         sin=torch.sin,
         cos=torch.cos,
+        tan=torch.tan,
+        log=torch.log,
+        sqrt=torch.sqrt,
+        abs=torch.abs,
+        where=torch.where,
+        maximum=lambda a, b: torch.maximum(*_tensors(torch, a, b)),
+        minimum=lambda a, b: torch.minimum(*_tensors(torch, a, b)),
+        stop_gradient=lambda x: x.detach(),
         matmul=torch.matmul,
         linear=F.linear,  # fused x @ w.T + b (addmm)
         split=lambda x, n: torch.chunk(x, n, dim=-1),
@@ -108,7 +235,9 @@ def torch_ops() -> Ops:
         ones_like=torch.ones_like,
         eye=lambda n, like: torch.eye(n, dtype=like.dtype, device=like.device),
         transpose=lambda x: x.transpose(-1, -2),
-        concat=lambda xs: torch.cat(xs, dim=0),
+        concat=lambda xs, axis=0: torch.cat(xs, dim=axis),
+        reshape=torch.reshape,
+        flip=lambda x: torch.flip(x, (0,)),  # no negative-step slicing in torch
         cast_like=lambda x, like: x.to(like.dtype),
         # The docs/bugs.md §3 shape. CPU autocast only: the autocast drivers run on CPU.
         fp32_island=lambda: torch.autocast("cpu", enabled=False),
@@ -127,6 +256,14 @@ def jax_ops() -> Ops:
         exp=jnp.exp,
         sin=jnp.sin,
         cos=jnp.cos,
+        tan=jnp.tan,
+        log=jnp.log,
+        sqrt=jnp.sqrt,
+        abs=jnp.abs,
+        where=jnp.where,
+        maximum=jnp.maximum,
+        minimum=jnp.minimum,
+        stop_gradient=jax.lax.stop_gradient,
         matmul=jnp.matmul,
         linear=lambda x, w, b=None: x @ w.T if b is None else x @ w.T + b,
         split=lambda x, n: tuple(jnp.split(x, n, axis=-1)),
@@ -137,7 +274,9 @@ def jax_ops() -> Ops:
         ones_like=jnp.ones_like,
         eye=lambda n, like: jnp.eye(n, dtype=like.dtype),
         transpose=lambda x: jnp.swapaxes(x, -1, -2),
-        concat=lambda xs: jnp.concatenate(xs, axis=0),
+        concat=lambda xs, axis=0: jnp.concatenate(xs, axis=axis),
+        reshape=jnp.reshape,
+        flip=lambda x: jnp.flip(x, 0),
         cast_like=lambda x, like: x.astype(like.dtype),
         fp32_island=contextlib.nullcontext,
     )

@@ -28,18 +28,24 @@ forward passes, first-order central difference); where that disagrees with the v
 bound plus the probe's own roundoff, the error model is refuted and the bound is infinite: the
 judge can then only say ok (within tolerance) or cannot_decide, never mismatch.
 
+stop_gradient: every derivative here is taken with the step's stop_gradient outputs held at their
+values at the case's own inputs (frozen_at_base), so the differenced function is the one autodiff
+differentiates; differencing the plain forward would see a derivative through stop_gradient.
+
 The judge (check/compare.py) compares a driver against `value` with the tolerance OR the error bound,
 whichever is larger, and says "cannot decide" where only the bound separates them.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
 from rnnbench.model import Case, Model, reference_loss
+from rnnbench.ops import frozen_stop_gradients
 from rnnbench.status import OracleKind
 
 REL_STEP = 5e-4  # eps^(1/5) ~ 7e-4 balances a 5-point stencil's truncation against its roundoff
@@ -74,6 +80,15 @@ def _loss_with(model: Model, case: Case, name: str, value: np.ndarray) -> float:
     return reference_loss(model, case, params={**case.params, name: value})
 
 
+@contextlib.contextmanager
+def frozen_at_base(model: Model, case: Case) -> Iterator[float]:
+    """Inside, the numpy forward's stop_gradient outputs are their values at the case's own inputs,
+    whatever inputs a pass perturbs (rnnbench.ops.frozen_stop_gradients); yields the base loss.
+    The base pass runs first, on entry, so the recorded values are the unperturbed ones."""
+    with frozen_stop_gradients():
+        yield reference_loss(model, case)
+
+
 def input_value(model: Model, case: Case, name: str) -> np.ndarray:
     if name == "xs":
         return case.xs
@@ -105,6 +120,11 @@ def derivative(f: Callable[[float], float], x0: float, h: float) -> tuple[float,
 def finite_difference_oracle(model: Model, case: Case, names: Optional[Sequence[str]] = None) -> Oracle:
     """d loss / d input with error bounds for every input in `names` (default: case.wrt_names())."""
     names = case.wrt_names(model.carry_names) if names is None else list(names)
+    with frozen_at_base(model, case):
+        return _finite_difference_oracle(model, case, names)
+
+
+def _finite_difference_oracle(model: Model, case: Case, names: list[str]) -> Oracle:
     grads, errors, dominant, bases = {}, {}, {}, {}
     for name in names:
         base = np.asarray(input_value(model, case, name), dtype=np.float64)

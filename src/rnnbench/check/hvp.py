@@ -9,7 +9,8 @@ Two, by what the model offers:
         (H v)_i = d/d eps_i  d/d delta  L(p + delta v + eps e_i), by the central mixed difference
         D(h) = [L(+hv, +he_i) - L(+hv, -he_i) - L(-hv, +he_i) + L(-hv, -he_i)] / (4 h^2)
     with the same Richardson step: truncation O(h^4), roundoff ~eps |L| / h^2. Cost: 8 forward
-    passes per scalar input entry, so used on small cases.
+    passes per scalar input entry, so used on small cases. The step's stop_gradient outputs are
+    held at their values at p (check/finite_diff.py: frozen_at_base), as autodiff treats them.
 Each oracle is also evaluated at a coarser step; where the two disagree the draw is ill-conditioned
 and is skipped with a reason instead of being compared (rnnbench.check.second_order).
 """
@@ -21,7 +22,7 @@ from typing import Mapping
 
 import numpy as np
 
-from rnnbench.check.finite_diff import input_value
+from rnnbench.check.finite_diff import frozen_at_base, input_value
 from rnnbench.model import Case, Model, reference_loss
 
 LOSS_STEP = 2e-3
@@ -75,9 +76,10 @@ def finite_difference_hvp(model: Model, case: Case, v: Mapping[str, np.ndarray],
         return total / (4 * h * h)
 
     out = {}
-    for name in names:
-        hv = np.zeros_like(base[name])
-        for idx in np.ndindex(base[name].shape):
-            hv[idx] = (4 * mixed(step, name, idx) - mixed(2 * step, name, idx)) / 3
-        out[name] = hv
+    with frozen_at_base(model, case):  # stop_gradient outputs held at the base (finite_diff.py)
+        for name in names:
+            hv = np.zeros_like(base[name])
+            for idx in np.ndindex(base[name].shape):
+                hv[idx] = (4 * mixed(step, name, idx) - mixed(2 * step, name, idx)) / 3
+            out[name] = hv
     return out

@@ -56,6 +56,12 @@ class Var:
             raise TypeError("only constant powers")
         return _unary(self, lambda x: x ** np.float32(k), lambda g, x, y: g * np.float32(k) * x ** np.float32(k - 1))
 
+    # Comparisons give plain boolean arrays, off the tape: masks for ops.where carry no derivative.
+    def __gt__(self, o): return self.value > _const(o).value
+    def __lt__(self, o): return self.value < _const(o).value
+    def __ge__(self, o): return self.value >= _const(o).value
+    def __le__(self, o): return self.value <= _const(o).value
+
     def __getitem__(self, idx):
         def vjp(g):
             out = np.zeros_like(self.value)
@@ -145,11 +151,42 @@ def _stack(xs) -> Var:
     return Var(np.stack([x.value for x in xs]), tuple((x, lambda g, i=i: g[i]) for i, x in enumerate(xs)))
 
 
-def _concat(xs) -> Var:
+def _concat(xs, axis: int = 0) -> Var:
     xs = [_const(x) for x in xs]
-    edges = np.cumsum([0] + [x.shape[0] for x in xs])
-    return Var(np.concatenate([x.value for x in xs]),
-               tuple((x, lambda g, i=i: g[edges[i]:edges[i + 1]]) for i, x in enumerate(xs)))
+    out = np.concatenate([x.value for x in xs], axis=axis)
+    axis = axis % out.ndim
+    edges = np.cumsum([0] + [x.shape[axis] for x in xs])
+
+    def vjp(g, i):  # g's slice along `axis` that came from xs[i]
+        return g[(slice(None),) * axis + (slice(edges[i], edges[i + 1]),)]
+
+    return Var(out, tuple((x, lambda g, i=i: vjp(g, i)) for i, x in enumerate(xs)))
+
+
+def _where(cond: Any, a: Any, b: Any) -> Var:
+    cond = np.asarray(cond, dtype=bool)
+    return _binary(a, b, lambda av, bv: np.where(cond, av, bv),
+                   lambda g, av, bv: np.where(cond, g, np.float32(0)),
+                   lambda g, av, bv: np.where(cond, np.float32(0), g))
+
+
+def _extremum(a: Any, b: Any, f: Callable, wins: Callable) -> Var:
+    """f = np.maximum with wins = np.greater, or np.minimum with np.less. On ties each side gets
+    half of g, as torch and jax do, so the tape's gradient at a tie is the one the drivers compute."""
+    def share(g, mine, other):
+        return g * np.where(wins(mine, other), np.float32(1), np.where(mine == other, np.float32(0.5), np.float32(0)))
+
+    return _binary(a, b, f, lambda g, av, bv: share(g, av, bv), lambda g, av, bv: share(g, bv, av))
+
+
+def _reshape(x: Var, shape: tuple) -> Var:
+    x = _const(x)
+    return Var(np.reshape(x.value, shape), ((x, lambda g: np.reshape(g, x.shape)),))
+
+
+def _flip(x: Var) -> Var:
+    x = _const(x)
+    return Var(np.flip(x.value, 0), ((x, lambda g: np.flip(g, 0)),))
 
 
 def _sum(x: Var) -> Var:
@@ -171,12 +208,22 @@ def float32_ops() -> Ops:
         exp=lambda x: _unary(x, np.exp, lambda g, v, y: g * y),
         sin=lambda x: _unary(x, np.sin, lambda g, v, y: g * np.cos(v)),
         cos=lambda x: _unary(x, np.cos, lambda g, v, y: -g * np.sin(v)),
+        tan=lambda x: _unary(x, np.tan, lambda g, v, y: g * (np.float32(1) + y * y)),
+        log=lambda x: _unary(x, np.log, lambda g, v, y: g / v),
+        sqrt=lambda x: _unary(x, np.sqrt, lambda g, v, y: g * np.float32(0.5) / y),
+        abs=lambda x: _unary(x, np.abs, lambda g, v, y: g * np.sign(v)),
+        where=_where,
+        maximum=lambda a, b: _extremum(a, b, np.maximum, np.greater),
+        minimum=lambda a, b: _extremum(a, b, np.minimum, np.less),
+        stop_gradient=lambda x: Var(_const(x).value),  # no parents: nothing flows back
         matmul=matmul,
         linear=lambda x, w, b=None: matmul(x, transpose(w)) if b is None else matmul(x, transpose(w)) + b,
         split=_split,
         stack=_stack,
         concat=_concat,
         sum=_sum,
+        reshape=_reshape,
+        flip=_flip,
         zeros=lambda shape, like: Var(np.zeros(shape, dtype=np.float32)),
         zeros_like=lambda x: Var(np.zeros(np.shape(_const(x).value), dtype=np.float32)),
         ones_like=lambda x: Var(np.ones(np.shape(_const(x).value), dtype=np.float32)),
