@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -70,6 +70,64 @@ class RecurrenceReport:
         return "\n".join(lines)
 
 
+def _flatten(tree: Any, path: tuple = ()) -> list[tuple[tuple, Any]]:
+    """[(path, leaf)] of nested dicts (keys sorted), tuples and lists; anything else is a leaf."""
+    if isinstance(tree, dict):
+        return [item for k in sorted(tree) for item in _flatten(tree[k], (*path, k))]
+    if isinstance(tree, (tuple, list)):
+        return [item for i, v in enumerate(tree) for item in _flatten(v, (*path, i))]
+    return [(path, tree)]
+
+
+def _rebuild(template: Any, leaves: Any) -> Any:
+    """The template's structure with its leaves taken in order from the iterator `leaves`. Plain
+    Python containers only: it runs inside traced steps (dynamo, jax), which trace through it."""
+    if isinstance(template, dict):
+        return {k: _rebuild(template[k], leaves) for k in sorted(template)}
+    if isinstance(template, (tuple, list)):
+        return type(template)(_rebuild(v, leaves) for v in template)
+    return next(leaves)
+
+
+class _Tree:
+    """A user's pytree (nested dicts, tuples, lists of arrays) as the flat arrays the suite runs:
+    leaf names joined from the path ("layer.W"), and packing of per-step trees into one vector per
+    step (xs, ys) so every driver's loop or scan sees single arrays. Shapes: a packed sequence is
+    (T, total), total = the sum of the leaves' per-step sizes."""
+
+    def __init__(self, tree: Any, per_step: bool = False) -> None:
+        items = _flatten(tree)
+        self.template = tree
+        self.paths = [path for path, _ in items]
+        self.leaves = [leaf for _, leaf in items]
+        self.single = not isinstance(tree, (dict, tuple, list))  # a bare array: nothing to pack
+        self.shapes = [np.shape(leaf)[1:] if per_step else np.shape(leaf) for leaf in self.leaves]
+        self.sizes = [int(np.prod(s)) for s in self.shapes]
+
+    def names(self, prefix: str = "") -> list[str]:
+        return [prefix + ".".join(str(p) for p in path) for path in self.paths]
+
+    def unflatten(self, leaves) -> Any:
+        return _rebuild(self.template, iter(leaves))
+
+    def pack_sequence(self) -> np.ndarray:
+        """(T, ...) leaves -> (T, total) float64."""
+        if self.single:
+            return np.asarray(self.leaves[0], dtype=np.float64)
+        T = len(self.leaves[0])
+        return np.concatenate([np.asarray(leaf, np.float64).reshape(T, -1) for leaf in self.leaves], axis=1)
+
+    def unpack(self, ops, packed, leading: tuple = ()) -> Any:
+        """One packed vector (leading = ()) or a packed sequence (leading = (T,)) -> the tree."""
+        if self.single:
+            return packed
+        out, start = [], 0
+        for shape, size in zip(self.shapes, self.sizes):
+            out.append(ops.reshape(packed[..., start:start + size], (*leading, *shape)))
+            start += size
+        return self.unflatten(out)
+
+
 def check_recurrence(
     step: Callable,
     params: Mapping[str, np.ndarray],
@@ -78,7 +136,7 @@ def check_recurrence(
     length: Optional[int] = None,
     loss: Optional[Callable] = None,
     consts: Optional[Mapping[str, np.ndarray]] = None,
-    carry0_requires_grad: bool | Sequence[bool] = False,
+    carry0_requires_grad: Any = False,
     xs_requires_grad: bool = False,
     dtype: str = "float64",
     drivers: Optional[Sequence[str]] = None,
@@ -90,9 +148,14 @@ def check_recurrence(
     """Run `step(ops, params, carry, x_t) -> (carry, y_t)` on every available driver and compare
     its gradients (and Hessian-vector products) with float64 finite differences of the numpy forward.
 
-    params: name -> array. carry0: tuple of arrays (a pytree of 1..n leaves). xs: (T, ...) per-step
-    inputs, or None with `length` = T. loss(ops, consts, ys, carry_T) -> scalar, where ys is
-    (T, ...). Without `loss`, every driver is judged under each loss form of `losses` (names from
+    params, carry0, xs and the step's output y_t may be pytrees: nested dicts (keys in sorted
+    order), tuples and lists of arrays. params: name -> array, or any tree (gradients are named by
+    the path, "layer.W"). carry0: a tuple of arrays or any tree (leaves named c0, c1, ... for a
+    tuple, else by path). xs: per-step inputs, each leaf (T, ...), or None with `length` = T.
+    carry0_requires_grad: a bool or a tree of bools shaped like carry0. Every driver runs the step
+    on flat arrays: x_t and y_t are packed into one vector per step (the leaves flattened and
+    concatenated) and unpacked around the user's step. loss(ops, consts, ys, carry_T) -> scalar,
+    where ys is the output tree with a leading T on every leaf and carry_T the carry tree. Without `loss`, every driver is judged under each loss form of `losses` (names from
     rnnbench.losses; default rnnbench.losses.CHECKED: random weights, an unweighted sum of the final
     carry, the mean of the outputs, the last output only): a driver bug can hide behind one
     cotangent pattern. dtype: "float64" or "float32" (inputs are rounded to it; the oracle uses the
@@ -103,13 +166,44 @@ def check_recurrence(
     from rnnbench import registry
     from rnnbench.run.row import Job, check_gradients, localization, second_order_record, unavailable_reason
 
-    carry0 = tuple(np.asarray(c, dtype=np.float64) for c in carry0)
     if xs is None and not length:
         raise ValueError("give xs (T, ...) or a trip count `length`")
-    T = len(xs) if xs is not None else int(length)
-    carry_names = tuple(f"c{i}" for i in range(len(carry0)))
+    if not isinstance(carry0, (tuple, list, dict)):  # one bare array: a one-leaf carry
+        carry0 = (carry0,)
+    params_tree, carry_tree = _Tree(params), _Tree(tuple(carry0) if isinstance(carry0, list) else carry0)
+    xs_tree = None if xs is None else _Tree(xs, per_step=True)
+    T = len(xs_tree.leaves[0]) if xs_tree is not None else int(length)
+    flat = isinstance(carry0, (tuple, list)) and all(not isinstance(c, (tuple, list, dict)) for c in carry0)
+    # a tuple of arrays keeps its names c0, c1, ...; any other tree is named by its paths
+    carry_names = tuple(f"c{i}" for i in range(len(carry_tree.leaves))) if flat else tuple(carry_tree.names())
+    carry0 = tuple(np.asarray(c, dtype=np.float64) for c in carry_tree.leaves)
     if isinstance(carry0_requires_grad, bool):
         carry0_requires_grad = (carry0_requires_grad,) * len(carry0)
+    # a flag per leaf: a tree shaped like carry0 (or, for a tuple carry, a tuple of flags)
+    carry0_requires_grad = tuple(bool(flag) for _, flag in _flatten(carry0_requires_grad))
+    if len(carry0_requires_grad) != len(carry0):
+        raise ValueError(f"carry0_requires_grad has {len(carry0_requires_grad)} flags for {len(carry0)} carry leaves; "
+                         "give a bool or a tree shaped like carry0")
+    from rnnbench.ops import numpy_ops
+
+    user_step, user_loss = step, loss  # the user's functions on trees; step and loss below are flat
+    first_x = None if xs_tree is None else xs_tree.unflatten([np.asarray(leaf, np.float64)[0] for leaf in xs_tree.leaves])
+    _, example_y = user_step(numpy_ops(), params_tree.unflatten([np.asarray(p, np.float64) for p in params_tree.leaves]),
+                             carry_tree.unflatten(list(carry0)), first_x)
+    y_tree = _Tree(example_y)  # the shape of one step's output
+
+    def step(ops, flat_params, carry, x):
+        """The user's step on trees, run on the suite's flat params, carry leaves and packed x."""
+        tree_params = params_tree.unflatten([flat_params[n] for n in params_tree.names()])
+        new, y = user_step(ops, tree_params, carry_tree.unflatten(carry), None if x is None else xs_tree.unpack(ops, x))
+        packed = y if y_tree.single else ops.concat([ops.reshape(leaf, (-1,)) for _, leaf in _flatten(y)], axis=0)
+        return tuple(leaf for _, leaf in _flatten(new)), packed
+
+    if user_loss is not None:
+        def loss(ops, consts, ys, carry):
+            """The user's loss on the trees: ys (T, total) unpacked to (T, ...) per output leaf."""
+            return user_loss(ops, consts, y_tree.unpack(ops, ys, leading=(ys.shape[0],)), carry_tree.unflatten(carry))
+
     if order not in (1, 2):
         raise ValueError(f"order must be 1 or 2, got {order!r}")
     if loss is not None and losses:
@@ -121,9 +215,9 @@ def check_recurrence(
         model="user",
         sizes={"T": T},
         seed=seed,
-        params={k: np.asarray(v, dtype=np.float64) for k, v in params.items()},
+        params={n: np.asarray(v, dtype=np.float64) for n, v in zip(params_tree.names(), params_tree.leaves)},
         carry0=carry0,
-        xs=None if xs is None else np.asarray(xs, dtype=np.float64),
+        xs=None if xs_tree is None else xs_tree.pack_sequence(),
         length=T,
         consts=dict(consts or {}),
         carry0_requires_grad=tuple(carry0_requires_grad),
