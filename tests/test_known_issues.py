@@ -231,7 +231,12 @@ def test_entries_reproduce_on_their_witnesses(issue_id: str, witness_driver: str
     from rnnbench.losses import with_loss
 
     model, case = with_loss(model, model.make_case(model.sizes_with_defaults(sizes), 0), loss)
-    chk, _ = check_gradients(model, driver, case.rounded_to(dtype), dtype, "cpu")
+    chk, prepared = check_gradients(model, driver, case.rounded_to(dtype), dtype, "cpu")
+    if issue.order == 2:  # a second-order entry: the H v check of a row whose gradients agree
+        from rnnbench.check.second_order import check_second_order
+
+        assert chk.status == "ok", chk.report
+        chk = check_second_order(model, witness_driver, case.rounded_to(dtype), prepared)
     assert chk.status == f"known_issue:{issue_id}", chk.report
 
 

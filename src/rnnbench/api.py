@@ -164,7 +164,7 @@ def check_recurrence(
     """
     from rnnbench import losses as loss_forms
     from rnnbench import registry
-    from rnnbench.run.row import Job, check_gradients, localization, second_order_record, unavailable_reason
+    from rnnbench.run.row import Job, check_gradients, hvp_decides, localization, second_order_record, unavailable_reason
 
     if xs is None and not length:
         raise ValueError("give xs (T, ...) or a trip count `length`")
@@ -250,7 +250,7 @@ def check_recurrence(
                 job = Job("user", name, dtype, device, seed=seed, environment=current(), loss_form=form, order=2)
                 hvp = second_order_record(model, driver, form_case, job, prepared if chk.status == Status.OK else None)
                 hvp_status = str(hvp["status"])
-                if chk.status == Status.OK and hvp["status"] not in (Status.OK, Status.UNSUPPORTED, Status.SKIPPED):
+                if hvp_decides(chk.status, hvp["status"]):
                     status, report = hvp["status"], hvp["report"]
             results.append(DriverResult(name, status, chk.max_rel_error if chk.errors else None, report, chk.errors,
                                         form, hvp_status))

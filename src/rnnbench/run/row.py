@@ -20,7 +20,7 @@ from rnnbench.losses import with_loss
 from rnnbench.model import Case, Model
 from rnnbench.run import environments
 from rnnbench.run.timing import TimingConfig, first_call, measure, peak_rss_mb, timed_call
-from rnnbench.status import Status
+from rnnbench.status import Status, is_fixed, is_known
 
 
 @dataclass(frozen=True)
@@ -139,8 +139,7 @@ def run_row(job: Job) -> dict[str, Any]:
         rec["repeatable"] = repeatability(prepared, chk)
     if job.order == 2:
         rec["hvp"] = second_order_record(model, driver, case, job, prepared if chk.status == Status.OK else None)
-        if chk.status == Status.OK and rec["hvp"]["status"] not in (Status.OK, Status.UNSUPPORTED, Status.SKIPPED):
-            # A wrong (or registered) second derivative is the row's verdict: no speed number either.
+        if hvp_decides(chk.status, rec["hvp"]["status"]):
             rec["status"], rec["report"] = rec["hvp"]["status"], rec["hvp"]["report"]
     loc = localization(chk, model, driver, case, job.dtype, job.device)
     if loc is not None:
@@ -170,6 +169,15 @@ def run_row(job: Job) -> dict[str, Any]:
     rec["environment"]["threads_in_use"] = {"os_cpus_available": len(os.sched_getaffinity(0)),
                                             **driver.framework.threads_in_use()}
     return rec
+
+
+def hvp_decides(first_order: str, hvp_status: str) -> bool:
+    """Whether a row's H v verdict becomes the row's status (and the row gets no speed number): a
+    wrong H v, a framework error in the double backward, or a registered (or fixed) second-order
+    bug, once the gradients agree. An H v the oracle cannot resolve (ill_conditioned), a driver
+    without a second-order path and an unchecked row keep the first-order verdict."""
+    return first_order == Status.OK and (hvp_status in (Status.HVP_MISMATCH, Status.HVP_ERROR)
+                                         or is_known(hvp_status) or is_fixed(hvp_status))
 
 
 def second_order_record(model: Model, driver: Driver, case: Case, job: Job, prepared: Optional[Prepared]) -> dict[str, Any]:
