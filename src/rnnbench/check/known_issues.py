@@ -55,6 +55,8 @@ CONDITIONS: dict[str, Callable[[Model, Case], bool]] = {
     # unweighted sum). A stacked model of one-leaf layers (rnn2) has none.
     "several_carry_leaves_in_a_recurrence": lambda model, case: any(
         len(carry) >= 2 for carry in recurrence_carries(model, case)),
+    # Two or more recurrences (scans) in one program: stacked or bidirectional layers.
+    "several_recurrences": lambda model, case: len(recurrence_carries(model, case)) >= 2,
 }
 """Case predicates that entries name in affects.conditions. Add one here for a new bug class."""
 
