@@ -37,6 +37,10 @@ def rnnbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
         (["sweep", "--dtype", "float8"], "unknown dtype 'float8'"),  # the old spelling still parses
         (["fuzz", "--dtypes", "bfloat16"], "unknown fuzzing dtype 'bfloat16'"),
         (["fuzz", "--dtype", ","], "names nothing"),
+        (["run", "--losses", "weighted,nope"], "unknown loss 'nope'"),
+        (["run", "--losses", ","], "selects no loss"),
+        (["run", "--order", "3"], "order must be 1, 2 or auto"),
+        (["fuzz", "--losses", "model"], "no model loss of its own"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(args: list[str], words: str) -> None:
