@@ -293,3 +293,34 @@ def test_per_recurrence_carry_conditions() -> None:
     assert holds("rnn2", "one_carry_leaf_of_several_entries") and not holds("rnn2", "several_carry_leaves_in_a_recurrence")
     assert holds("lstm2", "several_carry_leaves_in_a_recurrence") and not holds("lstm2", "one_carry_leaf_of_several_entries")
     assert not holds("decay_scalar", "one_carry_leaf_of_several_entries")  # one 0-d leaf: one lane
+
+
+@pytest.mark.parametrize("name, sizes, loss, driver, torch_version, expected", [
+    # torch 2.13.0: the wrong lane shows only once the carried gradient crosses a backward step
+    ("rnn", {}, "sum_carry", "torch_scan_compiled", "2.13.0", "torch-inductor-scan-expanded-carry-cotangent"),
+    ("decay", {}, "sum_carry", "torch_scan_compiled_clone_y_only", "2.13.0", "torch-inductor-scan-expanded-carry-cotangent"),
+    ("rnn", {"T": 1}, "sum_carry", "torch_scan_compiled", "2.13.0", None),  # one step, carry0 without grad: right
+    ("decay@carry0_grad", {"T": 1, "n": 2}, "sum_carry", "torch_scan_compiled", "2.13.0",
+     "torch-inductor-scan-expanded-carry-cotangent"),  # d carry0 is the loop's last carried value
+    ("decay", {"n": 1}, "sum_carry", "torch_scan_compiled", "2.13.0", None),  # one lane: nothing to lose
+    ("rnn", {}, "weighted", "torch_scan_compiled", "2.13.0", None),
+    ("rnn", {}, "mean", "torch_scan_compiled", "2.13.0", None),
+    # torch 2.9.0: the lowering fails at compile time, whatever the step count
+    ("rnn", {"T": 1}, "sum_carry", "torch_scan_compiled", "2.9.0", "torch-inductor-scan-expanded-carry-cotangent-lowering"),
+    ("decay", {"n": 1}, "sum_carry", "torch_scan_compiled", "2.9.0", None),
+    # several carry leaves, one unweighted sum: the aliasing refusal on both versions, even for one lane
+    ("lstm", {"B": 1, "H": 1, "T": 1}, "sum_carry", "torch_scan_compiled", "2.9.0",
+     "torch-inductor-scan-aliasing-expanded-carry-cotangents"),
+    ("lstm", {}, "sum_carry", "torch_scan_compiled", "2.13.0", "torch-inductor-scan-aliasing-expanded-carry-cotangents"),
+    ("lstm", {}, "weighted", "torch_scan_compiled", "2.13.0", None),
+])
+def test_expanded_carry_cotangent_entries_follow_the_measured_scope(name: str, sizes: dict, loss: str, driver: str,
+                                                                    torch_version: str, expected) -> None:
+    """docs/bugs.md#torch-inductor-scan-expanded-carry-cotangent: which of the three entries covers
+    a row, by loss form, carry shape, step count and torch version (each row measured)."""
+    from rnnbench.losses import with_loss
+
+    model, case = with_loss(*_model(name, sizes), loss)
+    ids = {i.id for i in known_issues.covering(driver, model, case, "float64", versions=lambda p: torch_version)
+           if "expanded-carry" in i.id}
+    assert ids == ({expected} if expected else set())
