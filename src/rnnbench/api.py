@@ -155,7 +155,8 @@ def check_recurrence(
     carry0_requires_grad: a bool or a tree of bools shaped like carry0. Every driver runs the step
     on flat arrays: x_t and y_t are packed into one vector per step (the leaves flattened and
     concatenated) and unpacked around the user's step. loss(ops, consts, ys, carry_T) -> scalar,
-    where ys is the output tree with a leading T on every leaf and carry_T the carry tree. Without `loss`, every driver is judged under each loss form of `losses` (names from
+    where ys is the output tree with a leading T on every leaf and carry_T the carry tree. Without
+    `loss`, every driver is judged under each loss form of `losses` (names from
     rnnbench.losses; default rnnbench.losses.CHECKED: random weights, an unweighted sum of the final
     carry, the mean of the outputs, the last output only): a driver bug can hide behind one
     cotangent pattern. dtype: "float64" or "float32" (inputs are rounded to it; the oracle uses the
