@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from rnnbench import losses, record, registry
+from rnnbench.errors import InputError
 from rnnbench.check.tolerance import tolerance
 from rnnbench.report.table import failure_reports, format_table, summary
 from rnnbench.run import environments
@@ -45,8 +46,7 @@ RUN_DEFAULTS: dict[str, Any] = {
 }
 
 
-class UsageError(Exception):
-    """Bad input: reported as one line, exit code 2."""
+UsageError = InputError  # bad input: one line, exit code 2
 
 
 class _Parser(argparse.ArgumentParser):

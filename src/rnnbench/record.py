@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from rnnbench.errors import InputError
+
 SCHEMA = 1
 
 
@@ -94,7 +96,7 @@ def repair_truncated(path: Path) -> bool:
     return True
 
 
-class CorruptRecords(ValueError):
+class CorruptRecords(InputError):
     """A results file with a line that is not a record."""
 
 

@@ -15,10 +15,11 @@ import pkgutil
 from functools import lru_cache
 
 from rnnbench.drivers.base import Driver, Framework
+from rnnbench.errors import InputError
 from rnnbench.model import Model
 
 
-class UnknownName(ValueError):
+class UnknownName(InputError):
     """An unknown model or driver name (the CLI turns this into a one-line error)."""
 
 
