@@ -28,7 +28,7 @@ def rnnbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
         (["run", "--sizes", "T"], "not KEY=VALUE"),
         (["run", "--device", "tpu"], "unknown device"),
         (["run", "--environments", "nosuch"], "unknown environment 'nosuch'"),
-        (["run", "--threads", "0"], "must be a positive number"),
+        (["run", "--threads", "0"], "--threads must be a finite number > 0"),
         (["run", "--bogus-flag"], "unrecognized arguments"),
         (["table", "/nonexistent/results.jsonl"], "does not exist"),
         (["run", "--models", "rnn", "--out", "/proc/forbidden/x.jsonl"], "cannot write results file"),
@@ -54,7 +54,8 @@ def test_bad_input_is_one_line_exit_2(args: list[str], words: str) -> None:
 
 def test_corrupt_results_file_is_one_line_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"model": "rnn", "status": "ok"}\nnot json\n{"model": "rnn", "status": "ok"}\n')
+    good = '{"model": "rnn", "driver": "torch_loop", "dtype": "float32", "status": "ok"}\n'
+    bad.write_text(good + "not json\n" + good)
     proc = rnnbench("table", str(bad))
     assert proc.returncode == 2 and "bad.jsonl:2" in proc.stderr and "Traceback" not in proc.stderr
 

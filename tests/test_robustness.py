@@ -117,7 +117,7 @@ def test_killed_run_resumes_without_redoing_rows(tmp_path: Path) -> None:
         f.write('{"model": "taylor_exp", "driver": "torch_lo')
     resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, env=env, timeout=600)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "truncated last line" in resumed.stderr
+    assert "dropped an incomplete last line" in resumed.stderr
     assert f"({len(first)} already done, skipped)" in resumed.stdout
     final = records(out)  # every line parses again
     keys = [(r["model"], r["driver"]) for r in final]

@@ -9,6 +9,7 @@ failed its check or crashed, or a registered known issue no longer reproduces
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -37,7 +38,7 @@ RUN_DEFAULTS: dict[str, Any] = {
     "device": "cpu",
     "sizes": None,  # each model's defaults
     "seed": 0,
-    "threads": len(os.sched_getaffinity(0)),
+    "threads": None,  # all the cores this process may run on
     "budget": 0.5,
     "timeout": 600.0,
     "memory_limit_gb": None,
@@ -66,6 +67,30 @@ def _names(value: Optional[str], known: Sequence[str], what: str, required: bool
         if n not in known:
             raise UsageError(f"unknown {what} {n!r}; known: {', '.join(known)}")
     return names
+
+
+CORES = len(os.sched_getaffinity(0))
+MAX_SECONDS = 7 * 24 * 3600.0  # a limit beyond a week is a typo, and larger ones overflow timers
+
+
+def _number(what: str, value: Any, *, integer: bool = False, maximum: Optional[float] = None,
+            minimum: float = 0.0, inclusive: bool = False) -> Any:
+    """`value` as a finite number above `minimum` (at or above with inclusive) and at most
+    `maximum`, else UsageError naming `what` (a flag or a config key). nan and inf never pass:
+    a limit that is not a number must not switch itself off."""
+    kind = "an integer" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+        raise UsageError(f"{what} must be {kind}, got {type(value).__name__} {value!r}")
+    if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
+        bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
+        raise UsageError(f"{what} must be a finite number {bound}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise UsageError(f"{what} must be at most {maximum:g}, got {value!r}")
+    return value
+
+
+def _threads(what: str, value: Any) -> int:
+    return _number(what, value, integer=True, maximum=CORES)
 
 
 def _sizes(value: Optional[str], models: list[str]) -> dict[str, int]:
@@ -102,7 +127,13 @@ def _shard(value: Optional[str]) -> Optional[tuple[int, int]]:
     return i_, n_
 
 
+SELECTIONS = ("models", "drivers", "environments", "dtypes", "losses")
+NUMERIC = ("seed", "threads", "budget", "timeout", "memory_limit_gb")
+
+
 def _load_config(path: Optional[str]) -> dict[str, Any]:
+    """The settings of a TOML config file, each checked for its type (numbers are checked with the
+    flags' in _check_limits; until then they travel as (key, value, where) to name their origin)."""
     if path is None:
         return {}
     import tomllib
@@ -112,16 +143,35 @@ def _load_config(path: Optional[str]) -> dict[str, Any]:
             config = tomllib.load(f)
     except FileNotFoundError:
         raise UsageError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
+    except IsADirectoryError:
+        raise UsageError(f"config file {path} is a directory, not a TOML file") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read config file {path}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
     unknown = sorted(set(config) - set(RUN_DEFAULTS))
     if unknown:
         raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(RUN_DEFAULTS)}")
-    for key in ("models", "drivers", "dtypes", "losses"):  # lists are accepted as well as "a,b"
-        if isinstance(config.get(key), list):
-            config[key] = ",".join(map(str, config[key]))
-    if isinstance(config.get("sizes"), dict):
-        config["sizes"] = ",".join(f"{k}={v}" for k, v in config["sizes"].items())
+    for key, value in config.items():
+        where = f"config file {path}: key {key!r}"
+        if key in SELECTIONS and isinstance(value, list) and all(isinstance(v, str) for v in value):
+            config[key] = ",".join(value)  # lists are accepted as well as "a,b"
+        elif key == "sizes" and isinstance(value, dict):
+            for name, n in value.items():
+                _number(f"{where}: size {name!r}", n, integer=True)
+            config[key] = ",".join(f"{k}={v}" for k, v in value.items())
+        elif key == "order" and isinstance(value, int) and not isinstance(value, bool):
+            config[key] = str(value)
+        elif key in NUMERIC:
+            continue  # checked with the flags' values in _check_limits
+        elif not isinstance(value, str):
+            expected = "a string or a list of strings" if key in SELECTIONS else "a string"
+            if key == "sizes":
+                expected = 'a table (e.g. sizes = {T = 64}) or a string "T=64,H=128"'
+            raise UsageError(f"{where} must be {expected}, got {type(value).__name__} {value!r}")
+    for key in NUMERIC:
+        if key in config:
+            config[key] = (key, config[key], f"config file {path}: key {key!r}")
     return config
 
 
@@ -140,7 +190,8 @@ def _parser() -> _Parser:
     run.add_argument("--device", help="cpu (default) or cuda")
     run.add_argument("--sizes", help="overrides of model sizes, e.g. T=64,H=128")
     run.add_argument("--seed", type=int)
-    run.add_argument("--threads", type=int, help="threads per framework (default: all cores)")
+    run.add_argument("--threads", type=int, help="threads per framework, at most the cores this process may use "
+                     "(default: all of them)")
     run.add_argument("--budget", type=float, help="seconds of repeats per timed quantity (default 0.5)")
     run.add_argument("--timeout", type=float, help="seconds before a row is killed (default 600)")
     run.add_argument("--memory-limit-gb", dest="memory_limit_gb", type=float, help="address-space limit per worker")
@@ -165,7 +216,7 @@ def _parser() -> _Parser:
     sweep.add_argument("--dtypes", default="float32", help=f"comma-separated, from {', '.join(DTYPES)}; "
                        "swept one after another (default float32)")
     sweep.add_argument("--dtype", dest="dtypes", help=argparse.SUPPRESS)  # the old spelling
-    sweep.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)), help="threads per framework")
+    sweep.add_argument("--threads", type=int, default=CORES, help="threads per framework")
     sweep.add_argument("--budget", type=float, default=0.5, help="seconds of repeats per timed quantity")
     sweep.add_argument("--driver-budget", type=float, default=120.0, help="wall seconds per (model, driver) over the sweep")
     sweep.add_argument("--timeout", type=float, default=600.0, help="seconds before any one row is killed")
@@ -193,12 +244,33 @@ def _parser() -> _Parser:
 
 
 def _settings(args) -> dict[str, Any]:
-    """RUN_DEFAULTS, overridden by the config file, overridden by flags given."""
+    """RUN_DEFAULTS, overridden by the config file, overridden by flags given; numbers checked."""
     settings = {**RUN_DEFAULTS, **_load_config(args.config)}
     for key in RUN_DEFAULTS:
         if getattr(args, key) is not None:
-            settings[key] = getattr(args, key)
-    return settings
+            settings[key] = (key, getattr(args, key), "--" + key.replace("_", "-")) if key in NUMERIC else getattr(args, key)
+    return _check_limits(settings)
+
+
+def _check_limits(settings: dict[str, Any]) -> dict[str, Any]:
+    """Each numeric setting, given as (key, value, where it came from), checked and unwrapped."""
+    out = dict(settings)
+    for key in NUMERIC:
+        given = settings[key]
+        if not isinstance(given, tuple):
+            continue  # a default
+        _, value, where = given
+        if key == "seed":
+            out[key] = _number(where, value, integer=True, inclusive=True)
+        elif key == "threads":
+            out[key] = _threads(where, value)
+        elif key == "memory_limit_gb":
+            out[key] = _number(where, value, minimum=0.0)
+        else:
+            out[key] = _number(where, value, maximum=MAX_SECONDS)
+    if out["threads"] is None:
+        out["threads"] = CORES
+    return out
 
 
 def _check_drivers_runnable(names: list[str], explicit: bool) -> None:
@@ -224,9 +296,6 @@ def _jobs(args, s: dict[str, Any]) -> list[Job]:
     dtypes = _names(s["dtypes"], DTYPES, "dtype")
     if s["device"] not in DEVICES:
         raise UsageError(f"unknown device {s['device']!r}; known: {', '.join(DEVICES)}")
-    for key in ("threads", "budget", "timeout"):
-        if not isinstance(s[key], (int, float)) or s[key] <= 0:
-            raise UsageError(f"{key} must be a positive number, got {s[key]!r}")
     for d in dtypes:
         tolerance(d, "analytic")
     sizes = _sizes(s["sizes"], models)
@@ -262,22 +331,19 @@ def _order(value: str, model, dtype: str) -> int:
     return int(value)
 
 
-def _out_path(value: Optional[str], resume: bool = False) -> Path:
+def _out_path(value: Optional[str], default_name: str, resume: bool = False) -> Path:
+    """The results file to write (its parent is created); the file itself is opened, locked and
+    checked by record.ResultsFile."""
     if resume and not value:
         raise UsageError("--resume needs --out FILE (the results file to continue)")
-    path = Path(value) if value else Path("results") / time.strftime("run-%Y%m%d-%H%M%S.jsonl")
-    if resume and not path.is_file():
-        raise UsageError(f"--resume: results file {path} does not exist")
-    if path.is_dir():
-        raise UsageError(f"results file {path} is a directory")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        try:
-            parent.mkdir(parents=True)
-        except OSError as exc:
-            raise UsageError(f"cannot write results file {path}: {exc.strerror}") from None
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise UsageError(f"cannot write results file {path}: permission denied")
+    path = Path(value) if value else Path("results") / time.strftime(default_name)
+    try:
+        if resume and not path.is_file():
+            raise UsageError(f"--resume: results file {path} does not exist")
+        parent = path.parent if str(path.parent) else Path(".")
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write results file {path}: {exc.strerror}") from None
     return path
 
 
@@ -287,23 +353,22 @@ def _cmd_run(args) -> int:
 
     s = _settings(args)
     jobs = _jobs(args, s)
-    out = _out_path(args.out, args.resume)
-    skipped = 0
-    if args.resume:
-        if record.repair_truncated(out):
-            print(f"rnnbench: {out}: dropped a truncated last line (the interrupted row will run again)", file=sys.stderr)
-        done = {record.row_key(r) for r in record.load([out])}
-        before = len(jobs)
-        jobs = [j for j in jobs if j.key() not in done]
-        skipped = before - len(jobs)
-    start = time.perf_counter()
-    print(f"rnnbench: {len(jobs)} rows -> {out}" + (f" ({skipped} already done, skipped)" if skipped else ""), flush=True)
-    progress = Progress(len(jobs))
-    runner = Runner(out, float(s["timeout"]), progress.start, progress.done, s["memory_limit_gb"])
-    records = runner.run(jobs)
-    progress.close()
-    if args.resume:
-        records = record.load([out])
+    out = _out_path(args.out, "run-%Y%m%d-%H%M%S.jsonl", args.resume)
+    with record.ResultsFile(out, resume=args.resume) as results:
+        skipped = 0
+        if args.resume:
+            wanted = [(j.key(), j.fingerprint(), j.settings(), f"{j.model}/{j.driver}/{j.environment}/{j.dtype}")
+                      for j in jobs]
+            todo = record.resume_plan(out, results.existing, wanted)
+            skipped, jobs = len(jobs) - len(todo), [jobs[i] for i in todo]
+        start = time.perf_counter()
+        print(f"rnnbench: {len(jobs)} rows -> {out}" + (f" ({skipped} already done, skipped)" if skipped else ""), flush=True)
+        progress = Progress(len(jobs))
+        runner = Runner(results, float(s["timeout"]), progress.start, progress.done, s["memory_limit_gb"])
+        records = runner.run(jobs)
+        progress.close()
+        if args.resume:
+            records = record.latest_per_row(results.existing + records)
     print()
     print(format_table(records))
     reports = failure_reports(records)
@@ -367,16 +432,16 @@ def _cmd_sweep(args) -> int:
     models = _names(args.models, list(registry.models()), "model")
     drivers = _names(args.drivers, list(registry.drivers()), "driver")
     dtypes = _names(args.dtypes, DTYPES, "dtype", required=True)
-    if min(args.threads, args.budget, args.driver_budget, args.timeout) <= 0:
-        raise UsageError("--threads, --budget, --driver-budget and --timeout must be positive")
+    _threads("--threads", args.threads)
+    for flag in ("budget", "driver_budget", "timeout"):
+        _number("--" + flag.replace("_", "-"), getattr(args, flag), maximum=MAX_SECONDS)
     lengths, hidden = _int_list(args.lengths, "--lengths"), _int_list(args.hidden, "--hidden")
     if not lengths and not hidden:
         raise UsageError("nothing to sweep: give --lengths and/or --hidden")
     plans = [SweepPlan(models, drivers, lengths, hidden, _sizes(args.sizes, models), dtype, args.threads,
                        TimingConfig(budget_s=args.budget), args.driver_budget, args.timeout) for dtype in dtypes]
-    out = _out_path(args.out or str(Path("results") / time.strftime("sweep-%Y%m%d-%H%M%S.jsonl")))
+    out = _out_path(args.out, "sweep-%Y%m%d-%H%M%S.jsonl")
     start = time.perf_counter()
-    print(f"rnnbench: sweep -> {out}", flush=True)
 
     def progress(rec: dict) -> None:
         t = rec.get("fwd_bwd")
@@ -384,7 +449,9 @@ def _cmd_sweep(args) -> int:
         sizes = ",".join(f"{k}={v}" for k, v in rec["sizes"].items())
         print(f"  {rec['model']:<10} {rec['driver']:<20} {sizes:<22} {rec['status']}{extra}", flush=True)
 
-    records = [rec for plan in plans for rec in run_sweep(plan, out, progress)]
+    with record.ResultsFile(out) as results:
+        print(f"rnnbench: sweep -> {out}", flush=True)
+        records = [rec for plan in plans for rec in run_sweep(plan, results, progress)]
     print(f"\n{summary(records)} in {time.perf_counter() - start:.0f} s; records in {out}")
     return 1 if any(is_failing(r["status"]) for r in records) else 0
 
@@ -431,8 +498,9 @@ def fuzz_drivers(value: Optional[str], dtype: str, device: str = "cpu") -> list:
 
 
 def _cmd_fuzz(args) -> int:
-    if args.cases <= 0 or args.shrink < 0 or args.timeout <= 0:
-        raise UsageError("--cases and --timeout must be positive and --shrink not negative")
+    _number("--cases", args.cases, integer=True)
+    _number("--shrink", args.shrink, integer=True, inclusive=True)
+    _number("--timeout", args.timeout, maximum=MAX_SECONDS)
     dtypes = _names(args.dtypes, ("float64", "float32"), "fuzzing dtype", required=True)
     try:
         loss_forms = losses.parse(args.losses, losses.CHECKED)

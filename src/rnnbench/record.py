@@ -3,28 +3,38 @@ JSON Lines file as each row completes, so an interrupted run keeps what it finis
 
 from __future__ import annotations
 
+import fcntl
+import functools
+import hashlib
 import json
+import math
 import os
 import platform
 import socket
+import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional, Sequence
 
 from rnnbench.errors import InputError
 
-SCHEMA = 1
+SCHEMA = 2  # 2: rnnbench_version, settings and fingerprint; no NaN (null instead)
 
 
 
 def identity(*, model: str, driver: str, framework: str, family: str, anchor: bool, environment: str, env_label: str,
-             dtype: str, device: str, sizes: dict[str, int], seed: int, loss_form: str = "model") -> dict[str, Any]:
+             dtype: str, device: str, sizes: dict[str, int], seed: int, loss_form: str = "model",
+             settings: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """The identifying fields every record has, whatever happened to the row: the one constructor
     (rnnbench.run.row.Job.identity builds it for a job). env_label names what the row ran on by its
-    framework's version ("torch 2.13.0", "jax 0.10.2") where known, else by its environment's name."""
-    return {
+    framework's version ("torch 2.13.0", "jax 0.10.2") where known, else by its environment's name.
+    settings: what else determines the row's result (threads, timing, order, package versions);
+    with the row key it makes the record's fingerprint, which --resume matches."""
+    rec = {
         "schema": SCHEMA,
+        "rnnbench_version": rnnbench_version(),
         "model": model,
         "driver": driver,
         "framework": framework,
@@ -37,9 +47,37 @@ def identity(*, model: str, driver: str, framework: str, family: str, anchor: bo
         "sizes": dict(sizes),
         "seed": seed,
         "loss_form": loss_form,
+        "settings": dict(settings or {}),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine(),
     }
+    rec["fingerprint"] = fingerprint(rec)
+    return rec
+
+
+def fingerprint(rec: dict[str, Any]) -> str:
+    """A short hash of everything that determines a row's result: its key, the rnnbench version and
+    its settings. Two records with one fingerprint are the same measurement setup."""
+    what = [list(map(str, row_key(rec))), rec.get("rnnbench_version"), rec.get("settings") or {}]
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def rnnbench_version() -> str:
+    """The package version, plus the commit (and "dirty" for uncommitted edits) when rnnbench runs
+    from a git checkout of itself: results from two commits are never taken for one another."""
+    from rnnbench import __version__
+
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return __version__
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=10",
+                               "--exclude", "*"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return __version__
+    described = proc.stdout.strip()
+    return f"{__version__}+g{described.replace('-dirty', '.dirty')}" if proc.returncode == 0 and described else __version__
 
 
 def row_key(rec: dict[str, Any]) -> tuple:
@@ -74,49 +112,249 @@ def environment(threads: int, versions: dict[str, str], settings: dict[str, Any]
     }
 
 
-def append(path: Path, record: dict[str, Any]) -> None:
-    """Append one record as one line, flushed and fsynced (a killed run loses at most this line)."""
-    line = json.dumps(record, sort_keys=True, allow_nan=True) + "\n"
-    with open(path, "a") as f:
-        f.write(line)
-        f.flush()
-        os.fsync(f.fileno())
+def _json_safe(value: Any) -> Any:
+    """NaN and infinities become null: JSON has no spelling for them, and a bare NaN breaks
+    strict readers (jq, browsers, pandas with engine="pyarrow")."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
 
 
-def repair_truncated(path: Path) -> bool:
-    """Drop an incomplete last line (a run killed mid-write) so appending continues valid JSON
-    Lines. Returns True when a line was dropped. Rewrites atomically (temp file + rename)."""
-    text = Path(path).read_text()
-    if not text or text.endswith("\n"):
-        return False
-    keep = text[: text.rfind("\n") + 1]
-    tmp = Path(str(path) + ".tmp")
-    tmp.write_text(keep)
-    os.replace(tmp, path)
-    return True
+def dumps(record: dict[str, Any]) -> str:
+    """One record as one JSON line (no NaN: see _json_safe)."""
+    return json.dumps(_json_safe(record), sort_keys=True, allow_nan=False) + "\n"
+
+
+class WriteFailed(OSError):
+    """The machine refused a write (disk full, file size limit, I/O error) in the middle of a run.
+    Not bad input: the command stops with one line and exit code 1; records written before stay."""
+
+
+class ResultsFile:
+    """The one writer of a results file, as a context manager.
+
+    Opening takes an exclusive lock on the file itself (flock, released by the kernel when the
+    process dies, so a killed run leaves no stale lock); a second writer is refused at once.
+    An existing non-empty file is refused unless `resume`; with `resume` it is validated first
+    (every line a record; an incomplete last line is the only repair, and only of a line that is not
+    a complete record) and its records are kept in `existing`. Each append writes one line,
+    fsynced; a failed write is undone (the file is cut back to its last complete line)."""
+
+    def __init__(self, path: Path, resume: bool = False):
+        self.path = Path(path)
+        self.resume = resume
+        self.existing: list[dict[str, Any]] = []
+        self.written = 0
+        self._fd: Optional[int] = None
+
+    def __enter__(self) -> "ResultsFile":
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            st = None
+        except OSError as exc:
+            raise InputError(f"cannot write results file {self.path}: {exc.strerror}") from None
+        if st is not None and not stat.S_ISREG(st.st_mode):  # a directory, a device, a FIFO (would block)
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise InputError(f"results file {self.path} is {kind}; choose another --out")
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise InputError(f"cannot write results file {self.path}: {exc.strerror}") from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise InputError(f"results file {self.path} is being written by another rnnbench process; "
+                                 "wait for it to finish or choose another --out") from None
+            size = os.fstat(fd).st_size
+            if size and not self.resume:
+                raise InputError(f"results file {self.path} already exists ({size} bytes); "
+                                 "continue it with --resume or choose another --out")
+            if size:
+                self.existing, cut = _read(self.path, complete_tail=True)
+                if cut is not None:
+                    os.truncate(fd, cut)
+                    print(f"rnnbench: {self.path}: dropped an incomplete last line (a run killed mid-write; "
+                          "its row runs again)", file=sys.stderr)
+                elif not _ends_with_newline(self.path):  # a complete last record without its newline
+                    os.write(fd, b"\n")
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return self
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record as one line, fsynced (a killed run loses at most the row it was on)."""
+        assert self._fd is not None, "ResultsFile.append outside its with-block"
+        data = dumps(record).encode()
+        before = os.fstat(self._fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view):]
+            os.fsync(self._fd)
+        except OSError as exc:
+            try:
+                os.truncate(self._fd, before)  # never leave half a record behind
+            except OSError:
+                pass
+            raise WriteFailed(exc.errno, f"cannot write results file {self.path}: {exc.strerror}; "
+                              f"the {self.written} record(s) written by this run are kept") from None
+        self.written += 1
+
+    def __exit__(self, *exc_info) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
 
 
 class CorruptRecords(InputError):
     """A results file with a line that is not a record."""
 
 
-def load(paths: Iterable[Path]) -> list[dict[str, Any]]:
-    """Read records; a truncated last line (a run killed mid-write) is skipped with a warning,
-    any other malformed line is an error naming the file and line."""
-    records = []
-    for path in paths:
-        lines = Path(path).read_text().splitlines()
-        for i, line in enumerate(lines, 1):
-            if not line.strip():
+# Fields every record has, with their JSON types (validated on reading: a table or a resume never
+# trips over a hand-edited or foreign line later). Optional fields are checked when present.
+REQUIRED: dict[str, tuple[type, ...]] = {
+    "model": (str,), "driver": (str,), "dtype": (str,), "status": (str,),
+}
+OPTIONAL: dict[str, tuple[type, ...]] = {
+    "schema": (int,), "environment_name": (str,), "env_label": (str,), "device": (str,), "sizes": (dict,),
+    "seed": (int,), "loss_form": (str,), "machine": (dict,), "report": (str,), "reason": (str,),
+    "max_rel_error": (int, float, type(None)), "first_call_s": (int, float, type(None)),
+    "fwd_bwd": (dict, type(None)), "fwd": (dict, type(None)), "hvp": (dict, type(None)),
+    "fingerprint": (str,), "settings": (dict,), "rnnbench_version": (str,), "framework": (str,),
+}
+TIMING_FIELDS = ("median_ms", "q1_ms", "q3_ms")
+
+
+def problem(rec: Any) -> Optional[str]:
+    """Why `rec` is not a record this version can read, or None."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    for name, types in REQUIRED.items():
+        if name not in rec:
+            return f"no {name!r} field"
+    for name, types in {**REQUIRED, **OPTIONAL}.items():
+        value = rec.get(name)
+        if name in rec and (not isinstance(value, types) or isinstance(value, bool)):
+            return f"field {name!r} is {type(value).__name__}, not {' or '.join(t.__name__ for t in types)}"
+    for name, value in (rec.get("sizes") or {}).items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"size {name!r} is not an integer"
+    for name in ("fwd_bwd", "fwd"):
+        timing = rec.get(name)
+        if timing is not None and not all(isinstance(timing.get(k), (int, float)) and not isinstance(timing.get(k), bool)
+                                          for k in TIMING_FIELDS):
+            return f"field {name!r} lacks numeric {', '.join(TIMING_FIELDS)}"
+    hostname = (rec.get("machine") or {}).get("hostname", "")
+    if not isinstance(hostname, str):
+        return "field 'machine.hostname' is not a string"
+    return None
+
+
+def _read(path: Path, complete_tail: bool = False) -> tuple[list[dict[str, Any]], Optional[int]]:
+    """The records of one file, and the byte offset to cut it at when its last line is an
+    incomplete write (None: nothing to cut). Every other line must be a record: CorruptRecords
+    names the first that is not. complete_tail: the caller may repair, so a truncated tail is
+    reported by its offset instead of a warning."""
+    try:
+        data = Path(path).read_bytes()
+    except IsADirectoryError:
+        raise InputError(f"results file {path} is a directory") from None
+    except OSError as exc:
+        raise InputError(f"cannot read results file {path}: {exc.strerror}") from None
+    records: list[dict[str, Any]] = []
+    lines = data.split(b"\n")
+    offset = 0
+    cut = None
+    for i, raw in enumerate(lines, 1):
+        last = i == len(lines)  # the text after the final newline ("" when the file ends with one)
+        start, offset = offset, offset + len(raw) + 1
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            if last:  # a run killed mid-write: not a record yet
+                if not complete_tail:
+                    print(f"rnnbench: warning: {path}:{i}: incomplete last line skipped", file=sys.stderr)
+                cut = start
                 continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                if i == len(lines):
-                    print(f"rnnbench: warning: {path}:{i}: truncated last line skipped", file=sys.stderr)
-                    continue
-                raise CorruptRecords(f"{path}:{i}: not a JSON record") from None
-            if not isinstance(rec, dict) or "status" not in rec or "model" not in rec:
-                raise CorruptRecords(f"{path}:{i}: not an rnnbench record")
-            records.append(rec)
-    return records
+            raise CorruptRecords(f"{path}:{i}: not a JSON record; remove the line or use another file") from None
+        why = problem(rec)
+        if why is not None:
+            raise CorruptRecords(f"{path}:{i}: not an rnnbench record ({why})")
+        records.append(rec)
+    return records, cut
+
+
+def resume_plan(path: Path, existing: list[dict[str, Any]],
+                wanted: Sequence[tuple[tuple, str, dict[str, Any], str]]) -> list[int]:
+    """Which of `wanted` (row key, fingerprint, settings, label) a --resume of `path` still has to
+    run: an item is done when the file has a record with its key and fingerprint. A file of another
+    schema or rnnbench version, or a decided row recorded with other settings, is refused (the
+    message says which and how they differ). Rows recorded as unavailable run again."""
+    schemas = sorted({rec.get("schema", 1) for rec in existing} - {SCHEMA})
+    if schemas:
+        raise InputError(f"--resume: {path} holds records of schema {schemas[0]} and this rnnbench writes schema "
+                         f"{SCHEMA}; start a new results file")
+    versions = sorted({rec.get("rnnbench_version", "?") for rec in existing} - {rnnbench_version()})
+    if versions:
+        raise InputError(f"--resume: {path} was written by rnnbench {versions[0]} and this is {rnnbench_version()}; "
+                         "results of two versions are not one run: start a new results file")
+    by_key: dict[tuple, list[dict[str, Any]]] = {}
+    for rec in existing:
+        by_key.setdefault(row_key(rec), []).append(rec)
+    todo, conflicts = [], []
+    for i, (key, fp, settings, label) in enumerate(wanted):
+        recs = by_key.get(key, [])
+        if any(rec.get("fingerprint") == fp for rec in recs):
+            continue
+        decided = [rec for rec in recs if rec["status"] != "unavailable"]
+        if decided:
+            conflicts.append((label, _differences(decided[-1].get("settings") or {}, settings)))
+        else:
+            todo.append(i)
+    if conflicts:
+        label, diff = conflicts[0]
+        raise InputError(f"--resume: {len(conflicts)} row(s) of {path} were recorded with other settings (e.g. {label}: "
+                         f"{diff}); resume with the same settings or choose another --out")
+    return todo
+
+
+def _differences(recorded: dict[str, Any], wanted: dict[str, Any], prefix: str = "") -> str:
+    """'threads 1 -> 2, timing.budget_s 0.5 -> 1.0': how two settings dicts differ (first three)."""
+    out = []
+    for name in sorted(set(recorded) | set(wanted)):
+        a, b = recorded.get(name), wanted.get(name)
+        if isinstance(a, dict) and isinstance(b, dict):
+            inner = _differences(a, b, f"{prefix}{name}.")
+            out += [inner] if inner else []
+        elif a != b:
+            out.append(f"{prefix}{name} {a!r} -> {b!r}")
+    return ", ".join(out[:3]) or "same settings, other fingerprint"
+
+
+def latest_per_row(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per row (the last written): a resumed file can hold a row twice when it was
+    unavailable before and ran this time."""
+    latest = {row_key(rec): rec for rec in records}
+    return list(latest.values())
+
+
+def load(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """Read and validate records; an incomplete last line (a run killed mid-write) is skipped with a
+    warning, any other line that is not a record is an error naming the file, line and field."""
+    return [rec for path in paths for rec in _read(Path(path))[0]]

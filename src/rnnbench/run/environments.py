@@ -4,7 +4,11 @@ a driver's result always crosses a process boundary as plain data."""
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import json
 import os
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +33,34 @@ class Environment:
             return None
         what = f"{self.purpose} environment" if self.purpose else "environment"
         return f"run `{self.create_command}` to create the {what} ('{self.name}': {self.python} not found)"
+
+
+# The packages whose versions determine a row's result (recorded in its settings and fingerprint).
+VERSIONED_PACKAGES = ("torch", "torch_xla", "jax", "jaxlib", "flax", "numpy")
+
+
+@functools.lru_cache(maxsize=None)
+def package_versions(name: str) -> tuple[tuple[str, str], ...]:
+    """(package, version) of VERSIONED_PACKAGES installed in environment `name`, read from package
+    metadata (nothing is imported; another environment is asked through its interpreter once per
+    process). Empty where the environment does not exist."""
+    env = environments().get(name)
+    if env is None or env.missing_reason():
+        return ()
+    if name == current():
+        found = {}
+        for package in VERSIONED_PACKAGES:
+            try:
+                found[package] = importlib.metadata.version(package)
+            except importlib.metadata.PackageNotFoundError:
+                pass
+        return tuple(sorted(found.items()))
+    script = ("import importlib.metadata as m, json, sys\nout = {}\nfor p in sys.argv[1:]:\n"
+              "    try: out[p] = m.version(p)\n    except m.PackageNotFoundError: pass\nprint(json.dumps(out))")
+    proc = subprocess.run([env.python, "-c", script, *VERSIONED_PACKAGES], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        return ()
+    return tuple(sorted(json.loads(proc.stdout).items()))
 
 
 def _prefix_of(python: str) -> Path:

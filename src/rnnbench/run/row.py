@@ -59,17 +59,31 @@ class Job:
             anchor=driver.anchor,
             environment=self.environment, env_label=driver.framework.label() if here else self.environment,
             dtype=self.dtype, device=self.device, seed=self.seed,
-            sizes=registry.get_model(self.model).sizes_with_defaults(self.sizes), loss_form=self.loss_form)
+            sizes=registry.get_model(self.model).sizes_with_defaults(self.sizes), loss_form=self.loss_form,
+            settings=self.settings())
+
+    def settings(self) -> dict[str, Any]:
+        """What determines this row's result besides its key (rnnbench.record.fingerprint)."""
+        return {"threads": self.threads, "timing": dataclasses.asdict(self.timing), "time": self.time,
+                "order": self.order, "versions": dict(environments.package_versions(self.environment))}
+
+    def fingerprint(self) -> str:
+        """The fingerprint this row's record will carry (what --resume matches)."""
+        return record.fingerprint({**self.identity_key(), "rnnbench_version": record.rnnbench_version(),
+                                   "settings": self.settings()})
+
+    def identity_key(self) -> dict[str, Any]:
+        """The fields of rnnbench.record.row_key, as a record has them."""
+        from rnnbench import registry
+
+        return {"model": self.model, "driver": self.driver, "environment_name": self.environment,
+                "dtype": self.dtype, "device": self.device, "sizes": registry.get_model(self.model).sizes_with_defaults(self.sizes),
+                "seed": self.seed, "loss_form": self.loss_form}
 
     def key(self) -> tuple:
         """What makes two rows the same row (rnnbench.record.row_key), without the machine and time
         lookups of a full identity (keys are computed for every job to sort and resume)."""
-        from rnnbench import registry
-
-        sizes = registry.get_model(self.model).sizes_with_defaults(self.sizes)
-        return record.row_key({"model": self.model, "driver": self.driver, "environment_name": self.environment,
-                               "dtype": self.dtype, "device": self.device, "sizes": sizes, "seed": self.seed,
-                               "loss_form": self.loss_form})
+        return record.row_key(self.identity_key())
 
 
 LOCALIZED = (Status.GRAD_MISMATCH, Status.MISSING_GRAD)  # unexplained wrong gradients get a localization

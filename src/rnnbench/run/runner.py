@@ -7,7 +7,6 @@ Records are appended to the results file as they arrive, so a killed run can be 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from rnnbench import record, registry
@@ -21,16 +20,17 @@ class Runner:
 
     def __init__(
         self,
-        out_path: Optional[Path],
+        results: Optional[record.ResultsFile],
         timeout_s: float,
         on_start: Callable[[Job], None] = lambda job: None,
         on_record: Callable[[dict], None] = lambda rec: None,
         memory_limit_gb: Optional[float] = None,
         extra_env: Optional[dict[str, str]] = None,
     ):
-        """out_path: results file to append to (None: records are only reported). extra_env: added
-        to each worker's environment (e.g. timing.cold_cache_env() for cold compile times)."""
-        self.out_path = out_path
+        """results: the open results file records are appended to (None: records are only
+        reported). extra_env: added to each worker's environment (e.g. timing.cold_cache_env() for
+        cold compile times)."""
+        self.results = results
         self.timeout_s = timeout_s
         self.on_start = on_start
         self.on_record = on_record
@@ -39,8 +39,8 @@ class Runner:
         self.records: list[dict] = []
 
     def emit(self, rec: dict) -> None:
-        if self.out_path is not None:
-            record.append(self.out_path, rec)
+        if self.results is not None:
+            self.results.append(rec)
         self.records.append(rec)
         self.on_record(rec)
 
@@ -72,7 +72,3 @@ class Runner:
             memory_limit_gb=self.memory_limit_gb,
         )
 
-
-def run_jobs(jobs: Iterable[Job], out_path: Path, timeout_s: float, on_record: Callable[[dict], None]) -> list[dict]:
-    """Convenience wrapper: run jobs, report each record."""
-    return Runner(out_path, timeout_s, on_record=on_record).run(jobs)

@@ -16,7 +16,6 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Optional
 
 from rnnbench import record, registry
@@ -91,8 +90,8 @@ def with_roofline(rec: dict[str, Any], peak: dict[str, Any]) -> dict[str, Any]:
     return rec
 
 
-def run_sweep(plan: SweepPlan, out_path: Path, on_record: Callable[[dict], None]) -> list[dict]:
-    """Run the sweep; records are appended to `out_path` as they complete and returned."""
+def run_sweep(plan: SweepPlan, out: record.ResultsFile, on_record: Callable[[dict], None]) -> list[dict]:
+    """Run the sweep; records are appended to the open results file `out` as they complete and returned."""
     results: list[dict] = []
     main_python = environments.get("main").python
     peak = measure_gemm_peak(main_python, plan.threads)
@@ -101,7 +100,7 @@ def run_sweep(plan: SweepPlan, out_path: Path, on_record: Callable[[dict], None]
         rec["sweep"] = {"axis": axis, "driver_budget_s": plan.driver_budget_s, "fresh_process_per_row": True,
                         "cold_caches": True}
         with_roofline(rec, peak)
-        record.append(out_path, rec)
+        out.append(rec)
         results.append(rec)
         on_record(rec)
 
