@@ -461,9 +461,12 @@ def _cmd_report(args) -> int:
     for p in paths:
         if not p.is_file():
             raise UsageError(f"results file {p} does not exist")
-    records = record.load(paths)
+    warnings: list[str] = []
+    records = record.load(paths, warn=warnings.append)
     if not records:
-        raise UsageError("no records in the given files")
+        raise UsageError("no records in the given files" + (" (only an incomplete last line)" if warnings else ""))
+    for warning in warnings:
+        print(warning, file=sys.stderr)
     from rnnbench.report.html import write_report
 
     out_dir = Path(args.out_dir)

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from rnnbench.errors import InputError
 
@@ -140,9 +140,10 @@ class ResultsFile:
     Opening takes an exclusive lock on the file itself (flock, released by the kernel when the
     process dies, so a killed run leaves no stale lock); a second writer is refused at once.
     An existing non-empty file is refused unless `resume`; with `resume` it is validated first
-    (every line a record; an incomplete last line is the only repair, and only of a line that is not
-    a complete record) and its records are kept in `existing`. Each append writes one line,
-    fsynced; a failed write is undone (the file is cut back to its last complete line)."""
+    (every line a record) and its records are kept in `existing`. The only repairs, made at the
+    first append (so that a refusal after opening changes nothing): an incomplete last line that
+    begins like a record is dropped, a complete last record gets its missing newline. Each append
+    writes one line, fsynced; a failed write is undone (the file is cut back to where it was)."""
 
     def __init__(self, path: Path, resume: bool = False):
         self.path = Path(path)
@@ -150,6 +151,9 @@ class ResultsFile:
         self.existing: list[dict[str, Any]] = []
         self.written = 0
         self._fd: Optional[int] = None
+        # Repairs wait for the first append: a resume refused after opening leaves the file as it was.
+        self._cut: Optional[int] = None  # where an incomplete last line starts
+        self._newline = False  # the last record is complete but lacks its newline
 
     def __enter__(self) -> "ResultsFile":
         try:
@@ -176,13 +180,8 @@ class ResultsFile:
                 raise InputError(f"results file {self.path} already exists ({size} bytes); "
                                  "continue it with --resume or choose another --out")
             if size:
-                self.existing, cut = _read(self.path, complete_tail=True)
-                if cut is not None:
-                    os.truncate(fd, cut)
-                    print(f"rnnbench: {self.path}: dropped an incomplete last line (a run killed mid-write; "
-                          "its row runs again)", file=sys.stderr)
-                elif not _ends_with_newline(self.path):  # a complete last record without its newline
-                    os.write(fd, b"\n")
+                self.existing, self._cut = _read(self.path, complete_tail=True)
+                self._newline = self._cut is None and not _ends_with_newline(self.path)
         except BaseException:
             os.close(fd)
             raise
@@ -192,7 +191,12 @@ class ResultsFile:
     def append(self, record: dict[str, Any]) -> None:
         """Write one record as one line, fsynced (a killed run loses at most the row it was on)."""
         assert self._fd is not None, "ResultsFile.append outside its with-block"
-        data = dumps(record).encode()
+        if self._cut is not None:
+            os.truncate(self._fd, self._cut)
+            self._cut = None
+            print(f"rnnbench: {self.path}: dropped an incomplete last line (a run killed mid-write; "
+                  "its row runs again)", file=sys.stderr)
+        data = (b"\n" if self._newline else b"") + dumps(record).encode()
         before = os.fstat(self._fd).st_size
         try:
             view = memoryview(data)
@@ -206,6 +210,7 @@ class ResultsFile:
                 pass
             raise WriteFailed(exc.errno, f"cannot write results file {self.path}: {exc.strerror}; "
                               f"the {self.written} record(s) written by this run are kept") from None
+        self._newline = False
         self.written += 1
 
     def __exit__(self, *exc_info) -> None:
@@ -264,7 +269,8 @@ def problem(rec: Any) -> Optional[str]:
     return None
 
 
-def _read(path: Path, complete_tail: bool = False) -> tuple[list[dict[str, Any]], Optional[int]]:
+def _read(path: Path, complete_tail: bool = False,
+          warn: Callable[[str], None] = lambda message: print(message, file=sys.stderr)) -> tuple[list[dict[str, Any]], Optional[int]]:
     """The records of one file, and the byte offset to cut it at when its last line is an
     incomplete write (None: nothing to cut). Every other line must be a record: CorruptRecords
     names the first that is not. complete_tail: the caller may repair, so a truncated tail is
@@ -287,9 +293,9 @@ def _read(path: Path, complete_tail: bool = False) -> tuple[list[dict[str, Any]]
         try:
             rec = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            if last:  # a run killed mid-write: not a record yet
+            if last and raw.startswith(b'{"'):  # a run killed mid-write: the start of a record, not one yet
                 if not complete_tail:
-                    print(f"rnnbench: warning: {path}:{i}: incomplete last line skipped", file=sys.stderr)
+                    warn(f"rnnbench: warning: {path}:{i}: incomplete last line skipped")
                 cut = start
                 continue
             raise CorruptRecords(f"{path}:{i}: not a JSON record; remove the line or use another file") from None
@@ -354,7 +360,9 @@ def latest_per_row(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
-def load(paths: Iterable[Path]) -> list[dict[str, Any]]:
+def load(paths: Iterable[Path], warn: Optional[Callable[[str], None]] = None) -> list[dict[str, Any]]:
     """Read and validate records; an incomplete last line (a run killed mid-write) is skipped with a
-    warning, any other line that is not a record is an error naming the file, line and field."""
-    return [rec for path in paths for rec in _read(Path(path))[0]]
+    warning (to stderr, or to `warn`), any other line that is not a record is an error naming the
+    file, line and field."""
+    extra = {} if warn is None else {"warn": warn}
+    return [rec for path in paths for rec in _read(Path(path), **extra)[0]]

@@ -17,10 +17,11 @@ def _clock(seconds: float) -> str:
 class Progress:
     """Call start(job) when a row begins and done(record) when it ends."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stdout, tty: Optional[bool] = None):
+    def __init__(self, total: int, stream: Optional[TextIO] = None, tty: Optional[bool] = None):
+        """stream: default the current sys.stdout (looked up now, not when this module was imported)."""
         self.total = total
-        self.stream = stream
-        self.tty = stream.isatty() if tty is None else tty
+        self.stream = stream if stream is not None else sys.stdout
+        self.tty = self.stream.isatty() if tty is None else tty
         self.done_rows = 0
         self.begin = time.perf_counter()
         self.current = ""
