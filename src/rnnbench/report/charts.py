@@ -1,18 +1,25 @@
 """Charts (PNG, matplotlib Agg) from result records only: nothing here imports models or drivers.
 
-Per model: fwd+bwd time vs trip count (log-log, one line per driver, IQR band) beside the first
+Per model: fwd+bwd time vs trip count (log-log, one line per series, IQR band) beside the first
 call (compile) time; speedup over the Python loop (torch_loop) as bars with a line at 1; time vs
-hidden size when swept. Across models: a gradient-error heatmap (driver x model, log colour scale,
+hidden size when swept. Across models: a gradient-error heatmap (series x model, log colour scale,
 non-ok cells labelled with their status) and the fraction of the GEMM peak reached (roofline).
+
+A series is one driver in one environment (labelled by its records' own env_label, "torch 2.13.0",
+"jax 0.10.2") and, when the records come from several machines, on one machine: two machines'
+timings are never drawn as one line, averaged, or divided by each other (a speedup is over the
+torch_loop of the same machine). series_namer() is the one place records are put into series.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
+
+from rnnbench.report.table import env_label, machine_of, several_machines
 
 BASELINE = "torch_loop"
 LENGTH_KEYS, HIDDEN_KEYS = ("T", "K"), ("H", "n")
@@ -44,34 +51,90 @@ def _key(sizes: dict, keys: tuple[str, ...]) -> Optional[str]:
     return next((k for k in keys if k in sizes), None)
 
 
-def driver_colors(records: Iterable[dict]) -> dict[str, Any]:
-    """One fixed colour per driver name, the same in every chart."""
+class Series(NamedTuple):
+    """What one line, bar group or heatmap row holds: one driver's records from one environment
+    (named by the records' own env_label) and, with records from several machines, one machine
+    ("" when all records come from one)."""
+
+    driver: str
+    env: str
+    machine: str = ""
+
+    @property
+    def label(self) -> str:
+        """The legend/axis label: "jax_lax_scan (jax 0.10.2)", "torch_scan (torch 2.9.0) @ host-b"."""
+        return f"{self.driver} ({self.env})" + (f" @ {self.machine}" if self.machine else "")
+
+
+def series_namer(records: list[dict]) -> Callable[[dict], Series]:
+    """The series of each of `records`: its own driver, its own env label and, when `records`
+    come from several machines, its own machine. A row decided without starting its environment
+    (unavailable, or skipped by a sweep's budget, before any worker ran) is labelled by the
+    environment's name ("xla"); it joins the series of the rows that ran in that environment on
+    its machine when those all ran under one version, and keeps its own label otherwise."""
+    by_machine = several_machines(records)
+    where = lambda r: (r["driver"], r.get("environment_name", "main"), machine_of(r))
+    ran: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for r in records:
+        if env_label(r) != r.get("environment_name", "main"):
+            ran[where(r)].add(env_label(r))
+
+    def name(rec: dict) -> Series:
+        label = env_label(rec)
+        versions = ran.get(where(rec), set())
+        if label == rec.get("environment_name", "main") and len(versions) == 1:
+            label = next(iter(versions))
+        return Series(rec["driver"], label, machine_of(rec) if by_machine else "")
+
+    return name
+
+
+def series_colors(records: list[dict]) -> dict[tuple[str, str], Any]:
+    """One fixed colour per (driver, env label), the same in every chart; machines are told apart
+    by marker and by the legend."""
     plt = _plt()
-    names = sorted({r["driver"] for r in records})
+    name = series_namer(records)
+    names = sorted({name(r)[:2] for r in records})
     palette = list(plt.get_cmap("tab10").colors) + ["#000000", "#b5b500", "#00b5b5", "#b500b5"]
     return {n: palette[i % len(palette)] for i, n in enumerate(names)}
 
 
-def axis_records(records: list[dict], model: str, axis: str) -> dict[str, list[dict]]:
-    """Sweep records of `model` on `axis` ("length" or "hidden"), by driver, in size order.
-    The length axis also holds the row shared with the hidden axis (run once)."""
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def _marker(s: Series, records: list[dict]) -> str:
+    machines = sorted({machine_of(r) for r in records}) if s.machine else []
+    return MARKERS[machines.index(s.machine) % len(MARKERS)] if s.machine in machines else "o"
+
+
+def _color(colors: dict, s: Series) -> Any:
+    return colors[(s.driver, s.env)]
+
+
+def axis_records(records: list[dict], model: str, axis: str) -> dict[Series, list[dict]]:
+    """Sweep records of `model` on `axis` ("length" or "hidden"), by series (driver, env label
+    and, when `records` come from several machines, machine), in size order. The length axis
+    also holds the row shared with the hidden axis (run once)."""
     keys = LENGTH_KEYS if axis == "length" else HIDDEN_KEYS
-    by_driver: dict[str, list[dict]] = defaultdict(list)
+    name = series_namer(records)
+    by_series: dict[Series, list[dict]] = defaultdict(list)
     for r in records:
         if r["model"] != model or "sweep" not in r or r["status"] == "unavailable":
             continue
         if r["sweep"]["axis"] != axis and not (axis == "hidden" and _shares_hidden_base(r, records)):
             continue
-        by_driver[r["driver"]].append(r)
-    for rows in by_driver.values():
+        by_series[name(r)].append(r)
+    for rows in by_series.values():
         rows.sort(key=lambda r: r["sizes"][_key(r["sizes"], keys)])
-    return dict(by_driver)
+    return dict(by_series)
 
 
 def _shares_hidden_base(rec: dict, records: list[dict]) -> bool:
-    """A length-axis row at the length the hidden axis was swept at belongs on the hidden chart."""
+    """A length-axis row at the length its own machine swept the hidden axis at belongs on the
+    hidden chart."""
     lk = _key(rec["sizes"], LENGTH_KEYS)
-    hidden_lengths = {r["sizes"].get(lk) for r in records if r.get("sweep", {}).get("axis") == "hidden" and r["model"] == rec["model"]}
+    hidden_lengths = {r["sizes"].get(lk) for r in records if r.get("sweep", {}).get("axis") == "hidden"
+                      and r["model"] == rec["model"] and machine_of(r) == machine_of(rec)}
     return rec["sizes"].get(lk) in hidden_lengths
 
 
@@ -85,28 +148,29 @@ def _not_run_note(rows: list[dict], key: str) -> str:
 
 def time_chart(records: list[dict], model: str, axis: str, out: Path, colors: dict) -> Optional[Path]:
     plt = _plt()
-    by_driver = axis_records(records, model, axis)
-    if not by_driver:
+    by_series = axis_records(records, model, axis)
+    if not by_series:
         return None
     keys = LENGTH_KEYS if axis == "length" else HIDDEN_KEYS
-    key = _key(next(iter(by_driver.values()))[0]["sizes"], keys)
+    key = _key(next(iter(by_series.values()))[0]["sizes"], keys)
     fig, (ax_t, ax_c) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1.35, 1]})
-    for driver, rows in sorted(by_driver.items()):
+    for series, rows in sorted(by_series.items()):
         ok = [r for r in rows if r["status"] == "ok" and r.get("fwd_bwd")]
-        label = driver + _not_run_note(rows, key)
-        style = dict(color=colors[driver], marker="o", ms=4, lw=1.6, ls="--" if rows[0].get("anchor") else "-")
+        label = series.label + _not_run_note(rows, key)
+        color = _color(colors, series)
+        style = dict(color=color, marker=_marker(series, records), ms=4, lw=1.6, ls="--" if rows[0].get("anchor") else "-")
         if ok:
             x = [r["sizes"][key] for r in ok]
             med = [r["fwd_bwd"]["median_ms"] for r in ok]
             ax_t.plot(x, med, label=label, **style)
-            ax_t.fill_between(x, [r["fwd_bwd"]["q1_ms"] for r in ok], [r["fwd_bwd"]["q3_ms"] for r in ok], color=colors[driver], alpha=0.15)
+            ax_t.fill_between(x, [r["fwd_bwd"]["q1_ms"] for r in ok], [r["fwd_bwd"]["q3_ms"] for r in ok], color=color, alpha=0.15)
             ax_c.plot(x, [r["first_call_s"] for r in ok], **style)
         else:
             ax_t.plot([], [], label=label, **style)
         skipped = [r for r in rows if r["status"] != "ok"]
         if skipped and ok:  # mark where the line stops for a reason
-            ax_t.plot([r["sizes"][key] for r in skipped], [max(med)] * len(skipped), "x", color=colors[driver], ms=8, mew=2)
-    first = next(iter(by_driver.values()))[0]
+            ax_t.plot([r["sizes"][key] for r in skipped], [max(med)] * len(skipped), "x", color=color, ms=8, mew=2)
+    first = next(iter(by_series.values()))[0]
     fixed = ", ".join(f"{k}={v}" for k, v in first["sizes"].items() if k != key)
     ax_t.set(xscale="log", yscale="log", xlabel=key, ylabel="fwd+bwd median ms (band: IQR)",
              title=f"{model}: fwd+bwd time vs {key} ({fixed}, {first['dtype']})")
@@ -115,7 +179,7 @@ def time_chart(records: list[dict], model: str, axis: str, out: Path, colors: di
     for ax in (ax_t, ax_c):
         _readable_log_y(ax)
         ax.grid(True, which="both", alpha=0.3)
-        xs = sorted({r["sizes"][key] for rows in by_driver.values() for r in rows})
+        xs = sorted({r["sizes"][key] for rows in by_series.values() for r in rows})
         ax.set_xticks(xs, [str(v) for v in xs])
         ax.minorticks_off()
     ax_t.legend(fontsize=8, loc="upper left")
@@ -139,42 +203,76 @@ def _readable_log_y(ax) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
+def speedups(records: list[dict], model: str) -> tuple[dict[str, Series], dict[Series, dict[int, Any]]]:
+    """The numbers of the speedup chart: per machine, the torch_loop series its rows are measured
+    against (the main environment's where it has several), and per other series {trip count:
+    that machine's torch_loop median / the series' median (fwd+bwd)} for ok rows, or the row's
+    status for rows that are not ok. A series on a machine without an ok torch_loop row is left out."""
+    by_series = axis_records(records, model, "length")
+    length = lambda r: r["sizes"][_key(r["sizes"], LENGTH_KEYS)]
+    timed = lambda r: r["status"] == "ok" and r.get("fwd_bwd")
+    baselines: dict[str, Series] = {}
+    candidates = [s for s, rows in by_series.items() if s.driver == BASELINE and any(timed(r) for r in rows)]
+    for s in sorted(candidates, key=lambda s: (by_series[s][0].get("environment_name", "main") != "main", s)):
+        baselines.setdefault(s.machine, s)
+    base_ms = {m: {length(r): r["fwd_bwd"]["median_ms"] for r in by_series[s] if timed(r)} for m, s in baselines.items()}
+    out: dict[Series, dict[int, Any]] = {}
+    for s, rows in sorted(by_series.items()):
+        if s.machine not in base_ms or baselines[s.machine] == s:
+            continue
+        base = base_ms[s.machine]
+        got: dict[int, Any] = {}
+        for r in rows:
+            if timed(r) and length(r) in base:
+                got[length(r)] = base[length(r)] / r["fwd_bwd"]["median_ms"]
+            elif r["status"] != "ok":
+                got[length(r)] = r["status"]
+        out[s] = got
+    return baselines, out
+
+
 def speedup_chart(records: list[dict], model: str, out: Path, colors: dict) -> Optional[Path]:
-    """Bars: torch_loop median / driver median (fwd+bwd) at each trip count; line at 1."""
+    """Bars: torch_loop median / series median (fwd+bwd) at each trip count, each series over the
+    torch_loop of its own machine; line at 1."""
     plt = _plt()
-    by_driver = axis_records(records, model, "length")
-    base = {r["sizes"][_key(r["sizes"], LENGTH_KEYS)]: r for r in by_driver.get(BASELINE, []) if r["status"] == "ok"}
-    if not base:
+    baselines, ratios = speedups(records, model)
+    if not baselines:
         return None
-    key = _key(next(iter(base.values()))["sizes"], LENGTH_KEYS)
-    lengths = sorted(base)
-    drivers = [d for d in sorted(by_driver) if d != BASELINE]
-    width = 0.8 / max(len(drivers), 1)
+    by_series = axis_records(records, model, "length")
+    key = _key(by_series[next(iter(baselines.values()))][0]["sizes"], LENGTH_KEYS)
+    lengths = sorted({r["sizes"][key] for s in baselines.values() for r in by_series[s]
+                      if r["status"] == "ok" and r.get("fwd_bwd")})
+    series = list(ratios)
+    width = 0.8 / max(len(series), 1)
     from matplotlib.patches import Patch
 
     fig, ax = plt.subplots(figsize=(12, 4.8))
     handles = []
-    for i, driver in enumerate(drivers):
-        got = {r["sizes"][key]: r for r in by_driver[driver]}
+    for i, s in enumerate(series):
         heights, xs = [], []
+        color = _color(colors, s)
         for j, L in enumerate(lengths):
-            r = got.get(L)
-            if r is not None and r["status"] == "ok":
-                heights.append(base[L]["fwd_bwd"]["median_ms"] / r["fwd_bwd"]["median_ms"])
-                xs.append(j + (i - (len(drivers) - 1) / 2) * width)
-            elif r is not None:
-                ax.text(j + (i - (len(drivers) - 1) / 2) * width, 1.05, r["status"], rotation=90, ha="center", va="bottom", fontsize=7, color=colors[driver])
-        hatch = "//" if by_driver[driver][0].get("anchor") else None
-        ax.bar(xs, heights, width, color=colors[driver], edgecolor="black", lw=0.3, hatch=hatch)
-        handles.append(Patch(facecolor=colors[driver], edgecolor="black", hatch=hatch, label=driver))
+            v = ratios[s].get(L)
+            x = j + (i - (len(series) - 1) / 2) * width
+            if isinstance(v, float):
+                heights.append(v)
+                xs.append(x)
+            elif v is not None:
+                ax.text(x, 1.05, v, rotation=90, ha="center", va="bottom", fontsize=7, color=color)
+        hatch = "//" if by_series[s][0].get("anchor") else None
+        ax.bar(xs, heights, width, color=color, edgecolor="black", lw=0.3, hatch=hatch)
+        handles.append(Patch(facecolor=color, edgecolor="black", hatch=hatch, label=s.label))
     ax.axhline(1.0, color="black", lw=1)
     ax.set_yscale("log")
     _readable_log_y(ax)
     ax.set_xticks(range(len(lengths)), [f"{key}={L}" for L in lengths])
     ax.set_ylabel(f"speedup over {BASELINE} (fwd+bwd median)")
-    ax.set_title(f"{model}: speedup over the torch Python loop (hatched: vendor anchors; >1 is faster)")
+    against = ", ".join(sorted({b.env for b in baselines.values()}))
+    same = " of the same machine" if any(b.machine for b in baselines.values()) else ""
+    ax.set_title(f"{model}: speedup over the torch Python loop ({BASELINE}, {against}){same}\n"
+                 "(hatched: vendor anchors; >1 is faster)", fontsize=10)
     ax.grid(True, axis="y", which="both", alpha=0.3)
-    ax.legend(handles=handles, fontsize=8, ncol=4, loc="upper left")
+    ax.legend(handles=handles, fontsize=8, ncol=3 if any(s.machine for s in series) else 4, loc="upper left")
     fig.tight_layout()
     path = out / f"speedup_{model}.png"
     _save(fig, path)
@@ -182,26 +280,37 @@ def speedup_chart(records: list[dict], model: str, out: Path, colors: dict) -> O
     return path
 
 
-def grad_error_heatmap(records: list[dict], out: Path) -> Optional[Path]:
-    """Worst max relative gradient error per (driver, model) over all records of the most common
-    dtype; a cell whose worst row is not ok shows that status instead."""
-    from matplotlib.colors import LogNorm
+class HeatmapCells(NamedTuple):
+    """The numbers of the gradient-error heatmap: its dtype, row series, column models, and per
+    (row, column) index the cell's text ("ok", a status, "n/a", "skipped") and worst error."""
 
-    plt = _plt()
-    dtypes = defaultdict(int)
+    dtype: str
+    series: list[Series]
+    models: list[str]
+    label: dict[tuple[int, int], str]
+    err: np.ndarray
+    tolerances: list[float]
+
+
+def heatmap_cells(records: list[dict]) -> Optional[HeatmapCells]:
+    """Worst max relative gradient error per (series, model) over all records of the most common
+    dtype (a series is a driver in one env label and, with several machines, on one machine);
+    a cell with a failing row shows that row's status instead."""
+    dtypes: dict[str, int] = defaultdict(int)
     for r in records:
         dtypes[r["dtype"]] += 1
     if not dtypes:
         return None
     dtype = max(dtypes, key=dtypes.get)
+    name = series_namer(records)
     rows = [r for r in records if r["dtype"] == dtype]
     models = sorted({r["model"] for r in rows})
-    drivers = sorted({r["driver"] for r in rows})
-    err = np.full((len(drivers), len(models)), np.nan)
+    series = sorted({name(r) for r in rows})
+    err = np.full((len(series), len(models)), np.nan)
     label: dict[tuple[int, int], str] = {}
     cells: dict[tuple[int, int], list[dict]] = defaultdict(list)
     for r in rows:
-        cells[(drivers.index(r["driver"]), models.index(r["model"]))].append(r)
+        cells[(series.index(name(r)), models.index(r["model"]))].append(r)
     tols = set()
     for (i, j), recs in cells.items():
         failed = [r for r in recs if r["status"] not in ("ok", "skipped", "unavailable")]
@@ -216,7 +325,21 @@ def grad_error_heatmap(records: list[dict], out: Path) -> Optional[Path]:
             tols.update(r["tolerance"] for r in ok if r.get("tolerance"))
         else:
             label[(i, j)] = "n/a" if all(r["status"] == "unavailable" for r in recs) else "skipped"
-    fig, ax = plt.subplots(figsize=(1.2 * len(models) + 3, 0.5 * len(drivers) + 2))
+    return HeatmapCells(dtype, series, models, label, err, sorted(tols))
+
+
+def grad_error_heatmap(records: list[dict], out: Path) -> Optional[Path]:
+    """Worst max relative gradient error per (series, model) over all records of the most common
+    dtype; a cell whose worst row is not ok shows that status instead (heatmap_cells)."""
+    from matplotlib.colors import LogNorm
+
+    plt = _plt()
+    cells = heatmap_cells(records)
+    if cells is None:
+        return None
+    dtype, series, models, label, err, tols = cells
+    longest = max(len(s.label) for s in series)
+    fig, ax = plt.subplots(figsize=(1.2 * len(models) + 3 + 0.06 * max(longest - 20, 0), 0.5 * len(series) + 2))
     masked = np.ma.masked_invalid(err)
     im = ax.imshow(masked, norm=LogNorm(vmin=1e-9, vmax=1.0), cmap="viridis", aspect="auto")
     ax.set_facecolor("#dddddd")
@@ -228,10 +351,9 @@ def grad_error_heatmap(records: list[dict], out: Path) -> Optional[Path]:
             color = "red"
         ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color, fontweight="bold" if color == "red" else None)
     ax.set_xticks(range(len(models)), models, rotation=35, ha="right")
-    ax.set_yticks(range(len(drivers)), drivers)
+    ax.set_yticks(range(len(series)), [s.label for s in series])
     cbar = fig.colorbar(im, ax=ax)
     cbar.set_label("worst max relative gradient error vs the float64 oracle")
-    tols = sorted(tols)
     for t in tols:
         cbar.ax.axhline(t, color="red", lw=2)
     ax.set_title(f"gradient error, {dtype}, worst over all rows\n(red line on the scale: tolerance"
@@ -250,15 +372,18 @@ def roofline_chart(records: list[dict], out: Path, colors: dict) -> Optional[Pat
     if not models:
         return None
     fig, axes = plt.subplots(1, len(models), figsize=(6.5 * len(models), 4.8), squeeze=False)
-    peaks = sorted({(round(r["gemm_peak"]["gflops"]), r["gemm_peak"]["threads"]) for r in records if r.get("gemm_peak")})
+    by_machine = several_machines(records)
+    peaks = sorted({(machine_of(r) if by_machine else "", round(r["gemm_peak"]["gflops"]), r["gemm_peak"]["threads"])
+                    for r in records if r.get("gemm_peak")})
     for ax, model in zip(axes[0], models):
-        for driver, rows in sorted(axis_records(records, model, "length").items()):
+        for series, rows in sorted(axis_records(records, model, "length").items()):
             ok = [r for r in rows if r.get("roofline", {}).get("fwd_bwd")]
             if not ok:
                 continue
             key = _key(ok[0]["sizes"], LENGTH_KEYS)
             ax.plot([r["sizes"][key] for r in ok], [100 * r["roofline"]["fwd_bwd"]["fraction_of_peak"] for r in ok],
-                    marker="o", ms=4, color=colors[driver], ls="--" if ok[0].get("anchor") else "-", label=driver)
+                    marker=_marker(series, records), ms=4, color=_color(colors, series),
+                    ls="--" if ok[0].get("anchor") else "-", label=series.label)
             ax.set_xlabel(key)
         ax.set(xscale="log", yscale="log", ylabel="% of GEMM peak (fwd+bwd)", title=f"{model}: achieved / peak")
         _readable_log_y(ax)
@@ -267,9 +392,9 @@ def roofline_chart(records: list[dict], out: Path, colors: dict) -> Optional[Pat
         ax.minorticks_off()
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    measured = " and ".join(f"{g} GFLOP/s ({t} thread{'s' if t > 1 else ''})" for g, t in peaks)
-    fig.suptitle(f"roofline fraction: analytic FLOPs / median time / float32 GEMM peak measured in the same run "
-                 f"({measured})", fontsize=10)
+    measured = " and ".join(f"{m + ': ' if m else ''}{g} GFLOP/s ({t} thread{'s' if t > 1 else ''})" for m, g, t in peaks)
+    fig.suptitle(f"roofline fraction: analytic FLOPs / median time / float32 GEMM peak measured in the same run"
+                 f"{' on the same machine' if by_machine else ''}\n({measured})", fontsize=10)
     fig.tight_layout()
     path = out / "roofline.png"
     _save(fig, path)
@@ -278,11 +403,13 @@ def roofline_chart(records: list[dict], out: Path, colors: dict) -> Optional[Pat
 
 
 def latest_rows(records: list[dict]) -> list[dict]:
-    """One record per row: when a row was run again (same model, driver, dtype, device, sizes,
-    environment, sweep or not), the latest record by timestamp is kept, in first-seen order."""
+    """One record per row and machine: when a row was run again on the same machine (same model,
+    driver, dtype, device, sizes, environment, loss form, sweep or not), the latest record by
+    timestamp is kept, in first-seen order. The same row from two machines is two rows."""
     def key(r: dict) -> tuple:
-        return (r["model"], r["driver"], r.get("dtype"), r.get("device"), tuple(sorted(r.get("sizes", {}).items())),
-                r.get("environment_name"), "sweep" in r)
+        return (machine_of(r), r["model"], r["driver"], r.get("dtype"), r.get("device"),
+                tuple(sorted((r.get("sizes") or {}).items())), r.get("environment_name"),
+                r.get("loss_form", "model"), "sweep" in r)
 
     latest: dict[tuple, dict] = {}
     for r in records:
@@ -293,7 +420,7 @@ def latest_rows(records: list[dict]) -> list[dict]:
 
 
 def all_charts(records: list[dict], out: Path) -> list[Path]:
-    colors = driver_colors(records)
+    colors = series_colors(records)
     paths: list[Optional[Path]] = []
     models = sorted({r["model"] for r in records if "sweep" in r})
     for model in models:

@@ -1,5 +1,8 @@
 """One HTML page: every chart, where the numbers come from (machine, versions, threads, GEMM peak,
-date), and the full table of records. Reads records only."""
+date), and the full table of records. Reads records only.
+
+Every row is labelled from its own record: its env label ("torch 2.13.0", "jax 0.10.2") and, when
+the records come from several machines, its machine (a leading column; provenance per machine)."""
 
 from __future__ import annotations
 
@@ -8,25 +11,37 @@ from pathlib import Path
 from typing import Any
 
 from rnnbench.report.charts import all_charts, latest_rows
+from rnnbench.report.table import env_label, loss_label, machine_of, several_machines
 
-COLUMNS = ("model", "driver", "sizes", "status", "max rel err", "fwd+bwd ms median [IQR] (n)", "fwd ms median",
+COLUMNS = ("model", "driver", "env", "sizes", "status", "max rel err", "fwd+bwd ms median [IQR] (n)", "fwd ms median",
            "first call s", "fwd first call s", "GFLOP/s fwd+bwd", "% peak", "peak RSS MiB", "note")
+
+
+def columns(with_machine: bool = False, with_loss: bool = False) -> tuple[str, ...]:
+    """The all-rows table's columns: a leading machine column for records from several machines,
+    a loss column after the driver's env where any row ran under another loss form."""
+    cols = COLUMNS
+    if with_loss:
+        cols = (*cols[:3], "loss", *cols[3:])
+    return ("machine", *cols) if with_machine else cols
 
 
 def _num(v: Any, fmt: str) -> str:
     return "-" if v is None or v != v else format(v, fmt)
 
 
-def table_rows(records: list[dict]) -> list[tuple[str, ...]]:
+def table_rows(records: list[dict], with_machine: bool = False, with_loss: bool = False) -> list[tuple[str, ...]]:
+    """One tuple of cells per record (columns(with_machine, with_loss)), each from its own record."""
     out = []
     for r in records:
         ok = r["status"] == "ok"
         fb, fw = (r.get("fwd_bwd"), r.get("fwd")) if ok else (None, None)
         roof = (r.get("roofline") or {}).get("fwd_bwd") if ok else None
-        out.append((
+        cells = (
             r["model"],
             r["driver"],
-            ",".join(f"{k}={v}" for k, v in r["sizes"].items()),
+            env_label(r),
+            ",".join(f"{k}={v}" for k, v in (r.get("sizes") or {}).items()),
             r["status"],
             _num(r.get("max_rel_error"), ".1e"),
             f"{fb['median_ms']:.3g} [{fb['q1_ms']:.3g}-{fb['q3_ms']:.3g}] ({fb['repeats']})" if fb else "-",
@@ -37,10 +52,11 @@ def table_rows(records: list[dict]) -> list[tuple[str, ...]]:
             _num(roof and 100 * roof["fraction_of_peak"], ".2g"),
             _num((r.get("memory") or {}).get("peak_rss_mb"), ".0f"),
             r.get("reason", "") if not ok else "",
-        ))
+        )
+        if with_loss:
+            cells = (*cells[:3], loss_label(r), *cells[3:])
+        out.append((machine_of(r), *cells) if with_machine else cells)
     return out
-
-
 
 
 def _family(r: dict) -> str:
@@ -49,57 +65,89 @@ def _family(r: dict) -> str:
     return r.get("framework_family") or r["framework"]
 
 
+ANCHOR_COLUMNS = ("model", "sizes", "driver", "env", "anchor", "driver / anchor")
+
+
+def _sizes(r: dict) -> tuple:
+    return tuple(sorted((r.get("sizes") or {}).items()))
+
 
 def anchor_ratios(records: list[dict]) -> list[tuple[str, ...]]:
-    """(model, sizes, driver, anchor, driver ms / anchor ms) for fwd+bwd, against the vendor
-    anchor of the same framework family at the same sizes: how far our own step and loop are
-    from the framework's hand-written layer (1.0 = as fast)."""
+    """(model, sizes, driver, env, anchor (its env), driver ms / anchor ms) for fwd+bwd, against
+    the vendor anchor of the same framework family at the same sizes on the same machine: how far
+    our own step and loop are from the framework's hand-written layer (1.0 = as fast). With
+    records from several machines each tuple starts with the machine (ANCHOR_COLUMNS after it)."""
+    with_machine = several_machines(records)
     ok = [r for r in records if r["status"] == "ok" and r.get("fwd_bwd") and "sweep" in r]
-    anchors = {(r["model"], _family(r), tuple(sorted(r["sizes"].items()))): r for r in ok if r.get("anchor")}
+    anchors = {(machine_of(r), r["model"], _family(r), _sizes(r)): r for r in ok if r.get("anchor")}
     out = []
-    for r in sorted(ok, key=lambda r: (r["model"], r["driver"], tuple(sorted(r["sizes"].items())))):
-        a = anchors.get((r["model"], _family(r), tuple(sorted(r["sizes"].items()))))
+    for r in sorted(ok, key=lambda r: (r["model"], r["driver"], env_label(r), _sizes(r), machine_of(r))):
+        a = anchors.get((machine_of(r), r["model"], _family(r), _sizes(r)))
         if a is None or r.get("anchor"):
             continue
-        out.append((r["model"], ",".join(f"{k}={v}" for k, v in r["sizes"].items()), r["driver"], a["driver"],
-                    f"{r['fwd_bwd']['median_ms'] / a['fwd_bwd']['median_ms']:.2f}"))
+        row = (r["model"], ",".join(f"{k}={v}" for k, v in r["sizes"].items()), r["driver"], env_label(r),
+               f"{a['driver']} ({env_label(a)})", f"{r['fwd_bwd']['median_ms'] / a['fwd_bwd']['median_ms']:.2f}")
+        out.append((machine_of(r), *row) if with_machine else row)
     return out
 
 
-def _html_table(columns: tuple[str, ...], rows: list[tuple[str, ...]], status_col: int | None = None) -> str:
+def _html_table(columns: tuple[str, ...], rows: list[tuple[str, ...]], status_col: int | None = None,
+                left: int = 0, table_id: str = "") -> str:
+    """A table; the first `left` columns (names, not numbers) are left-aligned."""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "\n".join(
         "<tr class='{}'>".format(html.escape(row[status_col]) if status_col is not None else "")
-        + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+        + "".join(f"<td class='l'>{html.escape(c)}</td>" if i < left else f"<td>{html.escape(c)}</td>"
+                  for i, c in enumerate(row)) + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
+    ident = f" id='{html.escape(table_id)}'" if table_id else ""
+    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
 
 
 def provenance(records: list[dict]) -> str:
+    """Where the numbers come from: per machine (each named when there are several) its CPU,
+    cores and platform, Python and package versions, threads and GEMM peak, from that machine's
+    own records; then the dates and how memory was measured."""
     timed = [r for r in records if r.get("environment")]
     if not timed:
         return ""
-    r = timed[0]
-    env, m = r["environment"], r["machine"]
-    versions = ", ".join(f"{k} {v}" for rec in {tuple(sorted(x["environment"]["versions"].items())) for x in timed} for k, v in rec)
+    by_machine = several_machines(records)
+    hosts: dict[str, list[dict]] = {}
+    for r in timed:
+        hosts.setdefault(machine_of(r), []).append(r)
+    parts = []
+    for host, recs in sorted(hosts.items()):
+        on = f"{host}: " if by_machine else ""
+        env, m = recs[0]["environment"], recs[0].get("machine") or {}
+        pythons = ", ".join(sorted({str(x["environment"].get("python", "?")) for x in recs}))
+        versions = ", ".join(f"{k} {v}" for k, v in sorted({kv for x in recs
+                                                            for kv in (x["environment"].get("versions") or {}).items()}))
+        labels = ", ".join(sorted({env_label(x) for x in recs}))
+        peak = next((x["gemm_peak"] for x in recs if x.get("gemm_peak")), None)
+        desc = f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('platform', '?')}"
+        parts += [
+            f"machine: {host} ({desc})" if by_machine else f"machine: {desc}",
+            f"{on}python {pythons}; rows on {labels}; {versions}",
+            f"{on}threads per framework: {env.get('threads', '?')} (in use: {env.get('threads_in_use', '?')})",
+            f"{on}float32 GEMM peak: {peak['gflops']:.1f} GFLOP/s ({peak['method']}; by size {peak['by_size']})" if peak else "",
+        ]
     dates = sorted(x["timestamp"] for x in records if x.get("timestamp"))
-    peak = next((x["gemm_peak"] for x in records if x.get("gemm_peak")), None)
-    parts = [
-        f"machine: {m['cpu']}, {m['cores']} cores, {m['platform']}",
-        f"python {env['python']}; {versions}",
-        f"threads per framework: {env['threads']} (in use: {env.get('threads_in_use', '?')})",
+    parts += [
         f"dates: {dates[0]} .. {dates[-1]}" if dates else "",
-        f"float32 GEMM peak: {peak['gflops']:.1f} GFLOP/s ({peak['method']}; by size {peak['by_size']})" if peak else "",
-        f"memory: {timed[0].get('memory', {}).get('method', 'not recorded')}",
+        f"memory: {(timed[0].get('memory') or {}).get('method', 'not recorded')}",
     ]
     return "".join(f"<li>{html.escape(p)}</li>" for p in parts if p)
 
 
 def write_report(records: list[dict], out_dir: Path) -> Path:
     """Write the PNGs and index.html into `out_dir`; return the page's path. A row run more than
-    once (e.g. a sweep re-run with a larger budget) is shown with its latest record."""
+    once on one machine (e.g. a sweep re-run with a larger budget) is shown with its latest record;
+    the same row from several machines is shown once per machine, each labelled by its own."""
     records = latest_rows(records)
+    with_machine = several_machines(records)
+    with_loss = any(loss_label(r) != "model" for r in records)
+    cols = columns(with_machine, with_loss)
     charts = all_charts(records, out_dir)
     imgs = "\n".join(f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>' for p in charts)
     page = f"""<!doctype html>
@@ -109,7 +157,7 @@ body {{ font-family: sans-serif; margin: 1.5em; }}
 img {{ max-width: 100%; border: 1px solid #ddd; }}
 table {{ border-collapse: collapse; font-size: 12px; }}
 td, th {{ border: 1px solid #ccc; padding: 2px 6px; text-align: right; }}
-td:nth-child(-n+4) {{ text-align: left; }}
+td.l {{ text-align: left; }}
 tr.skipped td, tr.unavailable td {{ color: #888; }}
 tr.grad_mismatch td, tr.error td, tr.crash td, tr.timeout td, tr.compile_error td, tr.missing_grad td {{ color: #b00; }}
 tr.cannot_decide td {{ color: #a60; }}
@@ -122,9 +170,11 @@ process with compilation caches off. Timings on a shared machine are noisy: comp
 within one run (ratios), not across runs.</p>
 {imgs}
 <h2>Our drivers against the vendor layer of the same framework (fwd+bwd time ratio; 1 = as fast)</h2>
-{_html_table(("model", "sizes", "driver", "anchor", "driver / anchor"), anchor_ratios(records))}
+{_html_table(("machine", *ANCHOR_COLUMNS) if with_machine else ANCHOR_COLUMNS, anchor_ratios(records),
+             left=len(ANCHOR_COLUMNS) - 1 + with_machine, table_id="anchors")}
 <h2>All rows ({len(records)})</h2>
-{_html_table(COLUMNS, table_rows(records), status_col=3)}
+{_html_table(cols, table_rows(records, with_machine, with_loss), status_col=cols.index("status"),
+             left=cols.index("status") + 1, table_id="rows")}
 </body></html>
 """
     path = out_dir / "index.html"

@@ -32,27 +32,45 @@ def _first(rec: dict) -> str:
 
 def env_label(rec: dict) -> str:
     """What a row ran on, by its framework's version ("torch 2.13.0", "torch 2.9.0", "jax 0.10.2");
-    rows decided without starting their environment (e.g. it does not exist) carry its name."""
-    return rec.get("env_label") or rec.get("environment_name", "main")
+    rows decided without starting their environment (e.g. it does not exist) carry its name.
+    Always the record's own: a record without the field is named by its own framework and that
+    framework's version in its own environment, else by its environment's name."""
+    if rec.get("env_label"):
+        return rec["env_label"]
+    framework = rec.get("framework")
+    version = ((rec.get("environment") or {}).get("versions") or {}).get(framework) if framework else None
+    if version and version != "missing":
+        return f"{framework} {str(version).split('+')[0]}"
+    return rec.get("environment_name", "main")
 
 
 def side_by_side(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Records ordered by dtype and model (in order of first appearance), driver name, then
-    environment, so one driver's rows from several environments sit next to each other."""
+    environment, loss form and machine, so one driver's rows from several environments (and
+    machines) sit next to each other."""
     records = list(records)
     first: dict[tuple[str, str], int] = {}
     for i, r in enumerate(records):
         for key in ("dtype", "model"):
             first.setdefault((key, r[key]), i)
     return sorted(records, key=lambda r: (first[("dtype", r["dtype"])], first[("model", r["model"])],
-                                          r["driver"], r.get("environment_name", "main"), loss_label(r)))
+                                          r["driver"], r.get("environment_name", "main"), loss_label(r),
+                                          machine_of(r)))
 
 
 COLUMNS = ("model", "driver", "env", "dtype", "status", "max rel err", "fwd+bwd ms [IQR]", "fwd ms [IQR]", "first call s")
 
 
 def machine_of(rec: dict) -> str:
-    return (rec.get("machine") or {}).get("hostname", "?")
+    """The machine a record was written on (its hostname; "?" for a record without one): the one
+    label every merged view (table, failure reports, HTML page, charts) names a row's machine by."""
+    return str((rec.get("machine") or {}).get("hostname") or "?")
+
+
+def several_machines(records: Iterable[dict[str, Any]]) -> bool:
+    """Whether the records come from more than one machine (merged results files): then every
+    view names each row's machine and keeps machines apart wherever it groups rows."""
+    return len({machine_of(r) for r in records}) > 1
 
 
 def loss_label(rec: dict) -> str:
@@ -96,7 +114,7 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
     """One line per row that ran (every row with include_unavailable), then one line per reason
     for the rows that could not run here. Records from several machines (merged results files) get
     a leading machine column, each row's from its own record."""
-    with_machine = len({machine_of(r) for r in records}) > 1
+    with_machine = several_machines(records)
     with_loss = any(loss_label(r) != "model" for r in records)
     with_hvp = any("hvp" in r for r in records)
     columns = COLUMNS
@@ -116,15 +134,19 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
 
 
 def unavailable_summary(records: list[dict[str, Any]]) -> list[str]:
-    """'N rows unavailable: <reason> (drivers: ...)', one line per distinct reason."""
+    """'N rows unavailable: <reason> (drivers: ...)', one line per distinct reason; with records
+    from several machines the line also names the machines whose rows have that reason."""
     by_reason: dict[str, list[dict]] = defaultdict(list)
     for r in records:
         if r["status"] == Status.UNAVAILABLE:
             by_reason[r.get("reason", "")].append(r)
+    with_machine = several_machines(records)
     out = []
     for reason, recs in sorted(by_reason.items(), key=lambda item: -len(item[1])):
         drivers = sorted({r["driver"] for r in recs})
         shown = ", ".join(drivers[:6]) + (f", ... ({len(drivers)} drivers)" if len(drivers) > 6 else "")
+        if with_machine:
+            shown += "; machines: " + ", ".join(sorted({machine_of(r) for r in recs}))
         out.append(f"{len(recs)} rows unavailable: {reason} (drivers: {shown})")
     return out
 
@@ -132,20 +154,24 @@ def unavailable_summary(records: list[dict[str, Any]]) -> list[str]:
 def failure_reports(records: list[dict[str, Any]]) -> str:
     """The full report of every row that failed (a wrong or missing gradient, an error, a crash,
     a registered bug that no longer reproduces), then one line per registered known issue that
-    reproduced (its details stay in the records file)."""
+    reproduced (its details stay in the records file). With records from several machines each
+    report's header and each known-issue row names the machine of its own record
+    ("== lstm / torch_scan / torch 2.13.0 / float32 @ host-b: grad_mismatch", "lstm/torch_scan@host-b")."""
     parts = []
     known: dict[str, list[dict]] = defaultdict(list)
+    by_machine = several_machines(records)
     for r in side_by_side(records):
         if is_known(r["status"]):
             known[r["status"]].append(r)
         elif r["status"] not in (Status.OK, Status.UNAVAILABLE):
             under = "" if loss_label(r) == "model" else f" / loss {loss_label(r)}"
-            parts.append(f"== {r['model']} / {r['driver']} / {env_label(r)} / {r['dtype']}{under}: {r['status']}\n"
-                         f"{r.get('report', r.get('reason', '')).rstrip()}")
+            on = f" @ {machine_of(r)}" if by_machine else ""
+            parts.append(f"== {r['model']} / {r['driver']} / {env_label(r)} / {r['dtype']}{under}{on}: {r['status']}\n"
+                         f"{(r.get('report') or r.get('reason') or '').rstrip()}")
     for status, recs in known.items():
         title = (recs[0].get("report") or "").splitlines()[0] if recs[0].get("report") else status
         where = ", ".join(sorted({f"{r['model']}/{r['driver']}" + ("" if loss_label(r) == "model" else f"/{loss_label(r)}")
-                                  for r in recs}))
+                                  + (f"@{machine_of(r)}" if by_machine else "") for r in recs}))
         parts.append(f"{title} -- {len(recs)} row(s): {where} (details in the records file)")
     return "\n\n".join(parts)
 
