@@ -23,7 +23,7 @@ def rnnbench(*args: str) -> subprocess.CompletedProcess:
         (["sweep", "--lengths", "0"], "must be positive"),
         (["sweep", "--lengths", "", "--hidden", ""], "nothing to sweep"),
         (["sweep", "--dtype", "float8"], "unknown dtype"),
-        (["sweep", "--driver-budget", "0"], "must be positive"),
+        (["sweep", "--driver-budget", "0"], "--driver-budget must be a finite number > 0"),
         (["sweep", "--models", "nosuch"], "unknown model"),
         (["report", "/nonexistent/r.jsonl"], "does not exist"),
     ],
