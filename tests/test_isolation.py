@@ -4,8 +4,13 @@ its item only, later items run in a fresh worker, and no worker outlives the cal
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
+
+import pytest
 
 from rnnbench.run.isolation import run_isolated
 from rnnbench.status import Status
@@ -58,3 +63,81 @@ def test_a_worker_that_cannot_start_is_a_crash_of_its_first_item() -> None:
                  on_result=lambda i, r: None, on_failure=lambda i, s, r: failures.__setitem__(i, (s, r)))
     assert failures[0][0] == Status.CRASH and "exited with code 3" in failures[0][1]
     assert failures[1][0] == Status.CRASH
+
+
+# A worker whose items start a child that outlives the item ("spawn") or hang with one ("hang").
+WORKER = """
+import subprocess, sys, time
+from rnnbench.run.isolation import serve
+
+def handle(context, item):
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    if item == "hang":
+        time.sleep(3600)
+    return item
+
+sys.exit(serve(handle))
+"""
+
+
+def _marked(marker: str) -> list[int]:
+    needle = f"RNNBENCH_TEST_MARKER={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and needle in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+def _gone(marker: str, within_s: float = 5.0) -> None:
+    deadline = time.monotonic() + within_s
+    while _marked(marker):
+        assert time.monotonic() < deadline, f"still running: {_marked(marker)}"
+        time.sleep(0.02)
+
+
+def _marked_env() -> tuple[str, dict[str, str]]:
+    marker = uuid.uuid4().hex
+    return marker, {**os.environ, "RNNBENCH_TEST_MARKER": marker}
+
+
+def test_a_worker_is_ended_with_everything_it_started() -> None:
+    marker, env = _marked_env()
+    results, failures = {}, {}
+    run_isolated([sys.executable, "-c", WORKER], ["spawn", "hang", "spawn"], 3.0,
+                 on_result=results.__setitem__, on_failure=lambda i, s, r: failures.__setitem__(i, s), env=env)
+    assert results == {0: "spawn", 2: "spawn"} and failures == {1: "timeout"}
+    _gone(marker)  # the hanging worker, both workers' children, the guards
+
+
+def test_a_raising_callback_ends_the_worker_and_its_children() -> None:
+    marker, env = _marked_env()
+
+    def on_result(i, result):
+        raise RuntimeError("callback bug")
+
+    with pytest.raises(RuntimeError, match="callback bug"):
+        run_isolated([sys.executable, "-c", WORKER], ["spawn", "hang"], 30.0, on_result=on_result,
+                     on_failure=lambda i, s, r: None, env=env)
+    _gone(marker)
+
+
+def test_the_workers_watchdog_ends_its_group_when_its_parent_goes() -> None:
+    """The portable layer alone: a parent without the death signal or the guard (a plain Popen in
+    a session of its own) exits; the worker's watchdog kills it and its child."""
+    marker, env = _marked_env()
+    parent = f"""
+import os, pickle, subprocess, sys, time
+w = subprocess.Popen([sys.executable, "-c", {WORKER!r}], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     start_new_session=True, env={{**os.environ, "RNNBENCH_PARENT_PID": str(os.getpid())}})
+pickle.dump((None, ["hang"]), w.stdin)
+w.stdin.close()
+assert pickle.load(w.stdout) == ("start", 0)
+time.sleep(0.5)  # the child is started
+os._exit(0)
+"""
+    subprocess.run([sys.executable, "-c", parent], env=env, timeout=60, check=True)
+    _gone(marker)

@@ -542,20 +542,83 @@ def _cmd_fuzz(args) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The command line's one error boundary. Exit codes: 0 and 1 as the command says (1: a row
+    failed); 2 bad input (InputError: one line `rnnbench: error: ...`, nothing written); 1 an
+    internal error (any other exception: one line `rnnbench: internal error: <Type>: <message>
+    (full traceback: <file>)`, the traceback saved under $XDG_CACHE_HOME/rnnbench/tracebacks or
+    ~/.cache/rnnbench/tracebacks); 128+N when cut short by signal N (130 SIGINT, 143 SIGTERM,
+    129 SIGHUP: one line saying what is kept and how to continue) and 141 when stdout's reader
+    went away (`rnnbench ... | head`). Every way out ends the workers (their process groups) and
+    removes the run's temporary files (rnnbench.run.isolation)."""
+    import contextlib
+    import signal
+    import traceback
+
+    from rnnbench.run import isolation
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
         argv = ["run", *argv]
+
+    def say(line: str) -> None:
+        try:
+            print(line if isolation.stderr_at_line_start() else "\n" + line, file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+
+    def internal_error(exc: BaseException) -> int:
+        text = "".join(traceback.format_exception(exc))
+        message = (str(exc).strip().splitlines() or [""])[0][:300]
+        what = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+        try:
+            cache = os.environ.get("XDG_CACHE_HOME", "")
+            folder = (Path(cache) if os.path.isabs(cache) else Path.home() / ".cache") / "rnnbench" / "tracebacks"
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+            with open(path, "x") as f:
+                f.write(f"rnnbench {' '.join(argv)}\npython {sys.version.split()[0]} on {sys.platform}, "
+                        f"{time.strftime('%Y-%m-%d %H:%M:%S %z')}\n\n{text}")
+            for old in sorted(folder.glob("*.txt"))[:-50]:  # keep the newest 50
+                old.unlink(missing_ok=True)
+        except (OSError, RuntimeError, KeyError) as why:  # no home, read-only cache: print it instead
+            say(f"rnnbench: internal error: {what} (could not save the traceback: {why}; here it is)")
+            say(text.rstrip())
+            return 1
+        say(f"rnnbench: internal error: {what} (full traceback: {path})")
+        return 1
+
     try:
-        args = _parser().parse_args(argv)
-        command = {"run": _cmd_run, "list": _cmd_list, "table": _cmd_table, "sweep": _cmd_sweep, "report": _cmd_report,
-                   "fuzz": _cmd_fuzz}[args.command]
-        return command(args)
-    except (UsageError, registry.UnknownName, record.CorruptRecords, ValueError) as exc:
-        print(f"rnnbench: error: {exc}", file=sys.stderr)
+        with isolation.handle_signals(), isolation.watch_stdout(), isolation.track_stderr():
+            args = _parser().parse_args(argv)
+            command = {"run": _cmd_run, "list": _cmd_list, "table": _cmd_table, "sweep": _cmd_sweep,
+                       "report": _cmd_report, "fuzz": _cmd_fuzz}[args.command]
+            if getattr(args, "out", None) and getattr(args, "resume", None) is not None:
+                # --out FILE of a command that continues it with --resume: known before the command
+                # opens it (a command names its file itself with isolation.results_file)
+                isolation.results_file(Path(args.out), resumable=True)
+            return command(args)
+    except InputError as exc:
+        say(f"rnnbench: error: {exc}")
         return 2
-    except KeyboardInterrupt:
-        print("rnnbench: interrupted; records written so far are kept (continue with --resume --out FILE)", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # isolation.Interrupted for SIGTERM and SIGHUP too
+        signum = getattr(exc, "signum", signal.SIGINT)
+        with contextlib.suppress(OSError, ValueError):
+            if sys.stdout.isatty():
+                print(flush=True)  # off the progress bar's line
+        say(isolation.exit_line(f"interrupted by {signal.Signals(signum).name}"))
+        return 128 + signum
+    except BrokenPipeError as exc:
+        if not isolation.stdout_closed():
+            return internal_error(exc)
+        isolation.silence_stdout()
+        if isolation.has_results_file():  # quiet otherwise, as `list | head` should be
+            say(isolation.exit_line("output closed"))
+        return 128 + signal.SIGPIPE
+    except record.WriteFailed as exc:  # the machine refused a write (disk full): not a bug of ours
+        say(f"rnnbench: error: {exc.strerror or exc}")
+        return 1
+    except Exception as exc:
+        return internal_error(exc)
 
 
 if __name__ == "__main__":

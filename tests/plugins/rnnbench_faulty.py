@@ -9,8 +9,12 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import os
+import re
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -43,6 +47,25 @@ def _segfault():
 
 
 def _hang():
+    time.sleep(3600)
+
+
+SENTINEL_VAR = "RNNBENCH_FAULTY_SENTINEL"  # a directory: a hanging worker says there that it hangs
+PARENT_RAISES_VAR = "RNNBENCH_FAULTY_PARENT_RAISES"  # the parent raises when the hanging row starts
+
+
+def _hang_with_child(hold_gil: bool = False):
+    """Start a child (as inductor's compile workers or jax's helpers are started: it inherits the
+    environment), say so in $RNNBENCH_FAULTY_SENTINEL/hanging-<pid>, then hang: asleep, or
+    (hold_gil) in C code that never releases the GIL, so no other thread of the worker runs."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    folder = os.environ.get(SENTINEL_VAR)
+    if folder:
+        tmp = Path(folder) / f".hanging-{os.getpid()}"
+        tmp.write_text(f"{os.getpid()} {child.pid}\n")
+        tmp.rename(Path(folder) / f"hanging-{os.getpid()}")
+    if hold_gil:
+        re.match(r"(a|aa)+b", "a" * 80)  # exponential backtracking in _sre, GIL held throughout
     time.sleep(3600)
 
 
@@ -113,8 +136,36 @@ DRIVERS = (
     _fault("faulty_crash_on_rnn", _segfault, only_model="rnn"),
     _fault("faulty_crash_at_length_3", _segfault, only_length=3),  # fuzzed bodies of 3 steps
     _fault("faulty_hang_at_length_3", _hang, only_length=3),
+    _fault("faulty_hang_with_child_on_rnn", _hang_with_child, only_model="rnn"),
+    _fault("faulty_hang_holding_gil_on_rnn", lambda: _hang_with_child(hold_gil=True), only_model="rnn"),
+    _fault("faulty_hang_with_child_at_length_3", _hang_with_child, only_length=3),
     _fault("faulty_missing_framework", _raise, framework=MISSING),
     faulty_loop("faulty_cut_carry", cut_carry_from=1),
     dataclasses.replace(TORCH_LOOP, name="faulty_nondeterministic", framework=TEST, prepare=_nondeterministic_prepare,
                         environments=("main",)),
 )
+
+
+def _parent_raises_when_a_hang_starts() -> None:
+    """With $RNNBENCH_FAULTY_PARENT_RAISES set, the parent of a run (not its workers) raises
+    RuntimeError in its progress display once a worker hangs with a child (an uncaught exception in
+    the parent while a worker is busy). The registry imports this module in every process."""
+    if not os.environ.get(PARENT_RAISES_VAR) or os.environ.get("RNNBENCH_PARENT_PID"):
+        return
+    from rnnbench.report.progress import Progress
+
+    start = Progress.start
+
+    def start_then_raise(self, job):
+        start(self, job)
+        if job.driver == "faulty_hang_with_child_on_rnn" and job.model == "rnn":
+            folder = Path(os.environ[SENTINEL_VAR])
+            deadline = time.monotonic() + 60
+            while not list(folder.glob("hanging-*")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            raise RuntimeError("planted parent bug")
+
+    Progress.start = start_then_raise
+
+
+_parent_raises_when_a_hang_starts()

@@ -86,10 +86,14 @@ def first_call(fn: Callable[[], Any], block: Callable[[Any], None]) -> float:
 def cold_cache_env(root: str | None = None) -> dict[str, str]:
     """Environment variables for a cold first call: every registered framework's on-disk compile
     caches off (Framework.cold_cache_env), their cache directories under one fresh temp dir. Set
-    before the framework is imported (a fresh process)."""
+    before the framework is imported (a fresh process). The temp dir is made under `root`, by
+    default in this process's run directory (rnnbench.run.isolation.run_tmpdir), which goes when
+    the process ends, however it ends (after a SIGKILL: when the next rnnbench process starts a
+    worker)."""
     from rnnbench import registry
+    from rnnbench.run.isolation import run_tmpdir
 
-    fresh = tempfile.mkdtemp(prefix="rnnbench-cold-", dir=root)
+    fresh = tempfile.mkdtemp(prefix="rnnbench-cold-", dir=root if root is not None else run_tmpdir())
     env: dict[str, str] = {}
     for framework in registry.frameworks().values():
         env.update(framework.cold_cache_env(fresh))
