@@ -90,8 +90,8 @@ def test_repro_script_fails_while_the_bug_is_there_and_passes_on_a_correct_drive
         assert "rnnbench" not in run.stderr  # standalone: it never imports the suite
 
 
-def test_cli_fuzz_prints_the_summary(capsys) -> None:
-    assert main(["fuzz", "--cases", "2", "--drivers", "torch_loop,jax_loop"]) == 0
+def test_cli_fuzz_prints_the_summary(capsys, tmp_path) -> None:
+    assert main(["fuzz", "--cases", "2", "--drivers", "torch_loop,jax_loop", "--out", str(tmp_path / "f.jsonl")]) == 0
     out = capsys.readouterr().out
     assert "fuzz: 2 bodies x 4 losses (weighted, sum_carry, mean, last_y; seed 0, float64, cpu)" in out and "0 mismatches" in out
     for name in CORRECT:

@@ -237,6 +237,10 @@ def _parser() -> _Parser:
     fuzz.add_argument("--shrink", type=int, default=1, help="failures shrunk per (driver, status) (default 1)")
     fuzz.add_argument("--repro-dir", help="write a standalone repro script for each shrunk failure here")
     fuzz.add_argument("--timeout", type=float, default=300.0, help="seconds per (body, driver) before the worker is killed")
+    fuzz.add_argument("--out", help="results file: one JSON record per (body, driver, dtype) outcome, written as each "
+                      "finishes (default results/fuzz-<timestamp>.jsonl)")
+    fuzz.add_argument("--resume", action="store_true", help="continue --out: outcomes already recorded there are not "
+                      "run again (same arguments required)")
     report = sub.add_parser("report", help="charts (PNG) and an HTML page from results files")
     report.add_argument("files", nargs="+")
     report.add_argument("--out-dir", default="results/report", help="where to write the PNGs and index.html")
@@ -523,21 +527,36 @@ def _cmd_fuzz(args) -> int:
         except OSError as exc:
             raise UsageError(f"cannot create {repro_dir}: {exc.strerror}") from None
     from rnnbench.fuzz.isolated import fuzz_isolated
+    from rnnbench.fuzz.runner import Campaign, fuzz_settings, resume
+    from rnnbench.run import isolation
 
+    names = {dtype: [d.name for d in drivers[dtype]] for dtype in dtypes}
+    settings = fuzz_settings(args.seed, args.second_order, args.shrink, args.device, loss_forms, args.timeout)
+    campaigns = [Campaign(args.cases, args.seed, names[dtype], dtype, args.device, tuple(loss_forms), settings)
+                 for dtype in dtypes]
+    out = _out_path(args.out, "fuzz-%Y%m%d-%H%M%S.jsonl", args.resume)
     start = time.time()
     failures = errors = 0
-    for dtype in dtypes:
-        summary = fuzz_isolated(args.cases, args.seed, [d.name for d in drivers[dtype]], dtype, args.second_order,
-                                args.shrink, repro_dir, args.timeout,
-                                progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)   ", end="",
-                                                         file=sys.stderr, flush=True),
-                                device=args.device, losses=loss_forms)
-        print(file=sys.stderr)
-        print(summary.format())
-        failures += len(summary.failures)
-        errors += sum(o.errored for o in summary.outcomes)
-    print(f"\nrnnbench fuzz: {failures} mismatches, {errors} driver errors "
-          f"in {time.time() - start:.0f} s", file=sys.stderr)
+    with record.ResultsFile(out, resume=args.resume) as results:
+        isolation.results_file(out, resumable=True)  # an interruption names the file and how to continue it
+        done = resume(out, results.existing, campaigns) if args.resume else {dtype: [] for dtype in dtypes}
+        already = sum(map(len, done.values()))
+        print(f"rnnbench: fuzz -> {out}" + (f" ({already} records already there, not run again)" if already else ""),
+              flush=True)
+        for dtype in dtypes:
+            summary = fuzz_isolated(args.cases, args.seed, names[dtype], dtype, args.second_order,
+                                    args.shrink, repro_dir, args.timeout,
+                                    progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)   ", end="",
+                                                             file=sys.stderr, flush=True),
+                                    device=args.device, losses=loss_forms, write=results.append, done=done[dtype])
+            print(file=sys.stderr)
+            print(summary.format())
+            failures += len(summary.failures)
+            errors += sum(o.errored for o in summary.outcomes)
+        written = results.written
+    print(f"\nrnnbench fuzz: {failures} mismatches, {errors} driver errors in {time.time() - start:.0f} s; "
+          f"{written} records written now" + (f", {already} from before" if already else "") + f"; records in {out}",
+          file=sys.stderr)
     return 1 if failures or errors else 0
 
 

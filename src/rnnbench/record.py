@@ -366,3 +366,20 @@ def load(paths: Iterable[Path], warn: Optional[Callable[[str], None]] = None) ->
     file, line and field."""
     extra = {} if warn is None else {"warn": warn}
     return [rec for path in paths for rec in _read(Path(path), **extra)[0]]
+
+
+def refuse_other_rows(path: Path, existing: list[dict[str, Any]],
+                      wanted: Sequence[tuple[tuple, str, dict[str, Any], str]], settings: dict[str, Any]) -> None:
+    """For a --resume whose file may hold only rows of `wanted` (as resume_plan takes them; a fuzz
+    campaign, whose row keys name its seed and loss forms): refuse a record of any other row,
+    naming how its settings differ from `settings` (another --seed, --losses), else its row."""
+    keys = {key for key, *_ in wanted}
+    other = [rec for rec in existing if row_key(rec) not in keys]
+    if not other:
+        return
+    rec = other[0]
+    recorded = rec.get("settings") or {}
+    why = _differences(recorded, settings) if recorded != settings else "not a row of this run"
+    raise InputError(f"--resume: {path} holds {len(other)} record(s) of rows this run does not have (e.g. "
+                     f"{rec['model']}/{rec['driver']}/{rec['dtype']}/{rec.get('loss_form', 'model')}: {why}); "
+                     "resume with the same arguments or choose another --out")
