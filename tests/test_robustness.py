@@ -71,13 +71,13 @@ def test_wrong_gradient_row_says_where_it_goes_wrong(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("driver, status", [("faulty_crash_at_length_3", "crash"), ("faulty_hang_at_length_3", "timeout")])
-def test_fuzz_crash_or_hang_costs_only_that_body(driver: str, status: str) -> None:
+def test_fuzz_crash_or_hang_costs_only_that_body(driver: str, status: str, tmp_path: Path) -> None:
     from rnnbench.fuzz.grammar import generate
 
     lengths = [generate(0, i).length for i in range(8)]
     assert 3 in lengths and set(lengths) != {3}
     proc = run_cli("fuzz", "--cases", "8", "--drivers", f"{driver},torch_loop", "--no-second-order", "--timeout", "10",
-                   "--losses", "weighted")  # one case per body: the isolation, not the loss forms, is tested
+                   "--losses", "weighted", "--out", str(tmp_path / "f.jsonl"))  # one case per body: the isolation, not the loss forms, is tested
     assert proc.returncode == 1, proc.stdout + proc.stderr
     table = fuzz_table(proc.stdout)
     assert table[driver]["tried"] == 8 and table[driver]["error"] == lengths.count(3)
