@@ -16,7 +16,7 @@ MODELS = Path(__file__).resolve().parents[1] / "models"
 
 # Each package of rnnbench may import only from floors below its own (docs/architecture.md).
 FLOORS = {
-    "rnnbench.status": 0, "rnnbench.ops": 0,
+    "rnnbench.status": 0, "rnnbench.ops": 0, "rnnbench.errors": 0,
     "rnnbench.model": 1,
     "rnnbench.drivers": 2, "rnnbench.record": 2, "rnnbench.losses": 2,
     "rnnbench.registry": 3, "rnnbench.check": 3,

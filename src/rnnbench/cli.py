@@ -4,7 +4,9 @@
 
 Exit codes: 0 every row ok, unavailable or a registered known issue (known_issue:<id>); 1 some row
 failed its check or crashed, or a registered known issue no longer reproduces
-(known_issue_fixed:<id>); 2 bad input (one line on stderr, no traceback, nothing written)."""
+(known_issue_fixed:<id>), the disk refused a write, or an internal error (one line, the traceback
+saved to a file); 2 bad input (one line on stderr, no traceback, nothing written); 128+N cut short
+by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP); 141 stdout's reader went away. See main()."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from rnnbench import losses, record, registry
 from rnnbench.errors import InputError
 from rnnbench.check.tolerance import tolerance
 from rnnbench.report.table import failure_reports, format_table, summary
-from rnnbench.run import environments
+from rnnbench.run import environments, isolation
 from rnnbench.run.row import Job
 from rnnbench.run.timing import TimingConfig
 from rnnbench.status import is_failing
@@ -359,6 +361,7 @@ def _cmd_run(args) -> int:
     jobs = _jobs(args, s)
     out = _out_path(args.out, "run-%Y%m%d-%H%M%S.jsonl", args.resume)
     with record.ResultsFile(out, resume=args.resume) as results:
+        isolation.results_file(out, resumable=True)  # an interruption says what is kept and how to continue
         skipped = 0
         if args.resume:
             wanted = [(j.key(), j.fingerprint(), j.settings(), f"{j.model}/{j.driver}/{j.environment}/{j.dtype}")
@@ -454,6 +457,7 @@ def _cmd_sweep(args) -> int:
         print(f"  {rec['model']:<10} {rec['driver']:<20} {sizes:<22} {rec['status']}{extra}", flush=True)
 
     with record.ResultsFile(out) as results:
+        isolation.results_file(out, resumable=False)
         print(f"rnnbench: sweep -> {out}", flush=True)
         records = [rec for plan in plans for rec in run_sweep(plan, results, progress)]
     print(f"\n{summary(records)} in {time.perf_counter() - start:.0f} s; records in {out}")
@@ -528,7 +532,6 @@ def _cmd_fuzz(args) -> int:
             raise UsageError(f"cannot create {repro_dir}: {exc.strerror}") from None
     from rnnbench.fuzz.isolated import fuzz_isolated
     from rnnbench.fuzz.runner import Campaign, fuzz_settings, resume
-    from rnnbench.run import isolation
 
     names = {dtype: [d.name for d in drivers[dtype]] for dtype in dtypes}
     settings = fuzz_settings(args.seed, args.second_order, args.shrink, args.device, loss_forms, args.timeout)
@@ -573,7 +576,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import signal
     import traceback
 
-    from rnnbench.run import isolation
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
@@ -611,10 +613,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             args = _parser().parse_args(argv)
             command = {"run": _cmd_run, "list": _cmd_list, "table": _cmd_table, "sweep": _cmd_sweep,
                        "report": _cmd_report, "fuzz": _cmd_fuzz}[args.command]
-            if getattr(args, "out", None) and getattr(args, "resume", None) is not None:
-                # --out FILE of a command that continues it with --resume: known before the command
-                # opens it (a command names its file itself with isolation.results_file)
-                isolation.results_file(Path(args.out), resumable=True)
             return command(args)
     except InputError as exc:
         say(f"rnnbench: error: {exc}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
+import importlib.metadata
 import json
 import math
 import os
@@ -66,8 +67,10 @@ def fingerprint(rec: dict[str, Any]) -> str:
 def rnnbench_version() -> str:
     """The package version, plus the commit (and "dirty" for uncommitted edits) when rnnbench runs
     from a git checkout of itself: results from two commits are never taken for one another."""
-    from rnnbench import __version__
-
+    try:
+        __version__ = importlib.metadata.version("rnnbench")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        __version__ = "0+unknown"
     root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return __version__
