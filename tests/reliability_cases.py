@@ -440,7 +440,7 @@ def _expected(case: Case) -> str:
 
 # Test modules whose cases need processes, signals or the library API: listed in the document
 # with the outcome of one pytest run each.
-FAULT_MODULES = ("tests/test_faults.py", "tests/test_results_file.py", "tests/test_api_validation.py",
+FAULT_MODULES = ("tests/test_faults.py", "tests/test_isolation.py", "tests/test_results_file.py", "tests/test_api_validation.py",
                  "tests/test_merged_views.py", "tests/test_fuzz_records.py", "tests/test_reliability.py::test_any_bytes_as_a_results_file",
                  "tests/test_reliability.py::test_any_toml_document_as_a_config")
 

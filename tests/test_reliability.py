@@ -123,3 +123,15 @@ def test_any_toml_document_as_a_config(document: str, tmp_path: Path, capsys) ->
     assert config.read_bytes() == document.encode()
     if code == 2:
         assert snapshot(tmp_path) == before
+
+
+def test_the_document_names_only_tests_that_exist() -> None:
+    """docs/reliability.md says which test guards each class: every test it names exists."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    named = set(re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", (root / "docs" / "reliability.md").read_text()))
+    assert len(named) >= 20
+    for module, test in named:
+        source = (root / module).read_text()
+        assert re.search(rf"^def {test}\(", source, re.M), f"{module}::{test} is named in docs/reliability.md but does not exist"
