@@ -18,13 +18,13 @@ from rnnbench.status import Status
 PLUGINS = Path(__file__).parent / "plugins"
 
 
-def _run(items, timeout_s=5.0, context=lambda: "ctx"):
+def _run(items, timeout_s=5.0, context=lambda: "ctx", memory_limit_gb=None):
     results, failures, started = {}, {}, []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH")]))}
     run_isolated([sys.executable, "-m", "isolation_worker"], items, timeout_s,
                  on_result=lambda i, r: results.__setitem__(i, r),
                  on_failure=lambda i, status, report: failures.__setitem__(i, (status, report)),
-                 on_start=started.append, context=context, env=env)
+                 on_start=started.append, context=context, env=env, memory_limit_gb=memory_limit_gb)
     return results, failures, started
 
 
@@ -44,6 +44,14 @@ def test_each_failure_costs_its_item_only() -> None:
     pids = {r[2] for r in results.values()}
     assert len(pids) == 4  # b, c and d each in a fresh worker after a failure
     assert not _alive(pids)
+
+
+def test_the_memory_limit_binds_the_worker_only() -> None:
+    """--memory-limit-gb: the worker sets its own address-space limit before it reads work; an item
+    that needs more fails alone, the next one runs in a fresh worker under the same limit."""
+    results, failures, _ = _run(["a", "allocate_2gb", "b"], memory_limit_gb=1.0)
+    assert failures[1][0] == Status.CRASH and "MemoryError" in failures[1][1]
+    assert results[0][0] == "a" and results[2][0] == "b"
 
 
 def test_context_is_sent_to_every_new_worker() -> None:

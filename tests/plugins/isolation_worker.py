@@ -18,6 +18,8 @@ def handle(context, item):
         os.kill(os.getpid(), signal.SIGKILL)
     if item == "raise":
         raise ValueError("handler bug")
+    if item == "allocate_2gb":
+        bytearray(2 * 2**30)  # MemoryError under the worker's address-space limit
     print("framework chatter on stdout must not break the protocol")
     return (item, context, os.getpid())
 

@@ -15,8 +15,9 @@ No worker outlives its parent, however the parent ends:
 - each worker leads a session (and process group) of its own, so whatever it starts (inductor's
   compile workers, jax's helpers) is in its group, and the parent ends a worker by killing the
   whole group; a terminal's Ctrl-C reaches the parent only, which then ends its workers;
-- on Linux the worker gets PR_SET_PDEATHSIG = SIGKILL before it runs anything (then checks that its
-  parent is still the one that started it, which closes the race with a parent that died first);
+- on Linux the worker arms PR_SET_PDEATHSIG = SIGKILL as its first act, before it reads work or
+  imports a framework (then checks that its parent is still the one that started it, which
+  closes the race with a parent that died first; the guard below covers that window too);
 - a guard process per worker (`/bin/sh`, its own session, deaf to INT/TERM/HUP) holds the read
   end of a pipe only the parent writes to: when the parent ends, however (SIGKILL included), the
   pipe closes and the guard kills the worker's group: the worker's descendants too;
@@ -99,26 +100,31 @@ def _load_prctl() -> Optional[Callable[..., int]]:
     return prctl
 
 
-_PRCTL = _load_prctl()  # resolved here: the child after fork only calls it
+_PRCTL = _load_prctl()
 PR_SET_PDEATHSIG = 1
 
 
-def _child_setup(parent_pid: int, memory_limit_gb: Optional[float]) -> Callable[[], None]:
-    """preexec_fn: runs in the worker between fork and exec (after setsid). Note PR_SET_PDEATHSIG
-    fires when the *thread* that forked exits: run_isolated starts workers from the thread that
-    calls it, which waits for them, so that thread outlives every worker it starts."""
-    limit = int(memory_limit_gb * 2**30) if memory_limit_gb else None
+MEMORY_VAR = "RNNBENCH_MEMORY_LIMIT_GB"  # the worker's address-space limit, set by the worker itself
 
-    def setup() -> None:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED_SIGNALS)  # the parent defers them while it starts us
-        if limit is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        if _PRCTL is not None:
-            _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent_pid:  # the parent died before the death signal was armed
-            os._exit(70)
 
-    return setup
+def _arm_worker() -> None:
+    """The worker's first act (serve), before it reads work or imports a framework: unblock the
+    signals the parent held back while starting it, apply the memory limit, and on Linux arm
+    PR_SET_PDEATHSIG = SIGKILL, then check that the parent (named in PARENT_VAR) is still ours:
+    if it died between our start and the arming, exit. Done here rather than in a preexec_fn,
+    which would run Python in a forked copy of a possibly multithreaded parent (jax, torch
+    thread pools). PR_SET_PDEATHSIG fires when the *thread* that started us exits: run_isolated
+    starts workers from the thread that calls it, which waits for them."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED_SIGNALS)
+    limit_gb = os.environ.get(MEMORY_VAR)
+    if limit_gb:
+        limit = int(float(limit_gb) * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    expected = os.environ.get(PARENT_VAR)
+    if expected and expected.isdigit() and os.getppid() != int(expected):
+        os._exit(70)
 
 
 @dataclass
@@ -129,9 +135,9 @@ class _Worker:
 
 
 def _start_worker(command: Sequence[str], env: Mapping[str, str], err_file, memory_limit_gb: Optional[float]) -> _Worker:
+    limit = {MEMORY_VAR: repr(float(memory_limit_gb))} if memory_limit_gb else {}
     proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file,
-                            env={**env, PARENT_VAR: str(os.getpid())}, start_new_session=True,
-                            preexec_fn=_child_setup(os.getpid(), memory_limit_gb))
+                            env={**env, PARENT_VAR: str(os.getpid()), **limit}, start_new_session=True)
     guard = guard_pipe = None
     read_end, write_end = os.pipe()  # both close-on-exec: only the guard gets the read end, as stdin
     try:
@@ -296,6 +302,7 @@ def serve(handle: Callable[[Any, Any], Any], setup: Callable[[Any, list], None] 
     handle(context, item) for each item, announcing it first. An exception from handle ends the
     worker (the parent records the item as a crash, with the traceback in its stderr tail):
     handlers turn the failures they expect into results themselves."""
+    _arm_worker()
     protocol = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # framework chatter on stdout would corrupt the protocol
     _watch_parent(protocol.fileno())
