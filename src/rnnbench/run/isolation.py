@@ -105,6 +105,7 @@ PR_SET_PDEATHSIG = 1
 
 
 MEMORY_VAR = "RNNBENCH_MEMORY_LIMIT_GB"  # the worker's address-space limit, set by the worker itself
+DEATH_SIGNAL_VAR = "RNNBENCH_PARENT_DEATH_SIGNAL"  # "1": arm PR_SET_PDEATHSIG (run_isolated asks for it)
 
 
 def _arm_worker() -> None:
@@ -120,7 +121,7 @@ def _arm_worker() -> None:
     if limit_gb:
         limit = int(float(limit_gb) * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    if _PRCTL is not None:
+    if _PRCTL is not None and os.environ.get(DEATH_SIGNAL_VAR) == "1":
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     expected = os.environ.get(PARENT_VAR)
     if expected and expected.isdigit() and os.getppid() != int(expected):
@@ -137,7 +138,8 @@ class _Worker:
 def _start_worker(command: Sequence[str], env: Mapping[str, str], err_file, memory_limit_gb: Optional[float]) -> _Worker:
     limit = {MEMORY_VAR: repr(float(memory_limit_gb))} if memory_limit_gb else {}
     proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file,
-                            env={**env, PARENT_VAR: str(os.getpid()), **limit}, start_new_session=True)
+                            env={**env, PARENT_VAR: str(os.getpid()), DEATH_SIGNAL_VAR: "1", **limit},
+                            start_new_session=True)
     guard = guard_pipe = None
     read_end, write_end = os.pipe()  # both close-on-exec: only the guard gets the read end, as stdin
     try:
