@@ -1,26 +1,51 @@
-"""asv benchmarks: thin classes over the registry and rnnbench's own check and timing code.
+"""asv benchmarks: thin classes over rnnbench's own check and timing code, with STABLE parameters.
 
-params = models x drivers x sizes. setup() prepares the driver, runs the gradient check (a
-disagreement with the oracle raises, so that benchmark fails instead of timing a wrong
-computation; an inapplicable combination raises NotImplementedError, which asv shows as n/a),
-then calls the forward once so that neither timed callable compiles inside the timed region.
-Each timed call blocks on its result (Prepared.block).
+Parameters are literal names fixed in this file, never read from the installed package: asv
+discovers the parameter list once per run, then runs each benchmark at every commit *by its index
+in that list*. A list built from the installed registry differs from commit to commit (a commit
+that adds a driver shifts every later name), so results were filed under the wrong driver and
+`asv compare` reported false 869x "regressions" between commits where only the registry grew.
+With literal lists the index means the same (model, driver, size) at every commit; a name that
+the installed rnnbench does not have raises NotImplementedError in setup (asv shows n/a).
 
-asv (>= 0.6.6) runs every benchmark in a fresh interpreter: setup pays import + compile, hence
-the timeout. Threads are pinned to 1 and compilation caches are off (see rnnbench.run.timing)
-before any framework is imported, so track_first_call_s is a cold compile.
+Rules for editing the lists: add a new driver or model name anywhere (a new name is a new
+benchmark; asv stores results with their parameter values, so older results keep matching by
+name), never rename one (a renamed driver is a new name; the old one stays until its history no
+longer matters), and never compute a list from the package.
+
+Two classes:
+  Curated     one driver per mechanism on rnn and lstm at the small size, time_fwd_bwd only: the
+              set for `asv continuous` (select with `-b Curated`), about 6 minutes a commit on 2 cores.
+  Recurrence  the full matrix models x drivers x sizes with fwd / fwd+bwd time, peak memory,
+              gradient error and cold first call: nightly-style runs.
+
+setup() prepares the driver and runs the gradient check (a disagreement with the oracle raises
+GradientDisagreement, so that benchmark FAILS instead of timing a wrong computation; an
+inapplicable combination raises NotImplementedError, n/a), then calls the forward once so that
+neither timed callable compiles inside the timed region. asv re-runs setup before every timed
+sample; the checked, compiled driver is kept per process (_checked), so a re-run costs a dict
+look-up and every sample times the same compiled code. Each timed call blocks on its result.
+
+asv (>= 0.6.6) runs every benchmark in a fresh interpreter: the first setup pays import + compile,
+hence the timeout. Threads are pinned to 1 and compilation caches are off (see
+rnnbench.run.timing) before any framework is imported, so track_first_call_s is a cold compile.
 """
 
 import os
 
-from rnnbench.run.environments import thread_env
-from rnnbench.run.timing import cold_cache_env
+try:  # an rnnbench too old for these entry points: every benchmark is n/a, with the reason
+    from rnnbench.run.environments import thread_env
+    from rnnbench.run.timing import cold_cache_env
 
-os.environ.update(thread_env(1))
-os.environ.update(cold_cache_env())
+    os.environ.update(thread_env(1))
+    os.environ.update(cold_cache_env())
 
-from rnnbench import registry  # noqa: E402
-from rnnbench.run.checked import prepare_checked  # noqa: E402
+    from rnnbench import registry
+    from rnnbench.run.checked import prepare_checked
+
+    _MISSING_API = None
+except ImportError as exc:  # pragma: no cover - only on old commits
+    _MISSING_API = f"this rnnbench version lacks the benchmark entry points: {exc}"
 
 # Size presets: overrides applied to each model's defaults (keys a model does not use are ignored).
 SIZES = {
@@ -28,22 +53,119 @@ SIZES = {
     "medium": {"T": 64, "B": 16, "I": 64, "H": 128, "n": 32},
 }
 MODELS = ("rnn", "lstm", "decay", "taylor_expm", "newton_schulz")
-# Every registered driver: one that cannot run in the interpreter asv uses (torch_xla drivers in the
-# main environment, jax drivers in the torch_xla one) is reported n/a by setup, with its reason.
-DRIVERS = tuple(registry.drivers())
+# Every driver name, literally. One that cannot run in the interpreter asv uses (torch_xla drivers
+# in the main environment, jax drivers in the torch_xla one) is n/a there, with its reason; one
+# that the installed rnnbench does not register (an older commit) is n/a too.
+DRIVERS = (
+    "flax_lstm_cell",
+    "flax_scan",
+    "flax_simple_cell",
+    "jax_lax_scan",
+    "jax_loop",
+    "jax_loop_buffer",
+    "torch_autocast_loop",
+    "torch_autocast_loop_compiled",
+    "torch_loop",
+    "torch_loop_compiled",
+    "torch_loop_index_put",
+    "torch_loop_index_put_compiled",
+    "torch_loop_setitem",
+    "torch_loop_setitem_compiled",
+    "torch_nn_lstm",
+    "torch_nn_rnn",
+    "torch_scan",
+    "torch_scan_compiled",
+    "torch_scan_compiled_clone_y_only",
+    "torch_scan_compiled_default_config",
+    "torch_xla_loop",
+    "torch_xla_scan",
+    "torch_xla_scan_cached",
+    "torch_xla_scan_closure",
+)
+
+# The curated set: each mechanism once, on the two core recurrences, small size. The vendor layer
+# and the flax cell are the model's own class (torch.nn.LSTM / nn.RNN, OptimizedLSTMCell /
+# SimpleCell), so those two mechanisms are a different driver name per model.
+CURATED = {
+    "rnn": ("torch_loop", "torch_loop_compiled", "torch_scan", "torch_scan_compiled", "jax_loop",
+            "jax_lax_scan", "flax_scan", "torch_nn_rnn", "flax_simple_cell"),
+    "lstm": ("torch_loop", "torch_loop_compiled", "torch_scan", "torch_scan_compiled", "jax_loop",
+             "jax_lax_scan", "flax_scan", "torch_nn_lstm", "flax_lstm_cell"),
+}
+CURATED_MODELS = tuple(CURATED)
+CURATED_DRIVERS = tuple(dict.fromkeys(d for drivers in CURATED.values() for d in drivers))
+
+# (model, driver, size) -> (Check, Prepared), filled by the first setup of this process.
+_checked = {}
+
+
+def checked(model, driver, size):
+    """The gradient-checked, compiled driver for one benchmark, prepared once per process.
+
+    Raises NotImplementedError (asv: n/a) when this rnnbench has no such model or driver or the
+    driver cannot run it here, and GradientDisagreement (the benchmark fails) when its gradients
+    disagree with the oracle."""
+    key = (model, driver, size)
+    if key not in _checked:
+        if _MISSING_API is not None:
+            raise NotImplementedError(_MISSING_API)
+        if model not in registry.models():
+            raise NotImplementedError(f"model {model!r} is not registered in this rnnbench version")
+        if driver not in registry.drivers():
+            raise NotImplementedError(f"driver {driver!r} is not registered in this rnnbench version")
+        # The row's own framework only: importing torch for jax rows would inflate peakmem.
+        registry.drivers()[driver].framework.set_threads(1)
+        check, prepared = prepare_checked(model, driver, SIZES[size])
+        prepared.block(prepared.forward())  # compile the forward outside the timed region
+        _checked[key] = (check, prepared)
+    return _checked[key]
+
+
+class Curated:
+    """One driver per mechanism (torch loop eager/compiled, torch scan eager/compiled, jax loop,
+    lax.scan, flax nn.scan, the torch.nn vendor layer, the flax cell) on rnn and lstm, small size:
+    forward+backward time. For `asv continuous -b Curated`; the full matrix is Recurrence.
+
+    Timing settings, chosen so that two runs of one commit agree within 10 % on a shared 2-core
+    machine (measured: docs/results/2026-11-25-asv-history.md): every sample is ONE call (this
+    asv re-runs setup before each timed call anyway), and the reported value is the median of many
+    such samples from 2 processes (rounds), which discounts the one-sided stalls a shared machine
+    adds; at least 20 samples and up to 3 s of samples a round, after 0.3 s of warm-up calls.
+    """
+
+    params = (list(CURATED_MODELS), list(CURATED_DRIVERS))
+    param_names = ("model", "driver")
+    timeout = 600.0  # import + cold compile + gradient check + timing
+    rounds = 2
+    number = 1
+    repeat = (20, 10000, 3.0)  # (min samples, max samples, seconds of samples) per round
+    min_run_count = 1
+    warmup_time = 0.3
+    sample_time = 0.01  # unused while number is fixed; stated so no default is implied
+
+    def setup(self, model, driver):
+        if driver not in CURATED.get(model, ()):
+            raise NotImplementedError(f"{driver} is not in the curated set for {model}")
+        self.prepared = checked(model, driver, "small")[1]
+
+    def time_fwd_bwd(self, model, driver):
+        self.prepared.block(self.prepared.forward_backward())
 
 
 class Recurrence:
+    """The full matrix: MODELS x DRIVERS x SIZES (nightly-style; hours on 2 cores)."""
+
     params = (list(MODELS), list(DRIVERS), list(SIZES))
     param_names = ("model", "driver", "size")
     timeout = 600.0  # import + cold compile + gradient check + timing
-    warmup_time = 0.2
+    rounds = 2
+    number = 1
+    repeat = (10, 1000, 2.0)
+    min_run_count = 1
+    warmup_time = 0.3
 
     def setup(self, model, driver, size):
-        # The row's own framework only: importing torch for jax rows would inflate peakmem.
-        registry.get_driver(driver).framework.set_threads(1)
-        self.check, self.prepared = prepare_checked(model, driver, SIZES[size])
-        self.prepared.block(self.prepared.forward())  # compile the forward outside the timed region
+        self.check, self.prepared = checked(model, driver, size)
 
     def time_fwd(self, model, driver, size):
         self.prepared.block(self.prepared.forward())
