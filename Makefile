@@ -53,3 +53,24 @@ clean:
 
 clean-xla:
 	rm -rf $(XLA_VENV)
+
+# --- asv: the curated set, offline HTML (benchmarks/, docs/measuring.md#asv) ---
+# `make asv-curated` compares HEAD with ASV_BASE on the curated set (one driver per mechanism,
+# ~6 minutes a commit on 2 cores); `make asv-publish` writes .asv/html and vendors the page's
+# scripts so it renders with no network; `make check-html` loads both HTML outputs in headless
+# Chromium that can reach only 127.0.0.1 (fails when Chromium is missing: apt-get install chromium).
+ASV_BASE ?= HEAD~1
+.PHONY: asv-curated asv-publish check-html
+
+asv-curated: venv
+	$(BIN)/asv continuous --show-stderr -b Curated $(ASV_BASE) HEAD
+
+asv-publish: venv
+	$(BIN)/asv publish
+	$(BIN)/python benchmarks/offline_html.py vendor .asv/html
+
+check-html: venv
+	RNNBENCH_REQUIRE_CHROMIUM=1 $(BIN)/python -m pytest -p no:cacheprovider tests/test_html_offline.py
+	@if [ -f .asv/html/index.html ]; then \
+	  $(BIN)/python benchmarks/offline_html.py vendor .asv/html && \
+	  $(BIN)/python benchmarks/offline_html.py check .asv/html --expect bench_recurrence; fi
