@@ -2,22 +2,31 @@
 
 The benchmarked callable is Prepared.loss_and_grads (forward + backward + canonical gradients
 read back), and its *returned* value is judged against the float64 oracle with the one tolerance
-policy: a wrong gradient fails the test whatever its speed. Gradient error, tolerance, compile
-(first call) seconds, threads and driver settings go into extra_info.
+policy: a wrong gradient fails the test whatever its speed. extra_info carries what a number needs
+to be read later: the rnnbench version (with its commit), the row's framework versions, threads
+(set, in use, and the thread environment), the machine (hostname, CPU, cores, platform), the
+gradient error, tolerance, compile (first call) seconds and driver settings.
 
 Normal runs pass --benchmark-disable (pyproject addopts): each callable runs once, so these stay
 as cheap as a gradient test. Timed:
     .venv/bin/python -m pytest tests/test_benchmarks.py --benchmark-enable --benchmark-json=results/benchmark.json
+--benchmark-histogram=PREFIX also writes one SVG per group (needs pygal and pygaljs,
+requirements/main.txt); test_histogram_and_extra_info runs one benchmark that way.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from _known_issue_marks import known_issue_marks
 from rnnbench import registry
+from rnnbench.record import machine, rnnbench_version
 from rnnbench.run.checked import NotApplicable, prepare_checked, verify
 
 BENCH_MODELS = ("rnn", "lstm")
@@ -56,7 +65,7 @@ def test_fwd_bwd(benchmark, one_torch_thread: int, bench_model: str, bench_drive
     except NotApplicable as exc:
         pytest.skip(str(exc))
     benchmark.group = f"{bench_model} fwd+bwd (float32, default sizes)"
-    model = registry.get_model(bench_model)
+    model, driver = registry.get_model(bench_model), registry.get_driver(bench_driver)
     benchmark.extra_info.update(
         model=bench_model,
         driver=bench_driver,
@@ -64,8 +73,15 @@ def test_fwd_bwd(benchmark, one_torch_thread: int, bench_model: str, bench_drive
         dtype="float32",
         first_call_s=check.first_call_s,
         driver_settings={k: str(v) for k, v in prepared.settings.items()},
+        rnnbench_version=rnnbench_version(),
+        framework=driver.framework.name,
+        framework_versions=driver.versions(),
+        threads=one_torch_thread,
+        threads_in_use=driver.framework.threads_in_use(),
+        thread_env={k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")},
         torch_threads=_torch_threads(),
         xla_flags=os.environ.get("XLA_FLAGS", ""),
+        machine=machine(),
     )
     loss, grads = benchmark(prepared.loss_and_grads)
     judged = verify(bench_model, loss, grads, driver_name=bench_driver)
@@ -78,3 +94,30 @@ def _torch_threads() -> int:
     import torch
 
     return torch.get_num_threads()
+
+
+EXTRA_INFO_KEYS = {"rnnbench_version", "framework", "framework_versions", "threads", "threads_in_use",
+                   "thread_env", "machine", "max_rel_error", "status"}
+
+
+def test_histogram_and_extra_info(tmp_path: Path) -> None:
+    """One benchmark timed for real (a child pytest): --benchmark-histogram writes an SVG (pygal
+    and pygaljs are installed), and the JSON's extra_info names the versions, threads and machine."""
+    pytest.importorskip("pygal", reason="pygal is in requirements/main.txt: rebuild the environment")
+    pytest.importorskip("pygaljs", reason="pygaljs is in requirements/main.txt: rebuild the environment")
+    case = "rnn-torch_loop"
+    out_json, hist = tmp_path / "bench.json", tmp_path / "hist"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{__file__}::test_fwd_bwd[{case}]",
+         "--benchmark-enable", "--benchmark-warmup=off", "--benchmark-min-rounds=3", "--benchmark-max-time=0.05",
+         f"--benchmark-json={out_json}", f"--benchmark-histogram={hist}"],
+        capture_output=True, text=True, timeout=600, cwd=Path(__file__).parent.parent)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    svgs = list(tmp_path.glob("hist*.svg"))
+    assert svgs, f"no histogram SVG in {sorted(p.name for p in tmp_path.iterdir())}\n{proc.stdout[-2000:]}"
+    assert all(p.read_text().lstrip().startswith(("<?xml", "<svg")) and "<svg" in p.read_text() for p in svgs)
+    [bench] = json.loads(out_json.read_text())["benchmarks"]
+    info = bench["extra_info"]
+    assert EXTRA_INFO_KEYS <= set(info), sorted(EXTRA_INFO_KEYS - set(info))
+    assert info["rnnbench_version"] == rnnbench_version() and info["framework_versions"]["torch"].startswith("2.")
+    assert info["threads"] == 1 and info["machine"]["cores"] == os.cpu_count() and info["status"] == "ok"
