@@ -121,3 +121,57 @@ def test_histogram_and_extra_info(tmp_path: Path) -> None:
     assert EXTRA_INFO_KEYS <= set(info), sorted(EXTRA_INFO_KEYS - set(info))
     assert info["rnnbench_version"] == rnnbench_version() and info["framework_versions"]["torch"].startswith("2.")
     assert info["threads"] == 1 and info["machine"]["cores"] == os.cpu_count() and info["status"] == "ok"
+
+
+# --- the asv suite's parameters (benchmarks/bench_recurrence.py) ---------------------------------
+
+BENCH_FILE = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_recurrence.py"
+
+
+def _literal(name: str):
+    """The value of a module-level assignment in the asv file, which must be a literal."""
+    import ast
+
+    for node in ast.parse(BENCH_FILE.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            return ast.literal_eval(node.value)  # raises ValueError for anything computed
+    raise AssertionError(f"{name} is not assigned in {BENCH_FILE}")
+
+
+@pytest.fixture
+def bench_module():
+    """benchmarks/bench_recurrence.py imported with the environment restored afterwards (it pins
+    threads and turns compilation caches off for the asv process)."""
+    import importlib.util
+
+    saved = dict(os.environ)
+    try:
+        spec = importlib.util.spec_from_file_location("bench_recurrence_under_test", BENCH_FILE)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def test_asv_parameters_are_literal_names_covering_the_registry(bench_module) -> None:
+    """asv runs a benchmark by its index in the parameter list it discovered at one commit, so the
+    lists must be the same at every commit: literal names, never read from the package."""
+    drivers, models, curated = _literal("DRIVERS"), _literal("MODELS"), _literal("CURATED")
+    assert len(set(drivers)) == len(drivers) and all(isinstance(d, str) for d in drivers)
+    assert list(bench_module.Recurrence.params) == [list(models), list(drivers), ["small", "medium"]]
+    assert list(bench_module.Curated.params) == [list(curated), list(dict.fromkeys(d for ds in curated.values() for d in ds))]
+    missing = sorted(set(registry.drivers()) - set(drivers))
+    assert not missing, f"add {missing} to DRIVERS in {BENCH_FILE} (append; never rename or reorder by hand)"
+    for model, names in curated.items():  # one driver per mechanism, each registered and runnable here
+        assert len(names) == 9 and set(names) <= set(registry.drivers()), (model, names)
+
+
+def test_a_name_this_rnnbench_lacks_is_not_applicable(bench_module) -> None:
+    with pytest.raises(NotImplementedError, match="not registered"):
+        bench_module.checked("rnn", "torch_loop_from_the_future", "small")
+    with pytest.raises(NotImplementedError, match="not registered"):
+        bench_module.checked("gru_from_the_future", "torch_loop", "small")
+    with pytest.raises(NotImplementedError, match="not in the curated set"):
+        bench_module.Curated().setup("rnn", "torch_nn_lstm")
