@@ -182,8 +182,9 @@ def _parser() -> _Parser:
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     run = sub.add_parser("run", help="check gradients and time every model x driver (the default)")
     run.add_argument("--config", help="TOML file with any of: " + ", ".join(RUN_DEFAULTS))
-    run.add_argument("--suite", help="core (default: the benchmark comparison), bugs (the docs/bugs.md case "
-                     "models: variants, loop bodies, mixed precision) or all; ignored with --models")
+    run.add_argument("--suite", help="core (default: the benchmark comparison: core models on core drivers), bugs "
+                     "(the docs/bugs.md case models: variants, loop bodies, mixed precision, on every driver) or all; "
+                     "--models / --drivers override it on their axis")
     run.add_argument("--models", help="comma-separated model names (default: every model of --suite)")
     run.add_argument("--drivers", help="comma-separated driver names (default: all)")
     run.add_argument("--environments", help="comma-separated environments, from main, xla (default: all; "
@@ -297,7 +298,10 @@ def _jobs(args, s: dict[str, Any]) -> list[Job]:
         raise UsageError(f"unknown suite {s['suite']!r}; known: core, bugs, all")
     in_suite = [m.name for m in registry.models().values() if s["suite"] in ("all", m.suite)]
     models = _names(s["models"], list(registry.models()), "model") if s["models"] else in_suite
-    drivers = _names(s["drivers"], list(registry.drivers()), "driver")
+    # The core suite is the benchmark comparison: the drivers that exist for a bug class of
+    # docs/bugs.md (buffer writes, Driver.suite == "bugs") join with --suite bugs or all, or by name.
+    suite_drivers = [d.name for d in registry.drivers().values() if s["suite"] != "core" or d.suite == "core"]
+    drivers = _names(s["drivers"], list(registry.drivers()), "driver") if s["drivers"] else suite_drivers
     envs = _names(s["environments"], list(environments.environments()), "environment")
     dtypes = _names(s["dtypes"], DTYPES, "dtype")
     if s["device"] not in DEVICES:
