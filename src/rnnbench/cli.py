@@ -358,8 +358,11 @@ def _out_path(value: Optional[str], default_name: str, resume: bool = False) -> 
 
 
 def _cmd_run(args) -> int:
+    import subprocess
+
     from rnnbench.report.progress import Progress
     from rnnbench.run.runner import Runner
+    from rnnbench.run.timing import load_line, peak_for, with_roofline
 
     s = _settings(args)
     jobs = _jobs(args, s)
@@ -374,8 +377,21 @@ def _cmd_run(args) -> int:
             skipped, jobs = len(jobs) - len(todo), [jobs[i] for i in todo]
         start = time.perf_counter()
         print(f"rnnbench: {len(jobs)} rows -> {out}" + (f" ({skipped} already done, skipped)" if skipped else ""), flush=True)
+        load = load_line(int(s["threads"]))  # read before this run adds its own load
+        print(f"rnnbench: {load}", flush=True)
+        # The GEMM peak, once per run and dtype, at the rows' threads and CPUs (cached per machine):
+        # every timed row gets GFLOP/s and its fraction of it.
+        peaks: dict[str, dict] = {}
+        if jobs and not args.no_time and s["device"] == "cpu":
+            for dtype in sorted({j.dtype for j in jobs}):
+                try:
+                    peaks[dtype] = peak_for(dtype, int(s["threads"]), [registry.get_model(j.model).sizes_with_defaults(j.sizes)
+                                                                       for j in jobs if j.dtype == dtype])
+                except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as exc:
+                    print(f"rnnbench: no GEMM peak for {dtype} ({exc}); rows get no % of peak", flush=True)
         progress = Progress(len(jobs))
-        runner = Runner(results, float(s["timeout"]), progress.start, progress.done, s["memory_limit_gb"])
+        runner = Runner(results, float(s["timeout"]), progress.start, progress.done, s["memory_limit_gb"],
+                        annotate=lambda rec: with_roofline(rec, peaks.get(rec["dtype"])) if rec.get("device", "cpu") == "cpu" else rec)
         records = runner.run(jobs)
         progress.close()
         if args.resume:
@@ -385,7 +401,11 @@ def _cmd_run(args) -> int:
     reports = failure_reports(records)
     if reports:
         print("\n" + reports)
-    print(f"\n{summary(records)} in {time.perf_counter() - start:.0f} s; records in {out}")
+    above = [r for r in records if any(q["fraction_of_peak"] > 1.0 for q in (r.get("roofline") or {}).values())]
+    if above:  # the peak is meant to be a ceiling: a row above it means the peak missed a faster GEMM
+        print(f"rnnbench: {len(above)} row(s) above the GEMM peak (e.g. {above[0]['model']}/{above[0]['driver']}): "
+              "the peak measurement missed a faster GEMM; the % peak column is not a ceiling in this run")
+    print(f"\n{summary(records)} in {time.perf_counter() - start:.0f} s; {load}; records in {out}")
     return 1 if any(is_failing(r["status"]) for r in records) else 0
 
 

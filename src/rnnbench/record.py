@@ -243,6 +243,7 @@ OPTIONAL: dict[str, tuple[type, ...]] = {
     "max_rel_error": (int, float, type(None)), "first_call_s": (int, float, type(None)),
     "fwd_bwd": (dict, type(None)), "fwd": (dict, type(None)), "hvp": (dict, type(None)),
     "fingerprint": (str,), "settings": (dict,), "rnnbench_version": (str,), "framework": (str,),
+    "cpu": (dict,), "gemm_peak": (dict,), "roofline": (dict,),
 }
 TIMING_FIELDS = ("median_ms", "q1_ms", "q3_ms")
 

@@ -16,11 +16,18 @@ from rnnbench.model import Case, Model
 
 
 def xla_thread_env(threads: int) -> dict[str, str]:
-    """XLA's CPU client sizes its pools from flags, not from OMP_NUM_THREADS: one thread asks for
-    Eigen without its thread pool and one intra-op thread."""
+    """XLA's CPU client sizes its intra-op (Eigen) pool from the process's CPU affinity, not from
+    OMP_NUM_THREADS or XLA_FLAGS: `--threads N` is made N cores by pinning each worker to N CPUs
+    before jax is imported (rnnbench.run.worker.setup). Measured with jax 0.10.2 on a 2-core
+    machine: unpinned, a jax.lax.scan LSTM's dots ran on two tf_XLAEigen threads even with
+    --xla_cpu_multi_thread_eigen=false; pinned to one CPU, one such thread, and the flag changed the
+    CPU time per call by nothing measurable. The flag stays at one thread (it asks the legacy
+    runtime's dot emitter for no Eigen pool). There is no XLA flag for the pool's size: a bare
+    `intra_op_parallelism_threads=1` in XLA_FLAGS is silently ignored, `--intra_op_parallelism_threads`
+    is refused as unknown."""
     if threads != 1:
         return {}
-    flags = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    flags = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
     return {"XLA_FLAGS": flags.strip()}
 
 

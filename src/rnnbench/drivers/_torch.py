@@ -13,9 +13,16 @@ from rnnbench.model import Case, Model
 
 
 def set_threads(threads: int) -> None:
+    """torch's intra-op pool (OpenMP) and inter-op pool at `threads`; the worker is also pinned to
+    `threads` CPUs (rnnbench.run.worker.setup). The inter-op size can be set only before that pool
+    starts: a process that has used it keeps its size."""
     import torch
 
     torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(threads)
+    except RuntimeError:  # already started (or set) in this process
+        pass
 
 
 def threads_in_use() -> dict[str, int]:

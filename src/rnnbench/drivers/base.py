@@ -51,7 +51,10 @@ class Framework:
     slow_compile: its compiled drivers take seconds per new program (torch inductor), so callers
         that compile thousands of small programs (the fuzzer) leave them out unless named.
     thread_env(n): environment variables that fix its thread pools, set before it is imported.
-    set_threads(n): the same, in a process that has imported it.
+    set_threads(n): the same, in a process that has imported it. Both come on top of the CPU
+        affinity every worker is pinned to before any framework is imported (n CPUs:
+        rnnbench.run.worker.setup), which is what holds pools that size themselves from the
+        machine (XLA's) to n cores.
     threads_in_use(): thread counts as it reports them (recorded with each row).
     device_missing(device): None, or why `device` is not usable by it here.
     cold_cache_env(root): environment variables that switch its on-disk compile caches off (cache

@@ -25,6 +25,42 @@ def _err(rec: dict) -> str:
     return "-" if e is None else f"{e:.1e}"
 
 
+def _peak(rec: dict) -> str:
+    """The forward+backward rate as a percentage of the GEMM peak (rnnbench.run.timing.with_roofline)."""
+    roof = (rec.get("roofline") or {}).get("fwd_bwd")
+    if not roof or roof.get("fraction_of_peak") is None:
+        return "-"
+    pct = 100 * roof["fraction_of_peak"]
+    return f"{pct:.0f}" if pct >= 10 else f"{pct:.2g}"
+
+
+CONTENDED_MARK = "*"
+
+
+def contention(rec: dict) -> list[str]:
+    """Why a row's times may not be its own: the notes of its `cpu` record (over_share, load,
+    contended; rnnbench.run.timing.contention_notes); empty for rows without them."""
+    return list((rec.get("cpu") or {}).get("notes") or [])
+
+
+def contention_legend(records: Iterable[dict[str, Any]]) -> list[str]:
+    """One line under the table when some timed row is marked: how many, and for which reasons."""
+    counts: dict[str, int] = defaultdict(int)
+    marked = 0
+    for r in records:
+        notes = contention(r) if r["status"] == Status.OK and r.get("fwd_bwd") else []
+        marked += bool(notes)
+        for note in notes:
+            counts[note] += 1
+    if not marked:
+        return []
+    why = {"over_share": "used more cores than its threads", "load": "the load average left fewer free cores than its threads",
+           "contended": "other work ran on its CPUs meanwhile"}
+    parts = ", ".join(f"{n} {note} ({why.get(note, note)})" for note, n in sorted(counts.items()))
+    return [f"{CONTENDED_MARK} {marked} row(s) timed under contention, compare them with care: {parts} "
+            "(the records' cpu field)"]
+
+
 def _first(rec: dict) -> str:
     s = rec.get("first_call_s")
     return "-" if s is None or s != s else f"{s:.3g}"
@@ -58,7 +94,8 @@ def side_by_side(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                                           machine_of(r)))
 
 
-COLUMNS = ("model", "driver", "env", "dtype", "status", "max rel err", "fwd+bwd ms [IQR]", "fwd ms [IQR]", "first call s")
+COLUMNS = ("model", "driver", "env", "dtype", "status", "max rel err", "fwd+bwd ms [IQR]", "% peak", "fwd ms [IQR]",
+           "first call s")
 
 
 def machine_of(rec: dict) -> str:
@@ -98,7 +135,8 @@ def rows(records: Iterable[dict[str, Any]], include_unavailable: bool = False,
             r["dtype"],
             str(r["status"]),
             _err(r),
-            _ms(r.get("fwd_bwd")) if ok else "-",
+            (_ms(r.get("fwd_bwd")) + (f" {CONTENDED_MARK}" if contention(r) and r.get("fwd_bwd") else "")) if ok else "-",
+            _peak(r) if ok else "-",
             _ms(r.get("fwd")) if ok else "-",
             _first(r) if ok else "-",
         )
@@ -128,6 +166,7 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
     widths = [max(len(c), *(len(row[i]) for row in body)) if body else len(c) for i, c in enumerate(columns)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
     text = [line(columns), line(tuple("-" * w for w in widths))] + [line(r) for r in body]
+    text += contention_legend(records)
     if not include_unavailable:
         text += unavailable_summary(records)
     return "\n".join(text)

@@ -5,7 +5,6 @@ forward+backward. Returns a plain-data record."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -19,7 +18,8 @@ from rnnbench.drivers.base import Driver, Prepared
 from rnnbench.losses import with_loss
 from rnnbench.model import Case, Model
 from rnnbench.run import environments
-from rnnbench.run.timing import TimingConfig, first_call, measure, peak_rss_mb, timed_call
+from rnnbench.run.timing import (TimingConfig, allowed_cpus, cpu_clock, cpu_record, first_call, load_average, measure,
+                                 peak_rss_mb, timed_call)
 from rnnbench.status import Status, is_fixed, is_known
 
 
@@ -123,6 +123,7 @@ def run_row(job: Job) -> dict[str, Any]:
     """The full row: availability, gradient check, timing. Returns the record."""
     from rnnbench import registry
 
+    load_start = load_average()
     model, driver = registry.get_model(job.model), registry.get_driver(job.driver)
     sizes = model.sizes_with_defaults(job.sizes)
     base = job.identity()
@@ -159,13 +160,18 @@ def run_row(job: Job) -> dict[str, Any]:
     if loc is not None:
         rec["localization"] = {"first_step": loc.first_step, "where": loc.where, "complete": loc.complete}
         rec["report"] = chk.report
+    spans = []  # (before, after) CPU clock readings around each timed loop
     if rec["status"] == Status.OK and job.time and prepared is not None:
         # Speed numbers exist only for rows whose gradients agree with the oracle.
+        before = cpu_clock()
         rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing).to_dict()
+        spans.append((before, cpu_clock()))
         # forward() is a separate callable (jax: its own jit; torch.compile: a no_grad recompile):
         # its first call is timed apart, then its steady state.
         rec["fwd_first_call_s"] = first_call(prepared.forward, prepared.block)
+        before = cpu_clock()
         rec["fwd"] = measure(prepared.forward, prepared.block, job.timing).to_dict()
+        spans.append((before, cpu_clock()))
         if prepared.settings.get("lazy_tensors"):
             # Lazy tensors: the same calls without blocking time the tracing alone (for the report
             # only; fwd_bwd above is the real, blocked time).
@@ -180,8 +186,10 @@ def run_row(job: Job) -> dict[str, Any]:
     if model.flops is not None:
         rec["flops"] = model.flops(sizes)
     # Thread counts as the framework reports them (the requested count is in `threads`).
-    rec["environment"]["threads_in_use"] = {"os_cpus_available": len(os.sched_getaffinity(0)),
+    rec["environment"]["threads_in_use"] = {"os_cpus_available": len(allowed_cpus()),
                                             **driver.framework.threads_in_use()}
+    # The cores it ran on and what it used of them over the timed loops (rnnbench.run.timing.cpu_record).
+    rec["cpu"] = cpu_record(job.threads, allowed_cpus(), spans, load_start, load_average())
     return rec
 
 

@@ -26,19 +26,25 @@ class Runner:
         on_record: Callable[[dict], None] = lambda rec: None,
         memory_limit_gb: Optional[float] = None,
         extra_env: Optional[dict[str, str]] = None,
+        annotate: Callable[[dict], dict] = lambda rec: rec,
     ):
         """results: the open results file records are appended to (None: records are only
         reported). extra_env: added to each worker's environment (e.g. timing.cold_cache_env() for
-        cold compile times)."""
+        cold compile times). annotate(record): what the parent adds to each record before it is
+        written (e.g. timing.with_roofline: the GEMM peak and the row's fraction of it).
+        Each worker pins itself to `threads` CPUs before any framework is imported
+        (rnnbench.run.worker.setup), so a row's threads are its cores."""
         self.results = results
         self.timeout_s = timeout_s
         self.on_start = on_start
         self.on_record = on_record
         self.memory_limit_gb = memory_limit_gb
         self.extra_env = dict(extra_env or {})
+        self.annotate = annotate
         self.records: list[dict] = []
 
     def emit(self, rec: dict) -> None:
+        rec = self.annotate(rec)
         if self.results is not None:
             self.results.append(rec)
         self.records.append(rec)

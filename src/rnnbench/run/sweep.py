@@ -5,24 +5,23 @@ Rows of one (model, driver) run in order of growing size. Each gets at most the 
 left; a row that runs past it is killed and recorded as status "skipped" with reason "budget: ...".
 A row is not started when the previous size of the same axis already took longer than what is
 left (compile time of unrolled loops grows with T), and is recorded as skipped too, with the
-reason: nothing is silently dropped. Every record carries the GEMM peak measured once for the
-sweep and, where the model counts its FLOPs, achieved GFLOP/s and the fraction of that peak.
+reason: nothing is silently dropped. Every record carries the GEMM peak (rnnbench.run.timing.peak_for:
+the best GEMM of the frameworks present at the sweep's dtype and threads, the sweep's own shapes
+included, cached per machine) and, where the model counts its FLOPs, achieved GFLOP/s and the
+fraction of that peak (timing.with_roofline, shared with `run`).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from rnnbench import record, registry
 from rnnbench.run import environments
 from rnnbench.run.row import Job, unavailable_reason
 from rnnbench.run.runner import Runner
-from rnnbench.run.timing import TimingConfig, cold_cache_env, roofline
+from rnnbench.run.timing import TimingConfig, cold_cache_env, peak_for, with_roofline  # noqa: F401 (with_roofline: re-exported)
 from rnnbench.status import Status
 
 LENGTH_KEYS = ("T", "K")  # the trip-count size of a model: sequence length or number of iterations
@@ -70,31 +69,10 @@ def rows_for(plan: SweepPlan, model_name: str) -> list[tuple[str, dict[str, int]
     return out
 
 
-def measure_gemm_peak(python: str, threads: int) -> dict[str, Any]:
-    """The GEMM peak, measured in a fresh process with the sweep's thread settings."""
-    env = {**os.environ, **environments.thread_env(threads)}
-    proc = subprocess.run([python, "-m", "rnnbench.run.timing", str(threads)], capture_output=True, text=True, env=env, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"GEMM peak measurement failed: {proc.stderr.strip().splitlines()[-1:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def with_roofline(rec: dict[str, Any], peak: dict[str, Any]) -> dict[str, Any]:
-    """Attach the GEMM peak, and GFLOP/s + fraction of peak for each timed quantity."""
-    rec["gemm_peak"] = peak
-    flops = rec.get("flops")
-    if rec.get("status") == Status.OK and flops:
-        rec["roofline"] = {
-            q: roofline(flops[q], rec[q]["median_ms"], peak["gflops"]) for q in ("fwd", "fwd_bwd") if rec.get(q)
-        }
-    return rec
-
-
 def run_sweep(plan: SweepPlan, out: record.ResultsFile, on_record: Callable[[dict], None]) -> list[dict]:
     """Run the sweep; records are appended to the open results file `out` as they complete and returned."""
     results: list[dict] = []
-    main_python = environments.get("main").python
-    peak = measure_gemm_peak(main_python, plan.threads)
+    peak = peak_for(plan.dtype, plan.threads, [sizes for m in plan.models for _, sizes in rows_for(plan, m)])
 
     def emit(rec: dict, axis: str) -> None:
         rec["sweep"] = {"axis": axis, "driver_budget_s": plan.driver_budget_s, "fresh_process_per_row": True,

@@ -10,14 +10,24 @@ from typing import Any
 
 
 def setup(context: Any, jobs: list[dict]) -> None:
-    """Fix each framework's threads once, before any row (the group shares one thread count)."""
+    """Before any row: pin this worker to its CPUs, then fix each framework's threads (the group
+    shares one thread count). `--threads N` means N cores: the worker's CPU affinity is N CPUs of
+    the set it inherited from its parent (rnnbench.run.timing.choose_cpus, the same ones for every
+    worker), set before any framework is imported, so pools sized from the affinity (XLA's,
+    OpenMP's) are N wide and no pool can spread to other cores."""
+    from rnnbench.run.timing import choose_cpus, pin_process
+
+    if not jobs:
+        return
+    threads = int(jobs[0].get("threads", 1))
+    pin_process(choose_cpus(threads))
+
     from rnnbench import registry
 
-    if jobs:
-        frameworks = {registry.get_driver(j["driver"]).framework.name: registry.get_driver(j["driver"]).framework
-                      for j in jobs}
-        for framework in frameworks.values():
-            framework.set_threads(jobs[0].get("threads", 1))
+    frameworks = {registry.get_driver(j["driver"]).framework.name: registry.get_driver(j["driver"]).framework
+                  for j in jobs}
+    for framework in frameworks.values():
+        framework.set_threads(threads)
 
 
 def handle(context: Any, spec: dict) -> dict:

@@ -1,0 +1,132 @@
+"""`--threads N` means N cores for every framework: each worker is pinned by CPU affinity to N CPUs
+before any framework is imported, and every row records its CPU list, its CPU time / wall ratio
+over the timed loops, the load average at its start and end, and notes when its times may not be
+its own (over_share, load, contended). These tests assert properties, not speeds."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from rnnbench import record
+from rnnbench.report.table import CONTENDED_MARK, format_table
+from rnnbench.run import timing
+from rnnbench.run.row import Job
+from rnnbench.run.runner import Runner
+from rnnbench.run.timing import TimingConfig
+
+# Large enough that XLA would split its dots over a second core if it could (unpinned, two
+# tf_XLAEigen threads share them), and ~1 s of timed calls per quantity, so the ratio is measured
+# over hundreds of 10 ms scheduler slices.
+JAX_SIZES = {"T": 32, "B": 32, "I": 128, "H": 256}
+JAX_TIMING = TimingConfig(budget_s=1.0, min_repeats=5, max_repeats=1000)
+
+
+@pytest.fixture(scope="module")
+def jax_row() -> dict:
+    pytest.importorskip("jax")
+    job = Job("lstm", "jax_lax_scan", "float32", "cpu", JAX_SIZES, 0, 1, JAX_TIMING, True, "main")
+    (rec,) = Runner(None, 600.0).run([job])
+    assert rec["status"] == "ok", rec.get("report") or rec.get("reason")
+    return rec
+
+
+def test_a_one_thread_worker_runs_on_one_cpu(jax_row: dict) -> None:
+    cpu = jax_row["cpu"]
+    assert len(cpu["affinity"]) == 1 and cpu["affinity"] == timing.choose_cpus(1)
+    assert jax_row["environment"]["threads_in_use"]["os_cpus_available"] == 1
+
+
+def test_a_one_thread_jax_row_uses_at_most_one_core(jax_row: dict) -> None:
+    """XLA sizes its pool from the affinity: pinned, the row's CPU time / wall is at most its share."""
+    cpu = jax_row["cpu"]
+    assert cpu["timed_wall_s"] >= 1.0  # enough timed calls for the ratio to mean something
+    assert cpu["cpu_ratio"] <= 1.1, cpu
+    assert "over_share" not in cpu["notes"]
+
+
+def test_cpu_record_fields_exist_and_are_typed(jax_row: dict) -> None:
+    assert record.problem(jax_row) is None
+    cpu = jax_row["cpu"]
+    assert isinstance(cpu["threads"], int) and cpu["threads"] == 1
+    assert isinstance(cpu["affinity"], list) and all(isinstance(c, int) for c in cpu["affinity"])
+    assert isinstance(cpu["machine_cpus"], int) and cpu["machine_cpus"] >= 1
+    for name in ("timed_cpu_s", "timed_wall_s", "cpu_ratio"):
+        assert isinstance(cpu[name], float) and cpu[name] > 0, name
+    assert cpu["others_on_cpus"] is None or (isinstance(cpu["others_on_cpus"], float) and cpu["others_on_cpus"] >= 0)
+    for name in ("load_start", "load_end"):
+        assert isinstance(cpu[name], list) and len(cpu[name]) == 3 and all(isinstance(x, float) for x in cpu[name])
+    assert isinstance(cpu["notes"], list) and set(cpu["notes"]) <= set(timing.NOTES)
+    assert cpu["notes"] == timing.contention_notes(cpu)
+
+
+def _cpu(**fields) -> dict:
+    base = {"threads": 1, "affinity": [1], "machine_cpus": 2, "cpu_ratio": 1.0, "others_on_cpus": 0.0,
+            "load_start": [0.2, 0.2, 0.2], "load_end": [0.3, 0.2, 0.2]}
+    return {**base, **fields}
+
+
+@pytest.mark.parametrize(("fields", "notes"), [
+    ({}, []),
+    ({"cpu_ratio": 1.65}, ["over_share"]),  # XLA's pool on a second core at --threads 1
+    ({"cpu_ratio": 1.05}, []),
+    ({"threads": 2, "affinity": [0, 1], "cpu_ratio": 1.65}, []),  # within a 2-thread share
+    ({"threads": 2, "affinity": [0, 1], "cpu_ratio": 2.4}, ["over_share"]),
+    ({"load_start": [2.9, 2.0, 1.0]}, ["load"]),  # ~1.9 cores of other work on 2 cores: < 1 free
+    ({"load_end": [1.5, 1.0, 1.0]}, []),  # 0.5 cores of other work: 1.5 free
+    ({"threads": 2, "affinity": [0, 1], "load_start": [2.9, 2.0, 1.0]}, ["load"]),
+    ({"others_on_cpus": 0.3}, ["contended"]),
+    ({"others_on_cpus": None}, []),
+    ({"cpu_ratio": 1.65, "others_on_cpus": 0.3, "load_end": [3.0, 2.0, 2.0]}, ["over_share", "load", "contended"]),
+])
+def test_contention_notes(fields: dict, notes: list[str]) -> None:
+    assert timing.contention_notes(_cpu(**fields)) == notes
+
+
+def test_a_flagged_row_is_marked_in_the_table() -> None:
+    cpu = _cpu(cpu_ratio=1.65)
+    cpu["notes"] = timing.contention_notes(cpu)
+    timing_ = {"median_ms": 1.0, "q1_ms": 0.9, "q3_ms": 1.1, "min_ms": 0.8, "max_ms": 2.0, "repeats": 9}
+    rec = {"model": "lstm", "driver": "jax_lax_scan", "dtype": "float32", "status": "ok", "env_label": "jax 0.10.2",
+           "fwd_bwd": timing_, "fwd": timing_, "cpu": cpu}
+    calm = {**rec, "driver": "flax_scan", "cpu": _cpu(notes=[])}
+    assert record.problem(rec) is None
+    lines = format_table([rec, calm]).splitlines()
+    flagged = next(line for line in lines if "jax_lax_scan" in line)
+    assert f"[0.9-1.1] {CONTENDED_MARK}" in flagged
+    assert CONTENDED_MARK not in next(line for line in lines if "flax_scan" in line)
+    assert any(line.startswith(f"{CONTENDED_MARK} 1 row(s) timed under contention") and "over_share" in line for line in lines)
+
+
+def test_cpus_are_chosen_deterministically_one_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert timing.choose_cpus(1, [0, 1, 2, 3]) == timing.choose_cpus(1, [3, 2, 1, 0]) == [3]
+    assert timing.choose_cpus(4, [0, 1, 2, 3]) == [0, 1, 2, 3]
+    assert timing.choose_cpus(8, [5, 7]) == [5, 7]
+    # SMT: CPUs 0/1 are one core, 2/3 another: two threads get one CPU of each core.
+    monkeypatch.setattr(timing, "_core_of", lambda cpu: (0, cpu // 2))
+    assert timing.choose_cpus(2, [0, 1, 2, 3]) == [1, 3]
+    assert timing.choose_cpus(3, [0, 1, 2, 3]) == [1, 2, 3]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
+def test_pin_process_pins_every_thread() -> None:
+    import subprocess
+    import sys
+
+    script = ("import threading, time, os\n"
+              "from rnnbench.run import timing\n"
+              "ev = threading.Event(); t = threading.Thread(target=ev.wait); t.start()\n"  # a thread that predates the pin
+              "cpus = timing.choose_cpus(1); timing.pin_process(cpus)\n"
+              "masks = {int(tid): sorted(os.sched_getaffinity(int(tid))) for tid in os.listdir('/proc/self/task')}\n"
+              "ev.set(); t.join()\n"
+              "assert len(masks) >= 2 and all(m == cpus for m in masks.values()), (masks, cpus)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_load_line() -> None:
+    assert timing.load_line(2, cores=2, load=1.9) == \
+        "load average 1.9 on 2 cores at start: timings may be contended (2 threads per row)"
+    assert timing.load_line(1, cores=2, load=0.4) == "load average 0.4 on 2 cores at start"
+    assert timing.load_line(1, cores=2, load=1.9).endswith("timings may be contended (1 thread per row)")
