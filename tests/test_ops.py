@@ -17,6 +17,14 @@ def test_a_namespace_missing_an_op_fails_when_built() -> None:
         Ops(**fields)
 
 
+def test_unstack_is_the_one_op_with_a_default() -> None:
+    """A namespace without its own unstack (e.g. a tape over numpy) gets row-by-row indexing."""
+    fields = {f.name: getattr(numpy_ops(), f.name) for f in dataclasses.fields(Ops) if f.name != "unstack"}
+    rows = Ops(**fields).unstack(np.arange(6.0).reshape(3, 2))
+    assert isinstance(rows, tuple) and len(rows) == 3
+    np.testing.assert_array_equal(np.stack(rows), np.arange(6.0).reshape(3, 2))
+
+
 def _framework_ops(name: str):
     pytest.importorskip(name)
     ops = {"torch": torch_ops, "jax": jax_ops}[name]()
@@ -57,6 +65,8 @@ def test_every_op_agrees_with_numpy(framework: str) -> None:
         "stop_gradient": lambda o, p: o.stop_gradient(p(x)), "reshape": lambda o, p: o.reshape(p(x), (2, 6)),
         "flip": lambda o, p: o.flip(p(x)),
         "concat_axis": lambda o, p: o.stack([o.concat([p(x), p(y)], axis=a) for a in (1, -1)]),
+        "unstack": lambda o, p: o.stack([2.0 * r for r in o.unstack(p(x))]),
+        "linear_full_bias": lambda o, p: o.linear(p(x), p(w), p(y @ w.T)),  # a (3, 5) b: one addmm in torch
     }
     untested = {f.name for f in dataclasses.fields(Ops)} - set(cases) - {"name", "stack", "fp32_island"}
     assert not untested, f"add a case for {untested}"

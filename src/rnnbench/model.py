@@ -173,16 +173,22 @@ def scan_inputs(ops: Ops, xs: Optional[Array], length: int, like: Array) -> tupl
 
 
 def loop_recur(ops: Ops, collect: Optional[Callable[[Any, int, Any], Any]] = None) -> Recur:
-    """The plain Python loop as a `recur`. collect(ys, t, y) -> ys: how step t's output joins ys,
-    for loops that write into a preallocated buffer (ys is None before the first step); default: a
-    list, stacked at the end."""
+    """The plain Python loop as a `recur`, over the slices of ops.unstack(xs). collect(ys, t, y) -> ys:
+    how step t's output joins ys, for loops that write into a preallocated buffer (ys is None before
+    the first step); default: a list, stacked at the end."""
 
     def recur(step: Step, params: Params, carry0: Carry, xs: Optional[Array], length: int):
         carry = tuple(carry0)
         ys: Any = None if collect is not None else []
+        # One unstack, not xs[t] per step: each index's derivative is a zero array of xs's full
+        # shape (torch SelectBackward, an XLA pad), so T of them make the backward O(T^2).
+        inputs = (None,) * length if xs is None else ops.unstack(xs)
         for t in range(length):
-            carry, y = step(ops, params, carry, None if xs is None else xs[t])
-            ys = collect(ys, t, y) if collect is not None else ys + [y]
+            carry, y = step(ops, params, carry, inputs[t])
+            if collect is None:
+                ys.append(y)
+            else:
+                ys = collect(ys, t, y)
         return (ops.stack(ys) if collect is None else ys), carry
 
     return recur

@@ -19,8 +19,8 @@ Unary = Callable[[Array], Array]
 
 @dataclass(frozen=True)
 class Ops:
-    """The vocabulary a step is written in. Every field is required, so a namespace that lacks an
-    op fails when it is built, not when some step first uses it. Shapes: `...` is any leading
+    """The vocabulary a step is written in. Every field but unstack is required, so a namespace that
+    lacks an op fails when it is built, not when some step first uses it. Shapes: `...` is any leading
     batch shape; arrays are the framework's own.
 
     elementwise: tanh, sigmoid, exp, sin, cos, tan, log, sqrt, abs (log, sqrt: positive inputs).
@@ -28,11 +28,17 @@ class Ops:
         scalars, all three broadcast.  maximum(a, b), minimum(a, b): elementwise, broadcasting; on
         ties the derivative is split half to each side.
     stop_gradient(x): x in value, zero derivative (see frozen_stop_gradients for the numpy one).
-    matmul(a, b): a @ b with broadcasting.  linear(x, w, b=None): x (..., I), w (O, I), b (O,) ->
-        x @ w.T + b (..., O), the framework's fused form where it has one (torch: addmm).
+    matmul(a, b): a @ b with broadcasting.  linear(x, w, b=None): x (..., I), w (O, I), b (O,) or
+        any shape broadcasting against (..., O), e.g. a step's share of a hoisted input projection ->
+        x @ w.T + b (..., O), the framework's fused form where it has one (torch: one addmm for a
+        2-D x, also with a (B, O) b: one autograd node where `b + linear(x, w)` makes two).
     split(x, n): n equal chunks of the last axis.  stack(xs): a new leading axis, (T, ...) from T
-        arrays.  concat(xs, axis=0): along `axis` (negative counts from the end).  sum(x): all
-        entries, a 0-d array.  reshape(x, shape): as numpy.  flip(x): reversed along axis 0 (the
+        arrays.  unstack(x): its inverse, the T slices of x (T, ...) along axis 0 as a tuple, made
+        by one op whose derivative is one stack (torch: unbind; jax: jnp.unstack); a loop over it
+        differentiates in O(T) where indexing x[t] in the loop costs O(T^2) (each index's
+        derivative is a zero array of x's full shape with one slice filled: T of them are summed).
+        concat(xs, axis=0): along `axis` (negative counts from the end).  sum(x): all entries, a
+        0-d array.  reshape(x, shape): as numpy.  flip(x): reversed along axis 0 (the
         time axis of xs or ys: bidirectional recurrences).
     zeros(shape, like): zeros in like's dtype and device.  zeros_like, ones_like: as numpy.
     eye(n, like): (n, n) identity in like's dtype and device.  transpose(x): the last two axes.
@@ -70,6 +76,9 @@ class Ops:
     transpose: Unary
     cast_like: Callable[[Array, Array], Array]
     fp32_island: Callable[[], ContextManager]
+    # The one op with a default: indexing row by row is correct on any array type, only slow to
+    # differentiate (O(T^2)); every framework namespace below gives its one-op form.
+    unstack: Callable[[Array], tuple] = lambda x: tuple(x[t] for t in range(x.shape[0]))
 
 
 class _Frozen:
@@ -184,6 +193,7 @@ def numpy_ops() -> Ops:
         linear=lambda x, w, b=None: x @ w.T if b is None else x @ w.T + b,
         split=lambda x, n: tuple(np.split(x, n, axis=-1)),
         stack=lambda xs: np.stack(xs, axis=0),
+        unstack=tuple,  # views of the rows
         sum=np.sum,
         zeros=lambda shape, like: np.zeros(shape, dtype=like.dtype),
         zeros_like=np.zeros_like,
@@ -226,9 +236,10 @@ def torch_ops() -> Ops:
         minimum=lambda a, b: torch.minimum(*_tensors(torch, a, b)),
         stop_gradient=lambda x: x.detach(),
         matmul=torch.matmul,
-        linear=F.linear,  # fused x @ w.T + b (addmm)
+        linear=F.linear,  # fused x @ w.T + b (addmm, for a (O,) or a (B, O) b alike)
         split=lambda x, n: torch.chunk(x, n, dim=-1),
         stack=lambda xs: torch.stack(xs, dim=0),
+        unstack=lambda x: torch.unbind(x, 0),  # one UnbindBackward (a stack) for all T slices
         sum=torch.sum,
         zeros=lambda shape, like: torch.zeros(shape, dtype=like.dtype, device=like.device),
         zeros_like=torch.zeros_like,
@@ -268,6 +279,7 @@ def jax_ops() -> Ops:
         linear=lambda x, w, b=None: x @ w.T if b is None else x @ w.T + b,
         split=lambda x, n: tuple(jnp.split(x, n, axis=-1)),
         stack=lambda xs: jnp.stack(xs, axis=0),
+        unstack=jnp.unstack,  # one unstack primitive, transposed to one stack (no pad per slice)
         sum=jnp.sum,
         zeros=lambda shape, like: jnp.zeros(shape, dtype=like.dtype),
         zeros_like=jnp.zeros_like,
