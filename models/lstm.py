@@ -25,7 +25,7 @@ def prologue(ops, params, xs):
 
 def step(ops, params, carry, xp_t):
     h, c = carry
-    i, f, g, o = ops.split(xp_t + ops.linear(h, params["W_hh"]), 4)
+    i, f, g, o = ops.split(ops.linear(h, params["W_hh"], xp_t), 4)  # xp_t + h @ W_hh.T, fused (torch: one addmm)
     c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
     h = ops.sigmoid(o) * ops.tanh(c)
     return (h, c), h
