@@ -634,7 +634,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         with isolation.handle_signals(), isolation.watch_stdout(), isolation.track_stderr():
-            args = _parser().parse_args(argv)
+            try:
+                args = _parser().parse_args(argv)
+            except SystemExit:  # --help printed (argparse swallows write errors): was it delivered?
+                sys.stdout.flush()
+                if isolation.stdout_closed():
+                    raise BrokenPipeError("stdout closed") from None
+                raise
             command = {"run": _cmd_run, "list": _cmd_list, "table": _cmd_table, "sweep": _cmd_sweep,
                        "report": _cmd_report, "fuzz": _cmd_fuzz}[args.command]
             return command(args)
