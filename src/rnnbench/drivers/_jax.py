@@ -6,6 +6,7 @@ precision is pinned to "highest" so GPU float32 matmuls do not silently drop to 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any, Callable, Mapping, Optional
 
@@ -54,6 +55,47 @@ FLAX = Framework(name="flax", module="flax", packages=("flax", "jax", "jaxlib"),
                  thread_env=xla_thread_env, device_missing=device_missing, cold_cache_env=jax_cold_cache_env)
 
 SETTINGS = {"jax_enable_x64": True, "jax_default_matmul_precision": "highest"}
+
+
+# Where the jax mechanisms (jax_loop, jax_lax_scan, flax_scan) run a model's prologue, e.g. the
+# LSTM's input projection xs @ W_ih.T + b. The math is the same either way; the choice is measured
+# (docs/measuring.md#the-idiomatic-comparison): on XLA:CPU, hoisting it into one (T*B, I) matmul
+# before the loop (as the model is written) is faster while its (T, B, 4H) result is small, and
+# running it inside the step (on x_t, as flax's cells do) is faster once that array and its
+# cotangent, written and read through memory step by step, are large: hoisted wins by 6-20 % at
+# 64-256 KiB, they tie at 1 MiB, the step wins by 4-12 % from 4 MiB (16 MiB: the LSTM at T=128,
+# B=32, H=256). Rows record settings["input_projection"] and the size it was decided on.
+PROJECTION_PER_STEP_BYTES = 2 * 2**20
+
+
+def input_projection(model: Model, case: Case, dtype: str) -> tuple[Model, dict[str, Any]]:
+    """(the model to run, the settings to record): the model itself ("hoisted"), or the model with
+    its prologue applied inside the step to each x_t as a sequence of length 1 ("per step") where
+    the hoisted result would take PROJECTION_PER_STEP_BYTES or more. Always hoisted where the model
+    has no prologue or composes several recurrences itself (Model.forward), and where the prologue
+    mixes time steps (checked on the case's first two steps in numpy: a convolution over T could
+    not run per step)."""
+    if model.prologue is None or model.forward is not None or case.xs is None:
+        return model, {}
+    from rnnbench.model import numpy_dtype
+    from rnnbench.ops import numpy_ops
+
+    ops, prologue, step = numpy_ops(), model.prologue, model.step
+    xs = np.asarray(case.xs[:2])
+    whole = prologue(ops, case.params, xs)
+    apart = np.concatenate([prologue(ops, case.params, xs[t:t + 1]) for t in range(len(xs))])
+    size = case.length * int(np.prod(np.shape(whole)[1:])) * np.dtype(numpy_dtype(dtype)).itemsize
+    settings: dict[str, Any] = {"input_projection": "hoisted", "input_projection_bytes": size,
+                                "input_projection_rule": f"per step from {PROJECTION_PER_STEP_BYTES} bytes"}
+    if np.shape(whole) != np.shape(apart) or not np.allclose(whole, apart, rtol=1e-12, atol=1e-12):
+        return model, {**settings, "input_projection": "hoisted (the prologue mixes time steps)"}
+    if size < PROJECTION_PER_STEP_BYTES:
+        return model, settings
+
+    def step_with_prologue(ops, params, carry, x):
+        return step(ops, params, carry, prologue(ops, params, x[None])[0])
+
+    return dataclasses.replace(model, prologue=None, step=step_with_prologue), {**settings, "input_projection": "per step"}
 
 
 def configure() -> None:

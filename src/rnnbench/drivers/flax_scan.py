@@ -13,6 +13,7 @@ from rnnbench.ops import jax_ops
 
 
 def recurrence_module(model: Model, case: Case):
+    """The flax module running `model` (its step lifted with nn.scan) on `case`'s shapes."""
     import flax.linen as nn
     import jax.numpy as jnp
 
@@ -45,14 +46,15 @@ def recurrence_module(model: Model, case: Case):
 def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
     diff, rest, consts = _jax.model_arrays(model, case, dtype, device)
     ops = jax_ops()
-    module = recurrence_module(model, case)
+    run_model, projection = _jax.input_projection(model, case, dtype)
+    module = recurrence_module(run_model, case)
 
     def loss_fn(diff, rest):
         params, carry0, xs = unflatten(model, case, {**diff, **rest})
         carry, ys = module.apply({"params": params}, carry0, xs)
         return model.loss(ops, consts, ys, carry)
 
-    return _jax.prepared_from_loss(loss_fn, diff, rest, {"flax": "linen nn.scan"})
+    return _jax.prepared_from_loss(loss_fn, diff, rest, {"flax": "linen nn.scan", **projection})
 
 
 DRIVERS = (

@@ -13,6 +13,7 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
 
     diff, rest, consts = _jax.model_arrays(model, case, dtype, device)
     ops = jax_ops()
+    run_model, projection = _jax.input_projection(model, case, dtype)
 
     def recur(step, params, carry0, xs, length):
         # lax.scan takes xs=None with a length, and then hands the step None
@@ -21,10 +22,10 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
 
     def loss_fn(diff, rest):
         params, carry0, xs = unflatten(model, case, {**diff, **rest})
-        ys, carry = run_forward(ops, model, params, carry0, xs, case.length, recur)
+        ys, carry = run_forward(ops, run_model, params, carry0, xs, case.length, recur)
         return model.loss(ops, consts, ys, carry)
 
-    return _jax.prepared_from_loss(loss_fn, diff, rest, {"jit": True, "loop": "lax.scan"})
+    return _jax.prepared_from_loss(loss_fn, diff, rest, {"jit": True, "loop": "lax.scan", **projection})
 
 
 DRIVERS = (
