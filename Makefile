@@ -74,3 +74,10 @@ check-html: venv
 	@if [ -f .asv/html/index.html ]; then \
 	  $(BIN)/python benchmarks/offline_html.py vendor .asv/html && \
 	  $(BIN)/python benchmarks/offline_html.py check .asv/html --expect bench_recurrence; fi
+
+# The idiomatic comparison (docs/measuring.md#the-idiomatic-comparison): each rnnbench mechanism
+# against its framework's best idiomatic form of the same math; ~15 minutes on 2 cores. Writes
+# docs/results/<date>-idiomatic.{jsonl,md} and -tgrowth.{jsonl,png}.
+.PHONY: idiomatic
+idiomatic: venv
+	$(BIN)/python -m rnnbench.run.idiomatic --out docs/results/$$(date +%F)-idiomatic

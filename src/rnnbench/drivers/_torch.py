@@ -161,6 +161,20 @@ def prepared_from_loss(
     return Prepared(loss_and_grads, forward, forward_backward, block, dict(settings), hvp if second_order else None)
 
 
+# compiled() resets dynamo first (see there). A caller that keeps several compiled functions alive
+# at once (the idiomatic comparison times them interleaved) sets this False and resets dynamo itself
+# between models: a reset drops the code every earlier torch.compile made, so they would recompile.
+RESET_DYNAMO_BEFORE_COMPILE = True
+
+
+def reset_dynamo() -> None:
+    """A clean dynamo state (compiled code and recompile counts dropped), for callers that set
+    RESET_DYNAMO_BEFORE_COMPILE False."""
+    import torch
+
+    torch._dynamo.reset()
+
+
 def compiled(loss_fn: Callable[[dict[str, Any]], Any], dynamo_config: Mapping[str, Any] = {}) -> tuple[Callable, dict[str, Any]]:
     """(torch.compile(loss_fn) with inductor, the settings to record). Starts from a clean dynamo
     state: dynamo caches compiled code per code object, so without a reset the second model
@@ -169,7 +183,8 @@ def compiled(loss_fn: Callable[[dict[str, Any]], Any], dynamo_config: Mapping[st
     of torch._dynamo.config to set (and record) for this compile."""
     import torch
 
-    torch._dynamo.reset()
+    if RESET_DYNAMO_BEFORE_COMPILE:
+        torch._dynamo.reset()
     settings: dict[str, Any] = {"backend": "inductor", "fullgraph": True}
     for key, value in dynamo_config.items():
         setattr(torch._dynamo.config, key, value)

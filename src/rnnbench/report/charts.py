@@ -430,3 +430,67 @@ def all_charts(records: list[dict], out: Path) -> list[Path]:
     paths.append(roofline_chart(records, out, colors))
     paths.append(grad_error_heatmap(records, out))
     return [p for p in paths if p is not None]
+
+
+def idiomatic_t_growth_chart(records: list[dict], path: Path) -> Optional[Path]:
+    """The T sweep of the idiomatic comparison (rnnbench.run.idiomatic): fwd+bwd median ms vs T,
+    log-log, one line per driver (IQR band), the baseline families ("idiomatic: ...", each at its
+    fastest variant per T) dashed, with a dotted slope-1 guide through the smallest-T median of the
+    first driver: a line steeper than the guide grows super-linearly in T. Candidates not run at
+    some T (over a budget, or not ok) end with an x and say why in the legend."""
+    plt = _plt()
+    rows = [r for r in records if (r.get("sizes") or {}).get("T")]
+    if not rows:
+        return None
+    by_driver: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_driver[r["driver"]].append(r)
+    fig, ax = plt.subplots(figsize=(11, 6.5))
+    cmap, markers = plt.get_cmap("tab10"), "osD^vP*X"
+    all_ms: list[float] = []
+    for i, (driver, recs) in enumerate(sorted(by_driver.items(), key=lambda kv: (kv[0].startswith("idiomatic"), kv[0]))):
+        recs = sorted(recs, key=lambda r: r["sizes"]["T"])
+        ok = [r for r in recs if r["status"] == "ok" and r.get("fwd_bwd")]
+        not_run = [r for r in recs if not (r["status"] == "ok" and r.get("fwd_bwd"))]
+        label = driver + (f" (not run at T={','.join(str(r['sizes']['T']) for r in not_run)})" if not_run else "")
+        style = dict(color=cmap(i % 10), marker=markers[i % len(markers)], ms=5, lw=1.6,
+                     ls="--" if driver.startswith("idiomatic") else "-")
+        if ok:
+            x = [r["sizes"]["T"] for r in ok]
+            med = [r["fwd_bwd"]["median_ms"] for r in ok]
+            all_ms += med
+            ax.plot(x, med, label=label, **style)
+            ax.fill_between(x, [r["fwd_bwd"]["q1_ms"] for r in ok], [r["fwd_bwd"]["q3_ms"] for r in ok],
+                            color=style["color"], alpha=0.15)
+            if not_run:
+                ax.plot([not_run[0]["sizes"]["T"]], [med[-1]], "x", color=style["color"], ms=9, mew=2)
+        else:
+            ax.plot([], [], label=label, **style)
+    ts = sorted({r["sizes"]["T"] for r in rows})
+    if all_ms:
+        lo = min(all_ms)
+        ax.plot(ts, [lo * t / ts[0] for t in ts], ":", color="gray", lw=1, label="slope 1 (linear in T)")
+    first = rows[0]
+    fixed = ", ".join(f"{k}={v}" for k, v in first["sizes"].items() if k != "T")
+    ax.set(xscale="log", yscale="log", xlabel="T (steps)", ylabel="fwd+bwd median ms (band: IQR)",
+           title=f"{first['model']}: fwd+bwd time vs T ({fixed}, {first['dtype']}, "
+                 f"{(first.get('settings') or {}).get('threads', '?')} thread(s))")
+    _readable_log_y(ax)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.set_xticks(ts, [str(t) for t in ts])
+    ax.minorticks_off()
+    ax.legend(fontsize=7.5, loc="upper left")
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+    return path
+
+
+if __name__ == "__main__":  # python -m rnnbench.report.charts idiomatic-tgrowth RECORDS.jsonl OUT.png
+    import sys
+
+    from rnnbench import record
+
+    if len(sys.argv) != 4 or sys.argv[1] != "idiomatic-tgrowth":
+        sys.exit("usage: python -m rnnbench.report.charts idiomatic-tgrowth RECORDS.jsonl OUT.png")
+    idiomatic_t_growth_chart(record.load([Path(sys.argv[2])]), Path(sys.argv[3]))
