@@ -15,7 +15,8 @@ longer matters), and never compute a list from the package.
 
 Two classes:
   Curated     one driver per mechanism on rnn and lstm at the small size, time_fwd_bwd only: the
-              set for `asv continuous` (select with `-b Curated`), about 6 minutes a commit on 2 cores.
+              set for `asv continuous` (select with `-b Curated`), 7-11 minutes a commit on 2
+              shared cores (measured 422-647 s at load average 2-5).
   Recurrence  the full matrix models x drivers x sizes with fwd / fwd+bwd time, peak memory,
               gradient error and cold first call: nightly-style runs.
 
@@ -27,11 +28,12 @@ sample; the checked, compiled driver is kept per process (_checked), so a re-run
 look-up and every sample times the same compiled code. Each timed call blocks on its result.
 
 asv (>= 0.6.6) runs every benchmark in a fresh interpreter: the first setup pays import + compile,
-hence the timeout. Threads are pinned to 1 and compilation caches are off (see
+hence the timeout. Threads are 1 and compilation caches are off (see
 rnnbench.run.timing) before any framework is imported, so track_first_call_s is a cold compile.
 """
 
 import os
+import time
 
 try:  # an rnnbench too old for these entry points: every benchmark is n/a, with the reason
     from rnnbench.run.environments import thread_env
@@ -98,6 +100,14 @@ CURATED_DRIVERS = tuple(dict.fromkeys(d for drivers in CURATED.values() for d in
 # (model, driver, size) -> (Check, Prepared), filled by the first setup of this process.
 _checked = {}
 
+# The clock Curated reads, chosen per row in setup (see Curated). One benchmark per process.
+_clock = time.perf_counter
+
+
+def curated_timer():
+    """Curated's timer: process CPU time for torch rows, wall time for jax rows (set by setup)."""
+    return _clock()
+
 
 def checked(model, driver, size):
     """The gradient-checked, compiled driver for one benchmark, prepared once per process.
@@ -126,11 +136,19 @@ class Curated:
     lax.scan, flax nn.scan, the torch.nn vendor layer, the flax cell) on rnn and lstm, small size:
     forward+backward time. For `asv continuous -b Curated`; the full matrix is Recurrence.
 
-    Timing settings, chosen so that two runs of one commit agree within 10 % on a shared 2-core
-    machine (measured: docs/results/2026-11-25-asv-history.md): every sample is ONE call (this
-    asv re-runs setup before each timed call anyway), and the reported value is the median of many
-    such samples from 2 processes (rounds), which discounts the one-sided stalls a shared machine
-    adds; at least 20 samples and up to 3 s of samples a round, after 0.3 s of warm-up calls.
+    Settings, measured by running one commit twice on a shared 2-core machine (load average 2-5;
+    docs/results/2026-11-25-asv-history.md): with these, every torch row agreed within 10 %
+    (<= 9 %), the jax rows within 16 %.
+    - every sample is ONE call (this asv re-runs setup before each timed call anyway), and the
+      value is the median of many samples: at least 20 and up to 3 s of them per round, after
+      0.3 s of warm-up calls, in 2 processes (rounds; each compiles cold, so more rounds cost
+      ~35 s per compiled row);
+    - the clock: torch rows run single-threaded in the calling thread, so they are timed in
+      process CPU time, which does not grow while other jobs hold the core (a second run of
+      eager torch scan moved 1.40x / 0.89x in wall time, 1.00x / 0.98x in CPU time); jax rows
+      compute on the runtime's own threads, whose waits spin, so they are timed in wall time (in
+      CPU time they moved up to 0.73x; pinning the process to one CPU did not steady them: up to
+      1.31x). On an idle machine both clocks give the same number for a torch row.
     """
 
     params = (list(CURATED_MODELS), list(CURATED_DRIVERS))
@@ -142,11 +160,15 @@ class Curated:
     min_run_count = 1
     warmup_time = 0.3
     sample_time = 0.01  # unused while number is fixed; stated so no default is implied
+    timer = staticmethod(curated_timer)
 
     def setup(self, model, driver):
+        global _clock
         if driver not in CURATED.get(model, ()):
             raise NotImplementedError(f"{driver} is not in the curated set for {model}")
         self.prepared = checked(model, driver, "small")[1]
+        torch_row = registry.drivers()[driver].framework.name == "torch"
+        _clock = time.process_time if torch_row else time.perf_counter
 
     def time_fwd_bwd(self, model, driver):
         self.prepared.block(self.prepared.forward_backward())
