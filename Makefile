@@ -56,7 +56,7 @@ clean-xla:
 
 # --- asv: the curated set, offline HTML (benchmarks/, docs/measuring.md#asv) ---
 # `make asv-curated` compares HEAD with ASV_BASE on the curated set (one driver per mechanism,
-# ~6 minutes a commit on 2 cores); `make asv-publish` writes .asv/html and vendors the page's
+# 7-11 minutes a commit on 2 shared cores); `make asv-publish` writes .asv/html and vendors the page's
 # scripts so it renders with no network; `make check-html` loads both HTML outputs in headless
 # Chromium that can reach only 127.0.0.1 (fails when Chromium is missing: apt-get install chromium).
 ASV_BASE ?= HEAD~1
