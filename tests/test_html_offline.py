@@ -32,13 +32,17 @@ NO_CHROMIUM = ("no Chromium installed (looked for " + ", ".join(offline_html.CHR
                + "): `apt-get install chromium` to run the offline browser checks")
 
 
-@pytest.fixture
-def chromium() -> str:
+def _need_chromium() -> str:
     if CHROMIUM is None:
         if REQUIRE:
             pytest.fail(NO_CHROMIUM)
         pytest.skip(NO_CHROMIUM)
     return CHROMIUM
+
+
+@pytest.fixture
+def chromium() -> str:
+    return _need_chromium()
 
 
 def asv_template() -> str:
@@ -93,6 +97,7 @@ def track_offline_demo_value():
 def asv_site(tmp_path_factory) -> Path:
     """A real `asv run` + `asv publish` of a two-benchmark suite (the interpreter running pytest as
     asv's existing environment, so nothing is built): asv's own page, not a hand-made one."""
+    _need_chromium()  # module scope is set up before the function-scoped chromium fixture
     proj = tmp_path_factory.mktemp("asvproj")
     (proj / "benchmarks").mkdir()
     (proj / "benchmarks" / "__init__.py").write_text("")
