@@ -123,7 +123,7 @@ def plan_for(quick: bool, threads: int) -> Plan:
     return Plan(points=tuple((m, tuple(s.items())) for m in MODELS for s in (SMALL, REVIEW)), sweep_model="lstm",
                 sweep_sizes=tuple(SMALL.items()), sweep=(32, 64, 128, 256, 512), unrolls=(1, 2, 4),
                 rounds=11, target_sample_ms=20.0, slow_call_s=1.0, first_call_budget_s=45.0,
-                point_first_call_budget_s=150.0, threads=threads)
+                point_first_call_budget_s=200.0, threads=threads)
 
 
 # ---- the idiomatic baselines, written as a user of each framework would ---------------------------
