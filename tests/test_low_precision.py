@@ -77,6 +77,7 @@ def _vjp_cases(rng: np.random.Generator) -> dict:
         "sum": (lambda o, a: o.sum(a * a), (x,)),
         "transpose": (lambda o, a: o.transpose(a), (x,)), "reshape": (lambda o, a: o.reshape(a, (2, 6)), (x,)),
         "flip": (lambda o, a: o.flip(a * o.sin(a)), (x,)),
+        "unstack": (lambda o, a: o.stack([row * (i + 1.0) for i, row in enumerate(o.unstack(a * a))]), (x,)),
         "concat": (lambda o, a, c: o.concat([a, c * c]), (x, y)),
         "concat_axis1": (lambda o, a, c: o.concat([a, c * c, a], axis=1), (x, y)),
         "concat_axis-1": (lambda o, a, c: o.concat([c * a, c], axis=-1), (x, y)),
