@@ -65,14 +65,26 @@ def test_records_are_valid_rnnbench_records(quick) -> None:
 def test_every_baseline_agrees_with_the_oracle(quick) -> None:
     out, _ = quick
     comparison = _records(Path(f"{out}.jsonl"))
+    from rnnbench.run import idiomatic
+
     families = {(r["model"], r["baseline"]) for r in comparison}
-    assert families == {(m, f) for m in ("lstm", "rnn")
-                        for f in ("torch.nn", "unbind loop", "unbind loop compiled", "flax nn.RNN cell", "lax.scan")}
+    every = {c.family for c in idiomatic.candidates(idiomatic.plan_for(True, 1)) if c.family}
+    assert {"torch.nn", "unbind loop", "scan, hand-written", "jit loop", "flax nn.RNN cell", "lax.scan"} <= every
+    assert families == {(m, f) for m in ("lstm", "rnn") for f in every}
     variants = {(r["model"], v["variant"]): v for r in comparison for v in r["baseline_variants"]}
     assert any(name.startswith("lax_scan[unroll=4") for _, name in variants)
     for (model, name), v in variants.items():
         assert v["status"] == Status.OK, (model, name, v)
         assert v["max_rel_error"] is not None and v["max_rel_error"] <= v["tolerance"], (model, name, v)
+
+
+def test_each_mechanism_has_its_own_idiomatic_family() -> None:
+    """The ratio table's same-mechanism column divides by a family the comparison runs."""
+    from rnnbench.run import idiomatic
+
+    families = {c.family for c in idiomatic.candidates(idiomatic.plan_for(True, 1)) if c.family}
+    assert set(idiomatic.SAME_MECHANISM) == set(idiomatic.MECHANISMS)
+    assert set(idiomatic.SAME_MECHANISM.values()) <= families
 
 
 # ---- the loops differentiate in O(T) ---------------------------------------------------------------
