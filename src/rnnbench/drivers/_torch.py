@@ -59,6 +59,9 @@ TORCH = Framework(
     threads_in_use=threads_in_use,
     device_missing=device_missing,
     cold_cache_env=inductor_cold_cache_env,
+    # inductor keeps its FX-graph and AOT-autograd caches on disk by default (under
+    # /tmp/torchinductor_<user>), so `run` needs no warm_cache_env for it.
+    cache_variables=("TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE", "TORCHINDUCTOR_CACHE_DIR"),
 )
 
 
@@ -122,7 +125,10 @@ def prepared_from_loss(
     """Prepared for a torch loss function of the inputs dict; gradients are read from `.grad`, where
     None means the input does not reach the loss (the judge reads it as a zero gradient: a true
     zero is an answer, and a wrong zero is missing_grad against the oracle).
-    forward runs under no_grad (inference); forward_backward builds the graph and back-propagates.
+    forward is the training step's forward (grad enabled, graph recorded, no backward): a compiled
+    loss_fn then reuses the program compiled for forward_backward (under no_grad, torch.compile
+    would trace and compile a second, inference program), and fwd_bwd - fwd is the backward's time;
+    forward_backward builds the graph and back-propagates.
     second_order: also provide hvp (double backward; eager drivers only)."""
     import torch
 
@@ -139,8 +145,7 @@ def prepared_from_loss(
         return float(loss.detach()), {name: to_numpy(inputs[name].grad) for name in wrt}
 
     def forward():
-        with torch.no_grad():
-            return loss_fn(inputs)
+        return loss_fn(inputs)  # the graph it records is freed with the returned loss
 
     def hvp(v: Mapping[str, np.ndarray]) -> dict[str, np.ndarray | None]:
         """H v by double backward: d/dp <d loss/d p, v>."""

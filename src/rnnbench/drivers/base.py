@@ -59,6 +59,10 @@ class Framework:
     device_missing(device): None, or why `device` is not usable by it here.
     cold_cache_env(root): environment variables that switch its on-disk compile caches off (cache
         directories under `root`), for cold first-call times.
+    warm_cache_env(root): environment variables that keep its on-disk compile caches under `root`,
+        across runs (`rnnbench run`: a repeated run's first calls reuse earlier compiles).
+    cache_variables: the environment variables that decide its on-disk compile caches (each row
+        records their values: a first call may have been served by a cache).
     """
 
     name: str
@@ -71,6 +75,8 @@ class Framework:
     threads_in_use: Callable[[], dict[str, int]] = lambda: {}
     device_missing: Callable[[str], Optional[str]] = lambda device: None
     cold_cache_env: Callable[[str], dict[str, str]] = lambda root: {}
+    warm_cache_env: Callable[[str], dict[str, str]] = lambda root: {}
+    cache_variables: tuple[str, ...] = ()
 
     def available(self) -> Optional[str]:
         """None, or the reason the framework cannot be used in this Python environment."""

@@ -5,6 +5,7 @@ forward+backward. Returns a plain-data record."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -166,8 +167,9 @@ def run_row(job: Job) -> dict[str, Any]:
         before = cpu_clock()
         rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing).to_dict()
         spans.append((before, cpu_clock()))
-        # forward() is a separate callable (jax: its own jit; torch.compile: a no_grad recompile):
-        # its first call is timed apart, then its steady state.
+        # forward() is the training step's forward: torch (eager or compiled) runs the program
+        # fwd_bwd ran, jax compiles jit(loss) (the training forward once XLA drops the unused
+        # residuals); its first call is timed apart, then its steady state.
         rec["fwd_first_call_s"] = first_call(prepared.forward, prepared.block)
         before = cpu_clock()
         rec["fwd"] = measure(prepared.forward, prepared.block, job.timing).to_dict()
@@ -188,6 +190,9 @@ def run_row(job: Job) -> dict[str, Any]:
     # Thread counts as the framework reports them (the requested count is in `threads`).
     rec["environment"]["threads_in_use"] = {"os_cpus_available": len(allowed_cpus()),
                                             **driver.framework.threads_in_use()}
+    # Whether its first call could have been served by an on-disk compile cache.
+    rec["environment"]["compile_cache"] = {k: os.environ.get(k, "(unset: the framework's default)")
+                                           for k in driver.framework.cache_variables}
     # The cores it ran on and what it used of them over the timed loops (rnnbench.run.timing.cpu_record).
     rec["cpu"] = cpu_record(job.threads, allowed_cpus(), spans, load_start, load_average())
     return rec

@@ -113,6 +113,25 @@ def cold_cache_env(root: str | None = None) -> dict[str, str]:
     return env
 
 
+def cache_root() -> Path:
+    """$XDG_CACHE_HOME/rnnbench (default ~/.cache/rnnbench): what rnnbench keeps across runs."""
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "rnnbench"
+
+
+def warm_cache_env() -> dict[str, str]:
+    """Environment variables for `rnnbench run`'s workers: every registered framework's on-disk
+    compile caches kept across runs under cache_root()/compile (Framework.warm_cache_env), except
+    variables the user has set. A repeated run then reuses earlier compiles (its first calls are
+    warm; each row records the cache variables it ran with)."""
+    from rnnbench import registry
+
+    env: dict[str, str] = {}
+    for framework in registry.frameworks().values():
+        env.update(framework.warm_cache_env(str(cache_root() / "compile")))
+    return {k: v for k, v in env.items() if k not in os.environ}
+
+
 def peak_rss_mb() -> float:
     """This process's resident-set high-water mark in MiB (ru_maxrss is KiB on Linux)."""
     kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -424,8 +443,7 @@ def measure_gemms(dtype: str, threads: int, shapes: Sequence[Sequence[int]]) -> 
 
 def peak_cache_path() -> Path:
     """$XDG_CACHE_HOME/rnnbench/gemm_peak.json (default ~/.cache/rnnbench/gemm_peak.json)."""
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "rnnbench" / "gemm_peak.json"
+    return cache_root() / "gemm_peak.json"
 
 
 def _peak_key(dtype: str, threads: int, cpus: Sequence[int]) -> dict[str, Any]:
