@@ -60,7 +60,11 @@ clean-xla:
 # scripts so it renders with no network; `make check-html` loads both HTML outputs in headless
 # Chromium that can reach only 127.0.0.1 (fails when Chromium is missing: apt-get install chromium).
 ASV_BASE ?= HEAD~1
-.PHONY: asv-curated asv-publish check-html
+.PHONY: asv-curated asv-publish check-html charts
+
+# Redraw every chart published under docs/ from its committed records (docs/charts.toml).
+charts: venv
+	$(BIN)/python -m rnnbench.report.published docs/charts.toml
 
 asv-curated: venv
 	$(BIN)/asv continuous --show-stderr -b Curated $(ASV_BASE) HEAD
