@@ -39,8 +39,9 @@ bench: venv
 bench-all: venv venv-xla
 	$(BIN)/rnnbench run
 
+# --durations: the slowest tests close the output (where CI's time goes).
 test: venv
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25
 
 # The torch_xla / torch 2.9.0 tests in their own interpreter, then the cross-environment tests from
 # the main one (required here: they fail instead of skipping when the environment is missing).
