@@ -19,6 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -49,7 +50,18 @@ class Run:
         return self.dir / "r.jsonl"
 
 
-def start(tmp_path: Path, *args: str, stdout=subprocess.PIPE, **extra_env: str) -> Run:
+def _default_signals(ignored: tuple[signal.Signals, ...]) -> Callable[[], None]:
+    """For the child: the signals these tests send at their default disposition, whatever the test
+    runner inherited (under `nohup` SIGHUP is ignored, and rnnbench keeps an ignored signal ignored),
+    except those in `ignored`."""
+    def set_dispositions() -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN if sig in ignored else signal.SIG_DFL)
+    return set_dispositions
+
+
+def start(tmp_path: Path, *args: str, stdout=subprocess.PIPE, ignored: tuple[signal.Signals, ...] = (),
+          **extra_env: str) -> Run:
     marker = uuid.uuid4().hex
     (tmp_path / "tmp").mkdir(exist_ok=True)
     (tmp_path / "sentinel").mkdir(exist_ok=True)
@@ -58,7 +70,7 @@ def start(tmp_path: Path, *args: str, stdout=subprocess.PIPE, **extra_env: str) 
            "RNNBENCH_TEST_MARKER": marker, "RNNBENCH_FAULTY_SENTINEL": str(tmp_path / "sentinel"),
            "XDG_CACHE_HOME": str(tmp_path / "cache"), **extra_env}
     proc = subprocess.Popen([sys.executable, "-m", "rnnbench.cli", *args], stdout=stdout, stderr=subprocess.PIPE,
-                            env=env, cwd=tmp_path)
+                            env=env, cwd=tmp_path, preexec_fn=_default_signals(ignored))
     return Run(proc, marker, tmp_path)
 
 
@@ -129,6 +141,21 @@ def test_signal_to_the_run_alone(tmp_path: Path, sig: signal.Signals) -> None:
     gone_after(run.marker)
     assert_records_kept(run)
     assert rnnbench_temp_files(run.tmpdir) == []
+
+
+def test_a_hangup_under_nohup_does_not_stop_the_run(tmp_path: Path) -> None:
+    """SIGHUP ignored by whoever started rnnbench (nohup) stays ignored: the run goes on; SIGTERM
+    still ends it the usual way."""
+    run = start(tmp_path, *RUN, ignored=(signal.SIGHUP,))
+    hanging(run)
+    os.kill(run.proc.pid, signal.SIGHUP)
+    time.sleep(1.0)
+    assert run.proc.poll() is None, "a hangup stopped a run started under nohup"
+    os.kill(run.proc.pid, signal.SIGTERM)
+    code, _ = finish(run)
+    assert code == 128 + signal.SIGTERM
+    gone_after(run.marker)
+    assert_records_kept(run)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
