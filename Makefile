@@ -26,11 +26,10 @@ $(VENV)/.installed: requirements/main.txt pyproject.toml
 
 venv-xla: $(XLA_VENV)/.installed
 
-$(XLA_VENV)/.installed: requirements/xla.txt pyproject.toml
-	$(PYTHON) -m venv $(XLA_VENV)
-	$(XLA_BIN)/python -m pip install -q --upgrade pip
-	$(XLA_BIN)/python -m pip install -q -r requirements/xla.txt
-	$(XLA_BIN)/python -m pip install -q --no-deps -e .
+# Created by rnnbench from its entry in src/rnnbench/environments.toml (uv; ~1 min, 7 GB); rebuilt
+# when requirements/xla.txt changes.
+$(XLA_VENV)/.installed: requirements/xla.txt pyproject.toml | venv
+	$(BIN)/rnnbench env create xla
 	touch $@
 
 bench: venv

@@ -12,7 +12,7 @@ import pytest
 
 from _known_issue_marks import known_issue_marks
 from rnnbench import registry
-from rnnbench.run.environments import current
+from rnnbench.run.environments import current, runs
 
 GRADIENT_DTYPES = ("float64", "float32")
 sys.path.insert(0, str(Path(__file__).parent / "plugins"))  # faulty drivers, importable by tests
@@ -33,7 +33,7 @@ def model_driver_pairs(dtypes: tuple[str, ...] = ()) -> list:
     here = current()
     params = []
     for d in registry.drivers().values():
-        if here not in d.environments:
+        if not runs(d, here):
             continue
         for m in registry.models().values():
             if d.supports(m) is not None:
@@ -63,7 +63,7 @@ def second_order_pairs() -> list:
     second-order registry entry covers are strict xfails."""
     here, params = current(), []
     for d in registry.drivers().values():
-        if here not in d.environments or not d.second_order:
+        if not runs(d, here) or not d.second_order:
             continue
         for m in registry.models().values():
             if m.suite != "core" or d.supports(m) is not None:

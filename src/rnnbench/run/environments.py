@@ -1,23 +1,42 @@
-"""Python environments that drivers run in. The main one is this interpreter; others (e.g. the
-torch 2.9.0 + torch_xla environment) are separate virtual environments driven as subprocesses, so
-a driver's result always crosses a process boundary as plain data."""
+"""Python environments that drivers run in, as data: src/rnnbench/environments.toml, plus the
+[environments.<name>] tables of a --config file (`add_definitions`). The main environment is
+the running interpreter; each other one is a separate virtual environment driven as a
+subprocess, so a driver's result always crosses a process boundary as plain data.
+
+An environment with pinned requirements is created on demand (`create`) with uv into a cache
+directory keyed by a hash of its requirements and Python version, and reused while they are
+unchanged. rnnbench is installed there as an editable install of this checkout, so every
+environment runs the same rnnbench source. Which drivers an environment runs: a default
+environment (main, xla) runs the drivers that name it (Driver.environments, the default run's
+rows); any other environment, a framework version of the matrix, runs every driver whose
+framework's packages its requirements pin (`runs`)."""
 
 from __future__ import annotations
 
+import fcntl
 import functools
+import hashlib
 import importlib.metadata
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
+
+from rnnbench.errors import InputError
 
 REPO = Path(__file__).resolve().parents[3]
+DEFINITIONS = Path(__file__).resolve().parents[1] / "environments.toml"
 
 XLA_PYTHON_VAR = "RNNBENCH_XLA_PYTHON"
 """Overrides where the torch_xla environment's interpreter is (default <repo>/.venv-xla/bin/python)."""
+
+COMPLETE_MARK = ".rnnbench-complete"  # written last: a directory without it is a creation cut short
 
 
 @dataclass(frozen=True)
@@ -27,16 +46,44 @@ class Environment:
     create_command: str  # what a user runs to create it
     purpose: str = ""
     variables: Mapping[str, str] = field(default_factory=dict)  # set for its worker processes
+    requirements: tuple[str, ...] = ()  # pinned requirements (read from its file where it names one)
+    requirements_file: Optional[str] = None
+    default: bool = True  # in the default selection
+    creatable: bool = True  # False: the running interpreter (main), which rnnbench cannot create
+
+    @property
+    def prefix(self) -> Path:
+        return Path(self.python).parent.parent
 
     def missing_reason(self) -> Optional[str]:
-        if Path(self.python).exists():
+        if Path(self.python).exists() and (not self.creatable or self.complete()):
             return None
         what = f"{self.purpose} environment" if self.purpose else "environment"
         return f"run `{self.create_command}` to create the {what} ('{self.name}': {self.python} not found)"
 
+    def complete(self) -> bool:
+        """Created to the end from today's requirements: by `create` (its mark names them), or by
+        hand (an interpreter without create's marks)."""
+        try:
+            made = json.loads((self.prefix / COMPLETE_MARK).read_text())
+        except (OSError, ValueError):
+            return not (self.prefix / ".rnnbench-partial").exists()
+        return isinstance(made, dict) and made.get("requirements") == list(self.requirements)
+
+    def packages(self) -> set[str]:
+        """The distribution names its requirements pin, normalized (`jax[cpu]==0.8.2` -> jax)."""
+        names = set()
+        for line in self.requirements:
+            m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line)
+            if m:
+                names.add(m.group(1).lower().replace("-", "_"))
+        return names
+
 
 # The packages whose versions determine a row's result (recorded in its settings and fingerprint).
 VERSIONED_PACKAGES = ("torch", "torch_xla", "jax", "jaxlib", "flax", "numpy")
+
+_EXTRA: dict[str, dict[str, Any]] = {}  # definitions added by a --config file (add_definitions)
 
 
 @functools.lru_cache(maxsize=None)
@@ -67,18 +114,100 @@ def _prefix_of(python: str) -> Path:
     return Path(python).parent.parent.resolve()
 
 
+def cache_root() -> Path:
+    """Where created environments live: $XDG_CACHE_HOME/rnnbench/envs (default ~/.cache)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "rnnbench" / "envs"
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin() -> dict[str, dict[str, Any]]:
+    import tomllib
+
+    with open(DEFINITIONS, "rb") as f:
+        return tomllib.load(f)
+
+
+DEFINITION_KEYS = {"about": str, "requirements": (str, list), "path": str, "python_variable": str,
+                   "variables": dict, "default": bool, "interpreter": str, "create": str, "purpose": str}
+
+
+def check_definition(name: str, entry: Any, where: str) -> dict[str, Any]:
+    """`entry` as an environment definition, or InputError naming `where` (a config file's key)."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise InputError(f"{where}: environment name {name!r} must be letters, digits, '.', '_' or '-'")
+    if not isinstance(entry, dict):
+        raise InputError(f"{where}: environment {name!r} must be a table, got {type(entry).__name__}")
+    for key, value in entry.items():
+        if key not in DEFINITION_KEYS:
+            raise InputError(f"{where}: environment {name!r}: unknown key {key!r}; known: {', '.join(DEFINITION_KEYS)}")
+        if not isinstance(value, DEFINITION_KEYS[key]):
+            raise InputError(f"{where}: environment {name!r}: {key!r} has the wrong type ({type(value).__name__})")
+    reqs = entry.get("requirements")
+    if isinstance(reqs, list) and not all(isinstance(r, str) and r.strip() for r in reqs):
+        raise InputError(f"{where}: environment {name!r}: requirements must be non-empty strings")
+    if not any(k in entry for k in ("requirements", "path")) and name not in _builtin():
+        raise InputError(f"{where}: environment {name!r} needs `requirements` (pins to create it from) or `path`")
+    if not all(isinstance(v, str) for v in entry.get("variables", {}).values()):
+        raise InputError(f"{where}: environment {name!r}: variables must be strings")
+    return entry
+
+
+def add_definitions(definitions: Mapping[str, Any], where: str) -> list[str]:
+    """Add or replace environments from a --config file's [environments.<name>] tables (an empty
+    table names a built-in one); returns their names, the run's selection."""
+    for name, entry in definitions.items():
+        _EXTRA[name] = {**_builtin().get(name, {}), **check_definition(name, entry, where)}
+    package_versions.cache_clear()
+    return list(definitions)
+
+
+@functools.lru_cache(maxsize=None)
+def _requirements_file(path: Path) -> tuple[str, ...]:
+    return tuple(l.split("#")[0].strip() for l in path.read_text().splitlines() if l.split("#")[0].strip())
+
+
+def _requirements(entry: Mapping[str, Any]) -> tuple[tuple[str, ...], Optional[str]]:
+    reqs = entry.get("requirements", ())
+    if isinstance(reqs, str):
+        path = REPO / reqs
+        try:
+            return _requirements_file(path), str(path)
+        except OSError:
+            return (), str(path)
+    return tuple(reqs), None
+
+
+def _hash(requirements: tuple[str, ...]) -> str:
+    what = json.dumps([sorted(requirements), list(sys.version_info[:2])])
+    return hashlib.sha256(what.encode()).hexdigest()[:10]
+
+
+def _environment(name: str, entry: Mapping[str, Any]) -> Environment:
+    requirements, requirements_file = _requirements(entry)
+    creatable = entry.get("interpreter") != "this"
+    if "path" in entry:
+        python = str(REPO / entry["path"] / "bin" / "python")
+    else:
+        python = str(cache_root() / f"{name}-{_hash(requirements)}" / "bin" / "python")
+    override = os.environ.get(entry["python_variable"]) if entry.get("python_variable") else None
+    if override:
+        python = override
+    command = entry.get("create", f"rnnbench env create {name}")
+    return Environment(name, python, command, entry.get("purpose", ""), dict(entry.get("variables", {})),
+                       requirements, requirements_file, bool(entry.get("default", True)), creatable)
+
+
 def environments() -> dict[str, Environment]:
-    xla_python = os.environ.get(XLA_PYTHON_VAR) or str(REPO / ".venv-xla" / "bin" / "python")
-    # The main environment is this interpreter, unless this interpreter is the torch_xla one (a
-    # run started from there still sends main's rows to the main environment).
-    main_python = sys.executable
-    if Path(xla_python).exists() and _prefix_of(xla_python) == Path(sys.prefix).resolve():
-        main_python = str(REPO / ".venv" / "bin" / "python")
-    return {
-        "main": Environment("main", main_python, "make venv"),
-        # PJRT_DEVICE=CPU: torch_xla's device is the host CPU (it would otherwise guess, with a warning).
-        "xla": Environment("xla", xla_python, "make venv-xla", "torch_xla", {"PJRT_DEVICE": "CPU"}),
-    }
+    envs = {name: _environment(name, entry) for name, entry in {**_builtin(), **_EXTRA}.items()}
+    # The running interpreter is the main environment, unless it is another environment's (a run
+    # started from the torch_xla one still sends main's rows to main's own interpreter, at its path).
+    here = Path(sys.prefix).resolve()
+    if not any(env.creatable and Path(env.python).exists() and _prefix_of(env.python) == here for env in envs.values()):
+        for name, env in envs.items():
+            if not env.creatable:
+                envs[name] = Environment(**{**env.__dict__, "python": sys.executable})
+    return envs
 
 
 def get(name: str) -> Environment:
@@ -92,9 +221,24 @@ def current() -> str:
     """The name of the environment this interpreter belongs to ("main" unless it is another's)."""
     here = Path(sys.prefix).resolve()
     for env in environments().values():
-        if env.name != "main" and Path(env.python).exists() and _prefix_of(env.python) == here:
+        if env.creatable and Path(env.python).exists() and _prefix_of(env.python) == here:
             return env.name
     return "main"
+
+
+def default_names() -> list[str]:
+    return [name for name, env in environments().items() if env.default]
+
+
+def runs(driver: Any, env_name: str) -> bool:
+    """Whether `driver` has rows in environment `env_name`: a default environment runs the drivers
+    that name it; another one every driver whose framework's packages it pins."""
+    env = environments().get(env_name)
+    if env is None:
+        return False
+    if env.default:
+        return env_name in driver.environments
+    return set(driver.framework.packages) - {"numpy"} <= env.packages()
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -106,3 +250,88 @@ def thread_env(threads: int) -> dict[str, str]:
     for framework in registry.frameworks().values():
         env.update(framework.thread_env(threads))
     return env
+
+
+# ---------------------------------------------------------------------------------------------
+# Creating an environment
+
+
+def pip_sources() -> list[str]:
+    """pip's configured package sources (find-links, index URLs, constraint files), as uv flags:
+    uv reads no pip configuration, and an environment must resolve from the same sources as
+    `pip install` on this machine. With extra indexes, uv must be told to take the best version
+    across indexes (its default takes a package from the first index that has it at all)."""
+    try:
+        out = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                             timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    values: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        key, _, value = line.partition("=")
+        option = key.rpartition(".")[2]
+        values.setdefault(option, [])
+        for v in value.strip().strip("'\"").split():
+            if v not in values[option]:
+                values[option].append(v)
+    flags: list[str] = []
+    for option, flag in (("index-url", "--index-url"), ("extra-index-url", "--extra-index-url"),
+                         ("find-links", "--find-links"), ("constraint", "--constraint")):
+        for v in values.get(option, []):
+            if flag == "--constraint" and not Path(v).is_file():
+                continue
+            flags += [flag, v]
+    if values.get("extra-index-url") or values.get("find-links"):
+        flags += ["--index-strategy", "unsafe-best-match"]
+    return flags
+
+
+def _uv() -> Optional[str]:
+    return shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+
+
+def create(name: str, log: Callable[[str], None] = print) -> Environment:
+    """Create environment `name` unless it exists (complete); returns it. Holds a lock on
+    <prefix>.lock while it works, so two runs never build one environment at once; a directory a
+    creation cut short (no COMPLETE_MARK) is removed and built again."""
+    env = get(name)
+    if not env.creatable:
+        if env.missing_reason():
+            raise InputError(f"environment {name!r} is the interpreter rnnbench runs in; create it with `make venv`")
+        return env
+    if not env.requirements:
+        raise InputError(f"environment {name!r} has no requirements to create it from"
+                         + (f" ({env.requirements_file} is missing)" if env.requirements_file else ""))
+    uv = _uv()
+    if uv is None:
+        raise InputError("creating an environment needs uv (`pip install uv`; requirements/main.txt pins it)")
+    prefix = env.prefix
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with open(str(prefix) + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if env.missing_reason() is None:
+            return env
+        if prefix.exists():
+            shutil.rmtree(prefix)
+        start = time.perf_counter()
+        log(f"creating environment {name} in {prefix} ({', '.join(env.requirements) if not env.requirements_file else env.requirements_file})")
+        uv_env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "VIRTUAL_ENV": ""}
+        _run([uv, "venv", "-q", "--python", sys.executable, str(prefix)], uv_env)
+        (prefix / ".rnnbench-partial").touch()
+        python = str(prefix / "bin" / "python")
+        reqs = ["-r", env.requirements_file] if env.requirements_file else list(env.requirements)
+        _run([uv, "pip", "install", "-q", "--python", python, *pip_sources(), *reqs], uv_env)
+        _run([uv, "pip", "install", "-q", "--python", python, "--no-deps", "-e", str(REPO)], uv_env)
+        (prefix / COMPLETE_MARK).write_text(json.dumps({"requirements": list(env.requirements),
+                                                         "seconds": round(time.perf_counter() - start, 1)}) + "\n")
+        (prefix / ".rnnbench-partial").unlink()
+        log(f"created environment {name} in {time.perf_counter() - start:.0f} s")
+    package_versions.cache_clear()
+    return get(name)
+
+
+def _run(command: list[str], env: Mapping[str, str]) -> None:
+    proc = subprocess.run(command, env=dict(env), capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
+        raise RuntimeError(f"`{' '.join(command[:3])} ...` failed (exit {proc.returncode}):\n{tail}")

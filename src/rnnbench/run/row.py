@@ -251,7 +251,7 @@ def unavailable_reason(model: Model, driver: Driver, job: Job) -> Optional[str]:
     is installed there, and supports the dtype, device and model, is decided (Driver.why_not) only
     by a process of that environment (the runner's parent for its own environment, else the
     worker)."""
-    if job.environment not in driver.environments:
+    if not environments.runs(driver, job.environment):
         return f"{driver.name} does not run in environment '{job.environment}'"
     reason = driver.supports(model) or environments.get(job.environment).missing_reason()
     if reason is None and job.environment == environments.current():
