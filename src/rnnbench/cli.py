@@ -22,7 +22,7 @@ from rnnbench import losses, record, registry
 from rnnbench.errors import InputError
 from rnnbench.check.tolerance import tolerance
 from rnnbench.report.table import failure_reports, format_table, summary
-from rnnbench.run import environments, isolation
+from rnnbench.run import environments, executors, isolation
 from rnnbench.run.row import Job
 from rnnbench.run.timing import TimingConfig
 from rnnbench.status import is_failing
@@ -244,10 +244,20 @@ def _parser() -> _Parser:
                       "finishes (default results/fuzz-<timestamp>.jsonl)")
     fuzz.add_argument("--resume", action="store_true", help="continue --out: outcomes already recorded there are not "
                       "run again (same arguments required)")
+    for command in (run, sweep, fuzz):
+        _executor_flags(command)
     report = sub.add_parser("report", help="charts (PNG) and an HTML page from results files")
     report.add_argument("files", nargs="+")
     report.add_argument("--out-dir", default="results/report", help="where to write the PNGs and index.html")
     return p
+
+
+def _executor_flags(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--executor", choices=("local", "ray"), default="local",
+                         help="where the work runs: local worker processes (default) or a Ray cluster "
+                         "(a local instance rnnbench starts and stops, or --address)")
+    command.add_argument("--address", help="with --executor ray: the Ray cluster to connect to (e.g. HOST:6379); "
+                         "it is never stopped")
 
 
 def _settings(args) -> dict[str, Any]:
@@ -358,13 +368,12 @@ def _out_path(value: Optional[str], default_name: str, resume: bool = False) -> 
 
 
 def _cmd_run(args) -> int:
-    import subprocess
-
     from rnnbench.report.progress import Progress
     from rnnbench.run.runner import Runner
-    from rnnbench.run.timing import load_line, peak_for, warm_cache_env, with_roofline
+    from rnnbench.run.timing import Roofline, load_line, warm_cache_env
 
     s = _settings(args)
+    executors.check_executor(args.executor, args.address)
     jobs = _jobs(args, s)
     out = _out_path(args.out, "run-%Y%m%d-%H%M%S.jsonl", args.resume)
     with record.ResultsFile(out, resume=args.resume) as results:
@@ -379,23 +388,21 @@ def _cmd_run(args) -> int:
         print(f"rnnbench: {len(jobs)} rows -> {out}" + (f" ({skipped} already done, skipped)" if skipped else ""), flush=True)
         load = load_line(int(s["threads"]))  # read before this run adds its own load
         print(f"rnnbench: {load}", flush=True)
-        # The GEMM peak, once per run and dtype, at the rows' threads and CPUs (cached per machine):
-        # every timed row gets GFLOP/s and its fraction of it.
-        peaks: dict[str, dict] = {}
-        if jobs and not args.no_time and s["device"] == "cpu":
-            for dtype in sorted({j.dtype for j in jobs}):
-                try:
-                    peaks[dtype] = peak_for(dtype, int(s["threads"]), [registry.get_model(j.model).sizes_with_defaults(j.sizes)
-                                                                       for j in jobs if j.dtype == dtype])
-                except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as exc:
-                    print(f"rnnbench: no GEMM peak for {dtype} ({exc}); rows get no % of peak", flush=True)
+        # The GEMM peak, once per machine and dtype, at the rows' threads and CPUs (cached per machine):
+        # every timed row gets GFLOP/s and its fraction of it (on a Ray node, that node's peak).
+        timed = {} if args.no_time or s["device"] != "cpu" else {
+            dtype: [registry.get_model(j.model).sizes_with_defaults(j.sizes) for j in jobs if j.dtype == dtype]
+            for dtype in sorted({j.dtype for j in jobs})}
+        roofline = Roofline(int(s["threads"]), timed)
+        roofline.measure(warn=lambda message: print(message, flush=True))
         progress = Progress(len(jobs))
-        # Compile caches persist across runs (timing.warm_cache_env): a repeated run recompiles nothing
-        # it compiled before; `sweep` and the idiomatic comparison time cold first calls instead.
-        runner = Runner(results, float(s["timeout"]), progress.start, progress.done, s["memory_limit_gb"],
-                        extra_env=warm_cache_env(),
-                        annotate=lambda rec: with_roofline(rec, peaks.get(rec["dtype"])) if rec.get("device", "cpu") == "cpu" else rec)
-        records = runner.run(jobs)
+        # Compile caches persist across runs (timing.warm_cache_env, called where the rows run): a
+        # repeated run recompiles nothing it compiled before; `sweep` and the idiomatic comparison
+        # time cold first calls instead.
+        with executors.executor(args.executor if jobs else "local", args.address) as executor:
+            runner = Runner(results, float(s["timeout"]), progress.start, progress.done, s["memory_limit_gb"],
+                            extra_env=warm_cache_env, annotate=roofline, executor=executor)
+            records = runner.run(jobs)
         progress.close()
         if args.resume:
             records = record.latest_per_row(results.existing + records)
@@ -470,6 +477,7 @@ def _cmd_sweep(args) -> int:
     for flag in ("budget", "driver_budget", "timeout"):
         _number("--" + flag.replace("_", "-"), getattr(args, flag), maximum=MAX_SECONDS)
     lengths, hidden = _int_list(args.lengths, "--lengths"), _int_list(args.hidden, "--hidden")
+    executors.check_executor(args.executor, args.address)
     if not lengths and not hidden:
         raise UsageError("nothing to sweep: give --lengths and/or --hidden")
     plans = [SweepPlan(models, drivers, lengths, hidden, _sizes(args.sizes, models), dtype, args.threads,
@@ -486,7 +494,8 @@ def _cmd_sweep(args) -> int:
     with record.ResultsFile(out) as results:
         isolation.results_file(out, resumable=False)
         print(f"rnnbench: sweep -> {out}", flush=True)
-        records = [rec for plan in plans for rec in run_sweep(plan, results, progress)]
+        with executors.executor(args.executor, args.address) as executor:
+            records = [rec for plan in plans for rec in run_sweep(plan, results, progress, executor)]
     print(f"\n{summary(records)} in {time.perf_counter() - start:.0f} s; records in {out}")
     return 1 if any(is_failing(r["status"]) for r in records) else 0
 
@@ -548,6 +557,7 @@ def _cmd_fuzz(args) -> int:
         raise UsageError("a fuzzed body has no model loss of its own: choose from " + ", ".join(losses.FORMS))
     if args.device not in DEVICES:
         raise UsageError(f"unknown device {args.device!r}; known: {', '.join(DEVICES)}")
+    executors.check_executor(args.executor, args.address)
     drivers = {dtype: fuzz_drivers(args.drivers, dtype, args.device) for dtype in dtypes}
     if not all(drivers.values()):
         raise UsageError(f"no driver can fuzz here on {args.device} (install the main environment with `make venv`)")
@@ -573,16 +583,18 @@ def _cmd_fuzz(args) -> int:
         already = sum(map(len, done.values()))
         print(f"rnnbench: fuzz -> {out}" + (f" ({already} records already there, not run again)" if already else ""),
               flush=True)
-        for dtype in dtypes:
-            summary = fuzz_isolated(args.cases, args.seed, names[dtype], dtype, args.second_order,
-                                    args.shrink, repro_dir, args.timeout,
-                                    progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)   ", end="",
-                                                             file=sys.stderr, flush=True),
-                                    device=args.device, losses=loss_forms, write=results.append, done=done[dtype])
-            print(file=sys.stderr)
-            print(summary.format())
-            failures += len(summary.failures)
-            errors += sum(o.errored for o in summary.outcomes)
+        with executors.executor(args.executor, args.address) as executor:
+            for dtype in dtypes:
+                summary = fuzz_isolated(args.cases, args.seed, names[dtype], dtype, args.second_order,
+                                        args.shrink, repro_dir, args.timeout,
+                                        progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)   ", end="",
+                                                                 file=sys.stderr, flush=True),
+                                        device=args.device, losses=loss_forms, write=results.append, done=done[dtype],
+                                        executor=executor)
+                print(file=sys.stderr)
+                print(summary.format())
+                failures += len(summary.failures)
+                errors += sum(o.errored for o in summary.outcomes)
         written = results.written
     print(f"\nrnnbench fuzz: {failures} mismatches, {errors} driver errors in {time.time() - start:.0f} s; "
           f"{written} records written now" + (f", {already} from before" if already else "") + f"; records in {out}",

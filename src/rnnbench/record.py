@@ -244,6 +244,7 @@ OPTIONAL: dict[str, tuple[type, ...]] = {
     "fwd_bwd": (dict, type(None)), "fwd": (dict, type(None)), "hvp": (dict, type(None)),
     "fingerprint": (str,), "settings": (dict,), "rnnbench_version": (str,), "framework": (str,),
     "cpu": (dict,), "gemm_peak": (dict,), "roofline": (dict,),
+    "node": (dict,),  # the Ray node a row ran on (--executor ray; rnnbench.run.executors)
 }
 TIMING_FIELDS = ("median_ms", "q1_ms", "q3_ms")
 

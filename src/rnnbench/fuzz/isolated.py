@@ -14,10 +14,14 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from rnnbench.fuzz.grammar import judged_body
 from rnnbench.fuzz.runner import Campaign, FuzzSummary, Outcome, fuzz_settings, is_ill, shrunk_from_records
+from rnnbench.run.isolation import WORKER_START_GRACE_S, run_isolated
+
+if TYPE_CHECKING:
+    from rnnbench.run.executors import RayExecutor, Unit
 
 
 @dataclass
@@ -56,64 +60,126 @@ def handle(context: FuzzContext, index: int) -> tuple[Optional[Outcome], Optiona
     return out, None
 
 
+@dataclass
+class FuzzChunk:
+    """Bodies `items` on the context's driver, each in a worker process (run_isolated; a fresh
+    worker after a crash or hang), every outcome and ill-conditioned body made a record here
+    (Campaign: where the bodies ran, with that machine). The unit of work of a fuzz campaign: the
+    local campaign runs one chunk per driver, the Ray executor several per driver on its nodes."""
+
+    campaign: Campaign
+    context: FuzzContext
+    items: list[int]
+    timeout_s: float
+
+    def __call__(self, emit: Callable[[dict], None], progress: Optional[Callable[[str], None]] = None) -> None:
+        campaign, context, items, name = self.campaign, self.context, self.items, self.context.driver
+
+        def said(i: int) -> None:
+            if progress is not None:
+                progress(f"{name}: case {i + 1}/{campaign.judged}")
+
+        def on_result(k: int, result: tuple) -> None:
+            out, reason = result
+            if out is None:
+                emit(campaign.ill_record(items[k], reason))
+            else:
+                emit(campaign.to_record(out))
+                if out.minimal is not None:  # a restarted worker must not shrink this kind again
+                    context.shrunk[(name, out.kind)] += 1
+            said(items[k])
+
+        def on_failure(k: int, status: str, report: str) -> None:
+            emit(self.failed(items[k], status, f"{status}: {report}"))
+            said(items[k])
+
+        run_isolated([sys.executable, "-m", "rnnbench.fuzz.isolated"], items, self.timeout_s,
+                     on_result=on_result, on_failure=on_failure, context=lambda: context, env=dict(os.environ))
+
+    def failed(self, index: int, status: str, report: str) -> dict:
+        return self.campaign.to_record(Outcome(index, self.context.driver, status, report=report,
+                                               body=self.campaign.body(index)))
+
+    def unit(self) -> "Unit":
+        """This chunk as a unit: one CPU (Ray sets a task's OMP_NUM_THREADS to its CPUs, so the
+        worker's framework uses one), a GPU on cuda, no cores of its own (correctness only), a
+        deadline of its bodies' timeouts plus a worker start."""
+        from rnnbench.run.executors import UNIT_GRACE_S, Unit
+
+        return Unit(f"fuzz {len(self.items)} bodies on {self.context.driver}", self, self.lost, cpus=1,
+                    gpus=int(self.context.device == "cuda"),
+                    deadline_s=len(self.items) * self.timeout_s + WORKER_START_GRACE_S + UNIT_GRACE_S)
+
+    def lost(self, status: str, report: str) -> list[dict]:
+        return [self.failed(i, status, f"{status}: {report}") for i in self.items]
+
+
+CHUNK_MIN, CHUNK_MAX = 4, 32
+
+
+def chunk_size(bodies: int, workers: int) -> int:
+    """Bodies per fuzz chunk on Ray: about two chunks per worker (a slow chunk does not leave the
+    others idle at the end), at least CHUNK_MIN (each chunk pays one worker start, seconds of
+    framework import, against well under a second per eager body) and at most CHUNK_MAX (a lost
+    chunk costs little, and records reach the file as chunks finish)."""
+    return max(CHUNK_MIN, min(CHUNK_MAX, -(-bodies // (2 * max(1, workers)))))
+
+
 def fuzz_isolated(cases: int, seed: int, driver_names: list[str], dtype: str = "float64", second_order: bool = True,
                   shrink_per_kind: int = 1, repro_dir: Optional[Path] = None, timeout_s: float = 300.0,
                   progress: Optional[Callable[[str], None]] = None, device: str = "cpu",
                   losses: Sequence[str] = ("weighted",), write: Optional[Callable[[dict], None]] = None,
-                  done: Sequence[dict] = ()) -> FuzzSummary:
-    """fuzz() with process isolation per driver (drivers run one after another). Every outcome and
-    every ill-conditioned case becomes a record (Campaign), passed to write() in this process as it
-    is decided (the parent is the one writer of the results file). done: records of an earlier run
-    of this campaign (rnnbench.fuzz.runner.resume): their outcomes are not run again, an
-    ill-conditioned case is skipped on every driver, kinds they shrank are not shrunk again. The
-    summary is rebuilt from done + the new records: the same as one uninterrupted run's."""
+                  done: Sequence[dict] = (), executor: Optional["RayExecutor"] = None) -> FuzzSummary:
+    """fuzz() with process isolation per driver (drivers run one after another, or with an executor
+    in chunks at once: chunk_size). Every outcome and every ill-conditioned case becomes a record
+    (Campaign), passed to write() in this process as it is decided (the parent is the one writer of
+    the results file; an ill-conditioned case is written once, whichever driver found it). done:
+    records of an earlier run of this campaign (rnnbench.fuzz.runner.resume): their outcomes are not
+    run again, an ill-conditioned case is skipped on every driver, kinds they shrank are not shrunk
+    again (with an executor each chunk shrinks up to shrink_per_kind failures of a kind: chunks run
+    at once and cannot share the count). The summary is rebuilt from done + the new records: the
+    same as one uninterrupted run's."""
     losses = tuple(losses)
-    from rnnbench.run.isolation import run_isolated
-
     campaign = Campaign(cases, seed, list(driver_names), dtype, device, losses,
                         fuzz_settings(seed, second_order, shrink_per_kind, device, losses, timeout_s))
     records = list(done)
     ill = {rec["case"] for rec in records if is_ill(rec)}
     finished = {(rec["case"], rec["driver"]) for rec in records if not is_ill(rec)}
-    judged = campaign.judged
 
     def keep(rec: dict) -> None:
+        if is_ill(rec):
+            if rec["case"] in ill:  # one record per case: later drivers skip it
+                return
+            ill.add(rec["case"])
         if write is not None:
             write(rec)
         records.append(rec)
 
-    for name in driver_names:
-        items = [i for i in range(judged) if i not in ill and (i, name) not in finished]
-        if not items:
-            continue
+    def chunk(name: str, items: list[int]) -> FuzzChunk:
         context = FuzzContext(name, seed, dtype, second_order, shrink_per_kind,
                               str(repro_dir) if repro_dir else None, device, losses,
                               shrunk_from_records(rec for rec in records if rec["driver"] == name))
+        return FuzzChunk(campaign, context, items, timeout_s)
 
-        def on_result(k: int, result: tuple, name: str = name, context: FuzzContext = context,
-                      items: list[int] = items) -> None:
-            i = items[k]
-            out, reason = result
-            if out is None:
-                if i not in ill:  # one record per case: later drivers skip it
-                    ill.add(i)
-                    keep(campaign.ill_record(i, reason))
-            else:
-                keep(campaign.to_record(out))
-                if out.minimal is not None:  # a restarted worker must not shrink this kind again
-                    context.shrunk[(name, out.kind)] += 1
+    def todo(name: str) -> list[int]:
+        return [i for i in range(campaign.judged) if i not in ill and (i, name) not in finished]
+
+    if executor is None:
+        for name in driver_names:
+            items = todo(name)  # after the drivers before it: the cases they found ill are skipped
+            if items:
+                chunk(name, items)(keep, progress)
+    else:
+        size = chunk_size(sum(len(todo(name)) for name in driver_names), executor.workers)
+        units = [chunk(name, items[k:k + size]).unit() for name in driver_names
+                 for items in [todo(name)] for k in range(0, len(items), size)]
+
+        def received(rec: dict) -> None:
+            keep(rec)
             if progress is not None:
-                progress(f"{name}: case {i + 1}/{judged}")
+                progress(f"{rec['driver']}: case {rec['case'] + 1}/{campaign.judged}")
 
-        def on_failure(k: int, status: str, report: str, name: str = name, items: list[int] = items) -> None:
-            i = items[k]
-            keep(campaign.to_record(Outcome(i, name, status, report=f"{status}: {report}", body=campaign.body(i))))
-            if progress is not None:
-                progress(f"{name}: case {i + 1}/{judged}")
-
-        run_isolated([sys.executable, "-m", "rnnbench.fuzz.isolated"], items, timeout_s,
-                     on_result=on_result, on_failure=on_failure, context=lambda context=context: context,
-                     env=dict(os.environ))
+        executor.run(units, received)
     return campaign.summary(records)
 
 

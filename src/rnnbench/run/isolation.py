@@ -421,6 +421,19 @@ def run_tmpdir() -> Path:
         return _run_dir
 
 
+def short_tmpdir(tag: str, room: int) -> Path:
+    """A directory of this process for a tool whose paths must stay short (unix sockets), created
+    directly under the temp dir (or /tmp where that path is longer than `room`) and named like
+    run_tmpdir's, so remove_stale_tmpdirs removes it once this process is gone, even after a
+    SIGKILL; the caller removes it on every other exit."""
+    pid = os.getpid()
+    prefix = f"{TMP_PREFIX}{pid}-{_start_time(pid)}-{tag}-"
+    root = tempfile.gettempdir()
+    if len(os.path.join(root, prefix)) + 8 > room:
+        root = "/tmp"
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+
+
 def remove_run_tmpdir() -> None:
     """Remove this process's temporary directory (nothing if there is none)."""
     global _run_dir

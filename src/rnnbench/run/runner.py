@@ -2,18 +2,81 @@
 with a per-row timeout: a worker that crashes or hangs costs one row, recorded as "crash" or
 "timeout"; a new worker continues with the remaining rows.
 Records are appended to the results file as they arrive, so a killed run can be resumed.
+
+One (environment, driver) group is one unit of work (GroupWork): the local runner runs the groups
+one after another in this process's workers; with an executor (rnnbench.run.executors, `--executor
+ray`) each group runs the same way on a cluster node and its records come back to this process,
+the one writer of the results file.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable, Optional
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Union
 
 from rnnbench import record, registry
 from rnnbench.run import environments
-from rnnbench.run.isolation import run_isolated
+from rnnbench.run.isolation import WORKER_START_GRACE_S, run_isolated
 from rnnbench.run.row import Job, unavailable_reason
 from rnnbench.status import Status
+
+if TYPE_CHECKING:
+    from rnnbench.run.executors import RayExecutor, Unit
+
+# Variables for a group's workers: a mapping, or a function called where the group runs (compile
+# cache directories are the running machine's: timing.warm_cache_env, timing.cold_cache_env).
+ExtraEnv = Union[Mapping[str, str], Callable[[], Mapping[str, str]]]
+
+
+def _no_annotation(rec: dict) -> dict:
+    return rec
+
+
+@dataclass
+class GroupWork:
+    """One (environment, driver) group of rows, run the local way wherever it is called: one worker
+    at a time in `environment`'s interpreter, a new one after each crash or timeout, which costs
+    that row only. Plain data and module-level functions: it travels to a Ray node as it is."""
+
+    environment: str
+    jobs: list[Job]
+    timeout_s: float
+    memory_limit_gb: Optional[float] = None
+    extra_env: ExtraEnv = field(default_factory=dict)
+    annotate: Callable[[dict], dict] = _no_annotation  # e.g. timing.Roofline: made where the row ran
+
+    def failed(self, job: Job, status: str, report: str) -> dict:
+        return self.annotate({**job.identity(), "status": status, "report": report})
+
+    def __call__(self, emit: Callable[[dict], None], on_start: Callable[[Job], None] = lambda job: None) -> None:
+        env, jobs = environments.get(self.environment), self.jobs
+        extra = self.extra_env() if callable(self.extra_env) else self.extra_env
+        run_isolated(
+            [env.python, "-m", "rnnbench.run.worker"],
+            [j.to_dict() for j in jobs],
+            self.timeout_s,
+            on_start=lambda i: on_start(jobs[i]),
+            on_result=lambda i, rec: emit(self.annotate(rec)),
+            on_failure=lambda i, status, report: emit(self.failed(jobs[i], status, report)),
+            env={**os.environ, **environments.thread_env(jobs[0].threads), **env.variables, **extra},
+            memory_limit_gb=self.memory_limit_gb,
+        )
+
+    def unit(self) -> "Unit":
+        """This group as a unit for an executor: the CPUs its rows' threads need, its own cores for
+        timed rows, a GPU for cuda rows, and a deadline of its rows' timeouts plus a worker start."""
+        from rnnbench.run.executors import UNIT_GRACE_S, Unit
+
+        first = self.jobs[0]
+        return Unit(f"{first.driver} in {self.environment} ({len(self.jobs)} rows)", self, self.lost,
+                    cpus=first.threads, gpus=int(first.device == "cuda"), exclusive=first.time,
+                    deadline_s=len(self.jobs) * self.timeout_s + WORKER_START_GRACE_S + UNIT_GRACE_S)
+
+    def lost(self, status: str, report: str) -> list[dict]:
+        """The records of this group's rows when the unit that ran them was lost."""
+        return [self.failed(job, status, report) for job in self.jobs]
+
 
 class Runner:
     """Runs jobs with isolation. on_start(job) and on_record(record) report progress."""
@@ -25,30 +88,39 @@ class Runner:
         on_start: Callable[[Job], None] = lambda job: None,
         on_record: Callable[[dict], None] = lambda rec: None,
         memory_limit_gb: Optional[float] = None,
-        extra_env: Optional[dict[str, str]] = None,
-        annotate: Callable[[dict], dict] = lambda rec: rec,
+        extra_env: Optional[ExtraEnv] = None,
+        annotate: Callable[[dict], dict] = _no_annotation,
+        executor: Optional["RayExecutor"] = None,
     ):
         """results: the open results file records are appended to (None: records are only
-        reported). extra_env: added to each worker's environment (e.g. timing.cold_cache_env() for
-        cold compile times). annotate(record): what the parent adds to each record before it is
-        written (e.g. timing.with_roofline: the GEMM peak and the row's fraction of it).
-        Each worker pins itself to `threads` CPUs before any framework is imported
-        (rnnbench.run.worker.setup), so a row's threads are its cores."""
+        reported). extra_env: added to each worker's environment (e.g. timing.cold_cache_env for
+        cold compile times; a function is called where the group runs). annotate(record): what is
+        added to each record before it is written (e.g. timing.Roofline: the GEMM peak and the
+        row's fraction of it), applied where the row ran. executor: where the groups run (None:
+        here, one after another). Each worker pins itself to `threads` CPUs before any framework
+        is imported (rnnbench.run.worker.setup), so a row's threads are its cores."""
         self.results = results
         self.timeout_s = timeout_s
         self.on_start = on_start
         self.on_record = on_record
         self.memory_limit_gb = memory_limit_gb
-        self.extra_env = dict(extra_env or {})
+        self.extra_env = extra_env if extra_env is not None else {}
         self.annotate = annotate
+        self.executor = executor
         self.records: list[dict] = []
 
-    def emit(self, rec: dict) -> None:
-        rec = self.annotate(rec)
+    def write(self, rec: dict) -> None:
+        """Keep a finished record: append it to the results file, report it."""
         if self.results is not None:
             self.results.append(rec)
         self.records.append(rec)
         self.on_record(rec)
+
+    def emit(self, rec: dict) -> None:
+        self.write(self.annotate(rec))
+
+    def group(self, environment: str, jobs: list[Job]) -> GroupWork:
+        return GroupWork(environment, jobs, self.timeout_s, self.memory_limit_gb, self.extra_env, self.annotate)
 
     def run(self, jobs: Iterable[Job]) -> list[dict]:
         """Run every job, grouped by (environment, driver) in first-seen order."""
@@ -60,21 +132,14 @@ class Runner:
                 self.emit({**job.identity(), "status": Status.UNAVAILABLE, "reason": reason})
                 continue
             groups.setdefault((job.environment, job.driver), []).append(job)
-        for (env_name, _driver), group in groups.items():
-            self.run_group(environments.get(env_name), group)
+        work = [self.group(env_name, group) for (env_name, _driver), group in groups.items()]
+        if self.executor is not None:
+            self.executor.run([w.unit() for w in work], self.write)
+        else:
+            for w in work:
+                w(self.write, self.on_start)
         return self.records
 
     def run_group(self, environment: environments.Environment, jobs: list[Job]) -> None:
-        """Run `jobs` in `environment`'s interpreter (rnnbench.run.isolation): one worker at a
-        time, a new one after each crash or timeout, which costs that row only."""
-        run_isolated(
-            [environment.python, "-m", "rnnbench.run.worker"],
-            [j.to_dict() for j in jobs],
-            self.timeout_s,
-            on_start=lambda i: self.on_start(jobs[i]),
-            on_result=lambda i, rec: self.emit(rec),
-            on_failure=lambda i, status, report: self.emit({**jobs[i].identity(), "status": status, "report": report}),
-            env={**os.environ, **environments.thread_env(jobs[0].threads), **environment.variables, **self.extra_env},
-            memory_limit_gb=self.memory_limit_gb,
-        )
-
+        """Run `jobs` in `environment`'s interpreter here (GroupWork)."""
+        self.group(environment.name, jobs)(self.write, self.on_start)

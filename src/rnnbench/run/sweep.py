@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from rnnbench import record, registry
 from rnnbench.run import environments
 from rnnbench.run.row import Job, unavailable_reason
-from rnnbench.run.runner import Runner
-from rnnbench.run.timing import TimingConfig, cold_cache_env, peak_for, with_roofline  # noqa: F401 (with_roofline: re-exported)
+from rnnbench.run.isolation import WORKER_START_GRACE_S
+from rnnbench.run.runner import GroupWork
+from rnnbench.run.timing import Roofline, TimingConfig, cold_cache_env, peak_for, with_roofline  # noqa: F401 (with_roofline: re-exported)
 from rnnbench.status import Status
+
+if TYPE_CHECKING:
+    from rnnbench.run.executors import RayExecutor, Unit
 
 LENGTH_KEYS = ("T", "K")  # the trip-count size of a model: sequence length or number of iterations
 HIDDEN_KEYS = ("H", "n")  # its width: hidden size or vector/matrix size
@@ -69,54 +73,92 @@ def rows_for(plan: SweepPlan, model_name: str) -> list[tuple[str, dict[str, int]
     return out
 
 
-def run_sweep(plan: SweepPlan, out: record.ResultsFile, on_record: Callable[[dict], None]) -> list[dict]:
-    """Run the sweep; records are appended to the open results file `out` as they complete and returned."""
-    results: list[dict] = []
-    peak = peak_for(plan.dtype, plan.threads, [sizes for m in plan.models for _, sizes in rows_for(plan, m)])
+@dataclass
+class SweepPair:
+    """One (model, driver) of a sweep: its sizes in order of growth, each row in a fresh cold process
+    (GroupWork of one row), under the pair's time budget. The unit of work of a sweep: run here by
+    run_sweep, or on a Ray node (rnnbench.run.executors) as it is."""
 
-    def emit(rec: dict, axis: str) -> None:
-        rec["sweep"] = {"axis": axis, "driver_budget_s": plan.driver_budget_s, "fresh_process_per_row": True,
+    plan: SweepPlan
+    model: str
+    driver: str
+    annotate: Callable[[dict], dict]  # timing.Roofline: the GEMM peak of the machine the rows ran on
+
+    def rows(self) -> list[tuple[str, Job]]:
+        env = environments.get(registry.get_driver(self.driver).environments[0])  # a sweep times each driver in its first environment
+        p = self.plan
+        return [(axis, Job(self.model, self.driver, p.dtype, "cpu", sizes, 0, p.threads, p.timing, True, env.name))
+                for axis, sizes in rows_for(p, self.model)]
+
+    def finish(self, rec: dict, axis: str) -> dict:
+        rec["sweep"] = {"axis": axis, "driver_budget_s": self.plan.driver_budget_s, "fresh_process_per_row": True,
                         "cold_caches": True}
-        with_roofline(rec, peak)
+        return self.annotate(rec)
+
+    def __call__(self, emit: Callable[[dict], None]) -> None:
+        plan, model, driver = self.plan, registry.get_model(self.model), registry.get_driver(self.driver)
+        spent = 0.0
+        last_wall: dict[str, float] = {}  # axis -> wall seconds of its previous row
+        for axis, job in self.rows():
+            reason = unavailable_reason(model, driver, job)
+            if reason is not None:
+                emit(self.finish({**job.identity(), "status": Status.UNAVAILABLE, "reason": reason}, axis))
+                continue
+            left = plan.driver_budget_s - spent
+            skip = None
+            if left <= 0:
+                skip = f"budget: the {plan.driver_budget_s:g} s budget of {self.driver} on {self.model} was spent on smaller sizes"
+            elif last_wall.get(axis, 0.0) > left:
+                skip = (f"budget: the previous size took {last_wall[axis]:.0f} s, more than the "
+                        f"{left:.0f} s left of the {plan.driver_budget_s:g} s budget")
+            if skip is not None:
+                emit(self.finish({**job.identity(), "status": Status.SKIPPED, "reason": skip}, axis))
+                continue
+            timeout = min(plan.row_timeout_s, left)
+            got: list[dict] = []
+            start = time.perf_counter()
+            GroupWork(job.environment, [job], timeout, extra_env=cold_cache_env)(got.append)
+            wall = time.perf_counter() - start
+            spent += wall
+            last_wall[axis] = wall
+            for rec in got:
+                if rec["status"] == Status.TIMEOUT:
+                    rec["status"] = Status.SKIPPED
+                    rec["reason"] = f"budget: no result within {timeout:.0f} s (what was left of the budget); worker killed"
+                rec["row_wall_s"] = wall
+                emit(self.finish(rec, axis))
+
+    def unit(self) -> "Unit":
+        """This pair as a unit: its threads' CPUs to itself (timed rows), a deadline of its budget
+        (or its rows' timeouts, if less) plus a worker start per row."""
+        from rnnbench.run.executors import UNIT_GRACE_S, Unit
+
+        rows = [job for _, job in self.rows()]
+        busy = min(self.plan.driver_budget_s, len(rows) * self.plan.row_timeout_s)
+        return Unit(f"sweep {self.model} on {self.driver} ({len(rows)} sizes)", self, self.lost, cpus=self.plan.threads,
+                    exclusive=True, deadline_s=busy + len(rows) * WORKER_START_GRACE_S + UNIT_GRACE_S)
+
+    def lost(self, status: str, report: str) -> list[dict]:
+        return [self.finish({**job.identity(), "status": status, "report": report}, axis) for axis, job in self.rows()]
+
+
+def run_sweep(plan: SweepPlan, out: record.ResultsFile, on_record: Callable[[dict], None],
+              executor: Optional["RayExecutor"] = None) -> list[dict]:
+    """Run the sweep; records are appended to the open results file `out` as they complete and
+    returned. executor: where the (model, driver) pairs run (None: here, one after another)."""
+    results: list[dict] = []
+    roofline = Roofline(plan.threads, {plan.dtype: [sizes for m in plan.models for _, sizes in rows_for(plan, m)]})
+    roofline.measure(warn=lambda message: None)  # here, before any row: a failure leaves rows without % of peak
+
+    def write(rec: dict) -> None:
         out.append(rec)
         results.append(rec)
         on_record(rec)
 
-    for model_name in plan.models:
-        model = registry.get_model(model_name)
-        for driver_name in plan.drivers:
-            driver = registry.get_driver(driver_name)
-            env = environments.get(driver.environments[0])  # a sweep times each driver in its first environment
-            rows = rows_for(plan, model_name)
-            spent = 0.0
-            last_wall: dict[str, float] = {}  # axis -> wall seconds of its previous row
-            for axis, sizes in rows:
-                job = Job(model_name, driver_name, plan.dtype, "cpu", sizes, 0, plan.threads, plan.timing, True, env.name)
-                reason = unavailable_reason(model, driver, job)
-                if reason is not None:
-                    emit({**job.identity(), "status": Status.UNAVAILABLE, "reason": reason}, axis)
-                    continue
-                left = plan.driver_budget_s - spent
-                skip = None
-                if left <= 0:
-                    skip = f"budget: the {plan.driver_budget_s:g} s budget of {driver_name} on {model_name} was spent on smaller sizes"
-                elif last_wall.get(axis, 0.0) > left:
-                    skip = (f"budget: the previous size took {last_wall[axis]:.0f} s, more than the "
-                            f"{left:.0f} s left of the {plan.driver_budget_s:g} s budget")
-                if skip is not None:
-                    emit({**job.identity(), "status": Status.SKIPPED, "reason": skip}, axis)
-                    continue
-                timeout = min(plan.row_timeout_s, left)
-                got: list[dict] = []
-                start = time.perf_counter()
-                Runner(None, timeout, on_record=got.append, extra_env=cold_cache_env()).run_group(env, [job])
-                wall = time.perf_counter() - start
-                spent += wall
-                last_wall[axis] = wall
-                for rec in got:
-                    if rec["status"] == Status.TIMEOUT:
-                        rec["status"] = Status.SKIPPED
-                        rec["reason"] = f"budget: no result within {timeout:.0f} s (what was left of the budget); worker killed"
-                    rec["row_wall_s"] = wall
-                    emit(rec, axis)
+    pairs = [SweepPair(plan, m, d, roofline) for m in plan.models for d in plan.drivers]
+    if executor is not None:
+        executor.run([pair.unit() for pair in pairs], write)
+    else:
+        for pair in pairs:
+            pair(write)
     return results

@@ -30,6 +30,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -39,9 +40,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 
 @dataclass(frozen=True)
@@ -168,22 +169,82 @@ def allowed_cpus() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
-def choose_cpus(threads: int, allowed: Optional[Iterable[int]] = None) -> list[int]:
-    """The CPUs a worker with `threads` threads is pinned to: `threads` of `allowed` (default: this
-    process's affinity, which a worker inherits from its parent), the same ones every time. One
-    hardware thread per physical core first (two SMT siblings share one core's units: they are not
-    two cores), cores taken from the highest-numbered CPU down, so CPU 0, where the kernel tends to
-    run its housekeeping, comes last; siblings are added only when threads exceeds the cores. All
-    of `allowed` when threads is at least its size."""
-    pool = sorted(set(allowed_cpus() if allowed is None else allowed))
-    if threads >= len(pool):
-        return pool
+CPUS_VAR = "RNNBENCH_CPUS"  # "2,3": CPUs claimed for this process's rows (claimed_cpus); choose_cpus takes them
+
+
+def assigned_cpus() -> Optional[list[int]]:
+    """The CPUs named in $RNNBENCH_CPUS that this process may run on (a claim made by the Ray
+    executor for the rows of one task: claimed_cpus), or None where it is unset or names none."""
+    value = os.environ.get(CPUS_VAR, "")
+    try:
+        named = {int(c) for c in value.split(",") if c.strip()}
+    except ValueError:
+        return None
+    return sorted(named & set(allowed_cpus())) or None
+
+
+def cpu_order(pool: Iterable[int]) -> list[int]:
+    """`pool` in the order CPUs are given out: one hardware thread per physical core first (two SMT
+    siblings share one core's units: they are not two cores), cores taken from the highest-numbered
+    CPU down, so CPU 0, where the kernel tends to run its housekeeping, comes last; siblings after."""
     first, siblings, seen = [], [], set()
-    for cpu in reversed(pool):
+    for cpu in sorted(set(pool), reverse=True):
         core = _core_of(cpu)
         (siblings if core in seen else first).append(cpu)
         seen.add(core)
-    return sorted((first + siblings)[:max(1, threads)])
+    return first + siblings
+
+
+def choose_cpus(threads: int, allowed: Optional[Iterable[int]] = None) -> list[int]:
+    """The CPUs a worker with `threads` threads is pinned to: the first `threads` of `allowed` in
+    cpu_order (default: the CPUs claimed for this process in $RNNBENCH_CPUS, else this process's
+    affinity, which a worker inherits from its parent), the same ones every time. All of `allowed`
+    when threads is at least its size."""
+    pool = sorted(set((assigned_cpus() or allowed_cpus()) if allowed is None else allowed))
+    if threads >= len(pool):
+        return pool
+    return sorted(cpu_order(pool)[:max(1, threads)])
+
+
+CLAIM_POLL_S = 0.1
+
+
+@contextlib.contextmanager
+def claimed_cpus(count: int, wait: bool = True) -> Iterator[Optional[list[int]]]:
+    """Claim `count` CPUs of this process's affinity for the block, so that concurrent claimers on
+    this machine (two Ray tasks on one node) get distinct cores: one lock file per CPU in a
+    directory per machine and user, held with flock (the kernel releases a dead holder's claim).
+    CPUs are taken in cpu_order. Yields the claimed CPUs (sorted); with wait=False, None at once
+    when `count` are not free (the caller then shares CPUs), else it waits for them."""
+    pool = cpu_order(allowed_cpus())
+    count = max(1, min(count, len(pool)))
+    folder = Path(tempfile.gettempdir()) / f"rnnbench-cpu-claims-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    held: list[tuple[int, int]] = []
+    try:
+        while True:
+            for cpu in pool:
+                fd = os.open(folder / f"cpu{cpu}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    continue
+                held.append((cpu, fd))
+                if len(held) == count:
+                    break
+            if len(held) == count:
+                break
+            for _, fd in held:  # not enough free: hold none while waiting (no two claimers deadlock)
+                os.close(fd)
+            held = []
+            if not wait:
+                break
+            time.sleep(CLAIM_POLL_S)
+        yield sorted(cpu for cpu, _ in held) if held else None
+    finally:
+        for _, fd in held:
+            os.close(fd)
 
 
 def pin_process(cpus: Iterable[int]) -> list[int]:
@@ -560,6 +621,37 @@ def with_roofline(rec: dict[str, Any], peak: Optional[Mapping[str, Any]]) -> dic
             q: roofline(flops[q], rec[q]["median_ms"], peak["gflops"]) for q in ("fwd", "fwd_bwd") if rec.get(q) and flops.get(q)
         }
     return rec
+
+
+@dataclass
+class Roofline:
+    """A record annotator (Runner's `annotate`): with_roofline at the GEMM peak of the machine the
+    record is annotated on, per dtype, measured (peak_for, cached per machine) on first need and
+    kept per hostname: on a Ray node the peak is that node's, measured on the CPUs claimed there
+    (choose_cpus), never the parent's. measure() beforehand in the parent reports failures there."""
+
+    threads: int
+    sizes: dict[str, list[dict[str, int]]]  # dtype -> the sizes of its timed rows (their GEMM shapes)
+    peaks: dict[tuple[str, str], Optional[dict[str, Any]]] = field(default_factory=dict)  # (hostname, dtype)
+
+    def peak(self, dtype: str, warn: Callable[[str], None] = lambda message: None) -> Optional[dict[str, Any]]:
+        key = (socket.gethostname(), dtype)
+        if key not in self.peaks:
+            try:
+                self.peaks[key] = peak_for(dtype, self.threads, self.sizes.get(dtype, []))
+            except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as exc:
+                warn(f"rnnbench: no GEMM peak for {dtype} ({exc}); rows get no % of peak")
+                self.peaks[key] = None
+        return self.peaks[key]
+
+    def measure(self, warn: Callable[[str], None]) -> None:
+        for dtype in sorted(self.sizes):
+            self.peak(dtype, warn)
+
+    def __call__(self, rec: dict[str, Any]) -> dict[str, Any]:
+        if rec.get("device", "cpu") != "cpu" or rec.get("dtype") not in self.sizes:
+            return rec
+        return with_roofline(rec, self.peak(rec["dtype"]))
 
 
 def _peak_main(request: dict[str, Any]) -> dict[str, Any]:

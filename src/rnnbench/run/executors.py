@@ -1,0 +1,280 @@
+"""Where units of work run: `--executor ray [--address ADDR]` sends them to a Ray cluster.
+
+The default stays the local process pool: `run`, `sweep` and `fuzz` call their units one after
+another in this process. A unit is what runs locally in one go (a `run` group of rows, a `sweep`
+(model, driver) size sequence with its budget, a chunk of fuzz bodies on one driver), written once
+as a callable `work(emit)`. With Ray, a task runs that same callable on a node, the local way: each
+row still in a fresh worker process from rnnbench.run.isolation.run_isolated, so a row that
+crashes or hangs becomes that row's crash/timeout record, made on the node with the node's
+`machine`. The task returns the unit's records, each naming its node (`node`); this process takes
+them as tasks finish (ray.wait) and stays the one writer of the results file (same records,
+same --resume and lock as a local run: `node` is not part of a record's fingerprint or settings,
+so a file begun locally resumes on Ray and back without running a row again).
+
+Faults:
+- a task whose Ray worker dies, or whose node is lost, is retried once by Ray (max_retries=1,
+  retry_exceptions=False); out-of-memory kills by Ray's memory monitor are capped the same way
+  (task_oom_retries = 1: in Ray 2.58 it defaults to -1, retrying an OOM-killed task forever, on a
+  budget of its own apart from max_retries); lost again, every row of the unit becomes a `crash`
+  record whose report names Ray's error;
+- a unit still running past its deadline (its rows' timeouts plus a worker start and a grace) is
+  cancelled (ray.cancel(force=True): its Ray worker is killed, whose row worker dies with it by
+  its death signal and guard) and its rows become `timeout` records; the clock starts when the unit
+  is submitted, and no more units are in flight than the cluster's CPUs (GPUs) hold at once, so on
+  a cluster of its own a unit starts when it is submitted;
+- SIGINT, SIGTERM, SIGHUP (isolation.Interrupted) or any exception in this process cancel every
+  unit in flight (force) before it leaves; records already written stay; a local Ray instance
+  rnnbench started is shut down and its temporary directory removed, a cluster given by
+  --address is only disconnected from, never stopped.
+
+Resources: a unit asks Ray for the CPUs its rows' threads need and a GPU for cuda rows. Timed rows
+must have their cores to themselves: on the node the task claims that many distinct CPUs
+(timing.claimed_cpus, flock'd lock files per machine) before its rows start, waiting for them if
+needed, and passes them in $RNNBENCH_CPUS, which every row worker pins to (timing.choose_cpus);
+the record's `cpu.affinity` and `node.cpus` name them. Correctness-only units (`run --no-time`,
+fuzz) claim CPUs only where free (else they share, as local rows would) and never wait.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+from rnnbench.errors import InputError
+from rnnbench.run import isolation, timing
+from rnnbench.status import Status
+
+UNIT_GRACE_S = 60.0  # beyond its rows' timeouts and one worker start: a unit's deadline
+RETRIES = 1  # Ray's retries of a lost task, and of an OOM-killed one
+WAIT_S = 0.2  # ray.wait's timeout: signals and deadlines are looked at this often
+LOCAL_SOCKET_ROOM = 48  # a local instance's temp dir path at most this long (unix socket paths end near 107)
+# Variables of this process a task does not take: they name this process or are set per worker.
+NOT_FORWARDED = {isolation.PARENT_VAR, isolation.DEATH_SIGNAL_VAR, isolation.MEMORY_VAR, timing.CPUS_VAR}
+
+Emit = Callable[[dict], None]
+
+
+@dataclass
+class Unit:
+    """What an executor runs: work(emit) runs the unit here, the local way, calling emit(record) for
+    each record; lost(status, report) gives the records of its rows when the unit itself was lost
+    (status crash) or cut off at its deadline (status timeout). cpus, gpus: what it asks of a node;
+    exclusive: its rows are timed and must have `cpus` cores to themselves."""
+
+    label: str
+    work: Callable[[Emit], None]
+    lost: Callable[[str, str], list[dict]]
+    cpus: float = 1.0
+    gpus: int = 0
+    exclusive: bool = False
+    deadline_s: float = 600.0 + UNIT_GRACE_S
+
+
+def ray_module():
+    """The ray package, or InputError (exit 2) where it cannot be imported."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise InputError(f"--executor ray needs the ray package, which cannot be imported here ({exc}); "
+                         "install it (requirements/main.txt pins it) or leave out --executor") from None
+    return ray
+
+
+def forwarded_env() -> dict[str, str]:
+    """This process's RNNBENCH_* variables (plugins, environment paths, ...), which a task sets on
+    its node for its rows: the node's workers then see the registry this process sees."""
+    return {k: v for k, v in os.environ.items() if k.startswith("RNNBENCH_") and k not in NOT_FORWARDED}
+
+
+def node_identity(cpus: Optional[list[int]]) -> dict[str, Any]:
+    """The `node` of a record made on a Ray node: its Ray id, hostname, IP and the CPUs claimed there."""
+    import ray
+
+    return {"ray_node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
+            "ip": ray.util.get_node_ip_address(), "cpus": cpus}
+
+
+def run_unit(work: Callable[[Emit], None], cpus: float, exclusive: bool, env: dict[str, str]) -> list[dict]:
+    """The body of a Ray task: claim CPUs, set the forwarded variables, run the unit here, return its
+    records with their node. Its temporary directory (workers' stderr, cold caches) goes with it: a
+    Ray worker outlives its tasks."""
+    records: list[dict] = []
+    saved = {k: os.environ.get(k) for k in (*env, timing.CPUS_VAR)}
+    try:
+        with timing.claimed_cpus(max(1, round(cpus)), wait=exclusive) as claimed:
+            os.environ.update(env)
+            if claimed:
+                os.environ[timing.CPUS_VAR] = ",".join(map(str, claimed))
+            node = node_identity(claimed)
+            work(records.append)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        isolation.remove_run_tmpdir()
+    return [{**rec, "node": node} for rec in records]
+
+
+def _ray_error(exc: BaseException) -> str:
+    """Ray's error, for the report of a lost unit's rows: its type and first lines."""
+    lines = [line for line in str(exc).splitlines() if line.strip()][:6]
+    return f"{type(exc).__name__}: " + "\n".join(lines)
+
+
+@dataclass
+class _InFlight:
+    unit: Unit
+    ref: Any
+    deadline: float
+
+
+class RayExecutor:
+    """Runs units on a Ray cluster, as a context manager: entering starts a local Ray instance
+    (address None: num_cpus = the cores this process may use, no dashboard, no usage stats, a
+    private temporary directory, OOM retries capped) or connects to `address`; leaving cancels what
+    is still in flight and stops the local instance (a cluster given by address is left running)."""
+
+    def __init__(self, address: Optional[str] = None):
+        self.address = address
+        self.temp_dir: Optional[Path] = None
+        self.ray: Any = None
+        self.task: Any = None
+        self.in_flight: list[_InFlight] = []
+
+    # --- the cluster ---------------------------------------------------------------------------
+
+    def __enter__(self) -> "RayExecutor":
+        ray = self.ray = ray_module()
+        os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+        # The owner of a task (this process) keeps its OOM retry budget: capped here for a cluster
+        # given by address too, where _system_config cannot be set.
+        os.environ["RAY_task_oom_retries"] = str(RETRIES)
+        handlers = {sig: signal.getsignal(sig) for sig in isolation.HANDLED_SIGNALS}
+        options: dict[str, Any] = dict(log_to_driver=False, configure_logging=True, logging_level="ERROR",
+                                       include_dashboard=False)
+        try:
+            if self.address is None:
+                self.temp_dir = isolation.short_tmpdir("ray", LOCAL_SOCKET_ROOM)
+                ray.init(address="local", num_cpus=len(timing.allowed_cpus()), _temp_dir=str(self.temp_dir),
+                         _system_config={"task_oom_retries": RETRIES}, **options)
+            else:
+                try:
+                    ray.init(address=self.address, **options)
+                except (ConnectionError, ValueError, RuntimeError) as exc:
+                    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                    raise InputError(f"--address {self.address}: cannot connect to a Ray cluster there ({first})") from None
+            self.task = ray.remote(run_unit)
+        except BaseException:
+            self._stop()
+            raise
+        finally:
+            for sig, handler in handlers.items():  # ray.init sets its own SIGTERM handler: ours stay
+                if handler is not None:
+                    signal.signal(sig, handler)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        with isolation._signals_deferred():
+            self.cancel()
+            self._stop()
+
+    def _stop(self) -> None:
+        if self.ray is not None and self.ray.is_initialized():
+            with contextlib.suppress(Exception):
+                self.ray.shutdown()  # stops a local instance; only disconnects from an --address cluster
+        if self.temp_dir is not None:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
+            self.temp_dir = None
+
+    def cancel(self) -> None:
+        """Cancel every unit in flight (its Ray worker killed, its rows' workers with it)."""
+        for f in self.in_flight:
+            with contextlib.suppress(Exception):
+                self.ray.cancel(f.ref, force=True)
+        self.in_flight = []
+
+    def capacity(self) -> tuple[float, float]:
+        """The cluster's CPUs and GPUs now (nodes may join or leave)."""
+        resources = self.ray.cluster_resources()
+        return float(resources.get("CPU", 0.0)), float(resources.get("GPU", 0.0))
+
+    @property
+    def workers(self) -> int:
+        """How many one-CPU units the cluster runs at once."""
+        return max(1, int(self.capacity()[0]))
+
+    # --- running units -------------------------------------------------------------------------
+
+    def _submit(self, unit: Unit, env: dict[str, str]) -> _InFlight:
+        task = self.task.options(num_cpus=unit.cpus, num_gpus=unit.gpus, max_retries=RETRIES,
+                                                 retry_exceptions=False, name=f"rnnbench: {unit.label}")
+        ref = task.remote(unit.work, unit.cpus, unit.exclusive, env)
+        return _InFlight(unit, ref, time.monotonic() + unit.deadline_s)
+
+    def _fits(self, unit: Unit) -> bool:
+        """Whether `unit` fits beside what is in flight (one unit always goes: it may wait in Ray's queue)."""
+        if not self.in_flight:
+            return True
+        cpus, gpus = self.capacity()
+        return (sum(f.unit.cpus for f in self.in_flight) + unit.cpus <= cpus
+                and sum(f.unit.gpus for f in self.in_flight) + unit.gpus <= gpus)
+
+    def run(self, units: Sequence[Unit], emit: Emit) -> None:
+        """Run every unit; emit(record) in this process for each record, unit by unit as they finish."""
+        env = forwarded_env()
+        waiting = list(units)
+        try:
+            while waiting or self.in_flight:
+                while waiting and self._fits(waiting[0]):
+                    self.in_flight.append(self._submit(waiting.pop(0), env))
+                refs = [f.ref for f in self.in_flight]
+                ready, _ = self.ray.wait(refs, num_returns=1, timeout=WAIT_S)
+                now = time.monotonic()
+                for f in list(self.in_flight):
+                    if f.ref in ready:
+                        self.in_flight.remove(f)
+                        for rec in self._records(f):
+                            emit(rec)
+                    elif now > f.deadline:
+                        self.in_flight.remove(f)
+                        with contextlib.suppress(Exception):
+                            self.ray.cancel(f.ref, force=True)
+                        for rec in f.unit.lost(Status.TIMEOUT, f"the unit ({f.unit.label}) ran past its deadline of "
+                                               f"{f.unit.deadline_s:g} s on Ray; task cancelled, its workers killed"):
+                            emit(rec)
+        finally:
+            self.cancel()  # an interruption, or an emit that raised (disk full): nothing left running
+
+    def _records(self, f: _InFlight) -> list[dict]:
+        try:
+            return self.ray.get(f.ref)
+        except self.ray.exceptions.RayError as exc:  # lost twice (worker or node died), or our own bug
+            return f.unit.lost(Status.CRASH, f"the Ray task running this row's unit ({f.unit.label}) was lost "
+                                             f"after {RETRIES} retry: {_ray_error(exc)}")
+
+
+@contextlib.contextmanager
+def executor(name: str, address: Optional[str]) -> Iterator[Optional[RayExecutor]]:
+    """The executor `--executor NAME [--address ADDR]` asks for: None for local (the default)."""
+    if name != "ray":
+        yield None
+        return
+    with RayExecutor(address) as ray_executor:
+        yield ray_executor
+
+
+def check_executor(name: str, address: Optional[str]) -> None:
+    """Bad input refused before any work: --address without --executor ray; ray not importable."""
+    if address is not None and name != "ray":
+        raise InputError("--address needs --executor ray (it names the Ray cluster to send work to)")
+    if name == "ray":
+        ray_module()
