@@ -151,6 +151,11 @@ def _load_config(path: Optional[str]) -> dict[str, Any]:
         raise UsageError(f"cannot read config file {path}: {exc.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
+    if isinstance(config.get("environments"), dict):  # [environments.<name>] tables: definitions, run in them
+        names = environments.add_definitions(config["environments"], f"config file {path}")
+        if not names:
+            raise UsageError(f"config file {path}: the [environments] table defines no environment")
+        config["environments"] = ",".join(names)
     unknown = sorted(set(config) - set(RUN_DEFAULTS))
     if unknown:
         raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(RUN_DEFAULTS)}")
@@ -187,8 +192,9 @@ def _parser() -> _Parser:
                      "--models / --drivers override it on their axis")
     run.add_argument("--models", help="comma-separated model names (default: every model of --suite)")
     run.add_argument("--drivers", help="comma-separated driver names (default: all)")
-    run.add_argument("--environments", help="comma-separated environments, from main, xla (default: all; "
-                     "a driver runs once in each of its environments)")
+    run.add_argument("--environments", help="comma-separated environments (`rnnbench env list`; default: main, xla, "
+                     "each driver once in each of its environments); a framework-version environment runs every "
+                     "driver of its framework and is created on first use")
     run.add_argument("--dtypes", help=f"comma-separated, from {', '.join(DTYPES)} (default float32)")
     run.add_argument("--device", help="cpu (default) or cuda")
     run.add_argument("--sizes", help="overrides of model sizes, e.g. T=64,H=128")
@@ -207,6 +213,18 @@ def _parser() -> _Parser:
     run.add_argument("--out", help="results file (JSON Lines; default results/run-<timestamp>.jsonl)")
     run.add_argument("--resume", action="store_true", help="skip rows already recorded in --out")
     sub.add_parser("list", help="models and drivers, with availability here")
+    versions = sub.add_parser("versions", help="the bug x version table: every registered known issue and bug class "
+                              "in every environment of the framework-version matrix")
+    versions.add_argument("--environments", help="comma-separated (default: every environment in "
+                          "src/rnnbench/environments.toml; missing ones are created)")
+    versions.add_argument("--timeout", type=float, default=900.0, help="seconds before a row is killed (default 900)")
+    versions.add_argument("--out", help="results file (default results/versions-<timestamp>.jsonl)")
+    versions.add_argument("--resume", action="store_true", help="skip rows already recorded in --out")
+    versions.add_argument("--from", dest="from_files", nargs="+", metavar="FILE",
+                          help="print the table of these results files instead of running")
+    env = sub.add_parser("env", help="the Python environments rows run in (src/rnnbench/environments.toml): list, create")
+    env.add_argument("action", choices=("list", "create"))
+    env.add_argument("names", nargs="*", help="environments to create (created once, then reused)")
     table = sub.add_parser("table", help="print the table of one or more results files (several machines merge)")
     table.add_argument("files", nargs="+")
     table.add_argument("--all", action="store_true", help="list unavailable rows in the table too")
@@ -312,7 +330,8 @@ def _jobs(args, s: dict[str, Any]) -> list[Job]:
     # docs/bugs.md (buffer writes, Driver.suite == "bugs") join with --suite bugs or all, or by name.
     suite_drivers = [d.name for d in registry.drivers().values() if s["suite"] != "core" or d.suite == "core"]
     drivers = _names(s["drivers"], list(registry.drivers()), "driver") if s["drivers"] else suite_drivers
-    envs = _names(s["environments"], list(environments.environments()), "environment")
+    envs = (_names(s["environments"], list(environments.environments()), "environment") if s["environments"]
+            else environments.default_names())
     dtypes = _names(s["dtypes"], DTYPES, "dtype")
     if s["device"] not in DEVICES:
         raise UsageError(f"unknown device {s['device']!r}; known: {', '.join(DEVICES)}")
@@ -334,8 +353,8 @@ def _jobs(args, s: dict[str, Any]) -> list[Job]:
         for m in models
         for loss_form in loss_forms
         for d in drivers
-        for env in registry.get_driver(d).environments
-        if env in envs
+        for env in envs
+        if environments.runs(registry.get_driver(d), env)
     ]
     shard = _shard(args.shard)
     if shard:
@@ -376,6 +395,7 @@ def _cmd_run(args) -> int:
     executors.check_executor(args.executor, args.address)
     jobs = _jobs(args, s)
     out = _out_path(args.out, "run-%Y%m%d-%H%M%S.jsonl", args.resume)
+    _create_named_environments(s["environments"], {j.environment for j in jobs})
     with record.ResultsFile(out, resume=args.resume) as results:
         isolation.results_file(out, resumable=True)  # an interruption says what is kept and how to continue
         skipped = 0
@@ -419,6 +439,66 @@ def _cmd_run(args) -> int:
     return 1 if any(is_failing(r["status"]) for r in records) else 0
 
 
+def _create_named_environments(selection: Optional[str], used: set[str]) -> None:
+    """Create the environments a run names (--environments or a config) that are missing, live in
+    rnnbench's cache and have rows: created on first use. A default run creates nothing; main
+    and xla are created by their make targets (their rows say so)."""
+    if not selection:
+        return
+    for name in _names(selection, list(environments.environments()), "environment"):
+        env = environments.get(name)
+        if name in used and env.missing_reason() and env.creatable and env.create_command.startswith("rnnbench env create"):
+            environments.create(name, log=lambda line: print(f"rnnbench: {line}", flush=True))
+
+
+def _cmd_versions(args) -> int:
+    """Run the probes of rnnbench.report.bug_versions in each environment (created where
+    missing), then print the bug x version table."""
+    from rnnbench.report import bug_versions
+    from rnnbench.report.progress import Progress
+    from rnnbench.run.runner import Runner
+
+    if args.from_files:
+        paths = [Path(f) for f in args.from_files]
+        for p in paths:
+            if not p.is_file():
+                raise UsageError(f"results file {p} does not exist")
+        print(bug_versions.format_table(record.load(paths)))
+        return 0
+    timeout = _number("--timeout", args.timeout, maximum=MAX_SECONDS)
+    envs = _names(args.environments, list(environments.environments()), "environment")
+    jobs = bug_versions.probe_jobs(envs)
+    out = _out_path(args.out, "versions-%Y%m%d-%H%M%S.jsonl", args.resume)
+    _create_named_environments(",".join(envs), {j.environment for j in jobs})
+    with record.ResultsFile(out, resume=args.resume) as results:
+        isolation.results_file(out, resumable=True)
+        if args.resume:
+            wanted = [(j.key(), j.fingerprint(), j.settings(), f"{j.model}/{j.driver}/{j.environment}/{j.dtype}")
+                      for j in jobs]
+            jobs = [jobs[i] for i in record.resume_plan(out, results.existing, wanted)]
+        print(f"rnnbench: {len(jobs)} rows in {len(envs)} environments -> {out}", flush=True)
+        progress = Progress(len(jobs))
+        Runner(results, timeout, progress.start, progress.done).run(jobs)
+        progress.close()
+    print("\n" + bug_versions.format_table(record.load([out])))
+    return 0
+
+
+def _cmd_env(args) -> int:
+    envs = environments.environments()
+    if args.action == "list":
+        for name, env in envs.items():
+            state = env.missing_reason() and "missing" or ", ".join(f"{p} {v}" for p, v in environments.package_versions(name)
+                                                                    if p != "numpy")
+            print(f"{name:<14} {'default' if env.default else 'matrix':<8} {state}\n{'':<24}{env.python}")
+        return 0
+    names = _names(",".join(args.names), list(envs), "environment", required=True)
+    for name in names:
+        env = environments.create(name, log=lambda line: print(f"rnnbench: {line}", flush=True))
+        print(f"{name}: {env.python}")
+    return 0
+
+
 def _cmd_list(args) -> int:
     print("models:")
     for m in registry.models().values():
@@ -427,14 +507,15 @@ def _cmd_list(args) -> int:
     print("drivers:")
     for d in registry.drivers().values():
         reasons = []
-        for name in d.environments:
+        in_envs = [name for name in environments.environments() if environments.runs(d, name)]
+        for name in in_envs:
             env = environments.environments().get(name)
             reason = env.missing_reason() if env else f"unknown environment {name}"
             if reason is None and name == environments.current():
                 reason = d.available()
             if reason:
                 reasons.append(f"{name}: {reason}")
-        envs = ",".join(d.environments)
+        envs = ",".join(in_envs)
         print(f"  {d.name:<34} [{envs}] {d.summary}" + (f"  (unavailable: {'; '.join(reasons)})" if reasons else ""))
     return 0
 
@@ -532,7 +613,7 @@ def fuzz_drivers(value: Optional[str], dtype: str, device: str = "cpu") -> list:
     from rnnbench.run.environments import current
 
     probe = build(generate(0, 0)).model
-    here = [d for d in registry.drivers().values() if current() in d.environments]
+    here = [d for d in registry.drivers().values() if environments.runs(d, current())]
     if value:
         chosen = [registry.get_driver(n) for n in _names(value, [d.name for d in here], "driver")]
     else:
@@ -657,7 +738,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     raise BrokenPipeError("stdout closed") from None
                 raise
             command = {"run": _cmd_run, "list": _cmd_list, "table": _cmd_table, "sweep": _cmd_sweep,
-                       "report": _cmd_report, "fuzz": _cmd_fuzz}[args.command]
+                       "report": _cmd_report, "fuzz": _cmd_fuzz,
+                       "env": _cmd_env, "versions": _cmd_versions}[args.command]
             return command(args)
     except InputError as exc:
         say(f"rnnbench: error: {exc}")

@@ -1,0 +1,211 @@
+"""The bug x version table (`rnnbench versions`): every registered known issue and every bug class
+of docs/bugs.md, run in every environment of the framework-version matrix
+(src/rnnbench/environments.toml), and for each bug the versions where it reproduces.
+
+What runs (`probe_jobs`), as plain rows through the ordinary runner (`--no-time`):
+- a registered issue: its witnesses on each driver it names; an issue without witnesses, the
+  first PROBES_PER_DRIVER registered models (registry order) its drivers, models, dtypes, losses
+  and conditions cover, its versions set aside (the table asks where it shows, not where the
+  registry says it does);
+- a bug class (CLASSES): its models on its drivers, where the driver can run them.
+
+A row reproduces an issue when its raw status and report match what the issue produces (the
+raw status, before the registry renamed it: KnownIssue.reproduced_by); a row's version is the one
+its own worker recorded. The registry's `affects.versions` and `measured_on` must agree with this
+table on every version it measured (tests/test_known_issues.py checks the committed table)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import Any, Iterable, Optional
+
+from rnnbench import registry
+from rnnbench.check import known_issues
+from rnnbench.losses import with_loss
+from rnnbench.run import environments
+from rnnbench.run.row import Job
+from rnnbench.status import Status
+
+PROBES_PER_DRIVER = 2
+DTYPES = ("float64", "float32", "bfloat16")  # an issue without dtypes is probed at the first its driver supports
+
+
+@dataclasses.dataclass(frozen=True)
+class BugClass:
+    """A class of docs/bugs.md without (or beyond) a registered issue: models x drivers to run."""
+
+    id: str
+    title: str
+    models: tuple[str, ...]
+    drivers: Optional[tuple[str, ...]] = None  # None: every driver that runs the models
+    dtype: str = "float64"
+    order: int = 1
+
+
+CLASSES = (
+    # The four bodies whose d body/d acc depends on x (the class's trigger; loop_add and loop_add_sq,
+    # its controls, run in every test run).
+    BugClass("s4-accumulator-jacobian", "§4 gradients (and second order) wrong when d body/d acc depends on x",
+             ("loop_mul", "loop_div", "loop_sin_mul", "loop_acc_plus_acc_mul"), order=2),
+    BugClass("s5-sliced-assignment-buffer", "§5 gradients lost through sliced assignment into a preallocated buffer",
+             ("decay", "rnn"),
+             ("torch_loop_setitem", "torch_loop_setitem_compiled", "torch_loop_index_put",
+              "torch_loop_index_put_compiled", "jax_loop_buffer")),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    bug: str  # an issue id or a class id
+    model: str
+    driver: str
+    dtype: str
+    loss: str = "model"
+    sizes: tuple[tuple[str, int], ...] = ()
+    order: int = 1
+
+    def job(self, environment: str) -> Job:
+        return Job(self.model, self.driver, self.dtype, "cpu", dict(self.sizes), 0, 1, time=False,
+                   environment=environment, loss_form=self.loss, order=self.order)
+
+
+def _covered(issue: known_issues.KnownIssue, driver_name: str) -> list[Probe]:
+    """The first PROBES_PER_DRIVER models the issue covers on `driver_name`, versions set aside."""
+    driver = registry.get_driver(driver_name)
+    versionless = dataclasses.replace(issue, versions={})
+    loss = issue.losses[0] if issue.losses else "model"
+    found = []
+    for model in registry.models().values():
+        if driver.supports(model) is not None:
+            continue
+        dtype = next((d for d in (issue.dtypes or DTYPES) if d in driver.dtypes), None)
+        if dtype is None:
+            continue
+        m, case = with_loss(model, model.make_case(model.sizes_with_defaults({}), 0), loss)
+        if versionless.covers(driver_name, m, case.rounded_to(dtype), dtype, lambda package: None, issue.order):
+            found.append(Probe(issue.id, model.name, driver_name, dtype, loss, (), issue.order))
+            if len(found) == PROBES_PER_DRIVER:
+                break
+    return found
+
+
+def probes() -> list[Probe]:
+    out: list[Probe] = []
+    for issue in known_issues.registry():
+        for driver in issue.drivers:
+            if issue.witnesses:
+                out += [Probe(issue.id, w["model"], driver, w["dtype"], w.get("loss", "model"),
+                              tuple(sorted(w.get("sizes", {}).items())), issue.order)
+                        for w in issue.witnesses if registry.get_driver(driver).supports(registry.get_model(w["model"])) is None]
+            else:
+                out += _covered(issue, driver)
+    for cls in CLASSES:
+        drivers = cls.drivers or tuple(d.name for d in registry.drivers().values() if d.suite == "core" and not d.anchor)
+        for model in cls.models:
+            for driver in drivers:
+                if registry.get_driver(driver).supports(registry.get_model(model)) is None and cls.dtype in registry.get_driver(driver).dtypes:
+                    out.append(Probe(cls.id, model, driver, cls.dtype, order=cls.order))
+    return out
+
+
+def probe_jobs(environment_names: Iterable[str]) -> list[Job]:
+    """Every probe in every named environment that runs its driver, each row once (probes of
+    several bugs may share a row)."""
+    jobs: dict[tuple, Job] = {}
+    for env in environment_names:
+        for probe in probes():
+            if environments.runs(registry.get_driver(probe.driver), env):
+                job = probe.job(env)
+                jobs.setdefault(job.key() + (job.order,), job)
+    return list(jobs.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+
+
+def version_of(rec: dict[str, Any], package: str) -> Optional[str]:
+    """The version of `package` the row ran on (its worker's record), local tags dropped."""
+    v = ((rec.get("environment") or {}).get("versions") or {}).get(package)
+    return v.split("+")[0] if isinstance(v, str) else None
+
+
+def _framework_package(driver_name: str) -> str:
+    """The package a class row's column is named by: torch, torch_xla, or jax (flax rows too)."""
+    packages = registry.get_driver(driver_name).framework.packages
+    return "torch_xla" if "torch_xla" in packages else "jax" if "jax" in packages else packages[0]
+
+
+def _raw(rec: dict[str, Any], order: int) -> tuple[str, str]:
+    if order == 2:
+        hvp = rec.get("hvp") or {}
+        return hvp.get("raw_status") or hvp.get("status") or "", hvp.get("report") or ""
+    return rec.get("raw_status") or rec.get("status", ""), rec.get("report") or ""
+
+
+def _matches(probe: Probe, rec: dict[str, Any]) -> bool:
+    return (rec["model"], rec["driver"], rec["dtype"], rec.get("loss_form", "model")) == (
+        probe.model, probe.driver, probe.dtype, probe.loss) and all(
+        rec["sizes"].get(k) == v for k, v in probe.sizes)
+
+
+def outcomes(records: Iterable[dict[str, Any]]) -> dict[str, dict[tuple[str, str], list[str]]]:
+    """bug id -> (package, version) -> one verdict per probe row: "reproduces", "ok", or the
+    raw status of a row that failed another way ("unavailable" rows are left out)."""
+    records = [r for r in records if r.get("status") not in (Status.UNAVAILABLE, Status.SKIPPED)]
+    issues = {i.id: i for i in known_issues.registry()}
+    out: dict[str, dict[tuple[str, str], list[str]]] = defaultdict(lambda: defaultdict(list))
+    for probe in probes():
+        for rec in records:
+            if not _matches(probe, rec):
+                continue
+            issue = issues.get(probe.bug)
+            package = next(iter(issue.versions), None) if issue and issue.versions else _framework_package(probe.driver)
+            version = version_of(rec, package)
+            if version is None:
+                continue
+            status, report = _raw(rec, probe.order)
+            if issue is not None:
+                verdict = "reproduces" if issue.reproduced_by(status, report) else ("ok" if status == Status.OK else status)
+            else:
+                verdict = "ok" if status == Status.OK else status
+            out[probe.bug][(package, version)].append(verdict)
+    return out
+
+
+def reproduced_versions(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, bool]]]:
+    """issue id -> package -> version -> whether any probe row reproduced it there."""
+    out: dict[str, dict[str, dict[str, bool]]] = defaultdict(lambda: defaultdict(dict))
+    for bug, cells in outcomes(records).items():
+        for (package, version), verdicts in cells.items():
+            out[bug][package][version] = "reproduces" in verdicts
+    return out
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
+
+
+def _cell(verdicts: list[str]) -> str:
+    if not verdicts:
+        return "·"
+    n, hit = len(verdicts), verdicts.count("reproduces")
+    other = sorted({v for v in verdicts if v not in ("reproduces", "ok")})
+    text = f"**reproduces** {hit}/{n}" if hit else f"ok {verdicts.count('ok')}/{n}"
+    return text + (f" ({', '.join(other)})" if other else "")
+
+
+def format_table(records: Iterable[dict[str, Any]]) -> str:
+    """Markdown: one row per bug, one column per (package, version) measured."""
+    cells = outcomes(list(records))
+    columns = sorted({c for bug in cells.values() for c in bug}, key=lambda c: (c[0], _key(c[1])))
+    issues = {i.id: i for i in known_issues.registry()}
+    lines = ["| bug | registry claims | " + " | ".join(f"{p} {v}" for p, v in columns) + " |",
+             "|---|---|" + "---|" * len(columns)]
+    for bug in [i.id for i in known_issues.registry()] + [c.id for c in CLASSES]:
+        issue = issues.get(bug)
+        claims = ", ".join(f"{p} {s}" for p, s in issue.versions.items()).replace("|", " or ") if issue else "(class)"
+        row = [_cell(cells.get(bug, {}).get(c, [])) for c in columns]
+        lines.append(f"| {bug} | {claims} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
