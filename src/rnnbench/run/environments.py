@@ -48,7 +48,7 @@ class Environment:
     variables: Mapping[str, str] = field(default_factory=dict)  # set for its worker processes
     requirements: tuple[str, ...] = ()  # pinned requirements (read from its file where it names one)
     requirements_file: Optional[str] = None
-    default: bool = True  # in the default selection
+    default: bool = False  # in the default selection
     creatable: bool = True  # False: the running interpreter (main), which rnnbench cannot create
 
     @property
@@ -83,7 +83,10 @@ class Environment:
 # The packages whose versions determine a row's result (recorded in its settings and fingerprint).
 VERSIONED_PACKAGES = ("torch", "torch_xla", "jax", "jaxlib", "flax", "numpy")
 
-_EXTRA: dict[str, dict[str, Any]] = {}  # definitions added by a --config file (add_definitions)
+DEFINITIONS_VAR = "RNNBENCH_ENVIRONMENTS"
+"""JSON of the definitions a --config file added: set by add_definitions, so the run's worker
+processes (which judge where a driver runs) know them too."""
+_EXTRA: dict[str, dict[str, Any]] = json.loads(os.environ.get(DEFINITIONS_VAR) or "{}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -158,6 +161,7 @@ def add_definitions(definitions: Mapping[str, Any], where: str) -> list[str]:
     table names a built-in one); returns their names, the run's selection."""
     for name, entry in definitions.items():
         _EXTRA[name] = {**_builtin().get(name, {}), **check_definition(name, entry, where)}
+    os.environ[DEFINITIONS_VAR] = json.dumps(_EXTRA)
     package_versions.cache_clear()
     return list(definitions)
 
@@ -195,7 +199,7 @@ def _environment(name: str, entry: Mapping[str, Any]) -> Environment:
         python = override
     command = entry.get("create", f"rnnbench env create {name}")
     return Environment(name, python, command, entry.get("purpose", ""), dict(entry.get("variables", {})),
-                       requirements, requirements_file, bool(entry.get("default", True)), creatable)
+                       requirements, requirements_file, bool(entry.get("default", False)), creatable)
 
 
 def environments() -> dict[str, Environment]:
@@ -231,12 +235,15 @@ def default_names() -> list[str]:
 
 
 def runs(driver: Any, env_name: str) -> bool:
-    """Whether `driver` has rows in environment `env_name`: a default environment runs the drivers
-    that name it; another one every driver whose framework's packages it pins."""
+    """Whether `driver` has rows in environment `env_name`: an environment that drivers name
+    (Driver.environments: main, xla) runs the drivers that name it; any other one every driver
+    whose framework's packages it pins."""
+    from rnnbench import registry
+
     env = environments().get(env_name)
     if env is None:
         return False
-    if env.default:
+    if any(env_name in d.environments for d in registry.drivers().values()):
         return env_name in driver.environments
     return set(driver.framework.packages) - {"numpy"} <= env.packages()
 
