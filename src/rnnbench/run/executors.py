@@ -53,6 +53,8 @@ from rnnbench.status import Status
 
 UNIT_GRACE_S = 60.0  # beyond its rows' timeouts and one worker start: a unit's deadline
 RETRIES = 1  # Ray's retries of a lost task, and of an OOM-killed one
+CANCEL_GRACE_S = 5.0  # a cancelled task's time to end its workers itself before it is killed
+CANCEL_WAIT_S = 10.0  # then how long to wait for the kill
 WAIT_S = 0.2  # ray.wait's timeout: signals and deadlines are looked at this often
 LOCAL_SOCKET_ROOM = 48  # a local instance's temp dir path at most this long (unix socket paths end near 107)
 # Variables of this process a task does not take: they name this process or are set per worker.
@@ -97,8 +99,11 @@ def node_identity(cpus: Optional[list[int]]) -> dict[str, Any]:
     """The `node` of a record made on a Ray node: its Ray id, hostname, IP and the CPUs claimed there."""
     import ray
 
-    return {"ray_node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
-            "ip": ray.util.get_node_ip_address(), "cpus": cpus}
+    node_id = ray.get_runtime_context().get_node_id()
+    # The address the node joined the cluster with (the machine may have several).
+    ip = next((n["NodeManagerAddress"] for n in ray.nodes() if n.get("NodeID") == node_id), None)
+    return {"ray_node_id": node_id, "hostname": socket.gethostname(), "ip": ip or ray.util.get_node_ip_address(),
+            "cpus": cpus}
 
 
 def run_unit(work: Callable[[Emit], None], cpus: float, exclusive: bool, env: dict[str, str]) -> list[dict]:
@@ -124,10 +129,38 @@ def run_unit(work: Callable[[Emit], None], cpus: float, exclusive: bool, env: di
     return [{**rec, "node": node} for rec in records]
 
 
+@contextlib.contextmanager
+def _signals_through_ray() -> Iterator[None]:
+    """Ray's blocking calls turn the exception our signal handler raises (isolation.Interrupted)
+    into a plain KeyboardInterrupt: raise the one the signal meant (exit 143 for SIGTERM, not 130)."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        meant = isolation.interruption()
+        if meant is None or type(exc) is type(meant):
+            raise
+        raise meant from None
+
+
 def _ray_error(exc: BaseException) -> str:
     """Ray's error, for the report of a lost unit's rows: its type and first lines."""
     lines = [line for line in str(exc).splitlines() if line.strip()][:6]
     return f"{type(exc).__name__}: " + "\n".join(lines)
+
+
+def _cancel(ray: Any, refs: list) -> None:
+    """Cancel running tasks: first by a KeyboardInterrupt in the task, whose run_isolated then ends
+    its workers' process groups (what they started included: Ray itself kills only a killed
+    worker's direct children); what has not ended after CANCEL_GRACE_S is killed (force=True).
+    Returns when they are gone (a disconnect right after a cancel could drop it)."""
+    for force, wait_s in ((False, CANCEL_GRACE_S), (True, CANCEL_WAIT_S)):
+        if not refs:
+            return
+        for ref in refs:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=force)
+        with contextlib.suppress(Exception):
+            done, refs = ray.wait(refs, num_returns=len(refs), timeout=wait_s)
 
 
 @dataclass
@@ -162,17 +195,8 @@ class RayExecutor:
         options: dict[str, Any] = dict(log_to_driver=False, configure_logging=True, logging_level="ERROR",
                                        include_dashboard=False)
         try:
-            if self.address is None:
-                self.temp_dir = isolation.short_tmpdir("ray", LOCAL_SOCKET_ROOM)
-                ray.init(address="local", num_cpus=len(timing.allowed_cpus()), _temp_dir=str(self.temp_dir),
-                         _system_config={"task_oom_retries": RETRIES}, **options)
-            else:
-                try:
-                    ray.init(address=self.address, **options)
-                except (ConnectionError, ValueError, RuntimeError) as exc:
-                    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                    raise InputError(f"--address {self.address}: cannot connect to a Ray cluster there ({first})") from None
-            self.task = ray.remote(run_unit)
+            with _signals_through_ray():  # a signal during start-up
+                self._start(ray, options)
         except BaseException:
             self._stop()
             raise
@@ -181,6 +205,19 @@ class RayExecutor:
                 if handler is not None:
                     signal.signal(sig, handler)
         return self
+
+    def _start(self, ray: Any, options: dict[str, Any]) -> None:
+        if self.address is None:
+            self.temp_dir = isolation.short_tmpdir("ray", LOCAL_SOCKET_ROOM)
+            ray.init(address="local", num_cpus=len(timing.allowed_cpus()), _temp_dir=str(self.temp_dir),
+                     _system_config={"task_oom_retries": RETRIES}, **options)
+        else:
+            try:
+                ray.init(address=self.address, **options)
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise InputError(f"--address {self.address}: cannot connect to a Ray cluster there ({first})") from None
+        self.task = ray.remote(run_unit)
 
     def __exit__(self, *exc_info) -> None:
         with isolation._signals_deferred():
@@ -197,10 +234,9 @@ class RayExecutor:
 
     def cancel(self) -> None:
         """Cancel every unit in flight (its Ray worker killed, its rows' workers with it)."""
-        for f in self.in_flight:
-            with contextlib.suppress(Exception):
-                self.ray.cancel(f.ref, force=True)
+        refs = [f.ref for f in self.in_flight]
         self.in_flight = []
+        _cancel(self.ray, refs)
 
     def capacity(self) -> tuple[float, float]:
         """The cluster's CPUs and GPUs now (nodes may join or leave)."""
@@ -233,26 +269,30 @@ class RayExecutor:
         env = forwarded_env()
         waiting = list(units)
         try:
-            while waiting or self.in_flight:
-                while waiting and self._fits(waiting[0]):
-                    self.in_flight.append(self._submit(waiting.pop(0), env))
-                refs = [f.ref for f in self.in_flight]
-                ready, _ = self.ray.wait(refs, num_returns=1, timeout=WAIT_S)
-                now = time.monotonic()
-                for f in list(self.in_flight):
-                    if f.ref in ready:
-                        self.in_flight.remove(f)
-                        for rec in self._records(f):
-                            emit(rec)
-                    elif now > f.deadline:
-                        self.in_flight.remove(f)
-                        with contextlib.suppress(Exception):
-                            self.ray.cancel(f.ref, force=True)
-                        for rec in f.unit.lost(Status.TIMEOUT, f"the unit ({f.unit.label}) ran past its deadline of "
-                                               f"{f.unit.deadline_s:g} s on Ray; task cancelled, its workers killed"):
-                            emit(rec)
+            with _signals_through_ray():
+                self._loop(waiting, env, emit)
         finally:
             self.cancel()  # an interruption, or an emit that raised (disk full): nothing left running
+
+    def _loop(self, waiting: list[Unit], env: dict[str, str], emit: Emit) -> None:
+        """Submit what fits, wait, take what finished, cancel what ran past its deadline."""
+        while waiting or self.in_flight:
+            while waiting and self._fits(waiting[0]):
+                self.in_flight.append(self._submit(waiting.pop(0), env))
+            refs = [f.ref for f in self.in_flight]
+            ready, _ = self.ray.wait(refs, num_returns=1, timeout=WAIT_S)
+            now = time.monotonic()
+            for f in list(self.in_flight):
+                if f.ref in ready:
+                    self.in_flight.remove(f)
+                    for rec in self._records(f):
+                        emit(rec)
+                elif now > f.deadline:
+                    self.in_flight.remove(f)
+                    _cancel(self.ray, [f.ref])
+                    for rec in f.unit.lost(Status.TIMEOUT, f"the unit ({f.unit.label}) ran past its deadline of "
+                                           f"{f.unit.deadline_s:g} s on Ray; task cancelled, its workers killed"):
+                        emit(rec)
 
     def _records(self, f: _InFlight) -> list[dict]:
         try:

@@ -237,6 +237,19 @@ def run_isolated(
                                  context(), env, memory_limit_gb)
 
 
+def _next_event(events: "queue.Queue[Optional[tuple]]", timeout_s: float) -> Optional[tuple]:
+    """events.get(timeout=timeout_s), waiting in slices: an exception set in this thread without a
+    signal (a Ray task's cancellation raises KeyboardInterrupt so) lands within a slice, and the
+    finally below ends the worker's group."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return events.get(timeout=max(0.0, min(WATCH_INTERVAL_S, deadline - time.monotonic())))
+        except queue.Empty:
+            if time.monotonic() >= deadline:
+                raise
+
+
 def _one_worker(command, items, first, timeout_s, on_result, on_failure, on_start, context, env, memory_limit_gb) -> int:
     """One worker over items[first:]; returns the index the next worker starts at."""
     fd, err_name = tempfile.mkstemp(prefix="worker-", suffix=".stderr", dir=run_tmpdir())
@@ -266,7 +279,7 @@ def _one_worker(command, items, first, timeout_s, on_result, on_failure, on_star
         while True:
             wait = timeout_s if started is not None else timeout_s + WORKER_START_GRACE_S
             try:
-                event = events.get(timeout=wait)
+                event = _next_event(events, wait)
             except queue.Empty:
                 _end_worker(worker)
                 failed = done if started is None else started
@@ -494,6 +507,17 @@ def _on_signal(signum: int, frame) -> None:
         raise BrokenPipeError(errno.EPIPE, "stdout was closed")
     _state.unwinding = signum
     raise Interrupted(signum)
+
+
+def interruption() -> Optional[BaseException]:
+    """The exception the signal being handled raised (Interrupted; BrokenPipeError for a closed
+    stdout), or None: for callers of a library that swallows it and raises a plain
+    KeyboardInterrupt instead (Ray's blocking calls do), so the exit code still names the signal."""
+    if _state.unwinding is None:
+        return None
+    if _state.unwinding == signal.SIGPIPE:
+        return BrokenPipeError(errno.EPIPE, "stdout was closed")
+    return Interrupted(_state.unwinding)
 
 
 @contextlib.contextmanager
