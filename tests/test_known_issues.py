@@ -324,3 +324,44 @@ def test_expanded_carry_cotangent_entries_follow_the_measured_scope(name: str, s
     ids = {i.id for i in known_issues.covering(driver, model, case, "float64", versions=lambda p: torch_version)
            if "expanded-carry" in i.id}
     assert ids == ({expected} if expected else set())
+
+
+# --- the registry's version ranges are the measured ones (docs/results/*-bug-versions.md) ---
+
+BUG_VERSIONS = sorted((known_issues.REGISTRY_PATH.parents[2] / "docs" / "results").glob("*-bug-versions.jsonl"))
+
+
+def _measured() -> dict:
+    from rnnbench import record
+    from rnnbench.run import bug_versions
+
+    assert BUG_VERSIONS, "no committed bug x version records (docs/results/<date>-bug-versions.jsonl)"
+    return bug_versions.reproduced_versions(record.load([BUG_VERSIONS[-1]]))
+
+
+def test_every_entry_was_measured_on_at_least_three_versions_or_all_there_are() -> None:
+    """The table measured each entry's package on three or more versions; torch_xla has one release
+    that runs with this suite's Python and torch (2.9.0), so its entry is measured on that one."""
+    measured = _measured()
+    for issue in known_issues.registry():
+        for package in issue.versions:
+            seen = measured.get(issue.id, {}).get(package, {})
+            assert len(seen) >= (1 if package == "torch_xla" else 3), (issue.id, package, seen)
+
+
+def test_version_ranges_and_measured_on_agree_with_the_measured_table() -> None:
+    """On every version the committed table measured, an entry's `affects.versions` holds exactly
+    where the bug reproduced, and `measured_on` lists every version where it did and none where it
+    did not: the ranges are measured, not guessed."""
+    import json
+
+    measured = _measured()
+    raw = {e["id"]: e for e in json.loads(known_issues.REGISTRY_PATH.read_text())["issues"]}
+    for issue in known_issues.registry():
+        for package, spec in issue.versions.items():
+            for version, reproduced in measured.get(issue.id, {}).get(package, {}).items():
+                assert version_matches(version, spec) == reproduced, (
+                    f"{issue.id}: {package} {version} {'reproduces' if reproduced else 'does not reproduce'} "
+                    f"in the table, but affects.versions says {spec!r}")
+                listed = version in raw[issue.id].get("measured_on", {}).get(package, [])
+                assert listed == reproduced, f"{issue.id}: measured_on and the table disagree on {package} {version}"

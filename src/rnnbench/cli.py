@@ -452,9 +452,9 @@ def _create_named_environments(selection: Optional[str], used: set[str]) -> None
 
 
 def _cmd_versions(args) -> int:
-    """Run the probes of rnnbench.report.bug_versions in each environment (created where
+    """Run the probes of rnnbench.run.bug_versions in each environment (created where
     missing), then print the bug x version table."""
-    from rnnbench.report import bug_versions
+    from rnnbench.run import bug_versions
     from rnnbench.report.progress import Progress
     from rnnbench.run.runner import Runner
 

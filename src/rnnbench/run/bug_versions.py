@@ -132,9 +132,9 @@ def version_of(rec: dict[str, Any], package: str) -> Optional[str]:
 
 
 def _framework_package(driver_name: str) -> str:
-    """The package a class row's column is named by: torch, torch_xla, or jax (flax rows too)."""
-    packages = registry.get_driver(driver_name).framework.packages
-    return "torch_xla" if "torch_xla" in packages else "jax" if "jax" in packages else packages[0]
+    """The package a class row's column is named by: its framework's family (torch for torch_xla
+    rows, which run on torch 2.9.0; jax for flax rows)."""
+    return registry.get_driver(driver_name).framework.family
 
 
 def _raw(rec: dict[str, Any], order: int) -> tuple[str, str]:
