@@ -59,7 +59,7 @@ def test_records_are_valid_rnnbench_records(quick) -> None:
     assert set(keys.values()) == {1}
     best = Counter((r["driver"], r["model"]) for r in comparison if r["best_idiomatic"])
     assert set(best.values()) == {1}
-    assert sorted({r["sizes"]["T"] for r in sweep}) == [8, 16]
+    assert sorted({r["sizes"]["T"] for r in sweep}) == [4, 8]
 
 
 def test_every_baseline_agrees_with_the_oracle(quick) -> None:
