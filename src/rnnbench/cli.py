@@ -447,7 +447,7 @@ def _create_named_environments(selection: Optional[str], used: set[str]) -> None
         return
     for name in _names(selection, list(environments.environments()), "environment"):
         env = environments.get(name)
-        if name in used and env.missing_reason() and env.creatable and env.create_command.startswith("rnnbench env create"):
+        if name in used and env.missing_reason() and env.on_demand:
             environments.create(name, log=lambda line: print(f"rnnbench: {line}", flush=True))
 
 

@@ -61,6 +61,12 @@ class Environment:
         what = f"{self.purpose} environment" if self.purpose else "environment"
         return f"run `{self.create_command}` to create the {what} ('{self.name}': {self.python} not found)"
 
+    @property
+    def on_demand(self) -> bool:
+        """Created by rnnbench itself, into its cache (`rnnbench env create NAME`), where it is
+        missing: by a run that names it, and by a Ray task on a node that lacks it."""
+        return self.creatable and self.create_command.startswith("rnnbench env create")
+
     def complete(self) -> bool:
         """Created to the end from today's requirements: by `create` (its mark names them), or by
         hand (an interpreter without create's marks)."""
@@ -87,6 +93,15 @@ DEFINITIONS_VAR = "RNNBENCH_ENVIRONMENTS"
 """JSON of the definitions a --config file added: set by add_definitions, so the run's worker
 processes (which judge where a driver runs) know them too."""
 _EXTRA: dict[str, dict[str, Any]] = json.loads(os.environ.get(DEFINITIONS_VAR) or "{}")
+
+
+def load_definitions() -> None:
+    """Take the definitions $RNNBENCH_ENVIRONMENTS names now: read at import, and again by a Ray
+    task once it has set its run's variables (its worker process imported this module earlier,
+    maybe for another run)."""
+    _EXTRA.clear()
+    _EXTRA.update(json.loads(os.environ.get(DEFINITIONS_VAR) or "{}"))
+    package_versions.cache_clear()
 
 
 @functools.lru_cache(maxsize=None)

@@ -33,6 +33,13 @@ must have their cores to themselves: on the node the task claims that many disti
 needed, and passes them in $RNNBENCH_CPUS, which every row worker pins to (timing.choose_cpus);
 the record's `cpu.affinity` and `node.cpus` name them. Correctness-only units (`run --no-time`,
 fuzz) claim CPUs only where free (else they share, as local rows would) and never wait.
+
+Environments: the parent creates the environments a run names on its own machine only; a `run` or
+`sweep` unit whose environment rnnbench creates on demand (in its cache) and which is missing on
+its node creates it there before its rows (runner.GroupWork.environment_here, under create()'s
+lock: two units on one node never build one environment at once); a `run` unit's deadline has
+ENVIRONMENT_CREATION_S more where its environment is one rnnbench creates. A task takes the run's --config environment definitions
+($RNNBENCH_ENVIRONMENTS, forwarded) before it runs its unit.
 """
 
 from __future__ import annotations
@@ -48,10 +55,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from rnnbench.errors import InputError
-from rnnbench.run import isolation, timing
+from rnnbench.run import environments, isolation, timing
 from rnnbench.status import Status
 
 UNIT_GRACE_S = 60.0  # beyond its rows' timeouts and one worker start: a unit's deadline
+ENVIRONMENT_CREATION_S = 900.0  # and beyond that, for a unit that may create its environment on the node
 RETRIES = 1  # Ray's retries of a lost task, and of an OOM-killed one
 CANCEL_GRACE_S = 5.0  # a cancelled task's time to end its workers itself before it is killed
 CANCEL_WAIT_S = 10.0  # then how long to wait for the kill
@@ -115,6 +123,7 @@ def run_unit(work: Callable[[Emit], None], cpus: float, exclusive: bool, env: di
     try:
         with timing.claimed_cpus(max(1, round(cpus)), wait=exclusive) as claimed:
             os.environ.update(env)
+            environments.load_definitions()  # the run's --config environments (this worker imported them before)
             if claimed:
                 os.environ[timing.CPUS_VAR] = ",".join(map(str, claimed))
             node = node_identity(claimed)

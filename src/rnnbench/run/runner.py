@@ -6,16 +6,20 @@ Records are appended to the results file as they arrive, so a killed run can be 
 One (environment, driver) group is one unit of work (GroupWork): the local runner runs the groups
 one after another in this process's workers; with an executor (rnnbench.run.executors, `--executor
 ray`) each group runs the same way on a cluster node and its records come back to this process,
-the one writer of the results file.
+the one writer of the results file. A group whose environment rnnbench creates on demand and
+that is missing where it runs (a Ray node) creates it there before its rows.
 """
 
 from __future__ import annotations
 
 import os
+import socket
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Union
 
 from rnnbench import record, registry
+from rnnbench.errors import InputError
 from rnnbench.run import environments
 from rnnbench.run.isolation import WORKER_START_GRACE_S, run_isolated
 from rnnbench.run.row import Job, unavailable_reason
@@ -50,7 +54,15 @@ class GroupWork:
         return self.annotate({**job.identity(), "status": status, "report": report})
 
     def __call__(self, emit: Callable[[dict], None], on_start: Callable[[Job], None] = lambda job: None) -> None:
-        env, jobs = environments.get(self.environment), self.jobs
+        jobs = self.jobs
+        try:
+            env = self.environment_here()
+        except (InputError, RuntimeError, OSError) as exc:  # uv failed, no uv, disk full: no row can start
+            for job in jobs:
+                on_start(job)
+                emit(self.failed(job, Status.CRASH, f"environment {self.environment!r} is missing on "
+                                                    f"{socket.gethostname()} and creating it there failed: {exc}"))
+            return
         extra = self.extra_env() if callable(self.extra_env) else self.extra_env
         run_isolated(
             [env.python, "-m", "rnnbench.run.worker"],
@@ -63,15 +75,27 @@ class GroupWork:
             memory_limit_gb=self.memory_limit_gb,
         )
 
+    def environment_here(self) -> environments.Environment:
+        """The group's environment on this machine. One that rnnbench creates on demand (in its
+        cache) and that is missing here is created first: on a Ray node, which the parent's
+        creation (on its own machine) did not reach. create() holds the environment's lock, so two
+        units on one node never build it at once: the second waits, then finds it made."""
+        env = environments.get(self.environment)
+        if env.missing_reason() and env.on_demand:
+            env = environments.create(self.environment, log=lambda line: print(f"rnnbench: {line}", file=sys.stderr,
+                                                                               flush=True))
+        return env
+
     def unit(self) -> "Unit":
         """This group as a unit for an executor: the CPUs its rows' threads need, its own cores for
         timed rows, a GPU for cuda rows, and a deadline of its rows' timeouts plus a worker start."""
-        from rnnbench.run.executors import UNIT_GRACE_S, Unit
+        from rnnbench.run.executors import ENVIRONMENT_CREATION_S, UNIT_GRACE_S, Unit
 
         first = self.jobs[0]
         return Unit(f"{first.driver} in {self.environment} ({len(self.jobs)} rows)", self, self.lost,
                     cpus=first.threads, gpus=int(first.device == "cuda"), exclusive=first.time,
-                    deadline_s=len(self.jobs) * self.timeout_s + WORKER_START_GRACE_S + UNIT_GRACE_S)
+                    deadline_s=len(self.jobs) * self.timeout_s + WORKER_START_GRACE_S + UNIT_GRACE_S
+                    + (ENVIRONMENT_CREATION_S if environments.get(self.environment).on_demand else 0.0))
 
     def lost(self, status: str, report: str) -> list[dict]:
         """The records of this group's rows when the unit that ran them was lost."""
