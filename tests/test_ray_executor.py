@@ -1,12 +1,15 @@
 """`--executor ray` (rnnbench.run.executors) on a real local Ray cluster: the same verdicts as the
-local pool for the same rows, records streamed into the file and resumable across executors, a
-row's crash and hang, a lost Ray task retried once then recorded, a unit past its deadline,
-interrupts (a local instance rnnbench starts and stops; a cluster given by --address, left
-running), usage errors.
+local pool for the same rows, timed rows on cores of their own, records streamed into the file and
+resumable across executors, a row's crash and hang, a lost Ray task retried once then recorded, a
+lost node (its unit retried once on another node, then recorded), an environment created on the
+node that lacks it, a unit past its deadline, interrupts (a local instance rnnbench starts and
+stops; a cluster given by --address, left running), usage errors.
 
-Most tests share one cluster started here with `ray start --head --block` (its processes carry a
-marker of their own in their environment, so the teardown stops that cluster alone: `ray stop`
-would stop every cluster on the machine). Runs are real `rnnbench` processes started as
+Most tests share one cluster started here with `ray start --head --block`; the node tests share a
+head without CPUs and add nodes of their own to it (`ray start --address --block`). Each node's
+processes carry a marker of their own in their environment, so a test stops or loses that node
+alone (`ray stop` would stop every cluster on the machine) and checks that none of its processes
+is left. Runs are real `rnnbench` processes started as
 tests/test_faults.py starts them (a unique marker in their environment, which the executor passes
 on to the rows' workers on the node, so no worker left behind goes unseen)."""
 
@@ -24,7 +27,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pytest
 
@@ -45,17 +48,40 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# Node death is found by the head's health checks: every 0.5 s, 3 misses (Ray's default: 3 s, 5).
+HEALTH_CHECKS = {"RAY_health_check_initial_delay_ms": "0", "RAY_health_check_period_ms": "500",
+                 "RAY_health_check_timeout_ms": "500", "RAY_health_check_failure_threshold": "3"}
+
+
 class Cluster:
-    def __init__(self) -> None:
+    """One Ray node started by `ray start --block`: a head (join None), or a node joining `join`'s
+    cluster. Its processes (daemons, Ray workers, the rows' workers they start) carry a marker of
+    their own in their environment, so this node alone is stopped (`ray stop` stops every cluster
+    on the machine) and a node can be lost at once (stop(lost=True): SIGKILL to all its processes).
+    Each node has a private TMPDIR (its own CPU claims: nodes of one machine act as machines of
+    their own, and claims of other runs on this machine do not make its units wait); `env` is
+    added to its processes' environment."""
+
+    def __init__(self, cpus: int = 2, join: Optional["Cluster"] = None, **env: str) -> None:
         self.marker = uuid.uuid4().hex
-        self.temp = Path(tempfile.mkdtemp(prefix="rnnbench-test-ray-", dir="/tmp"))  # short: Ray's sockets live here
-        port = _free_port()
-        self.address = f"127.0.0.1:{port}"
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RNNBENCH_TEST_CLUSTER": self.marker,
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")]))}
-        self.proc = subprocess.Popen([RAY, "start", "--head", "--block", "--port", str(port), "--node-ip-address",
-                                      "127.0.0.1", "--num-cpus", "2", "--temp-dir", str(self.temp),
-                                      "--include-dashboard", "false", "--disable-usage-stats"],
+        self.joined = join is not None
+        if join is None:
+            self.temp = Path(tempfile.mkdtemp(prefix="rnnbench-test-ray-", dir="/tmp"))  # short: Ray's sockets live here
+            port = _free_port()
+            self.address = f"127.0.0.1:{port}"
+            where = ["--head", "--port", str(port), "--include-dashboard", "false"]
+        else:
+            self.temp, self.address = join.temp, join.address
+            where = ["--address", join.address]
+        tmp = self.temp / f"tmp-{self.marker[:8]}"
+        tmp.mkdir()
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RNNBENCH_TEST_CLUSTER": self.marker, "TMPDIR": str(tmp),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")])),
+               **HEALTH_CHECKS, **env}
+        self.proc = subprocess.Popen([RAY, "start", "--block", *where, "--node-ip-address", "127.0.0.1",
+                                      "--num-cpus", str(cpus), "--temp-dir", str(self.temp),
+                                      "--dashboard-agent-listen-port", str(_free_port()),
+                                      "--object-store-memory", str(100 * 2**20), "--disable-usage-stats"],
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         deadline = time.monotonic() + 120
         for line in self.proc.stdout:
@@ -77,21 +103,41 @@ class Cluster:
                     pass
         return found
 
-    def stop(self) -> None:
-        """This cluster only: `ray start --block` ends its daemons on SIGTERM; what is left of its
-        processes (found by the cluster's marker) is killed."""
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            pass
+    def node_id(self) -> str:
+        """This node's Ray id (its raylet's --node_id)."""
+        for pid in self.processes():
+            try:
+                args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            for arg in args:
+                if arg.startswith(b"--node_id="):
+                    return arg.split(b"=", 1)[1].decode()
+        raise AssertionError("no raylet of this node runs")
+
+    def stop(self, lost: bool = False) -> None:
+        """This node only: `ray start --block` ends its daemons on SIGTERM, and what is left of its
+        processes is killed; lost: every process of the node is SIGKILLed at once (a machine gone)."""
+        if not lost:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                pass
         for pid in self.processes():
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         self.proc.wait()
-        shutil.rmtree(self.temp, ignore_errors=True)
+        if not self.joined:
+            shutil.rmtree(self.temp, ignore_errors=True)
+
+    def assert_gone(self) -> None:
+        deadline = time.monotonic() + 5
+        while self.processes():
+            assert time.monotonic() < deadline, f"processes of a test cluster left: {self.processes()}"
+            time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +147,18 @@ def cluster() -> Iterator[Cluster]:
         yield c
     finally:
         c.stop()
+    c.assert_gone()
+
+
+@pytest.fixture(scope="module")
+def bare_head() -> Iterator[Cluster]:
+    """A head with no CPUs: every unit runs on a node a test adds (and may lose)."""
+    c = Cluster(cpus=0)
+    try:
+        yield c
+    finally:
+        c.stop()
+    c.assert_gone()
 
 
 def records(path: Path) -> list[dict]:
@@ -189,6 +247,33 @@ def test_run_same_verdicts_locally_and_on_ray_with_crash_and_hang(tmp_path: Path
     gone_after(on_ray.marker)
 
 
+def test_timed_rows_on_a_node_have_cores_of_their_own_and_name_their_node(tmp_path: Path, cluster: Cluster) -> None:
+    """Timed rows (--threads 1) of two drivers: two units on the 2-CPU node at once, each on a CPU
+    it claimed there, which its rows' workers pin to. Claims are taken in one fixed order, so two
+    distinct CPUs mean the second unit claimed while the first held its CPU. Every record names
+    its node and has its timings; the verdicts are a local run's."""
+    args = ("run", "--models", "decay", "--drivers", "torch_loop,jax_lax_scan", "--environments", "main",
+            "--threads", "1", "--budget", "0.05", "--out", "r.jsonl")
+    (tmp_path / "local").mkdir(), (tmp_path / "ray").mkdir()
+    local = start(tmp_path / "local", *args)
+    on_ray = start(tmp_path / "ray", *args, "--executor", "ray", "--address", cluster.address)
+    (code_local, lines_local), (code_ray, lines) = finish(local, 180), finish(on_ray, 180)
+    assert code_local == code_ray == 0, (lines_local, lines)
+    here, there = records(local.out), records(on_ray.out)
+    assert verdicts(here) == verdicts(there) and set(verdicts(there).values()) == {"ok"}
+    assert {r["driver"] for r in there} == {"torch_loop", "jax_lax_scan"}
+    cpus = {}
+    for rec in there:
+        assert rec["node"]["ray_node_id"] and rec["node"]["hostname"] == rec["machine"]["hostname"]
+        assert rec["fwd"]["median_ms"] > 0 and rec["fwd_bwd"]["median_ms"] > 0
+        assert rec["cpu"]["affinity"] == rec["node"]["cpus"] and len(rec["node"]["cpus"]) == 1
+        cpus.setdefault(rec["driver"], set()).add(rec["node"]["cpus"][0])
+    (a,), (b,) = cpus.values()  # one CPU per unit, a different one for each
+    assert a != b
+    assert {r["node"]["ray_node_id"] for r in there} == {cluster.node_id()}
+    gone_after(on_ray.marker)
+
+
 def test_fuzz_same_verdicts_locally_and_on_ray(tmp_path: Path, cluster: Cluster) -> None:
     args = ("fuzz", "--cases", "4", "--drivers", "torch_loop,faulty_crash_at_length_3", "--no-second-order",
             "--losses", "weighted", "--timeout", "30", "--out", "r.jsonl")
@@ -244,6 +329,99 @@ def test_a_lost_task_is_retried_once_then_its_rows_are_crash_records(tmp_path: P
     assert [(r["model"], r["status"]) for r in recs] == [("decay", "crash"), ("rnn", "crash")]
     assert all("was lost after 1 retry" in r["report"] and "Error" in r["report"] for r in recs)
     gone_after(run.marker)  # the rows' workers and the hanging child died with their Ray worker
+
+
+# ---------------------------------------------------------------------------------------------
+# A node lost: two and three nodes on this machine (a head without CPUs, nodes added and lost)
+
+ON_MARKED_NODE = (*ROWS, "--drivers", "faulty_hang_with_child_on_marked_node", "--timeout", "120")
+HANG_HERE = {"FAULTY_HANG_ON_THIS_NODE": "1"}  # the driver hangs on such a node (its worker and a child)
+RAY_ERRORS = tuple(name for name in dir(ray.exceptions) if name.endswith("Error"))
+
+
+def test_a_lost_node_s_unit_is_retried_once_on_another_node(tmp_path: Path, bare_head: Cluster) -> None:
+    """The unit hangs on the first node, which is then lost (all its processes SIGKILLed); a
+    second node joins; Ray retries the unit there, and its rows are `ok` records naming that node."""
+    run = start(tmp_path, "run", *ON_MARKED_NODE, "--out", "r.jsonl", "--executor", "ray",
+                "--address", bare_head.address)  # its unit waits for a node with a CPU
+    first = Cluster(cpus=1, join=bare_head, **HANG_HERE)
+    second = None
+    try:
+        worker, child = hanging(run, 120)
+        assert {worker, child} <= set(first.processes())
+        lost_id = first.node_id()
+        first.stop(lost=True)
+        second = Cluster(cpus=1, join=bare_head)
+        code, lines = finish(run, 120)
+        assert code == 0, lines
+        recs = records(run.out)
+        assert [(r["model"], r["status"]) for r in recs] == [("decay", "ok"), ("rnn", "ok")]
+        assert {r["node"]["ray_node_id"] for r in recs} == {second.node_id()} != {lost_id}
+        assert len(list((tmp_path / "sentinel").glob("hanging-*"))) == 1  # one hang: the lost node's
+        gone_after(run.marker)
+    finally:
+        for node in filter(None, (first, second)):
+            node.stop()
+    first.assert_gone()
+    second.assert_gone()
+
+
+def test_a_unit_lost_with_two_nodes_is_crash_records_naming_ray_s_error(tmp_path: Path, bare_head: Cluster) -> None:
+    """The unit hangs on a node that is lost, then on the node that took its retry, lost too:
+    every row of the unit becomes a `crash` record whose report names Ray's error."""
+    run = start(tmp_path, "run", *ON_MARKED_NODE, "--out", "r.jsonl", "--executor", "ray",
+                "--address", bare_head.address)
+    nodes = []
+    try:
+        for attempt in (1, 2):
+            nodes.append(Cluster(cpus=1, join=bare_head, **HANG_HERE))
+            worker, child = hanging(run, 120)
+            assert {worker, child} <= set(nodes[-1].processes())
+            (tmp_path / "sentinel" / f"hanging-{worker}").rename(tmp_path / f"attempt-{attempt}")
+            nodes[-1].stop(lost=True)
+        code, lines = finish(run, 120)
+        assert code == 1, lines
+        recs = records(run.out)
+        assert [(r["model"], r["status"]) for r in recs] == [("decay", "crash"), ("rnn", "crash")]
+        for rec in recs:
+            assert "was lost after 1 retry" in rec["report"], rec["report"]
+            assert any(name in rec["report"] for name in RAY_ERRORS), rec["report"]
+            assert "node" not in rec  # made by rnnbench itself
+        gone_after(run.marker)
+    finally:
+        for node in nodes:
+            node.stop()
+    for node in nodes:
+        node.assert_gone()
+
+
+def test_an_environment_missing_on_a_node_is_created_there_before_its_rows(tmp_path: Path, bare_head: Cluster) -> None:
+    """A --config environment (the main environment's jax pins: uv installs them from its cache in
+    seconds) that neither the run's machine nor the node has: the run creates it in its own cache
+    (XDG_CACHE_HOME), the node, whose cache is another, creates it in its own before the rows."""
+    from rnnbench.run import environments
+
+    pins = [r for r in environments.get("main").requirements if r.split("==")[0] in ("jax[cpu]", "jaxlib", "numpy")]
+    config = tmp_path / "c.toml"
+    config.write_text(f"[environments.jax-only]\nrequirements = {json.dumps(pins)}\n")
+    uv_cache = {"UV_CACHE_DIR": str(tmp_path / "uv-cache")}  # shared: the second creation copies from the first's
+    run = start(tmp_path, "run", "--config", str(config), "--models", "decay", "--drivers", "jax_lax_scan",
+                "--no-time", "--threads", "1", "--out", "r.jsonl", "--executor", "ray", "--address", bare_head.address, **uv_cache)
+    node = Cluster(cpus=1, join=bare_head, XDG_CACHE_HOME=str(tmp_path / "node-cache"), **uv_cache)
+    try:
+        code, lines = finish(run, 180)
+        assert code == 0, lines
+        (rec,) = records(run.out)
+        assert (rec["driver"], rec["environment_name"], rec["status"]) == ("jax_lax_scan", "jax-only", "ok")
+        assert rec["node"]["ray_node_id"] == node.node_id()
+        assert rec["environment"]["versions"]["jax"] == next(r for r in pins if r.startswith("jax[")).split("==")[1]
+        for cache in ("cache", "node-cache"):  # the run's machine's, then the node's
+            (prefix,) = (tmp_path / cache / "rnnbench" / "envs").glob("jax-only-*/")
+            assert (prefix / environments.COMPLETE_MARK).is_file()
+        gone_after(run.marker)
+    finally:
+        node.stop()
+    node.assert_gone()
 
 
 def _sleep_forever(emit) -> None:

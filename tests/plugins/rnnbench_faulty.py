@@ -52,6 +52,9 @@ def _hang():
 
 SENTINEL_VAR = "RNNBENCH_FAULTY_SENTINEL"  # a directory: a hanging worker says there that it hangs
 PARENT_RAISES_VAR = "RNNBENCH_FAULTY_PARENT_RAISES"  # the parent raises when the hanging row starts
+# Set in the environment of one Ray node's processes (not an RNNBENCH_ variable, so a run does not
+# forward it to every node): faulty_hang_with_child_on_marked_node hangs there and runs elsewhere.
+HANG_ON_NODE_VAR = "FAULTY_HANG_ON_THIS_NODE"
 
 
 def _hang_with_child(hold_gil: bool = False):
@@ -67,6 +70,11 @@ def _hang_with_child(hold_gil: bool = False):
     if hold_gil:
         re.match(r"(a|aa)+b", "a" * 80)  # exponential backtracking in _sre, GIL held throughout
     time.sleep(3600)
+
+
+def _hang_with_child_on_marked_node():
+    if os.environ.get(HANG_ON_NODE_VAR):
+        _hang_with_child()
 
 
 def _oom_kill():
@@ -139,6 +147,7 @@ DRIVERS = (
     _fault("faulty_hang_with_child_on_rnn", _hang_with_child, only_model="rnn"),
     _fault("faulty_hang_holding_gil_on_rnn", lambda: _hang_with_child(hold_gil=True), only_model="rnn"),
     _fault("faulty_hang_with_child_at_length_3", _hang_with_child, only_length=3),
+    _fault("faulty_hang_with_child_on_marked_node", _hang_with_child_on_marked_node),
     _fault("faulty_missing_framework", _raise, framework=MISSING),
     faulty_loop("faulty_cut_carry", cut_carry_from=1),
     dataclasses.replace(TORCH_LOOP, name="faulty_nondeterministic", framework=TEST, prepare=_nondeterministic_prepare,
