@@ -124,7 +124,10 @@ def plan_for(quick: bool, threads: int) -> Plan:
         tiny = {"T": 8, "B": 2, "I": 3, "H": 4}
         return Plan(points=tuple((m, tuple(tiny.items())) for m in MODELS), sweep_model="lstm",
                     sweep_sizes=tuple(tiny.items()), sweep=(4, 8), unrolls=(1, 4), rounds=3, target_sample_ms=2.0,
-                    slow_call_s=5.0, first_call_budget_s=120.0, point_first_call_budget_s=120.0,
+                    # Every candidate runs (the test wants every status ok): the first compiled
+                    # call carries the process's one-time inductor start-up (66 s at T=4 under
+                    # load 4.5 on 2 cores), which the T extrapolation doubles past a 120 s budget.
+                    slow_call_s=5.0, first_call_budget_s=900.0, point_first_call_budget_s=900.0,
                     threads=threads)
     # The sweep runs at the small size (its T=32 point is the small comparison point): eager calls
     # stay cheap up to T=512, and compile times do not depend on B, I, H.
