@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from _known_issue_marks import known_issue_marks
+from _sizes import halved
 from rnnbench import registry
 from rnnbench.run.environments import current, runs
 
@@ -59,8 +60,9 @@ def model_driver_pairs(dtypes: tuple[str, ...] = ()) -> list:
 
 
 def second_order_pairs() -> list:
-    """Every (core model, driver with a second-order path) of this environment, at float64; pairs a
-    second-order registry entry covers are strict xfails."""
+    """Every (core model, driver with a second-order path) of this environment, at float64 and the
+    model's halved sizes (tests/_sizes.py); pairs a second-order registry entry covers are strict
+    xfails."""
     here, params = current(), []
     for d in registry.drivers().values():
         if not runs(d, here) or not d.second_order:
@@ -68,7 +70,7 @@ def second_order_pairs() -> list:
         for m in registry.models().values():
             if m.suite != "core" or d.supports(m) is not None:
                 continue
-            case = m.make_case(m.sizes_with_defaults(), 0)
+            case = m.make_case(halved(m), 0)  # the case test_hvp_matches_oracle checks
             marks = known_issue_marks(d.name, m, case, "float64", order=2)
             params.append(pytest.param(m.name, d.name, marks=marks, id=f"{m.name}-{d.name}"))
     return params
