@@ -146,7 +146,11 @@ def test_a_creation_cut_short_is_missing_and_built_again(tmp_path: Path, monkeyp
         (env.prefix / ".rnnbench-partial").unlink()
         (env.prefix / environments.COMPLETE_MARK).write_text(json.dumps({"requirements": ["numpy==2.4.5"]}))
         assert env.missing_reason() is not None  # made from other pins: stale
-        (env.prefix / environments.COMPLETE_MARK).write_text(json.dumps({"requirements": ["numpy==2.4.6"]}))
+        made = {"requirements": ["numpy==2.4.6"], "rnnbench_dependencies": ["numpy"]}
+        (env.prefix / environments.COMPLETE_MARK).write_text(json.dumps(made))
+        assert env.missing_reason() is not None  # made with other rnnbench dependencies: stale
+        made["rnnbench_dependencies"] = list(environments.rnnbench_dependencies())
+        (env.prefix / environments.COMPLETE_MARK).write_text(json.dumps(made))
         assert env.missing_reason() is None
     finally:
         environments._EXTRA.pop("cut", None)

@@ -205,15 +205,15 @@ def test_which_tensors_the_step_and_the_prologue_read() -> None:
 
 def _witness_rows():
     for issue in known_issues.registry():
-        for witness in issue.witnesses:
+        for k, witness in enumerate(issue.witnesses):
             for driver in issue.drivers:
                 loss = witness.get("loss", "model")
-                yield pytest.param(issue.id, driver, witness["model"], witness["dtype"], witness.get("sizes", {}), loss,
+                yield pytest.param(issue.id, k, driver, witness["model"], witness["dtype"], witness.get("sizes", {}), loss,
                                    id=f"{issue.id}-{driver}-{witness['model']}-{witness['dtype']}-{loss}")
 
 
-@pytest.mark.parametrize("issue_id, witness_driver, witness_model, dtype, sizes, loss", list(_witness_rows()))
-def test_entries_reproduce_on_their_witnesses(issue_id: str, witness_driver: str, witness_model: str, dtype: str,
+@pytest.mark.parametrize("issue_id, k, witness_driver, witness_model, dtype, sizes, loss", list(_witness_rows()))
+def test_entries_reproduce_on_their_witnesses(issue_id: str, k: int, witness_driver: str, witness_model: str, dtype: str,
                                               sizes: dict, loss: str) -> None:
     """An entry that is not certain stays honest through its witnesses: where its versions are
     installed, each witness row reproduces it (a fix upstream fails this test, so the entry is
@@ -228,6 +228,9 @@ def test_entries_reproduce_on_their_witnesses(issue_id: str, witness_driver: str
     if not all(known_issues.installed_version(p) and version_matches(known_issues.installed_version(p), spec)
                for p, spec in issue.versions.items()):
         pytest.skip(f"{issue_id} claims {issue.versions}; installed here: another version")
+    witness_versions = issue.witnesses[k].get("versions", {})
+    if not all(version_matches(known_issues.installed_version(p) or "", spec) for p, spec in witness_versions.items()):
+        pytest.skip(f"this witness of {issue_id} is claimed on {witness_versions} only (measured)")
     from rnnbench.losses import with_loss
 
     model, case = with_loss(model, model.make_case(model.sizes_with_defaults(sizes), 0), loss)
@@ -360,8 +363,26 @@ def test_version_ranges_and_measured_on_agree_with_the_measured_table() -> None:
     for issue in known_issues.registry():
         for package, spec in issue.versions.items():
             for version, reproduced in measured.get(issue.id, {}).get(package, {}).items():
+                if reproduced is None:
+                    continue  # the table cannot decide there (ambiguous rows, or another failure first)
                 assert version_matches(version, spec) == reproduced, (
                     f"{issue.id}: {package} {version} {'reproduces' if reproduced else 'does not reproduce'} "
                     f"in the table, but affects.versions says {spec!r}")
                 listed = version in raw[issue.id].get("measured_on", {}).get(package, [])
                 assert listed == reproduced, f"{issue.id}: measured_on and the table disagree on {package} {version}"
+
+
+def test_witness_versions_agree_with_the_measured_table() -> None:
+    """On every measured version the entry claims, a witness reproduces it unambiguously on every
+    driver exactly where the witness's own `versions` (default: the entry's) hold."""
+    from rnnbench import record
+    from rnnbench.run import bug_versions
+
+    measured = bug_versions.witness_outcomes(record.load([BUG_VERSIONS[-1]]))
+    for issue in known_issues.registry():
+        for k, witness in enumerate(issue.witnesses):
+            for package, spec in issue.versions.items():
+                own = witness.get("versions", {}).get(package, spec)
+                for version, reproduced in measured.get((issue.id, k), {}).items():
+                    if version_matches(version, spec):
+                        assert version_matches(version, own) == reproduced, (issue.id, witness, version, reproduced)

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -163,7 +163,7 @@ class KnownIssue:
     catalog: str = ""  # where docs/bugs.md describes it
     order: int = 1  # 1: the gradient check (rows); 2: the second-order check (check/second_order.py)
     certain: bool = True  # False: shows on some covered cases only (an ok row stays ok)
-    witnesses: tuple[Mapping[str, str], ...] = ()  # rows ({"model", "dtype"}) on which it must reproduce
+    witnesses: tuple[Mapping[str, Any], ...] = ()  # rows ({"model", "dtype"}, optional "versions") on which it must reproduce
     losses: Optional[tuple[str, ...]] = None  # loss forms (rnnbench.losses) it shows under; None: any
 
     def covers(self, driver: str, model: Model, case: Case, dtype: str, versions: Callable[[str], Optional[str]],
@@ -234,6 +234,13 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
                                 "(rows on which it must reproduce), or nothing would notice it is fixed")
         for spec in issue.versions.values():
             version_matches("0", spec)  # raises on a malformed specifier
+        for witness in issue.witnesses:
+            extra = set(witness.get("versions", {})) - set(issue.versions)
+            if extra:
+                raise RegistryError(f"known issue {issue.id!r}: a witness names versions of {sorted(extra)}, "
+                                    "which the entry's affects.versions do not")
+            for spec in witness.get("versions", {}).values():
+                version_matches("0", spec)
         issues.append(issue)
     return tuple(issues)
 

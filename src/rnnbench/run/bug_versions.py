@@ -20,7 +20,7 @@ import dataclasses
 from collections import defaultdict
 from typing import Any, Iterable, Optional
 
-from rnnbench import registry
+from rnnbench import record, registry
 from rnnbench.check import known_issues
 from rnnbench.losses import with_loss
 from rnnbench.run import environments
@@ -64,6 +64,7 @@ class Probe:
     loss: str = "model"
     sizes: tuple[tuple[str, int], ...] = ()
     order: int = 1
+    witness: Optional[int] = None  # the index of the issue's witness this probe runs
 
     def job(self, environment: str) -> Job:
         return Job(self.model, self.driver, self.dtype, "cpu", dict(self.sizes), 0, 1, time=False,
@@ -96,8 +97,9 @@ def probes() -> list[Probe]:
         for driver in issue.drivers:
             if issue.witnesses:
                 out += [Probe(issue.id, w["model"], driver, w["dtype"], w.get("loss", "model"),
-                              tuple(sorted(w.get("sizes", {}).items())), issue.order)
-                        for w in issue.witnesses if registry.get_driver(driver).supports(registry.get_model(w["model"])) is None]
+                              tuple(sorted(w.get("sizes", {}).items())), issue.order, k)
+                        for k, w in enumerate(issue.witnesses)
+                        if registry.get_driver(driver).supports(registry.get_model(w["model"])) is None]
             else:
                 out += _covered(issue, driver)
     for cls in CLASSES:
@@ -127,7 +129,8 @@ def probe_jobs(environment_names: Iterable[str]) -> list[Job]:
 
 def version_of(rec: dict[str, Any], package: str) -> Optional[str]:
     """The version of `package` the row ran on (its worker's record), local tags dropped."""
-    v = ((rec.get("environment") or {}).get("versions") or {}).get(package)
+    environment = rec.get("environment")
+    v = ((environment if isinstance(environment, dict) else {}).get("versions") or {}).get(package)
     return v.split("+")[0] if isinstance(v, str) else None
 
 
@@ -138,10 +141,15 @@ def _framework_package(driver_name: str) -> str:
 
 
 def _raw(rec: dict[str, Any], order: int) -> tuple[str, str]:
-    if order == 2:
-        hvp = rec.get("hvp") or {}
-        return hvp.get("raw_status") or hvp.get("status") or "", hvp.get("report") or ""
-    return rec.get("raw_status") or rec.get("status", ""), rec.get("report") or ""
+    """The row's raw (status, report) at derivative `order`: for order 2 the first order's failure
+    if it failed (no H v was checked), else the H v check's; a driver without a second-order path
+    (unsupported, skipped) counts by its first order."""
+    first = rec.get("raw_status") or rec.get("status", ""), rec.get("report") or ""
+    if order == 1 or first[0] != Status.OK:
+        return first
+    hvp = rec.get("hvp") or {}
+    status = hvp.get("raw_status") or hvp.get("status") or ""
+    return (status, hvp.get("report") or "") if status not in (Status.UNSUPPORTED, Status.SKIPPED, "") else first
 
 
 def _matches(probe: Probe, rec: dict[str, Any]) -> bool:
@@ -150,36 +158,87 @@ def _matches(probe: Probe, rec: dict[str, Any]) -> bool:
         rec["sizes"].get(k) == v for k, v in probe.sizes)
 
 
-def outcomes(records: Iterable[dict[str, Any]]) -> dict[str, dict[tuple[str, str], list[str]]]:
-    """bug id -> (package, version) -> one verdict per probe row: "reproduces", "ok", or the
-    raw status of a row that failed another way ("unavailable" rows are left out)."""
+def _also_explained_by(issue: known_issues.KnownIssue, rec: dict[str, Any], status: str, report: str,
+                       absent: set[tuple[str, str]]) -> list[str]:
+    """Other registered issues whose scope (versions set aside) covers this row and whose symptom
+    the row shows too, unless the table measured that issue absent on this row's version
+    (`absent`: (issue id, version) where its probe rows were ok and none reproduced it): then the
+    row cannot tell which bug it shows ("ambiguous")."""
+    model = registry.get_model(rec["model"])
+    m, case = with_loss(model, model.make_case(model.sizes_with_defaults(rec["sizes"]), rec.get("seed", 0)),
+                        rec.get("loss_form", "model"))
+    case = case.rounded_to(rec["dtype"])
+    return [other.id for other in known_issues.registry()
+            if other.id != issue.id and other.order == issue.order and other.reproduced_by(status, report)
+            and (other.id, version_of(rec, next(iter(other.versions), "torch")) or "") not in absent
+            and dataclasses.replace(other, versions={}).covers(rec["driver"], m, case, rec["dtype"], lambda p: None, other.order)]
+
+
+def witness_outcomes(records: Iterable[dict[str, Any]]) -> dict[tuple[str, int], dict[str, bool]]:
+    """(issue id, witness index) -> version -> whether the witness reproduced the issue
+    unambiguously on every driver of the issue that ran it there."""
     records = [r for r in records if r.get("status") not in (Status.UNAVAILABLE, Status.SKIPPED)]
-    issues = {i.id: i for i in known_issues.registry()}
-    out: dict[str, dict[tuple[str, str], list[str]]] = defaultdict(lambda: defaultdict(list))
-    for probe in probes():
-        for rec in records:
-            if not _matches(probe, rec):
-                continue
-            issue = issues.get(probe.bug)
-            package = next(iter(issue.versions), None) if issue and issue.versions else _framework_package(probe.driver)
-            version = version_of(rec, package)
-            if version is None:
-                continue
-            status, report = _raw(rec, probe.order)
-            if issue is not None:
-                verdict = "reproduces" if issue.reproduced_by(status, report) else ("ok" if status == Status.OK else status)
-            else:
-                verdict = "ok" if status == Status.OK else status
-            out[probe.bug][(package, version)].append(verdict)
+    out: dict[tuple[str, int], dict[str, bool]] = defaultdict(dict)
+    for (probe, version), verdict in _verdicts(records, _absent(records), per_probe=True).items():
+        if probe.witness is not None:
+            key = (probe.bug, probe.witness)
+            out[key][version] = out[key].get(version, True) and verdict == "reproduces"
     return out
 
 
-def reproduced_versions(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, bool]]]:
-    """issue id -> package -> version -> whether any probe row reproduced it there."""
-    out: dict[str, dict[str, dict[str, bool]]] = defaultdict(lambda: defaultdict(dict))
+def _absent(records: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(issue id, version) where the issue's probe rows came out ok and none showed its symptom."""
+    return {(bug, version) for bug, cells in _verdicts(records, None).items() for (_, version), v in cells.items()
+            if "ok" in v and "reproduces" not in v}
+
+
+def outcomes(records: Iterable[dict[str, Any]]) -> dict[str, dict[tuple[str, str], list[str]]]:
+    """bug id -> (package, version) -> one verdict per probe row: "reproduces"; "ambiguous" (the
+    symptom shows, but another registered issue that covers the row, and is not measured absent
+    on that version, produces it too); "ok"; "registered issue" (a class row failing as a
+    registered issue says); or the raw status of a row that failed another way. Unavailable rows
+    are left out."""
+    records = [r for r in records if r.get("status") not in (Status.UNAVAILABLE, Status.SKIPPED)]
+    return _verdicts(records, _absent(records))
+
+
+def _verdicts(records: list[dict[str, Any]], absent: Optional[set[tuple[str, str]]], per_probe: bool = False) -> Any:
+    """outcomes, with ambiguity judged against `absent` (None: a first pass that calls every
+    symptom "reproduces", to find where each issue is absent). per_probe: {(probe, version):
+    verdict} instead. Of several records of one row, the latest counts (a row run again)."""
+    records = record.latest_per_row(records)
+    issues = {i.id: i for i in known_issues.registry()}
+    out: dict[str, dict[tuple[str, str], list[str]]] = defaultdict(lambda: defaultdict(list))
+    by_probe: dict[tuple[Probe, str], str] = {}
+    for probe in probes():
+        issue = issues.get(probe.bug)
+        package = next(iter(issue.versions)) if issue and issue.versions else _framework_package(probe.driver)
+        for rec in records:
+            if not _matches(probe, rec) or (version := version_of(rec, package)) is None:
+                continue
+            status, report = _raw(rec, probe.order)
+            if status == Status.OK:
+                verdict = "ok"
+            elif issue is None and str(rec.get("status", "")).startswith("known_issue:"):
+                verdict = "registered issue"  # a class row failing the way a registered issue says
+            elif issue is not None and issue.reproduced_by(status, report):
+                ambiguous = absent is not None and _also_explained_by(issue, rec, status, report, absent)
+                verdict = "ambiguous" if ambiguous else "reproduces"
+            else:
+                verdict = status
+            out[probe.bug][(package, version)].append(verdict)
+            by_probe[(probe, version)] = verdict
+    return by_probe if per_probe else out
+
+
+def reproduced_versions(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Optional[bool]]]]:
+    """issue id -> package -> version -> True where some probe row reproduced it unambiguously,
+    False where none did and some row came out ok (the symptom could show and did not), None where
+    the rows cannot decide (every one ambiguous or failing another way)."""
+    out: dict[str, dict[str, dict[str, Optional[bool]]]] = defaultdict(lambda: defaultdict(dict))
     for bug, cells in outcomes(records).items():
         for (package, version), verdicts in cells.items():
-            out[bug][package][version] = "reproduces" in verdicts
+            out[bug][package][version] = True if "reproduces" in verdicts else False if "ok" in verdicts else None
     return out
 
 
@@ -188,12 +247,13 @@ def _key(version: str) -> tuple[int, ...]:
 
 
 def _cell(verdicts: list[str]) -> str:
+    """"**reproduces** k/n", "ok k/n" or "cannot decide", then the other verdicts with counts."""
     if not verdicts:
         return "·"
-    n, hit = len(verdicts), verdicts.count("reproduces")
-    other = sorted({v for v in verdicts if v not in ("reproduces", "ok")})
-    text = f"**reproduces** {hit}/{n}" if hit else f"ok {verdicts.count('ok')}/{n}"
-    return text + (f" ({', '.join(other)})" if other else "")
+    n, hit, ok = len(verdicts), verdicts.count("reproduces"), verdicts.count("ok")
+    text = f"**reproduces** {hit}/{n}" if hit else f"ok {ok}/{n}" if ok else "cannot decide"
+    other = sorted({v for v in verdicts if v != "reproduces" and (v != "ok" or hit)})
+    return text + (f" ({', '.join(f'{verdicts.count(v)} {v}' for v in other)})" if other else "")
 
 
 def format_table(records: Iterable[dict[str, Any]]) -> str:

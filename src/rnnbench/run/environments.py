@@ -74,7 +74,8 @@ class Environment:
             made = json.loads((self.prefix / COMPLETE_MARK).read_text())
         except (OSError, ValueError):
             return not (self.prefix / ".rnnbench-partial").exists()
-        return isinstance(made, dict) and made.get("requirements") == list(self.requirements)
+        return isinstance(made, dict) and made.get("requirements") == list(self.requirements) and \
+            made.get("rnnbench_dependencies") == list(rnnbench_dependencies())
 
     def packages(self) -> set[str]:
         """The distribution names its requirements pin, normalized (`jax[cpu]==0.8.2` -> jax)."""
@@ -197,8 +198,18 @@ def _requirements(entry: Mapping[str, Any]) -> tuple[tuple[str, ...], Optional[s
     return tuple(reqs), None
 
 
+@functools.lru_cache(maxsize=1)
+def rnnbench_dependencies() -> tuple[str, ...]:
+    """rnnbench's own runtime dependencies (pyproject.toml), installed beside every environment's
+    pins: a worker needs them whatever the environment pins (ml_dtypes for bfloat16 rows)."""
+    import tomllib
+
+    with open(REPO / "pyproject.toml", "rb") as f:
+        return tuple(tomllib.load(f)["project"]["dependencies"])
+
+
 def _hash(requirements: tuple[str, ...]) -> str:
-    what = json.dumps([sorted(requirements), list(sys.version_info[:2])])
+    what = json.dumps([sorted(requirements), list(rnnbench_dependencies()), list(sys.version_info[:2])])
     return hashlib.sha256(what.encode()).hexdigest()[:10]
 
 
@@ -329,7 +340,7 @@ def create(name: str, log: Callable[[str], None] = print) -> Environment:
         raise InputError("creating an environment needs uv (`pip install uv`; requirements/main.txt pins it)")
     prefix = env.prefix
     prefix.parent.mkdir(parents=True, exist_ok=True)
-    with open(str(prefix) + ".lock", "w") as lock:
+    with open(_lock_path(prefix), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if env.missing_reason() is None:
             return env
@@ -342,14 +353,46 @@ def create(name: str, log: Callable[[str], None] = print) -> Environment:
         (prefix / ".rnnbench-partial").touch()
         python = str(prefix / "bin" / "python")
         reqs = ["-r", env.requirements_file] if env.requirements_file else list(env.requirements)
-        _run([uv, "pip", "install", "-q", "--python", python, *pip_sources(), *reqs], uv_env)
+        # The pins and rnnbench's own dependencies in one resolution (the pins win), then rnnbench
+        # itself: an editable install of this checkout, nothing else changed.
+        _run([uv, "pip", "install", "-q", "--python", python, *pip_sources(), *reqs, *rnnbench_dependencies()], uv_env)
         _run([uv, "pip", "install", "-q", "--python", python, "--no-deps", "-e", str(REPO)], uv_env)
         (prefix / COMPLETE_MARK).write_text(json.dumps({"requirements": list(env.requirements),
+                                                         "rnnbench_dependencies": list(rnnbench_dependencies()),
                                                          "seconds": round(time.perf_counter() - start, 1)}) + "\n")
         (prefix / ".rnnbench-partial").unlink()
         log(f"created environment {name} in {time.perf_counter() - start:.0f} s")
+    _remove_superseded(env, log)
     package_versions.cache_clear()
     return get(name)
+
+
+def _lock_path(prefix: Path) -> Path:
+    """The lock held while `prefix` is built: beside it in rnnbench's cache; for an environment at
+    a path of its own (xla's .venv-xla), in the cache too, named by a hash of that path, so a
+    checkout gets no stray file."""
+    if prefix.parent == cache_root():
+        return Path(str(prefix) + ".lock")
+    cache_root().mkdir(parents=True, exist_ok=True)
+    return cache_root() / f"path-{hashlib.sha256(str(prefix.resolve()).encode()).hexdigest()[:10]}.lock"
+
+
+def _remove_superseded(env: Environment, log: Callable[[str], None]) -> None:
+    """Remove the cached builds of `env` from other pins (<name>-<other hash>): they are never used
+    again, and a torch build is gigabytes. A build another process holds the lock of is left."""
+    if env.prefix.parent != cache_root():
+        return
+    for old in cache_root().glob(f"{env.name}-*"):
+        if old == env.prefix or not old.is_dir() or not re.fullmatch(re.escape(env.name) + r"-[0-9a-f]{10}", old.name):
+            continue
+        with open(_lock_path(old), "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue
+            shutil.rmtree(old, ignore_errors=True)
+            _lock_path(old).unlink(missing_ok=True)
+        log(f"removed {old.name}, built from other pins")
 
 
 def _run(command: list[str], env: Mapping[str, str]) -> None:

@@ -36,8 +36,13 @@ def handle(context: Any, spec: dict) -> dict:
 
     try:
         return run_row(Job.from_dict(spec))
-    except Exception as exc:  # an error outside the driver (bad job): still one record
-        return {**spec, "status": Status.ERROR, "report": "".join(traceback.format_exception(exc)[-6:])}
+    except Exception as exc:  # an error outside the driver (bad job): still one record, keyed like any row's
+        report = "".join(traceback.format_exception(exc)[-6:])
+        try:
+            return {**Job.from_dict(spec).identity(), "status": Status.ERROR, "report": report}
+        except Exception:  # a job too malformed for an identity: its own fields, the environment by name
+            fields = {k: v for k, v in spec.items() if k != "environment"}
+            return {**fields, "environment_name": spec.get("environment"), "status": Status.ERROR, "report": report}
 
 
 if __name__ == "__main__":
