@@ -151,6 +151,9 @@ def test_a_creation_cut_short_is_missing_and_built_again(tmp_path: Path, monkeyp
         assert env.missing_reason() is not None  # made with other rnnbench dependencies: stale
         made["rnnbench_dependencies"] = list(environments.rnnbench_dependencies())
         (env.prefix / environments.COMPLETE_MARK).write_text(json.dumps(made))
+        assert env.missing_reason() is not None  # built by an older recipe: stale
+        made["recipe"] = environments.RECIPE
+        (env.prefix / environments.COMPLETE_MARK).write_text(json.dumps(made))
         assert env.missing_reason() is None
     finally:
         environments._EXTRA.pop("cut", None)

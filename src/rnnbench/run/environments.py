@@ -37,6 +37,8 @@ XLA_PYTHON_VAR = "RNNBENCH_XLA_PYTHON"
 """Overrides where the torch_xla environment's interpreter is (default <repo>/.venv-xla/bin/python)."""
 
 COMPLETE_MARK = ".rnnbench-complete"  # written last: a directory without it is a creation cut short
+RECIPE = 2  # how `create` builds an environment; a build by another recipe is rebuilt
+# (2: seeded with pip and setuptools, as `python -m venv` is: inductor's C++ builds import setuptools)
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ class Environment:
         except (OSError, ValueError):
             return not (self.prefix / ".rnnbench-partial").exists()
         return isinstance(made, dict) and made.get("requirements") == list(self.requirements) and \
-            made.get("rnnbench_dependencies") == list(rnnbench_dependencies())
+            made.get("rnnbench_dependencies") == list(rnnbench_dependencies()) and made.get("recipe") == RECIPE
 
     def packages(self) -> set[str]:
         """The distribution names its requirements pin, normalized (`jax[cpu]==0.8.2` -> jax)."""
@@ -209,7 +211,7 @@ def rnnbench_dependencies() -> tuple[str, ...]:
 
 
 def _hash(requirements: tuple[str, ...]) -> str:
-    what = json.dumps([sorted(requirements), list(rnnbench_dependencies()), list(sys.version_info[:2])])
+    what = json.dumps([sorted(requirements), list(rnnbench_dependencies()), RECIPE, list(sys.version_info[:2])])
     return hashlib.sha256(what.encode()).hexdigest()[:10]
 
 
@@ -349,7 +351,7 @@ def create(name: str, log: Callable[[str], None] = print) -> Environment:
         start = time.perf_counter()
         log(f"creating environment {name} in {prefix} ({', '.join(env.requirements) if not env.requirements_file else env.requirements_file})")
         uv_env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "VIRTUAL_ENV": ""}
-        _run([uv, "venv", "-q", "--python", sys.executable, str(prefix)], uv_env)
+        _run([uv, "venv", "-q", "--seed", "--python", sys.executable, str(prefix)], uv_env)
         (prefix / ".rnnbench-partial").touch()
         python = str(prefix / "bin" / "python")
         reqs = ["-r", env.requirements_file] if env.requirements_file else list(env.requirements)
@@ -359,6 +361,7 @@ def create(name: str, log: Callable[[str], None] = print) -> Environment:
         _run([uv, "pip", "install", "-q", "--python", python, "--no-deps", "-e", str(REPO)], uv_env)
         (prefix / COMPLETE_MARK).write_text(json.dumps({"requirements": list(env.requirements),
                                                          "rnnbench_dependencies": list(rnnbench_dependencies()),
+                                                         "recipe": RECIPE,
                                                          "seconds": round(time.perf_counter() - start, 1)}) + "\n")
         (prefix / ".rnnbench-partial").unlink()
         log(f"created environment {name} in {time.perf_counter() - start:.0f} s")
@@ -392,7 +395,7 @@ def _remove_superseded(env: Environment, log: Callable[[str], None]) -> None:
                 continue
             shutil.rmtree(old, ignore_errors=True)
             _lock_path(old).unlink(missing_ok=True)
-        log(f"removed {old.name}, built from other pins")
+        log(f"removed {old.name}, built from other pins or by an older recipe")
 
 
 def _run(command: list[str], env: Mapping[str, str]) -> None:
