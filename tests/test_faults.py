@@ -74,9 +74,9 @@ def start(tmp_path: Path, *args: str, stdout=subprocess.PIPE, ignored: tuple[sig
     return Run(proc, marker, tmp_path)
 
 
-def marked(marker: str) -> list[int]:
-    """Live processes with the marker in their environment (zombies have none)."""
-    needle = f"RNNBENCH_TEST_MARKER={marker}".encode()
+def marked(marker: str, variable: str = "RNNBENCH_TEST_MARKER") -> list[int]:
+    """Live processes with `variable`=marker in their environment (zombies have none)."""
+    needle = f"{variable}={marker}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():

@@ -92,16 +92,7 @@ class Cluster:
             raise AssertionError("ray start ended before the cluster was up")
 
     def processes(self) -> list[int]:
-        needle = f"RNNBENCH_TEST_CLUSTER={self.marker}".encode()
-        found = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    if needle in (entry / "environ").read_bytes():
-                        found.append(int(entry.name))
-                except OSError:
-                    pass
-        return found
+        return marked(self.marker, "RNNBENCH_TEST_CLUSTER")
 
     def node_id(self) -> str:
         """This node's Ray id (its raylet's --node_id)."""
