@@ -35,7 +35,7 @@ ray = pytest.importorskip("ray", reason="ray is not installed: the --executor ra
 
 from rnnbench import cli  # noqa: E402
 from rnnbench.run import executors, timing  # noqa: E402
-from test_faults import PLUGIN_DIR, Run, finish, gone_after, hanging, marked, start  # noqa: E402
+from test_faults import PLUGIN_DIR, Run, _default_signals, finish, gone_after, hanging, marked, start  # noqa: E402
 
 RAY = str(Path(sys.executable).with_name("ray"))
 ROWS = ("--models", "decay,rnn", "--environments", "main", "--no-time", "--threads", "1")
@@ -82,7 +82,10 @@ class Cluster:
                                       "--num-cpus", str(cpus), "--temp-dir", str(self.temp),
                                       "--dashboard-agent-listen-port", str(_free_port()),
                                       "--object-store-memory", str(100 * 2**20), "--disable-usage-stats"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                     # as a cluster started by a background shell job: SIGINT ignored in
+                                     # every Ray worker, where Ray's cancel (interrupt_main) then does nothing
+                                     preexec_fn=_default_signals((signal.SIGINT,)))
         deadline = time.monotonic() + 120
         for line in self.proc.stdout:
             if b"Ray runtime started" in line:

@@ -49,6 +49,7 @@ import os
 import shutil
 import signal
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +121,11 @@ def run_unit(work: Callable[[Emit], None], cpus: float, exclusive: bool, env: di
     Ray worker outlives its tasks."""
     records: list[dict] = []
     saved = {k: os.environ.get(k) for k in (*env, timing.CPUS_VAR)}
+    # Ray cancels a task (force=False) by _thread.interrupt_main(), which does nothing where SIGINT
+    # is ignored, as in every process a background shell job starts: without Python's handler
+    # the cancel would wait for the forced kill.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with timing.claimed_cpus(max(1, round(cpus)), wait=exclusive) as claimed:
             os.environ.update(env)
