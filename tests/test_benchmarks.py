@@ -175,3 +175,26 @@ def test_a_name_this_rnnbench_lacks_is_not_applicable(bench_module) -> None:
         bench_module.checked("gru_from_the_future", "torch_loop", "small")
     with pytest.raises(NotImplementedError, match="not in the curated set"):
         bench_module.Curated().setup("rnn", "torch_nn_lstm")
+
+
+def test_rnnbench_installed_from_a_wheel_runs_a_checked_row(tmp_path: Path) -> None:
+    """asv installs rnnbench as a wheel, with no checkout beside it (no pyproject.toml, no
+    requirements/): preparing a checked row must not need the checkout (it once read
+    pyproject.toml for the environments' hashes, and every asv benchmark failed)."""
+    repo = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                    str(tmp_path / "wheel"), str(repo)], check=True, capture_output=True, timeout=300)
+    (wheel,) = (tmp_path / "wheel").glob("rnnbench-*.whl")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "site"),
+                    str(wheel)], check=True, capture_output=True, timeout=300)
+    code = ("import rnnbench, json; from rnnbench.run import environments; "
+            "from rnnbench.run.checked import prepare_checked; "
+            "check, prepared = prepare_checked('rnn', 'torch_loop', {'T': 3}); "
+            "print(json.dumps([rnnbench.__file__, check.status, environments.current(), "
+            "list(environments.rnnbench_dependencies())]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path / "site")})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    where, status, env, deps = json.loads(proc.stdout.splitlines()[-1])
+    assert where.startswith(str(tmp_path / "site")) and status == "ok" and env == "main"
+    assert any(d.startswith("numpy") for d in deps)

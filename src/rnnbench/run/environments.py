@@ -203,11 +203,17 @@ def _requirements(entry: Mapping[str, Any]) -> tuple[tuple[str, ...], Optional[s
 @functools.lru_cache(maxsize=1)
 def rnnbench_dependencies() -> tuple[str, ...]:
     """rnnbench's own runtime dependencies (pyproject.toml), installed beside every environment's
-    pins: a worker needs them whatever the environment pins (ml_dtypes for bfloat16 rows)."""
+    pins: a worker needs them whatever the environment pins (ml_dtypes for bfloat16 rows). From
+    the checkout's pyproject.toml, or, for rnnbench installed from a wheel (as asv installs it),
+    from the installed package's metadata."""
     import tomllib
+    from importlib import metadata
 
-    with open(REPO / "pyproject.toml", "rb") as f:
-        return tuple(tomllib.load(f)["project"]["dependencies"])
+    try:
+        with open(REPO / "pyproject.toml", "rb") as f:
+            return tuple(tomllib.load(f)["project"]["dependencies"])
+    except FileNotFoundError:
+        return tuple(r for r in metadata.requires("rnnbench") or () if "extra ==" not in r)
 
 
 def _hash(requirements: tuple[str, ...]) -> str:
