@@ -161,7 +161,11 @@ def test_asv_parameters_are_literal_names_covering_the_registry(bench_module) ->
     drivers, models, curated = _literal("DRIVERS"), _literal("MODELS"), _literal("CURATED")
     assert len(set(drivers)) == len(drivers) and all(isinstance(d, str) for d in drivers)
     assert list(bench_module.Recurrence.params) == [list(models), list(drivers), ["small", "medium"]]
-    assert list(bench_module.Curated.params) == [list(curated), list(dict.fromkeys(d for ds in curated.values() for d in ds))]
+    many = _literal("CURATED_MANY_ROUNDS")
+    assert list(bench_module.Curated.params) == [
+        list(curated), list(dict.fromkeys(d for ds in curated.values() for d in ds if d not in many))]
+    assert list(bench_module.CuratedManyRounds.params) == [list(curated), list(many)]
+    assert set(many) <= {d for ds in curated.values() for d in ds} and bench_module.CuratedManyRounds.rounds > 2
     missing = sorted(set(registry.drivers()) - set(drivers))
     assert not missing, f"add {missing} to DRIVERS in {BENCH_FILE} (append; never rename or reorder by hand)"
     for model, names in curated.items():  # one driver per mechanism, each registered and runnable here
