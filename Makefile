@@ -1,6 +1,7 @@
-# Two commands do all set-up:  `make bench` (the default comparison) and `make test`.
+# Two commands do all set-up:  `make bench` (the default comparison, `--suite quick`) and `make test`.
 # Each creates the environment first if it is missing.
-# `make bench-all` / `make test-xla` also create the torch 2.9.0 + torch_xla environment (~7 GB).
+# `make bench-all` (every core model, `--suite core`) / `make test-xla` also create the torch 2.9.0 +
+# torch_xla environment (~7 GB).
 PYTHON   ?= python3
 VENV     ?= .venv
 BIN       = $(VENV)/bin
@@ -36,7 +37,7 @@ bench: venv
 	$(BIN)/rnnbench run
 
 bench-all: venv venv-xla
-	$(BIN)/rnnbench run
+	$(BIN)/rnnbench run --suite core
 
 # --durations: the slowest tests close the output (where CI's time goes).
 test: venv

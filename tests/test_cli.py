@@ -41,6 +41,8 @@ def rnnbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
         (["run", "--losses", ","], "selects no loss"),
         (["run", "--order", "3"], "order must be 1, 2 or auto"),
         (["fuzz", "--losses", "model"], "no model loss of its own"),
+        (["versions", "--address", "127.0.0.1:1"], "--address needs --executor ray"),
+        (["run", "--suite", "nightly"], "unknown suite 'nightly'; known: quick, core, bugs, all"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(args: list[str], words: str) -> None:
@@ -139,3 +141,34 @@ def test_rows_are_labelled_with_their_own_frameworks_version() -> None:
     assert Job("rnn", "jax_lax_scan").identity()["env_label"] == f"jax {version('jax')}"
     assert Job("rnn", "flax_scan").identity()["env_label"] == f"flax {version('flax')}"
     assert Job("rnn", "torch_loop").identity()["env_label"] == f"torch {version('torch').split('+')[0]}"
+
+
+def _selected(*flags: str) -> set[tuple[str, str, str]]:
+    """(model, driver, environment) of every row `rnnbench run FLAGS` would run."""
+    from rnnbench import cli
+
+    args = cli._parser().parse_args(["run", "--no-time", *flags])
+    return {(j.model, j.driver, j.environment) for j in cli._jobs(args, cli._settings(args))}
+
+
+def test_suites_select_what_they_say() -> None:
+    """quick (the default) is its models on every core driver in the main environment; core is every
+    core model on the core drivers in the default environments; bugs and all add the bug-class
+    models and drivers; an explicit axis overrides the suite's."""
+    from rnnbench import cli, registry
+    from rnnbench.run import environments
+
+    core_drivers = {n for n, d in registry.drivers().items() if d.suite == "core"}
+    quick = _selected()
+    assert quick == _selected("--suite", "quick")
+    assert {m for m, _, _ in quick} == set(cli.SUITES["quick"]["models"]) <= set(registry.models())
+    assert {d for _, d, _ in quick} == {d for d in core_drivers if environments.runs(registry.get_driver(d), "main")}
+    assert {e for _, _, e in quick} == {"main"}
+    core = _selected("--suite", "core")
+    assert {m for m, _, _ in core} == {n for n, m in registry.models().items() if m.suite == "core"}
+    assert {e for _, _, e in core} == set(environments.default_names())
+    assert {d for _, d, _ in core} == core_drivers
+    every = _selected("--suite", "all")
+    assert {m for m, _, _ in every} == set(registry.models()) and {d for _, d, _ in every} == set(registry.drivers())
+    assert {m for m, _, _ in _selected("--suite", "bugs")} == {n for n, m in registry.models().items() if m.suite == "bugs"}
+    assert {(m, e) for m, _, e in _selected("--models", "decay", "--environments", "xla")} == {("decay", "xla")}

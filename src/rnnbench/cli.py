@@ -32,10 +32,10 @@ DEVICES = ("cpu", "cuda")
 
 # Defaults of `run`, also the keys a --config file may set.
 RUN_DEFAULTS: dict[str, Any] = {
-    "suite": "core",  # models of this suite when no --models: core, bugs or all
-    "models": None,  # all of the suite
-    "drivers": None,  # all
-    "environments": None,  # all: a driver runs once in each of its environments
+    "suite": "quick",  # what --models / --drivers / --environments default to (SUITES)
+    "models": None,  # the suite's
+    "drivers": None,  # the suite's
+    "environments": None,  # the suite's: a driver runs once in each of its environments
     "dtypes": "float32",
     "device": "cpu",
     "sizes": None,  # each model's defaults
@@ -46,6 +46,24 @@ RUN_DEFAULTS: dict[str, Any] = {
     "memory_limit_gb": None,
     "losses": "model",  # loss forms (rnnbench.losses); "model": each model's own loss
     "order": "auto",  # 1, 2, or auto: 2 on float64 rows of core models (H v checked too)
+}
+
+
+# --suite: what a run selects on each axis that --models / --drivers / --environments leave open.
+# Models and drivers: a tuple of names, or a Model.suite / Driver.suite value ("core", "bugs"; "all"
+# for every one); environments: a tuple, or "default" (the environments.toml entries marked default).
+# quick, the default, is the comparison at a glance: one model per family (Elman, LSTM, a stacked
+# recurrence, Taylor, Newton) on every core driver in the main environment; it costs a quarter of
+# `core` and is measured to stay within cold 4 min / warm 90 s on 2 cores
+# (docs/results/2026-11-25-default-run-cost.md). core: every core model, and the torch 2.9.0 /
+# torch_xla environment too. bugs: the docs/bugs.md case models on every driver, buffer drivers
+# included. all: both.
+SUITES: dict[str, dict[str, Any]] = {
+    "quick": {"models": ("rnn", "lstm", "lstm2", "taylor_exp", "newton_sqrt"), "drivers": "core",
+              "environments": ("main",)},
+    "core": {"models": "core", "drivers": "core", "environments": "default"},
+    "bugs": {"models": "bugs", "drivers": "all", "environments": "default"},
+    "all": {"models": "all", "drivers": "all", "environments": "default"},
 }
 
 
@@ -187,14 +205,15 @@ def _parser() -> _Parser:
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     run = sub.add_parser("run", help="check gradients and time every model x driver (the default)")
     run.add_argument("--config", help="TOML file with any of: " + ", ".join(RUN_DEFAULTS))
-    run.add_argument("--suite", help="core (default: the benchmark comparison: core models on core drivers), bugs "
-                     "(the docs/bugs.md case models: variants, loop bodies, mixed precision, on every driver) or all; "
-                     "--models / --drivers override it on their axis")
-    run.add_argument("--models", help="comma-separated model names (default: every model of --suite)")
-    run.add_argument("--drivers", help="comma-separated driver names (default: all)")
-    run.add_argument("--environments", help="comma-separated environments (`rnnbench env list`; default: main, xla, "
-                     "each driver once in each of its environments); a framework-version environment runs every "
-                     "driver of its framework and is created on first use")
+    run.add_argument("--suite", help="quick (default: rnn, lstm, lstm2, taylor_exp, newton_sqrt on every core driver, "
+                     "main environment), core (every core model, also in the torch 2.9.0 / torch_xla environment), "
+                     "bugs (the docs/bugs.md case models: variants, loop bodies, mixed precision, on every driver) "
+                     "or all; --models / --drivers / --environments override it on their axis")
+    run.add_argument("--models", help="comma-separated model names (default: those of --suite)")
+    run.add_argument("--drivers", help="comma-separated driver names (default: those of --suite)")
+    run.add_argument("--environments", help="comma-separated environments (`rnnbench env list`; default: those of "
+                     "--suite, each driver once in each of its environments); a framework-version environment runs "
+                     "every driver of its framework and is created on first use")
     run.add_argument("--dtypes", help=f"comma-separated, from {', '.join(DTYPES)} (default float32)")
     run.add_argument("--device", help="cpu (default) or cuda")
     run.add_argument("--sizes", help="overrides of model sizes, e.g. T=64,H=128")
@@ -262,7 +281,7 @@ def _parser() -> _Parser:
                       "finishes (default results/fuzz-<timestamp>.jsonl)")
     fuzz.add_argument("--resume", action="store_true", help="continue --out: outcomes already recorded there are not "
                       "run again (same arguments required)")
-    for command in (run, sweep, fuzz):
+    for command in (run, sweep, fuzz, versions):
         _executor_flags(command)
     report = sub.add_parser("report", help="charts (PNG) and an HTML page from results files")
     report.add_argument("files", nargs="+")
@@ -321,17 +340,23 @@ def _check_drivers_runnable(names: list[str], explicit: bool) -> None:
                 raise UsageError(f"driver {name!r} cannot run here: {reason}; install it with `make venv`")
 
 
+def _suite_names(selection: Any, items: dict[str, Any]) -> list[str]:
+    """The names a suite selects on one axis (SUITES) among registry `items` (models or drivers)."""
+    if isinstance(selection, tuple):
+        return list(selection)
+    return [name for name, item in items.items() if selection in ("all", item.suite)]
+
+
 def _jobs(args, s: dict[str, Any]) -> list[Job]:
-    if s["suite"] not in ("core", "bugs", "all"):
-        raise UsageError(f"unknown suite {s['suite']!r}; known: core, bugs, all")
-    in_suite = [m.name for m in registry.models().values() if s["suite"] in ("all", m.suite)]
-    models = _names(s["models"], list(registry.models()), "model") if s["models"] else in_suite
-    # The core suite is the benchmark comparison: the drivers that exist for a bug class of
-    # docs/bugs.md (buffer writes, Driver.suite == "bugs") join with --suite bugs or all, or by name.
-    suite_drivers = [d.name for d in registry.drivers().values() if s["suite"] != "core" or d.suite == "core"]
-    drivers = _names(s["drivers"], list(registry.drivers()), "driver") if s["drivers"] else suite_drivers
+    if s["suite"] not in SUITES:
+        raise UsageError(f"unknown suite {s['suite']!r}; known: {', '.join(SUITES)}")
+    suite = SUITES[s["suite"]]
+    models = (_names(s["models"], list(registry.models()), "model") if s["models"]
+              else _suite_names(suite["models"], registry.models()))
+    drivers = (_names(s["drivers"], list(registry.drivers()), "driver") if s["drivers"]
+               else _suite_names(suite["drivers"], registry.drivers()))
     envs = (_names(s["environments"], list(environments.environments()), "environment") if s["environments"]
-            else environments.default_names())
+            else environments.default_names() if suite["environments"] == "default" else list(suite["environments"]))
     dtypes = _names(s["dtypes"], DTYPES, "dtype")
     if s["device"] not in DEVICES:
         raise UsageError(f"unknown device {s['device']!r}; known: {', '.join(DEVICES)}")
@@ -398,12 +423,7 @@ def _cmd_run(args) -> int:
     _create_named_environments(s["environments"], {j.environment for j in jobs})
     with record.ResultsFile(out, resume=args.resume) as results:
         isolation.results_file(out, resumable=True)  # an interruption says what is kept and how to continue
-        skipped = 0
-        if args.resume:
-            wanted = [(j.key(), j.fingerprint(), j.settings(), f"{j.model}/{j.driver}/{j.environment}/{j.dtype}")
-                      for j in jobs]
-            todo = record.resume_plan(out, results.existing, wanted)
-            skipped, jobs = len(jobs) - len(todo), [jobs[i] for i in todo]
+        skipped, jobs = _not_yet_recorded(jobs, out, results) if args.resume else (0, jobs)
         start = time.perf_counter()
         print(f"rnnbench: {len(jobs)} rows -> {out}" + (f" ({skipped} already done, skipped)" if skipped else ""), flush=True)
         load = load_line(int(s["threads"]))  # read before this run adds its own load
@@ -439,6 +459,14 @@ def _cmd_run(args) -> int:
     return 1 if any(is_failing(r["status"]) for r in records) else 0
 
 
+def _not_yet_recorded(jobs: list[Job], out: Path, results: record.ResultsFile) -> tuple[int, list[Job]]:
+    """--resume: how many of `jobs` `out` already records (skipped), and the rest, to run
+    (record.resume_plan reruns or refuses records of another version or settings)."""
+    wanted = [(j.key(), j.fingerprint(), j.settings(), f"{j.model}/{j.driver}/{j.environment}/{j.dtype}") for j in jobs]
+    todo = record.resume_plan(out, results.existing, wanted)
+    return len(jobs) - len(todo), [jobs[i] for i in todo]
+
+
 def _create_named_environments(selection: Optional[str], used: set[str]) -> None:
     """Create the environments a run names (--environments or a config) that are missing, live in
     rnnbench's cache and have rows: created on first use. A default run creates nothing; main
@@ -466,19 +494,19 @@ def _cmd_versions(args) -> int:
         print(bug_versions.format_table(record.load(paths)))
         return 0
     timeout = _number("--timeout", args.timeout, maximum=MAX_SECONDS)
+    executors.check_executor(args.executor, args.address)
     envs = _names(args.environments, list(environments.environments()), "environment")
     jobs = bug_versions.probe_jobs(envs)
     out = _out_path(args.out, "versions-%Y%m%d-%H%M%S.jsonl", args.resume)
     _create_named_environments(",".join(envs), {j.environment for j in jobs})
     with record.ResultsFile(out, resume=args.resume) as results:
         isolation.results_file(out, resumable=True)
-        if args.resume:
-            wanted = [(j.key(), j.fingerprint(), j.settings(), f"{j.model}/{j.driver}/{j.environment}/{j.dtype}")
-                      for j in jobs]
-            jobs = [jobs[i] for i in record.resume_plan(out, results.existing, wanted)]
-        print(f"rnnbench: {len(jobs)} rows in {len(envs)} environments -> {out}", flush=True)
+        skipped, jobs = _not_yet_recorded(jobs, out, results) if args.resume else (0, jobs)
+        print(f"rnnbench: {len(jobs)} rows in {len(envs)} environments -> {out}"
+              + (f" ({skipped} already done, skipped)" if skipped else ""), flush=True)
         progress = Progress(len(jobs))
-        Runner(results, timeout, progress.start, progress.done).run(jobs)
+        with executors.executor(args.executor if jobs else "local", args.address) as executor:
+            Runner(results, timeout, progress.start, progress.done, executor=executor).run(jobs)
         progress.close()
     print("\n" + bug_versions.format_table(record.load([out])))
     return 0
