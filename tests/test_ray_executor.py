@@ -176,6 +176,7 @@ def ray_leftovers(pid: int) -> list[str]:
     (["run", "--address", "127.0.0.1:1"], "--address needs --executor ray"),
     (["fuzz", "--address", "127.0.0.1:1", "--executor", "local"], "--address needs --executor ray"),
     (["sweep", "--executor", "dask"], "invalid choice: 'dask'"),
+    (["versions", "--address", "127.0.0.1:1"], "--address needs --executor ray"),
 ])
 def test_usage_errors(argv: list[str], words: str, tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
@@ -185,7 +186,7 @@ def test_usage_errors(argv: list[str], words: str, tmp_path: Path, monkeypatch, 
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
-@pytest.mark.parametrize("command", ["run", "fuzz", "sweep"])
+@pytest.mark.parametrize("command", ["run", "fuzz", "sweep", "versions"])
 def test_ray_missing_is_one_line_exit_2(command: str, tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
@@ -299,6 +300,21 @@ def test_resume_across_executors(tmp_path: Path, cluster: Cluster) -> None:
     assert again.proc.returncode == 0 and "rnnbench: 0 rows" in out.decode()
     recs = records(tmp_path / "r.jsonl")
     assert [(r["model"], "node" in r) for r in recs] == [("decay", False), ("rnn", True)]
+
+
+def test_versions_on_ray(tmp_path: Path, cluster: Cluster, monkeypatch, capsys) -> None:
+    """`rnnbench versions --executor ray`: its probes (here the main environment's torch_loop ones,
+    the cheap part) run on the cluster, each record names its node, and the table is printed."""
+    from rnnbench.run import bug_versions
+
+    every = bug_versions.probe_jobs
+    monkeypatch.setattr(bug_versions, "probe_jobs", lambda envs: [j for j in every(envs) if j.driver == "torch_loop"])
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["versions", "--environments", "main", "--out", "v.jsonl", "--executor", "ray",
+                     "--address", cluster.address]) == 0
+    recs = records(tmp_path / "v.jsonl")
+    assert recs and all(r["driver"] == "torch_loop" and r["node"]["ray_node_id"] for r in recs)
+    assert "| s4-accumulator-jacobian | (class) | ok 4/4 |" in capsys.readouterr().out  # the table, from them
 
 
 # ---------------------------------------------------------------------------------------------
