@@ -172,3 +172,6 @@ def test_suites_select_what_they_say() -> None:
     assert {m for m, _, _ in every} == set(registry.models()) and {d for _, d, _ in every} == set(registry.drivers())
     assert {m for m, _, _ in _selected("--suite", "bugs")} == {n for n, m in registry.models().items() if m.suite == "bugs"}
     assert {(m, e) for m, _, e in _selected("--models", "decay", "--environments", "xla")} == {("decay", "xla")}
+    # a named driver runs in each of its default environments, whatever the suite's
+    assert {e for _, _, e in _selected("--drivers", "torch_loop")} == set(environments.default_names())
+    assert {e for _, _, e in _selected("--models", "lstm")} == {"main"}

@@ -51,7 +51,8 @@ RUN_DEFAULTS: dict[str, Any] = {
 
 # --suite: what a run selects on each axis that --models / --drivers / --environments leave open.
 # Models and drivers: a tuple of names, or a Model.suite / Driver.suite value ("core", "bugs"; "all"
-# for every one); environments: a tuple, or "default" (the environments.toml entries marked default).
+# for every one); environments: a tuple, or "default" (the environments.toml entries marked default),
+# for the suite's drivers: drivers named with --drivers run in every default environment of theirs.
 # quick, the default, is the comparison at a glance: one model per family (Elman, LSTM, a stacked
 # recurrence, Taylor, Newton) on every core driver in the main environment; it costs a quarter of
 # `core` and is measured to stay within cold 4 min / warm 90 s on 2 cores
@@ -355,8 +356,11 @@ def _jobs(args, s: dict[str, Any]) -> list[Job]:
               else _suite_names(suite["models"], registry.models()))
     drivers = (_names(s["drivers"], list(registry.drivers()), "driver") if s["drivers"]
                else _suite_names(suite["drivers"], registry.drivers()))
+    # Named drivers run in each of their default environments (naming torch_xla_loop means running
+    # it); the suite's environments hold for the suite's own drivers.
+    suite_envs = "default" if s["drivers"] else suite["environments"]
     envs = (_names(s["environments"], list(environments.environments()), "environment") if s["environments"]
-            else environments.default_names() if suite["environments"] == "default" else list(suite["environments"]))
+            else environments.default_names() if suite_envs == "default" else list(suite_envs))
     dtypes = _names(s["dtypes"], DTYPES, "dtype")
     if s["device"] not in DEVICES:
         raise UsageError(f"unknown device {s['device']!r}; known: {', '.join(DEVICES)}")
