@@ -39,9 +39,17 @@ bench: venv
 bench-all: venv venv-xla
 	$(BIN)/rnnbench run --suite core
 
-# --durations: the slowest tests close the output (where CI's time goes).
+# The numeric tests (each compares a driver's numbers with an oracle in this process: no timing,
+# signals, CPU pinning, clusters or servers) run on TEST_WORKERS pytest-xdist workers; the rest,
+# whose subjects are processes, time and the machine, run alone after them. --durations: the
+# slowest tests close each part's output (where CI's time goes).
+TEST_WORKERS ?= auto
+NUMERIC_TESTS = tests/test_gradients.py tests/test_second_order.py tests/test_oracles.py tests/test_losses.py \
+                tests/test_low_precision.py tests/test_reference_cases.py tests/test_flops.py tests/test_stop_gradient.py \
+                tests/test_known_issues.py tests/test_false_alarms.py tests/test_checker_catches.py
 test: venv
-	$(BIN)/python -m pytest --durations=25
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=10 $(NUMERIC_TESTS)
+	$(BIN)/python -m pytest --durations=25 $(addprefix --ignore=,$(NUMERIC_TESTS))
 
 # The torch_xla / torch 2.9.0 tests in their own interpreter, then the cross-environment tests from
 # the main one (required here: they fail instead of skipping when the environment is missing).
