@@ -67,8 +67,7 @@ SETTINGS = {"jax_enable_x64": True, "jax_default_matmul_precision": "highest"}
 
 
 # Where the jax scan mechanisms (jax_lax_scan, flax_scan; jax_loop always hoists, measured in its
-# module) run a model's prologue, e.g. the
-# LSTM's input projection xs @ W_ih.T + b. The math is the same either way; the choice is measured
+# module) run a model's prologue, e.g. the LSTM's input projection xs @ W_ih.T + b. The math is the same either way; the choice is measured
 # (docs/measuring.md#the-idiomatic-comparison): on XLA:CPU, hoisting it into one (T*B, I) matmul
 # before the loop (as the model is written) is faster while its (T, B, 4H) result is small, and
 # running it inside the step (on x_t, as flax's cells do) is faster once that array and its

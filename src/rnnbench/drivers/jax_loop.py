@@ -3,8 +3,8 @@ unrolled copies of the step. The loop reads xs through one jnp.unstack (no pad p
 backward, as x[t] would give) and runs the model's input projection hoisted, as the model is written
 (one matmul before the loop). Measured against running it per step (the rule _jax.input_projection
 applies to lax.scan and nn.scan from 2 MiB): in the unrolled loop hoisting is faster at every size
-tried, 2026-11-25, Elman RNN float32, one CPU, 11-21 interleaved rounds of min-of-5 calls:
-fwd+bwd 30.9 vs 35.2 ms at T=128 B=32 I=128 H=256 (4 MiB projected), 68.2 vs 79.9 ms at T=256
+tried (2026-11-26, docs/profiles/jax_loop_projection.py: Elman RNN float32, one CPU, 11-21
+interleaved rounds of min-of-5 calls): fwd+bwd 30.9 vs 35.2 ms at T=128 B=32 I=128 H=256 (4 MiB projected), 68.2 vs 79.9 ms at T=256
 (8 MiB), 76.5 vs 87.6 ms at T=64 B=64 I=256 H=512 (8 MiB). (The unrolled LSTM at those sizes
 compiles for minutes, T^2 below, and was not measured.)
 
