@@ -222,3 +222,185 @@ def test_no_dates_in_src(path: Path) -> None:
     the code keeps the one-sentence reason and may link that page."""
     dated = _dated_lines(path.read_text(), _shown(path))
     assert not dated, "dates in src/ (move the measurement to docs/results or docs/measuring.md):\n" + "\n".join(dated)
+
+
+# --- docs/architecture.md names only what exists ---
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+CODE_ROOTS = (SRC, ROOT / "models", BENCHMARKS, ROOT / "tests")
+PATH_TOKEN = re.compile(r"^[\w<>*.-]*/[\w<>*./-]*$|^[\w<>*-]+\.(?:py|json|toml|md)$")
+# In the floor diagram a name is written like code (snake_case, CamelCase, ALL_CAPS, or with ()),
+# so that prose words around it are not taken for names.
+FILE_TOKEN = r"[\w<>*./-]+\.(?:py|json|toml|md)\b"
+DIAGRAM_NAME = re.compile(r"(?<![\w./-])([A-Za-z_]\w*(?:\.\w+)*)(\(\))?(?![\w/-])")
+
+
+def _looks_like_code(word: str, called: bool) -> bool:
+    """snake_case, dotted, CamelCase, SNAKE_CAPS or called(): a name, checked. A single capitalized
+    word (Model, MODELS) could be prose (HOW, Ray): checked only where the tree defines it somewhere,
+    so that it is named in the right module."""
+    return (called or "_" in word.strip("_") or "." in word or bool(re.fullmatch(r"[A-Z][a-z0-9]+[A-Z]\w*", word))
+            or bool(re.fullmatch(r"[A-Z][a-z]+|[A-Z]{2,}\d*", word) and word in _DEFINED))
+
+
+def _defined(path: Path) -> set[str]:
+    """Names a module defines: its functions, classes and assignments, their methods and fields
+    (Class.attr and attr), and the string constants it reads (environment variables)."""
+    names: set[str] = set()
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            names.update(t.id for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                         if isinstance(t, ast.Name))
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                attr = []
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    attr = [item.name]
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    attr = [item.target.id]
+                elif isinstance(item, ast.Assign):
+                    attr = [t.id for t in item.targets if isinstance(t, ast.Name)]
+                names.update(attr + [f"{node.name}.{a}" for a in attr])
+    names.update(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                 and re.fullmatch(r"[A-Z][A-Z0-9_]+", n.value))
+    return names
+
+
+def _code_files() -> dict[Path, set[str]]:
+    return {p: _defined(p) for root in CODE_ROOTS for p in sorted(root.rglob("*.py"))}
+
+
+def _imported(path: Path) -> set[str]:
+    return {a.asname or a.name for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) for a in node.names}
+
+
+_CODE = _code_files()
+_DEFINED = set().union(*_CODE.values())
+
+
+def _module_path(dotted: str) -> Path | None:
+    """rnnbench.run.row / run.row -> its file (a package: its directory)."""
+    parts = dotted.removeprefix("rnnbench.").split(".")
+    base = SRC.joinpath(*parts)
+    return next((p for p in (base.with_suffix(".py"), base) if p.exists()), None)
+
+
+def _resolve_dotted(name: str) -> bool:
+    """run.row.unavailable_reason: the longest prefix that is a module of rnnbench, the rest defined there."""
+    parts = name.removeprefix("rnnbench.").split(".")
+    for i in range(len(parts), 0, -1):
+        module = _module_path(".".join(parts[:i]))
+        if module is not None:
+            rest = ".".join(parts[i:])
+            files = [module] if module.is_file() else sorted(module.rglob("*.py"))
+            return not rest or any(rest in _CODE.get(f, set()) for f in files)
+    return name in _DEFINED  # Class.attr
+
+
+def _resolve_path(token: str, context: Path | None) -> bool:
+    pattern = re.sub(r"<[^>]*>", "*", token.rstrip("/"))
+    bases = [ROOT, SRC] + ([context] if context else [])
+    return any(next(base.glob(pattern), None) is not None for base in bases)
+
+
+def _resolve_name(name: str, where: list[Path]) -> bool:
+    """A name the diagram lists for a module (or package): defined or imported (models/*.py build
+    `Model`s) in one of those files, or one of the package's modules."""
+    if "." in name:
+        return _resolve_dotted(name)
+    files = [f for w in where for f in ([w] if w.is_file() else sorted(w.rglob("*.py")))]
+    return any(name in _CODE.get(f, set()) | _imported(f) for f in files) or any(f.stem == name for f in files)
+
+
+def _diagram_problems(lines: list[tuple[int, str]]) -> list[str]:
+    problems, where, context = [], [], None
+    for number, line in lines:
+        body = re.sub(r"^floor \d+", "", line)
+        tokens = body.split()
+        paths = []
+        while tokens and (PATH_TOKEN.match(tokens[0]) or tokens[0] == "..."):
+            paths.append(tokens.pop(0))
+        if paths:  # a new entry; otherwise the line continues the last entry's description
+            where = []
+            for token in (t for t in paths if t != "..."):
+                if not _resolve_path(token, context):
+                    problems.append(f"docs/architecture.md:{number}: {token} does not exist")
+                    continue
+                base = next(b for b in (ROOT, SRC, context) if b and next(b.glob(token.rstrip("/")), None))
+                where += sorted(base.glob(token.rstrip("/")))
+                if token.endswith("/") and token.startswith("src/"):
+                    context = ROOT / token
+        description = " ".join(tokens)
+        for token in re.findall(r"`([^`]+)`", description):
+            problems += _backticked_problems(number, token, context)
+        description = re.sub(r"`[^`]+`", "", description)
+        for token in re.findall(FILE_TOKEN, description):
+            if not _resolve_path(token, context):
+                problems.append(f"docs/architecture.md:{number}: {token} does not exist")
+        for word, called in DIAGRAM_NAME.findall(re.sub(FILE_TOKEN, "", description)):
+            if "/" in word or not _looks_like_code(word, bool(called)):
+                continue
+            if not _resolve_name(word, where):
+                shown = ", ".join(str(w.relative_to(ROOT)) for w in where) or "the tree"
+                problems.append(f"docs/architecture.md:{number}: {word} is not defined in {shown}")
+    return problems
+
+
+def _backticked_problems(number: int, token: str, context: Path | None) -> list[str]:
+    """`run.row.run_row`, `Job`s, `models/<family>.py`, `MODELS = (...)`, `Framework(...)`, `ok`;
+    commands (`rnnbench run`) and expressions are left alone."""
+    from rnnbench.status import Status
+
+    token = token.strip()
+    if PATH_TOKEN.match(token) or re.fullmatch(r"[\w<>*/.-]+\.(?:py|json|toml|md)", token):
+        ok = _resolve_path(token, context)
+    elif m := re.fullmatch(r"([A-Za-z_][\w.]*)(?:\(.*\)(?: -> \w+)?| = .*)?", token):
+        name = m.group(1)
+        ok = (_resolve_dotted(name) if "." in name else
+              name in _DEFINED or _module_path(name) is not None or name in {s.value for s in Status})
+    else:
+        return []
+    return [] if ok else [f"docs/architecture.md:{number}: `{token}` names nothing in the tree"]
+
+
+def _architecture_problems(text: str) -> list[str]:
+    problems, diagram, in_block = [], [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("```"):
+            in_block = not in_block
+        elif in_block:
+            diagram.append((number, line))
+        else:
+            for token in re.findall(r"`([^`]+)`", line):
+                problems += _backticked_problems(number, token, None)
+    return _diagram_problems(diagram) + problems
+
+
+def test_architecture_doc_names_only_what_exists() -> None:
+    problems = _architecture_problems(ARCHITECTURE.read_text())
+    assert not problems, "docs/architecture.md drifted from the tree:\n" + "\n".join(problems)
+
+
+def test_the_doc_check_finds_missing_and_misplaced_names() -> None:
+    sample = "\n".join([
+        "```",
+        "floor 1  src/rnnbench/model.py     Model, Case, step_inputs (gone), DRIVERS (lives in drivers/)",
+        "         src/rnnbench/nowhere.py   a module that is not there",
+        "floor 2  src/rnnbench/drivers/     HOW it is run",
+        "           base.py                 Prepared, Framework, Driver, see run/nowhere.py",
+        "```",
+        "`run.row.run_row` then `run.row.no_such_function`, `Driver.prepare`, `drivers/torch_scan.py`,",
+        "`drivers/no_such.py`, `NoSuchClass(...)`, `ok`, `rnnbench run`",
+    ])
+    found = [p.split(": ", 1)[1] for p in _architecture_problems(sample)]
+    assert found == ["step_inputs is not defined in src/rnnbench/model.py",
+                     "DRIVERS is not defined in src/rnnbench/model.py",
+                     "src/rnnbench/nowhere.py does not exist",
+                     "run/nowhere.py does not exist",
+                     "`run.row.no_such_function` names nothing in the tree",
+                     "`drivers/no_such.py` names nothing in the tree",
+                     "`NoSuchClass(...)` names nothing in the tree"], found
