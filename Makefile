@@ -14,7 +14,7 @@ export RNNBENCH_XLA_PYTHON ?= $(abspath $(XLA_BIN))/python
 XLA_TESTS = tests/test_gradients.py tests/test_reference_cases.py tests/test_known_issues.py tests/test_torch_xla.py \
             tests/test_second_order.py
 
-.PHONY: venv venv-xla bench bench-all test test-xla clean clean-xla
+.PHONY: venv venv-xla bench bench-all test test-xla lint clean clean-xla
 
 venv: $(VENV)/.installed
 
@@ -56,6 +56,16 @@ test: venv
 test-xla: venv venv-xla
 	PJRT_DEVICE=CPU $(XLA_BIN)/python -m pytest $(XLA_TESTS)
 	RNNBENCH_REQUIRE_XLA=1 $(BIN)/python -m pytest -m cross_environment
+
+# ruff (pyproject.toml [tool.ruff]): the lint rules, then whether the tree is formatted as ruff would.
+# The tools are pinned in requirements/dev.txt, installed into the main environment on first use.
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+$(VENV)/.dev-installed: requirements/dev.txt | venv
+	$(BIN)/python -m pip install -q -r requirements/dev.txt
+	touch $@
 
 clean:
 	rm -rf $(VENV) results .pytest_cache

@@ -17,14 +17,21 @@ MODELS = Path(__file__).resolve().parents[1] / "models"
 
 # Each package of rnnbench may import only from floors below its own (docs/architecture.md).
 FLOORS = {
-    "rnnbench.status": 0, "rnnbench.ops": 0, "rnnbench.errors": 0,
+    "rnnbench.status": 0,
+    "rnnbench.ops": 0,
+    "rnnbench.errors": 0,
     "rnnbench.model": 1,
-    "rnnbench.drivers": 2, "rnnbench.record": 2, "rnnbench.losses": 2,
-    "rnnbench.registry": 3, "rnnbench.check": 3,
-    "rnnbench.run": 4, "rnnbench.report": 4,
+    "rnnbench.drivers": 2,
+    "rnnbench.record": 2,
+    "rnnbench.losses": 2,
+    "rnnbench.registry": 3,
+    "rnnbench.check": 3,
+    "rnnbench.run": 4,
+    "rnnbench.report": 4,
     "rnnbench.fuzz": 5,
     "rnnbench.api": 6,
-    "rnnbench.cli": 7, "rnnbench": 7,
+    "rnnbench.cli": 7,
+    "rnnbench": 7,
 }
 FRAMEWORK_NAMES = {"torch", "jax", "flax", "torch_xla"}
 
@@ -58,7 +65,9 @@ def test_no_upward_import(path: Path) -> None:
     unit = _unit(_module_name(path))
     assert unit in FLOORS, f"{unit} has no floor in FLOORS: add it (and to docs/architecture.md)"
     upward = [m for m in _imports(path) if m != unit and FLOORS.get(m, 99) >= FLOORS[unit] and unit != "rnnbench"]
-    assert not upward, f"{path.relative_to(SRC)} (floor {FLOORS[unit]}) imports from the same or a higher floor: {upward}"
+    assert not upward, (
+        f"{path.relative_to(SRC)} (floor {FLOORS[unit]}) imports from the same or a higher floor: {upward}"
+    )
 
 
 def _top_level(tree: ast.Module) -> tuple[set[str], list[str], list[str]]:
@@ -97,15 +106,23 @@ def test_drivers_package_holds_only_mechanisms_and_framework_layers() -> None:
             assert frameworks, f"drivers/{path.name}: a framework-layer module builds its Framework(...) object"
             assert "DRIVERS" not in assigned and not prepares, (
                 f"drivers/{path.name}: a framework-layer module holds no DRIVERS table or prepare: "
-                "mechanisms go in their own drivers/<framework>_<mechanism>.py")
+                "mechanisms go in their own drivers/<framework>_<mechanism>.py"
+            )
             continue
-        assert "DRIVERS" in assigned, f"drivers/{path.name} defines no DRIVERS table (configurations are rows, not files)"
-        assert len(prepares) == 1, f"drivers/{path.name}: a mechanism module has exactly one prepare, found {len(prepares)}"
-        assert not frameworks, f"drivers/{path.name} builds a Framework {frameworks}: that belongs in a drivers/_<framework>.py"
+        assert "DRIVERS" in assigned, (
+            f"drivers/{path.name} defines no DRIVERS table (configurations are rows, not files)"
+        )
+        assert len(prepares) == 1, (
+            f"drivers/{path.name}: a mechanism module has exactly one prepare, found {len(prepares)}"
+        )
+        assert not frameworks, (
+            f"drivers/{path.name} builds a Framework {frameworks}: that belongs in a drivers/_<framework>.py"
+        )
         prepare = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "prepare")
         params = [a.arg for a in prepare.args.args][-4:]
         assert params == ["model", "case", "dtype", "device"], (
-            f"drivers/{path.name}: prepare ends with (model, case, dtype, device), not {params}")
+            f"drivers/{path.name}: prepare ends with (model, case, dtype, device), not {params}"
+        )
 
 
 def _framework_string_tests(path: Path) -> list[int]:
@@ -124,10 +141,13 @@ def _framework_string_tests(path: Path) -> list[int]:
     return lines
 
 
-@pytest.mark.parametrize("path", [p for p in SOURCES if p.parent.name != "drivers"], ids=lambda p: str(p.relative_to(SRC)))
+@pytest.mark.parametrize(
+    "path", [p for p in SOURCES if p.parent.name != "drivers"], ids=lambda p: str(p.relative_to(SRC))
+)
 def test_framework_names_are_tested_only_in_the_framework_layer(path: Path) -> None:
     assert not _framework_string_tests(path), (
-        f"{path.relative_to(SRC)} lines {_framework_string_tests(path)}: ask the driver's Framework instead")
+        f"{path.relative_to(SRC)} lines {_framework_string_tests(path)}: ask the driver's Framework instead"
+    )
 
 
 def test_mechanisms_do_not_test_framework_names() -> None:
@@ -145,11 +165,29 @@ def test_models_do_not_import_the_checking_code() -> None:
 def test_driver_names_are_unchanged() -> None:
     """Records, registry entries, asv history and users' scripts are keyed by these names."""
     assert set(registry.drivers()) >= {
-        "flax_lstm_cell", "flax_scan", "flax_simple_cell", "jax_lax_scan", "jax_loop", "jax_loop_buffer",
-        "torch_autocast_loop", "torch_autocast_loop_compiled", "torch_loop", "torch_loop_compiled",
-        "torch_loop_index_put", "torch_loop_index_put_compiled", "torch_loop_setitem", "torch_loop_setitem_compiled",
-        "torch_nn_lstm", "torch_nn_rnn", "torch_scan", "torch_scan_compiled", "torch_scan_compiled_clone_y_only",
-        "torch_scan_compiled_default_config", "torch_xla_loop", "torch_xla_scan", "torch_xla_scan_cached",
+        "flax_lstm_cell",
+        "flax_scan",
+        "flax_simple_cell",
+        "jax_lax_scan",
+        "jax_loop",
+        "jax_loop_buffer",
+        "torch_autocast_loop",
+        "torch_autocast_loop_compiled",
+        "torch_loop",
+        "torch_loop_compiled",
+        "torch_loop_index_put",
+        "torch_loop_index_put_compiled",
+        "torch_loop_setitem",
+        "torch_loop_setitem_compiled",
+        "torch_nn_lstm",
+        "torch_nn_rnn",
+        "torch_scan",
+        "torch_scan_compiled",
+        "torch_scan_compiled_clone_y_only",
+        "torch_scan_compiled_default_config",
+        "torch_xla_loop",
+        "torch_xla_scan",
+        "torch_xla_scan_cached",
         "torch_xla_scan_closure",
     }
 
@@ -165,7 +203,9 @@ BENCHMARKS_MAY_IMPORT_BELOW = FLOORS["rnnbench.fuzz"]  # up to run/ and report/ 
 @pytest.mark.parametrize("path", BENCHMARK_SOURCES, ids=lambda p: p.name)
 def test_benchmarks_import_only_up_to_run_and_report(path: Path) -> None:
     above = sorted(m for m in _imports(path) if FLOORS.get(m, 99) >= BENCHMARKS_MAY_IMPORT_BELOW)
-    assert not above, f"benchmarks/{path.name} imports {above}: asv classes use run/ and report/, not fuzz, api or the CLI"
+    assert not above, (
+        f"benchmarks/{path.name} imports {above}: asv classes use run/ and report/, not fuzz, api or the CLI"
+    )
 
 
 # --- size floors: one concept per module, one step per function ---
@@ -187,36 +227,47 @@ def test_module_is_at_most_500_lines(path: Path) -> None:
 
 @pytest.mark.parametrize("path", SIZED, ids=_shown)
 def test_functions_are_at_most_80_lines(path: Path) -> None:
-    long = [f"{_shown(path)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
-            for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    long = [
+        f"{_shown(path)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
 
 
 # --- code holds reasons, docs hold numbers: no dates in src/ ---
 
 MONTHS = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
-DATE = re.compile(rf"\b20\d\d-\d\d-\d\d\b|\b{MONTHS} \d{{1,2}}(?:st|nd|rd|th)?,? 20\d\d\b|\b\d{{1,2}} {MONTHS},? 20\d\d\b"
-                  rf"|\b{MONTHS} 20\d\d\b", re.IGNORECASE)
+DATE = re.compile(
+    rf"\b20\d\d-\d\d-\d\d\b|\b{MONTHS} \d{{1,2}}(?:st|nd|rd|th)?,? 20\d\d\b|\b\d{{1,2}} {MONTHS},? 20\d\d\b"
+    rf"|\b{MONTHS} 20\d\d\b",
+    re.IGNORECASE,
+)
 # A link to a dated results page is where the number went, not a number: docs/results/2026-01-02-x.md.
 RESULTS_LINK = re.compile(r"docs/results/20\d\d-\d\d-\d\d[\w.-]*")
 DATED_SUFFIXES = {".py", ".toml", ".json", ".txt", ".cfg", ".ini", ".md"}
 
 
 def _dated_lines(text: str, shown: str) -> list[str]:
-    return [f"{shown}:{n}: {line.strip()[:100]}" for n, line in enumerate(text.splitlines(), 1)
-            if DATE.search(RESULTS_LINK.sub("", line))]
+    return [
+        f"{shown}:{n}: {line.strip()[:100]}"
+        for n, line in enumerate(text.splitlines(), 1)
+        if DATE.search(RESULTS_LINK.sub("", line))
+    ]
 
 
 def test_the_date_pattern_finds_dates_and_not_links() -> None:
-    sample = ("# 30 ms on 2026-11-25\n# see docs/results/2026-11-25-bug-versions.md\n# measured Nov 25, 2026\n"
-              "# (25 November 2026)\n# in Sept. 2026\n# version 2.13.0, seed 2026, 2026-11 rows, May 5\n")
+    sample = (
+        "# 30 ms on 2026-11-25\n# see docs/results/2026-11-25-bug-versions.md\n# measured Nov 25, 2026\n"
+        "# (25 November 2026)\n# in Sept. 2026\n# version 2.13.0, seed 2026, 2026-11 rows, May 5\n"
+    )
     assert [line.split(":")[1] for line in _dated_lines(sample, "x.py")] == ["1", "3", "4", "5"]
 
 
-@pytest.mark.parametrize("path", sorted(p for p in SRC.rglob("*") if p.suffix in DATED_SUFFIXES),
-                         ids=lambda p: str(p.relative_to(SRC)))
+@pytest.mark.parametrize(
+    "path", sorted(p for p in SRC.rglob("*") if p.suffix in DATED_SUFFIXES), ids=lambda p: str(p.relative_to(SRC))
+)
 def test_no_dates_in_src(path: Path) -> None:
     """A dated measurement belongs on a docs/results/YYYY-MM-DD-*.md page with its data and command;
     the code keeps the one-sentence reason and may link that page."""
@@ -239,8 +290,13 @@ def _looks_like_code(word: str, called: bool) -> bool:
     """snake_case, dotted, CamelCase, SNAKE_CAPS or called(): a name, checked. A single capitalized
     word (Model, MODELS) could be prose (HOW, Ray): checked only where the tree defines it somewhere,
     so that it is named in the right module."""
-    return (called or "_" in word.strip("_") or "." in word or bool(re.fullmatch(r"[A-Z][a-z0-9]+[A-Z]\w*", word))
-            or bool(re.fullmatch(r"[A-Z][a-z]+|[A-Z]{2,}\d*", word) and word in _DEFINED))
+    return (
+        called
+        or "_" in word.strip("_")
+        or "." in word
+        or bool(re.fullmatch(r"[A-Z][a-z0-9]+[A-Z]\w*", word))
+        or bool(re.fullmatch(r"[A-Z][a-z]+|[A-Z]{2,}\d*", word) and word in _DEFINED)
+    )
 
 
 def _defined(path: Path) -> set[str]:
@@ -252,8 +308,11 @@ def _defined(path: Path) -> set[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            names.update(t.id for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                         if isinstance(t, ast.Name))
+            names.update(
+                t.id
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                if isinstance(t, ast.Name)
+            )
         if isinstance(node, ast.ClassDef):
             for item in node.body:
                 attr = []
@@ -264,8 +323,11 @@ def _defined(path: Path) -> set[str]:
                 elif isinstance(item, ast.Assign):
                     attr = [t.id for t in item.targets if isinstance(t, ast.Name)]
                 names.update(attr + [f"{node.name}.{a}" for a in attr])
-    names.update(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-                 and re.fullmatch(r"[A-Z][A-Z0-9_]+", n.value))
+    names.update(
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and re.fullmatch(r"[A-Z][A-Z0-9_]+", n.value)
+    )
     return names
 
 
@@ -274,8 +336,12 @@ def _code_files() -> dict[Path, set[str]]:
 
 
 def _imported(path: Path) -> set[str]:
-    return {a.asname or a.name for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.ImportFrom) for a in node.names}
+    return {
+        a.asname or a.name
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+    }
 
 
 _CODE = _code_files()
@@ -360,8 +426,11 @@ def _backticked_problems(number: int, token: str, context: Path | None) -> list[
         ok = _resolve_path(token, context)
     elif m := re.fullmatch(r"([A-Za-z_][\w.]*)(?:\(.*\)(?: -> \w+)?| = .*)?", token):
         name = m.group(1)
-        ok = (_resolve_dotted(name) if "." in name else
-              name in _DEFINED or _module_path(name) is not None or name in {s.value for s in Status})
+        ok = (
+            _resolve_dotted(name)
+            if "." in name
+            else name in _DEFINED or _module_path(name) is not None or name in {s.value for s in Status}
+        )
     else:
         return []
     return [] if ok else [f"docs/architecture.md:{number}: `{token}` names nothing in the tree"]
@@ -386,21 +455,25 @@ def test_architecture_doc_names_only_what_exists() -> None:
 
 
 def test_the_doc_check_finds_missing_and_misplaced_names() -> None:
-    sample = "\n".join([
-        "```",
-        "floor 1  src/rnnbench/model.py     Model, Case, step_inputs (gone), DRIVERS (lives in drivers/)",
-        "         src/rnnbench/nowhere.py   a module that is not there",
-        "floor 2  src/rnnbench/drivers/     HOW it is run",
-        "           base.py                 Prepared, Framework, Driver, see run/nowhere.py",
-        "```",
-        "`run.row.run_row` then `run.row.no_such_function`, `Driver.prepare`, `drivers/torch_scan.py`,",
-        "`drivers/no_such.py`, `NoSuchClass(...)`, `ok`, `rnnbench run`",
-    ])
+    sample = "\n".join(
+        [
+            "```",
+            "floor 1  src/rnnbench/model.py     Model, Case, step_inputs (gone), DRIVERS (lives in drivers/)",
+            "         src/rnnbench/nowhere.py   a module that is not there",
+            "floor 2  src/rnnbench/drivers/     HOW it is run",
+            "           base.py                 Prepared, Framework, Driver, see run/nowhere.py",
+            "```",
+            "`run.row.run_row` then `run.row.no_such_function`, `Driver.prepare`, `drivers/torch_scan.py`,",
+            "`drivers/no_such.py`, `NoSuchClass(...)`, `ok`, `rnnbench run`",
+        ]
+    )
     found = [p.split(": ", 1)[1] for p in _architecture_problems(sample)]
-    assert found == ["step_inputs is not defined in src/rnnbench/model.py",
-                     "DRIVERS is not defined in src/rnnbench/model.py",
-                     "src/rnnbench/nowhere.py does not exist",
-                     "run/nowhere.py does not exist",
-                     "`run.row.no_such_function` names nothing in the tree",
-                     "`drivers/no_such.py` names nothing in the tree",
-                     "`NoSuchClass(...)` names nothing in the tree"], found
+    assert found == [
+        "step_inputs is not defined in src/rnnbench/model.py",
+        "DRIVERS is not defined in src/rnnbench/model.py",
+        "src/rnnbench/nowhere.py does not exist",
+        "run/nowhere.py does not exist",
+        "`run.row.no_such_function` names nothing in the tree",
+        "`drivers/no_such.py` names nothing in the tree",
+        "`NoSuchClass(...)` names nothing in the tree",
+    ], found

@@ -14,7 +14,7 @@ import dataclasses
 import math
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 

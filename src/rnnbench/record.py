@@ -253,7 +253,7 @@ def problem(rec: Any) -> Optional[str]:
     """Why `rec` is not a record this version can read, or None."""
     if not isinstance(rec, dict):
         return "not a JSON object"
-    for name, types in REQUIRED.items():
+    for name in REQUIRED:
         if name not in rec:
             return f"no {name!r} field"
     for name, types in {**REQUIRED, **OPTIONAL}.items():

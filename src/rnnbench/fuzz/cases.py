@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import builtins
-import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 

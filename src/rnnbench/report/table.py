@@ -7,11 +7,10 @@ known_issue_fixed:<id>) and one line per registered known issue, never its trace
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
-from rnnbench.status import Status, is_failing, is_fixed, is_known, KNOWN_PREFIX
+from rnnbench.status import Status, is_known
 
 
 def _ms(t: dict | None) -> str:
