@@ -11,7 +11,7 @@ import contextlib
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 Array = Any  # the namespace's own array type (numpy.ndarray, torch.Tensor, jax.Array)
 Unary = Callable[[Array], Array]
@@ -75,7 +75,7 @@ class Ops:
     eye: Callable[[int, Array], Array]
     transpose: Unary
     cast_like: Callable[[Array, Array], Array]
-    fp32_island: Callable[[], ContextManager]
+    fp32_island: Callable[[], contextlib.AbstractContextManager]
     # The one op with a default: indexing row by row is correct on any array type, only slow to
     # differentiate (O(T^2)); every framework namespace below gives its one-op form.
     unstack: Callable[[Array], tuple] = lambda x: tuple(x[t] for t in range(x.shape[0]))

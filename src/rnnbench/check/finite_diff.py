@@ -15,8 +15,8 @@ hence the safety factor). 8 forward passes per entry (points +-h, +-2h, +-4h, +-
 Step: h_i = REL_STEP * s_i with s_i = max(|x_i|, SCALE_FLOOR * max|x|) (SCALE_FLOOR alone for an
 all-zero input). An absolute step (the old h = 1e-3) is as large as a parameter of 1e-3 itself and
 10% of a temperature of 1e-2 (tanh(c a / p) over 16 steps: truncation error 8.6e-4 relative, a
-false grad_mismatch on every exact driver; tests/test_false_alarms.py). An entry whose error bound is still above REFINE_TARGET of the case's
-gradient scale is retried at smaller steps (truncation dominates) or larger ones (roundoff
+false grad_mismatch on every exact driver; tests/test_false_alarms.py). An entry whose error bound
+is still above REFINE_TARGET of the case's gradient scale is retried at smaller steps (truncation dominates) or larger ones (roundoff
 dominates), keeping the step with the smallest bound, widened to cover its neighbouring step's
 interval (a step that aliases the function's features cannot agree with that one by accident).
 

@@ -185,7 +185,8 @@ def _describe(o: Outcome) -> str:
     if b is not None:
         wrt = body_wrt(b)  # the effective flags: a leaf that cannot reach the loss is not differentiated
         grad = [f"carry0.{c}" in wrt for c in b.carry_names]
-        parts.append(f"{'minimal ' if o.minimal is not None else ''}body (T={b.length}, n={b.n}, xs={'yes' if b.has_xs else 'no'}, "
+        minimal = "minimal " if o.minimal is not None else ""
+        parts.append(f"{minimal}body (T={b.length}, n={b.n}, xs={'yes' if b.has_xs else 'no'}, "
                      f"carry0 requires grad={grad}):\n{b.source().rstrip()}")
     parts += [s.rstrip() for s in (o.report, o.localization) if s.strip()]
     if o.repro:

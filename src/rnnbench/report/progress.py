@@ -33,7 +33,8 @@ class Progress:
         filled = width * self.done_rows // max(self.total, 1)
         eta = elapsed / self.done_rows * (self.total - self.done_rows) if self.done_rows else float("nan")
         eta_s = _clock(eta) if eta == eta else "?"
-        return f"[{'#' * filled}{'.' * (width - filled)}] {self.done_rows}/{self.total}  {self.current}  elapsed {_clock(elapsed)}  eta {eta_s}"
+        bar = f"[{'#' * filled}{'.' * (width - filled)}] {self.done_rows}/{self.total}"
+        return f"{bar}  {self.current}  elapsed {_clock(elapsed)}  eta {eta_s}"
 
     def start(self, job: Any) -> None:
         self.current = f"{job.driver} {job.model} {job.dtype}"

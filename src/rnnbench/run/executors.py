@@ -38,8 +38,8 @@ Environments: the parent creates the environments a run names on its own machine
 `sweep` unit whose environment rnnbench creates on demand (in its cache) and which is missing on
 its node creates it there before its rows (runner.GroupWork.environment_here, under create()'s
 lock: two units on one node never build one environment at once); a `run` unit's deadline has
-ENVIRONMENT_CREATION_S more where its environment is one rnnbench creates. A task takes the run's --config environment definitions
-($RNNBENCH_ENVIRONMENTS, forwarded) before it runs its unit.
+ENVIRONMENT_CREATION_S more where its environment is one rnnbench creates. A task takes the run's
+--config environment definitions ($RNNBENCH_ENVIRONMENTS, forwarded) before it runs its unit.
 """
 
 from __future__ import annotations

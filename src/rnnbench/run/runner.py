@@ -16,7 +16,7 @@ import os
 import socket
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional
 
 from rnnbench import record, registry
 from rnnbench.errors import InputError
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 # Variables for a group's workers: a mapping, or a function called where the group runs (compile
 # cache directories are the running machine's: timing.warm_cache_env, timing.cold_cache_env).
-ExtraEnv = Union[Mapping[str, str], Callable[[], Mapping[str, str]]]
+ExtraEnv = Mapping[str, str] | Callable[[], Mapping[str, str]]
 
 
 def _no_annotation(rec: dict) -> dict:

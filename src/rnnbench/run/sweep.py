@@ -107,7 +107,8 @@ class SweepPair:
             left = plan.driver_budget_s - spent
             skip = None
             if left <= 0:
-                skip = f"budget: the {plan.driver_budget_s:g} s budget of {self.driver} on {self.model} was spent on smaller sizes"
+                skip = (f"budget: the {plan.driver_budget_s:g} s budget of {self.driver} on {self.model} "
+                        "was spent on smaller sizes")
             elif last_wall.get(axis, 0.0) > left:
                 skip = (f"budget: the previous size took {last_wall[axis]:.0f} s, more than the "
                         f"{left:.0f} s left of the {plan.driver_budget_s:g} s budget")
