@@ -30,7 +30,7 @@ look-up and every sample times the same compiled code. Each timed call blocks on
 
 asv (>= 0.6.6) runs every benchmark in a fresh interpreter: the first setup pays import + compile,
 hence the timeout. Threads are 1 and compilation caches are off (see
-rnnbench.run.timing) before any framework is imported, so track_first_call_s is a cold compile.
+rnnbench.run.caches) before any framework is imported, so track_first_call_s is a cold compile.
 """
 
 import os
@@ -38,7 +38,7 @@ import time
 
 try:  # an rnnbench too old for these entry points: every benchmark is n/a, with the reason
     from rnnbench.run.environments import thread_env
-    from rnnbench.run.timing import cold_cache_env
+    from rnnbench.run.caches import cold_cache_env
 
     os.environ.update(thread_env(1))
     os.environ.update(cold_cache_env())
@@ -111,7 +111,8 @@ _clock = time.perf_counter
 
 
 def curated_timer():
-    """Curated's timer: process CPU time for torch rows, wall time for jax rows (set by setup)."""
+    """Curated's timer: process CPU time for rows whose framework computes on the calling thread
+    (Framework.cpu_time_clock: torch), wall time for the others (jax; set by setup)."""
     return _clock()
 
 
@@ -173,8 +174,7 @@ class Curated:
         if driver not in CURATED.get(model, ()):
             raise NotImplementedError(f"{driver} is not in the curated set for {model}")
         self.prepared = checked(model, driver, "small")[1]
-        torch_row = registry.drivers()[driver].framework.name == "torch"
-        _clock = time.process_time if torch_row else time.perf_counter
+        _clock = time.process_time if registry.drivers()[driver].framework.cpu_time_clock else time.perf_counter
 
     def time_fwd_bwd(self, model, driver):
         self.prepared.block(self.prepared.forward_backward())

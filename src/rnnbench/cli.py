@@ -418,7 +418,9 @@ def _out_path(value: Optional[str], default_name: str, resume: bool = False) -> 
 def _cmd_run(args) -> int:
     from rnnbench.report.progress import Progress
     from rnnbench.run.runner import Runner
-    from rnnbench.run.timing import Roofline, load_line, warm_cache_env
+    from rnnbench.run.caches import warm_cache_env
+    from rnnbench.run.cpus import load_line
+    from rnnbench.run.roofline import Roofline
 
     s = _settings(args)
     executors.check_executor(args.executor, args.address)

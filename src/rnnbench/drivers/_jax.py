@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from rnnbench.drivers.base import Framework, Prepared, flat_inputs
+from rnnbench.drivers.base import Framework, Prepared, ReproScript, flat_inputs
 from rnnbench.model import Case, Model
 
 
@@ -58,8 +58,67 @@ def jax_warm_cache_env(root: str) -> dict[str, str]:
 
 JAX_CACHE_VARIABLES = ("JAX_ENABLE_COMPILATION_CACHE", "JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")
 _CACHES = dict(cold_cache_env=jax_cold_cache_env, warm_cache_env=jax_warm_cache_env, cache_variables=JAX_CACHE_VARIABLES)
+def gemm(a, b, dtype: str) -> Callable[[], Any]:
+    """jax.jit(jnp.matmul) of a and b at `dtype`, under the rows' settings (x64 on, matmul precision
+    "highest"), blocked until ready (the roofline's peak GEMM)."""
+    configure()
+    import jax
+    import jax.numpy as jnp
+
+    dt = getattr(jnp, dtype)
+    ja, jb = jnp.asarray(a, dtype=dt), jnp.asarray(b, dtype=dt)
+    f = jax.jit(jnp.matmul)
+    return lambda: f(ja, jb).block_until_ready()
+
+
+# The standalone repro script of a fuzzed failure (rnnbench.fuzz.repro): jax and numpy only.
+REPRO_HEAD = '''import math
+import sys
+import types
+
+import jax
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+
+ops = types.SimpleNamespace(sin=jnp.sin, cos=jnp.cos, tanh=jnp.tanh, sigmoid=jax.nn.sigmoid,
+                            exp=jnp.exp, matmul=jnp.matmul, sum=jnp.sum)
+'''
+
+REPRO_RUN = '''
+
+def loss_fn(diff, rest):
+    inputs = {**rest, **diff}
+    params = {k: inputs[k] for k in PARAMS}
+    carry = tuple(inputs[f"carry0.{c}"] for c in CARRY_NAMES)
+    if MODE == "scan":
+        xs = inputs["xs"] if HAS_XS else jnp.zeros((LENGTH, 1))
+        carry, ys = jax.lax.scan(lambda c, x: step(ops, params, c, x if HAS_XS else None), carry, xs)
+    else:
+        out = []
+        for t in range(LENGTH):
+            carry, y = step(ops, params, carry, inputs["xs"][t] if HAS_XS else None)
+            out.append(y)
+        ys = jnp.stack(out)
+    return LOSS(ops, {k: jnp.asarray(v) for k, v in CONSTS.items()}, ys, carry)
+
+
+values = {**PARAMS, **{f"carry0.{c}": v for c, v in zip(CARRY_NAMES, CARRY0)}, **({"xs": XS} if HAS_XS else {})}
+diff = {k: jnp.asarray(v) for k, v in values.items() if k in WRT}
+rest = {k: jnp.asarray(v) for k, v in values.items() if k not in WRT}
+if SECOND_ORDER:
+    out = jax.jvp(lambda d: jax.grad(loss_fn)(d, rest), (diff,), ({k: jnp.asarray(V[k]) for k in WRT},))[1]
+else:
+    out = jax.grad(loss_fn)(diff, rest)
+got = {k: np.asarray(v) for k, v in out.items()}
+reference = None
+'''
+
+
 JAX = Framework(name="jax", module="jax", packages=("jax", "jaxlib", "numpy"), family="jax",
-                thread_env=xla_thread_env, device_missing=device_missing, **_CACHES)
+                thread_env=xla_thread_env, device_missing=device_missing, gemm=gemm,
+                repro=ReproScript("jax", REPRO_HEAD, REPRO_RUN), **_CACHES)
 FLAX = Framework(name="flax", module="flax", packages=("flax", "jax", "jaxlib"), family="jax",
                  thread_env=xla_thread_env, device_missing=device_missing, **_CACHES)
 
