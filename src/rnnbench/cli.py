@@ -22,7 +22,8 @@ from rnnbench import losses, record, registry
 from rnnbench.errors import InputError
 from rnnbench.check.tolerance import tolerance
 from rnnbench.report.table import failure_reports, format_table, summary
-from rnnbench.run import environments, executors, isolation
+from rnnbench.run import environments, executors
+from rnnbench.run import parent as isolation  # the parent's signals and streams (run/parent.py)
 from rnnbench.run.row import Job
 from rnnbench.run.timing import TimingConfig
 from rnnbench.status import is_failing

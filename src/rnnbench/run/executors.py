@@ -22,7 +22,7 @@ Faults:
   its death signal and guard) and its rows become `timeout` records; the clock starts when the unit
   is submitted, and no more units are in flight than the cluster's CPUs (GPUs) hold at once, so on
   a cluster of its own a unit starts when it is submitted;
-- SIGINT, SIGTERM, SIGHUP (isolation.Interrupted) or any exception in this process cancel every
+- SIGINT, SIGTERM, SIGHUP (parent.Interrupted) or any exception in this process cancel every
   unit in flight (force) before it leaves; records already written stay; a local Ray instance
   rnnbench started is shut down and its temporary directory removed, a cluster given by
   --address is only disconnected from, never stopped.
@@ -57,7 +57,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from rnnbench.errors import InputError
 from rnnbench.run import cpus as run_cpus
-from rnnbench.run import environments, isolation
+from rnnbench.run import environments, isolation, parent, tmpdirs
 from rnnbench.status import Status
 
 UNIT_GRACE_S = 60.0  # beyond its rows' timeouts and one worker start: a unit's deadline
@@ -141,18 +141,18 @@ def run_unit(work: Callable[[Emit], None], cpus: float, exclusive: bool, env: di
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        isolation.remove_run_tmpdir()
+        tmpdirs.remove_run_tmpdir()
     return [{**rec, "node": node} for rec in records]
 
 
 @contextlib.contextmanager
 def _signals_through_ray() -> Iterator[None]:
-    """Ray's blocking calls turn the exception our signal handler raises (isolation.Interrupted)
+    """Ray's blocking calls turn the exception our signal handler raises (parent.Interrupted)
     into a plain KeyboardInterrupt: raise the one the signal meant (exit 143 for SIGTERM, not 130)."""
     try:
         yield
     except KeyboardInterrupt as exc:
-        meant = isolation.interruption()
+        meant = parent.interruption()
         if meant is None or type(exc) is type(meant):
             raise
         raise meant from None
@@ -207,7 +207,7 @@ class RayExecutor:
         # The owner of a task (this process) keeps its OOM retry budget: capped here for a cluster
         # given by address too, where _system_config cannot be set.
         os.environ["RAY_task_oom_retries"] = str(RETRIES)
-        handlers = {sig: signal.getsignal(sig) for sig in isolation.HANDLED_SIGNALS}
+        handlers = {sig: signal.getsignal(sig) for sig in parent.HANDLED_SIGNALS}
         options: dict[str, Any] = dict(log_to_driver=False, configure_logging=True, logging_level="ERROR",
                                        include_dashboard=False)
         try:
@@ -224,7 +224,7 @@ class RayExecutor:
 
     def _start(self, ray: Any, options: dict[str, Any]) -> None:
         if self.address is None:
-            self.temp_dir = isolation.short_tmpdir("ray", LOCAL_SOCKET_ROOM)
+            self.temp_dir = tmpdirs.short_tmpdir("ray", LOCAL_SOCKET_ROOM)
             ray.init(address="local", num_cpus=len(run_cpus.allowed_cpus()), _temp_dir=str(self.temp_dir),
                      _system_config={"task_oom_retries": RETRIES}, **options)
         else:
@@ -236,7 +236,7 @@ class RayExecutor:
         self.task = ray.remote(run_unit)
 
     def __exit__(self, *exc_info) -> None:
-        with isolation._signals_deferred():
+        with parent.signals_deferred():
             self.cancel()
             self._stop()
 
