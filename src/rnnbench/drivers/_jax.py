@@ -19,13 +19,9 @@ from rnnbench.model import Case, Model
 def xla_thread_env(threads: int) -> dict[str, str]:
     """XLA's CPU client sizes its intra-op (Eigen) pool from the process's CPU affinity, not from
     OMP_NUM_THREADS or XLA_FLAGS: `--threads N` is made N cores by pinning each worker to N CPUs
-    before jax is imported (rnnbench.run.worker.setup). Measured with jax 0.10.2 on a 2-core
-    machine: unpinned, a jax.lax.scan LSTM's dots ran on two tf_XLAEigen threads even with
-    --xla_cpu_multi_thread_eigen=false; pinned to one CPU, one such thread, and the flag changed the
-    CPU time per call by nothing measurable. The flag stays at one thread (it asks the legacy
-    runtime's dot emitter for no Eigen pool). There is no XLA flag for the pool's size: a bare
-    `intra_op_parallelism_threads=1` in XLA_FLAGS is silently ignored, `--intra_op_parallelism_threads`
-    is refused as unknown."""
+    before jax is imported (rnnbench.run.worker.setup). XLA has no flag for the pool's size; at one
+    thread --xla_cpu_multi_thread_eigen=false still asks the legacy runtime's dot emitter for no
+    Eigen pool (what was measured: docs/measuring.md#threads-n-means-n-cores)."""
     if threads != 1:
         return {}
     flags = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
@@ -125,14 +121,13 @@ FLAX = Framework(name="flax", module="flax", packages=("flax", "jax", "jaxlib"),
 SETTINGS = {"jax_enable_x64": True, "jax_default_matmul_precision": "highest"}
 
 
-# Where the jax scan mechanisms (jax_lax_scan, flax_scan; jax_loop always hoists, measured in its
-# module) run a model's prologue, e.g. the LSTM's input projection xs @ W_ih.T + b. The math is the same either way; the choice is measured
-# (docs/measuring.md#the-idiomatic-comparison): on XLA:CPU, hoisting it into one (T*B, I) matmul
-# before the loop (as the model is written) is faster while its (T, B, 4H) result is small, and
-# running it inside the step (on x_t, as flax's cells do) is faster once that array and its
-# cotangent, written and read through memory step by step, are large: hoisted wins by 6-20 % at
-# 64-256 KiB, they tie at 1 MiB, the step wins by 4-12 % from 4 MiB (16 MiB: the LSTM at T=128,
-# B=32, H=256). Rows record settings["input_projection"] and the size it was decided on.
+# Where the jax scan mechanisms (jax_lax_scan, flax_scan; jax_loop always hoists, see its module) run
+# a model's prologue, e.g. the LSTM's input projection xs @ W_ih.T + b. The math is the same either
+# way; on XLA:CPU hoisting it into one (T*B, I) matmul before the loop (as the model is written) is
+# faster while its (T, B, 4H) result is small, and running it inside the step (on x_t, as flax's
+# cells do) is faster once that array and its cotangent, written and read through memory step by
+# step, leave the cache. The threshold is measured (docs/measuring.md#the-idiomatic-comparison,
+# "The input projection"); rows record settings["input_projection"] and the size it was decided on.
 PROJECTION_PER_STEP_BYTES = 2 * 2**20
 
 

@@ -150,7 +150,7 @@ TORCH = Framework(
     # /tmp/torchinductor_<user>), so `run` needs no warm_cache_env for it.
     cache_variables=("TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE", "TORCHINDUCTOR_CACHE_DIR"),
     gemm=gemm,
-    # eager CPU ops run on the calling thread at --threads 1 (docs/results/2026-11-25-asv-history.md)
+    # eager CPU ops run on the calling thread at --threads 1 (the clock's choice: docs/measuring.md#asv)
     cpu_time_clock=True,
     repro=ReproScript("torch", REPRO_HEAD, REPRO_RUN),
 )
@@ -175,8 +175,8 @@ def as_tensors(arrays: Mapping[str, np.ndarray], dtype: str, device: str, wrt: l
 
 def exact_float32() -> None:
     """No TF32 on CUDA: matmuls and cuDNN (torch.nn.RNN/LSTM) in true float32, as the float32
-    tolerance assumes. cuDNN allows TF32 by default; measured on an H100 with torch 2.11.0, it
-    puts torch.nn.RNN's float32 gradients 3.5e-4 off (tolerance 1e-4)."""
+    tolerance assumes. cuDNN allows TF32 by default, which puts torch.nn.RNN's float32 gradients
+    outside that tolerance (measured: docs/gpu.md)."""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
