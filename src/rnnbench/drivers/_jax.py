@@ -54,6 +54,8 @@ def jax_warm_cache_env(root: str) -> dict[str, str]:
 
 JAX_CACHE_VARIABLES = ("JAX_ENABLE_COMPILATION_CACHE", "JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")
 _CACHES = dict(cold_cache_env=jax_cold_cache_env, warm_cache_env=jax_warm_cache_env, cache_variables=JAX_CACHE_VARIABLES)
+
+
 def gemm(a, b, dtype: str) -> Callable[[], Any]:
     """jax.jit(jnp.matmul) of a and b at `dtype`, under the rows' settings (x64 on, matmul precision
     "highest"), blocked until ready (the roofline's peak GEMM)."""

@@ -8,6 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
+
 def cold_cache_env(root: str | None = None) -> dict[str, str]:
     """Environment variables for a cold first call: every registered framework's on-disk compile
     caches off (Framework.cold_cache_env), their cache directories under one fresh temp dir. Set
@@ -42,4 +43,3 @@ def warm_cache_env() -> dict[str, str]:
     for framework in registry.frameworks().values():
         env.update(framework.warm_cache_env(str(cache_root() / "compile")))
     return {k: v for k, v in env.items() if k not in os.environ}
-

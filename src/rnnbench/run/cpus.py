@@ -258,4 +258,3 @@ def load_line(threads: int, cores: Optional[int] = None, load: Optional[float] =
     busy = cores - load < threads - LOAD_SLACK
     return (f"load average {load:.1f} on {cores} cores at start" +
             (f": timings may be contended ({threads} thread{'s' if threads != 1 else ''} per row)" if busy else ""))
-

@@ -129,7 +129,8 @@ def package_versions(name: str) -> tuple[tuple[str, str], ...]:
         return tuple(sorted(found.items()))
     script = ("import importlib.metadata as m, json, sys\nout = {}\nfor p in sys.argv[1:]:\n"
               "    try: out[p] = m.version(p)\n    except m.PackageNotFoundError: pass\nprint(json.dumps(out))")
-    proc = subprocess.run([env.python, "-c", script, *versioned_packages()], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([env.python, "-c", script, *versioned_packages()], capture_output=True, text=True,
+                          timeout=120)
     if proc.returncode != 0:
         return ()
     return tuple(sorted(json.loads(proc.stdout).items()))

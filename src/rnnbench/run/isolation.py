@@ -356,4 +356,3 @@ def _watch_parent(protocol_fd: int) -> None:
                 return
 
     threading.Thread(target=watch, daemon=True, name="rnnbench-parent-watch").start()
-

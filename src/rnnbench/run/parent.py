@@ -20,6 +20,7 @@ from typing import Iterator, Optional
 
 from rnnbench.run.tmpdirs import remove_run_tmpdir
 
+
 class Interrupted(KeyboardInterrupt):
     """SIGINT, SIGTERM or SIGHUP reached the parent: raised in its main thread so that every
     `finally` runs (workers' groups killed, temporary files removed; records written stay)."""

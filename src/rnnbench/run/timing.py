@@ -26,6 +26,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
+
 @dataclass(frozen=True)
 class TimingConfig:
     warmup: int = 2  # untimed calls after the first (compiling) call
@@ -82,4 +83,3 @@ def peak_rss_mb() -> float:
     """This process's resident-set high-water mark in MiB (ru_maxrss is KiB on Linux)."""
     kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return kib / 1024.0 if sys.platform != "darwin" else kib / 2**20
-

@@ -17,6 +17,7 @@ from rnnbench.study.idiomatic.plan import Plan, plan_for
 from rnnbench.study.idiomatic.run import families, pin_cpus, run_family, run_worker
 from rnnbench.study.idiomatic.tables import comparison_records, ratio_table, sweep_records, write_jsonl
 
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnbench.study.idiomatic", description=idiomatic.__doc__.split("\n\n")[0])
     parser.add_argument("--out", help="output prefix: writes <out>.jsonl, <out>.md, <out>-tgrowth.jsonl, <out>-tgrowth.png")

@@ -11,6 +11,7 @@ from rnnbench.drivers.base import Prepared
 from rnnbench.model import Case, Model
 from rnnbench.study.idiomatic.plan import DEVICE, DTYPE
 
+
 def torch_unbind_loop(model: Model, case: Case, hoisted: bool, compiled: bool) -> Prepared:
     """fastrnns' shape: a Python loop over xs.unbind(0), the gates of a step in one addmm."""
     import torch
@@ -149,4 +150,3 @@ def jax_lax_scan(model: Model, case: Case, hoisted: bool, unroll: int) -> Prepar
 
     return _jax.prepared_from_loss(loss_fn, diff, rest, {"loop": f"lax.scan(unroll={unroll})", "cell": "one matmul a step",
                                                          "input_projection": "hoisted" if hoisted else "in the cell"})
-

@@ -78,4 +78,3 @@ def candidates(plan: Plan) -> list[Candidate]:
             out.append(Candidate(f"lax_scan[unroll={unroll}, {where}]", "lax.scan", _jax.JAX,
                                  lambda m, c, h=hoisted, u=unroll: jax_lax_scan(m, c, h, u)))
     return out
-

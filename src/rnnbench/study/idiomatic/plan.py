@@ -65,4 +65,3 @@ def plan_for(quick: bool, threads: int) -> Plan:
                 sweep_sizes=tuple(SMALL.items()), sweep=(32, 64, 128, 256, 512), unrolls=(1, 2, 4),
                 rounds=11, target_sample_ms=20.0, slow_call_s=1.0, first_call_budget_s=45.0,
                 point_first_call_budget_s=200.0, threads=threads)
-

@@ -25,6 +25,7 @@ from rnnbench.study.idiomatic.plan import DEVICE, DTYPE, SEED, Plan
 
 # ---- the worker: one framework family, every point, interleaved timing ----------------------------
 
+
 def _timing(samples: list[float]) -> dict[str, Any]:
     q1, med, q3 = np.percentile(samples, [25, 50, 75])
     return {"median_ms": float(med), "q1_ms": float(q1), "q3_ms": float(q3), "min_ms": float(min(samples)),

@@ -13,6 +13,7 @@ from rnnbench.study.idiomatic.candidates import SAME_MECHANISM
 from rnnbench.study.idiomatic.plan import DEVICE, DTYPE, SEED, Plan
 from rnnbench.study.idiomatic.run import point_key
 
+
 def _identity(row: dict[str, Any], plan: Plan, settings: dict[str, Any]) -> dict[str, Any]:
     return record.identity(model=row["model"], driver=row["candidate"], framework=row["framework"],
                            family=row["framework_family"], anchor=not row["family"] == "", environment="main",
@@ -154,4 +155,3 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text("".join(record.dumps(r) for r in records))
     os.replace(tmp, path)
-
