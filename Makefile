@@ -103,4 +103,4 @@ check-html: venv
 # docs/results/<date>-idiomatic.{jsonl,md} and -tgrowth.{jsonl,png}.
 .PHONY: idiomatic
 idiomatic: venv
-	$(BIN)/python -m rnnbench.run.idiomatic --out docs/results/$$(date +%F)-idiomatic
+	$(BIN)/python -m rnnbench.study.idiomatic --out docs/results/$$(date +%F)-idiomatic

@@ -16,8 +16,8 @@ longer matters), and never compute a list from the package.
 Two classes:
   Curated     one driver per mechanism on rnn and lstm at the small size, time_fwd_bwd only: the
               set for `asv continuous` (select with `-b Curated`, which also selects
-              CuratedManyRounds, the drivers that need more processes), 7-11 minutes a commit on
-              2 shared cores (measured 422-647 s at load average 2-5; about 5 min idle).
+              CuratedManyRounds, the drivers that need more processes), minutes a commit
+              (measured: docs/measuring.md#asv).
   Recurrence  the full matrix models x drivers x sizes with fwd / fwd+bwd time, peak memory,
               gradient error and cold first call: nightly-style runs.
 
@@ -30,7 +30,7 @@ look-up and every sample times the same compiled code. Each timed call blocks on
 
 asv (>= 0.6.6) runs every benchmark in a fresh interpreter: the first setup pays import + compile,
 hence the timeout. Threads are 1 and compilation caches are off (see
-rnnbench.run.timing) before any framework is imported, so track_first_call_s is a cold compile.
+rnnbench.run.caches) before any framework is imported, so track_first_call_s is a cold compile.
 """
 
 import os
@@ -38,7 +38,7 @@ import time
 
 try:  # an rnnbench too old for these entry points: every benchmark is n/a, with the reason
     from rnnbench.run.environments import thread_env
-    from rnnbench.run.timing import cold_cache_env
+    from rnnbench.run.caches import cold_cache_env
 
     os.environ.update(thread_env(1))
     os.environ.update(cold_cache_env())
@@ -97,9 +97,8 @@ CURATED = {
 }
 CURATED_MODELS = tuple(CURATED)
 # Curated drivers whose time differs from process to process by more than the 10 % a rerun must
-# agree within: eager torch scan re-traces its body on every call, and on an idle machine six fresh
-# processes timing rnn/torch_scan the same way gave medians of 41.8 to 50.7 ms (2026-11-25). Two
-# rounds (processes) are too few for them, so CuratedManyRounds times them in eight.
+# agree within (eager torch scan re-traces its body on every call; measured: docs/measuring.md#asv).
+# Two rounds (processes) are too few for them, so CuratedManyRounds times them in eight.
 CURATED_MANY_ROUNDS = ("torch_scan",)
 CURATED_DRIVERS = tuple(dict.fromkeys(d for drivers in CURATED.values() for d in drivers if d not in CURATED_MANY_ROUNDS))
 
@@ -111,7 +110,8 @@ _clock = time.perf_counter
 
 
 def curated_timer():
-    """Curated's timer: process CPU time for torch rows, wall time for jax rows (set by setup)."""
+    """Curated's timer: process CPU time for rows whose framework computes on the calling thread
+    (Framework.cpu_time_clock: torch), wall time for the others (jax; set by setup)."""
     return _clock()
 
 
@@ -142,19 +142,15 @@ class Curated:
     lax.scan, flax nn.scan, the torch.nn vendor layer, the flax cell) on rnn and lstm, small size:
     forward+backward time. For `asv continuous -b Curated`; the full matrix is Recurrence.
 
-    Settings, measured by running one commit twice on a shared 2-core machine (load average 2-5;
-    docs/results/2026-11-25-asv-history.md): with these, every torch row agreed within 10 %
-    (<= 9 %), the jax rows within 16 %.
+    Settings chosen by running one commit twice and comparing (the runs and their agreement:
+    docs/measuring.md#asv):
     - every sample is ONE call (this asv re-runs setup before each timed call anyway), and the
-      value is the median of many samples: at least 20 and up to 3 s of them per round, after
-      0.3 s of warm-up calls, in 2 processes (rounds; each compiles cold, so more rounds cost
-      ~35 s per compiled row);
-    - the clock: torch rows run single-threaded in the calling thread, so they are timed in
-      process CPU time, which does not grow while other jobs hold the core (a second run of
-      eager torch scan moved 1.40x / 0.89x in wall time, 1.00x / 0.98x in CPU time); jax rows
-      compute on the runtime's own threads, whose waits spin, so they are timed in wall time (in
-      CPU time they moved up to 0.73x; pinning the process to one CPU did not steady them: up to
-      1.31x). On an idle machine both clocks give the same number for a torch row.
+      value is the median of many samples per round, after warm-up calls, in 2 processes (rounds;
+      each compiles cold, so more rounds cost a cold compile per compiled row each);
+    - the clock: a row whose framework computes on the calling thread (Framework.cpu_time_clock:
+      torch) is timed in process CPU time, which does not grow while other jobs hold the core; the
+      others (jax: the runtime's own threads, whose waits spin) in wall time, where their CPU time
+      swings more.
     """
 
     params = (list(CURATED_MODELS), list(CURATED_DRIVERS))
@@ -173,8 +169,7 @@ class Curated:
         if driver not in CURATED.get(model, ()):
             raise NotImplementedError(f"{driver} is not in the curated set for {model}")
         self.prepared = checked(model, driver, "small")[1]
-        torch_row = registry.drivers()[driver].framework.name == "torch"
-        _clock = time.process_time if torch_row else time.perf_counter
+        _clock = time.process_time if registry.drivers()[driver].framework.cpu_time_clock else time.perf_counter
 
     def time_fwd_bwd(self, model, driver):
         self.prepared.block(self.prepared.forward_backward())
@@ -208,8 +203,8 @@ class Recurrence:
     def time_fwd(self, model, driver, size):
         self.prepared.block(self.prepared.forward())
 
-    # torch rows' forward became the training forward (grad enabled) on 2026-11-25; a new version
-    # keeps asv from comparing it with the earlier no_grad numbers.
+    # torch rows' forward became the training forward (grad enabled); a new version keeps asv from
+    # comparing it with the earlier no_grad numbers (the value is a key of asv's history: unchanged).
     time_fwd.version = "training-forward-2026-11-25"
 
     def time_fwd_bwd(self, model, driver, size):

@@ -1,6 +1,6 @@
 """What a run compiles once: a compiled torch row's forward reuses the program its fwd+bwd compiled
 (no second, no_grad program), and `rnnbench run` keeps the frameworks' compile caches across runs
-without overriding what the user set (rnnbench.run.timing.warm_cache_env). Every compiled torch
+without overriding what the user set (rnnbench.run.caches.warm_cache_env). Every compiled torch
 driver of the registry is covered."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from rnnbench import registry
-from rnnbench.run import timing
+from rnnbench.run import caches
 
 MODEL = "decay"  # every compiled torch configuration compiles it (rnn/lstm trip a registered bug on one)
 
@@ -39,11 +39,11 @@ def test_warm_cache_env_keeps_jax_programs_and_respects_the_user(monkeypatch: py
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
     monkeypatch.delenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", raising=False)
-    env = timing.warm_cache_env()
+    env = caches.warm_cache_env()
     assert env["JAX_COMPILATION_CACHE_DIR"] == str(tmp_path / "rnnbench" / "compile" / "jax")
     assert env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", "/elsewhere")
-    assert "JAX_COMPILATION_CACHE_DIR" not in timing.warm_cache_env()
+    assert "JAX_COMPILATION_CACHE_DIR" not in caches.warm_cache_env()
 
 
 def test_every_framework_names_its_cache_variables() -> None:

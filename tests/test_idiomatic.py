@@ -1,4 +1,4 @@
-"""The idiomatic comparison (rnnbench.run.idiomatic): its quick mode runs and writes valid records,
+"""The idiomatic comparison (rnnbench.study.idiomatic): its quick mode runs and writes valid records,
 every idiomatic baseline agrees with the oracle; and the loop drivers' backward stays O(T):
 torch_loop's autograd graph grows linearly with T and has no per-step index nodes, jax_loop's
 optimized XLA program has no pad (the transpose of indexing xs[t]). No timing is asserted."""
@@ -25,7 +25,7 @@ def quick(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     pytest.importorskip("torch")
     pytest.importorskip("flax")
     out = tmp_path_factory.mktemp("idiomatic") / "quick"
-    proc = subprocess.run([sys.executable, "-m", "rnnbench.run.idiomatic", "--quick", "--out", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "rnnbench.study.idiomatic", "--quick", "--out", str(out)],
                           capture_output=True, text=True, timeout=1200)
     return out, proc
 
@@ -40,7 +40,7 @@ def test_quick_mode_writes_every_output(quick) -> None:
     for suffix in (".jsonl", ".md", "-tgrowth.jsonl", "-tgrowth.png"):
         assert Path(f"{out}{suffix}").stat().st_size > 0, suffix
     page = Path(f"{out}.md").read_text()
-    assert "python -m rnnbench.run.idiomatic --quick --out" in page  # the exact command
+    assert "python -m rnnbench.study.idiomatic --quick --out" in page  # the exact command
     assert Path(f"{out}-tgrowth.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -65,7 +65,7 @@ def test_records_are_valid_rnnbench_records(quick) -> None:
 def test_every_baseline_agrees_with_the_oracle(quick) -> None:
     out, _ = quick
     comparison = _records(Path(f"{out}.jsonl"))
-    from rnnbench.run import idiomatic
+    from rnnbench.study import idiomatic
 
     families = {(r["model"], r["baseline"]) for r in comparison}
     every = {c.family for c in idiomatic.candidates(idiomatic.plan_for(True, 1)) if c.family}
@@ -80,7 +80,7 @@ def test_every_baseline_agrees_with_the_oracle(quick) -> None:
 
 def test_each_mechanism_has_its_own_idiomatic_family() -> None:
     """The ratio table's same-mechanism column divides by a family the comparison runs."""
-    from rnnbench.run import idiomatic
+    from rnnbench.study import idiomatic
 
     families = {c.family for c in idiomatic.candidates(idiomatic.plan_for(True, 1)) if c.family}
     assert set(idiomatic.SAME_MECHANISM) == set(idiomatic.MECHANISMS)

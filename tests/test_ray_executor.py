@@ -34,7 +34,8 @@ import pytest
 ray = pytest.importorskip("ray", reason="ray is not installed: the --executor ray tests need it (requirements/main.txt)")
 
 from rnnbench import cli  # noqa: E402
-from rnnbench.run import executors, timing  # noqa: E402
+from rnnbench.run import cpus as run_cpus  # noqa: E402
+from rnnbench.run import executors  # noqa: E402
 from test_faults import PLUGIN_DIR, Run, _default_signals, finish, gone_after, hanging, marked, start  # noqa: E402
 
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -201,18 +202,18 @@ def test_cpu_claims_are_distinct_and_released(tmp_path: Path, monkeypatch) -> No
     at once without wait; a released claim is free again."""
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)
-    monkeypatch.setattr(timing, "allowed_cpus", lambda: [0, 1, 2, 3])
-    monkeypatch.setattr(timing, "_core_of", lambda cpu: (0, cpu))
-    with timing.claimed_cpus(1) as a, timing.claimed_cpus(2) as b:
+    monkeypatch.setattr(run_cpus, "allowed_cpus", lambda: [0, 1, 2, 3])
+    monkeypatch.setattr(run_cpus, "_core_of", lambda cpu: (0, cpu))
+    with run_cpus.claimed_cpus(1) as a, run_cpus.claimed_cpus(2) as b:
         assert a == [3] and b == [1, 2]
-        with timing.claimed_cpus(2, wait=False) as c:
+        with run_cpus.claimed_cpus(2, wait=False) as c:
             assert c is None
-        with timing.claimed_cpus(1, wait=False) as d:
+        with run_cpus.claimed_cpus(1, wait=False) as d:
             assert d == [0]
-    with timing.claimed_cpus(4) as e:
+    with run_cpus.claimed_cpus(4) as e:
         assert e == [0, 1, 2, 3]
-    monkeypatch.setenv(timing.CPUS_VAR, "1,2")
-    assert timing.choose_cpus(1) == [2] and timing.choose_cpus(4) == [1, 2]  # a worker pins inside its claim
+    monkeypatch.setenv(run_cpus.CPUS_VAR, "1,2")
+    assert run_cpus.choose_cpus(1) == [2] and run_cpus.choose_cpus(4) == [1, 2]  # a worker pins inside its claim
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rnnbench import record
-from rnnbench.run import timing
+from rnnbench.run import roofline
 
 
 def rnnbench(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -37,7 +37,7 @@ def test_no_timed_run_row_exceeds_the_peak(tmp_path: Path) -> None:
     assert len(ok) >= 6, [(r["driver"], r["status"]) for r in records]
     for r in ok:
         peak = r["gemm_peak"]
-        assert peak["dtype"] == "float32" and peak["threads"] == 1 and peak["framework"] in timing.PEAK_FRAMEWORKS
+        assert peak["dtype"] == "float32" and peak["threads"] == 1 and peak["framework"] in roofline.peak_frameworks()
         assert peak["cpus"] == r["cpu"]["affinity"]  # measured on the rows' own CPUs
         for quantity in ("fwd_bwd", "fwd"):
             roof = r["roofline"][quantity]
@@ -63,52 +63,52 @@ def _fake_measurement(calls: list, others: list | None = None) -> object:
 def test_the_peak_is_cached_per_machine_and_measures_only_new_shapes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls: list = []
-    monkeypatch.setattr(timing, "_measure_in_worker", _fake_measurement(calls))
-    first = timing.peak_for("float32", 1, [{"T": 4, "B": 2, "I": 3, "H": 5}], cpus=[0])
+    monkeypatch.setattr(roofline, "_measure_in_worker", _fake_measurement(calls))
+    first = roofline.peak_for("float32", 1, [{"T": 4, "B": 2, "I": 3, "H": 5}], cpus=[0])
     assert len(calls) == 1 and [2, 5, 20] in calls[0]["shapes"] and [2048, 2048, 2048] in calls[0]["shapes"]
     assert first["framework"] == "torch" and first["shape"] == "2048x2048x2048" and first["gflops"] == pytest.approx(13.048)
-    again = timing.peak_for("float32", 1, [{"T": 4, "B": 2, "I": 3, "H": 5}], cpus=[0])
+    again = roofline.peak_for("float32", 1, [{"T": 4, "B": 2, "I": 3, "H": 5}], cpus=[0])
     assert len(calls) == 1 and again["gflops"] == first["gflops"]  # nothing new: nothing measured
-    timing.peak_for("float32", 1, [{"B": 7, "H": 5}], cpus=[0])
+    roofline.peak_for("float32", 1, [{"B": 7, "H": 5}], cpus=[0])
     assert len(calls) == 2 and sorted(map(tuple, calls[1]["shapes"])) == [(7, 5, 5), (7, 5, 20)]
-    timing.peak_for("float64", 1, [], cpus=[0])  # another dtype: its own entry
+    roofline.peak_for("float64", 1, [], cpus=[0])  # another dtype: its own entry
     assert len(calls) == 3
     # stale: an entry older than PEAK_MAX_AGE_DAYS is measured again, every shape
-    path = timing.peak_cache_path()
+    path = roofline.peak_cache_path()
     cache = json.loads(path.read_text())
     for entry in cache["entries"].values():
-        entry["measured_epoch"] -= (timing.PEAK_MAX_AGE_DAYS + 1) * 86400
+        entry["measured_epoch"] -= (roofline.PEAK_MAX_AGE_DAYS + 1) * 86400
     path.write_text(json.dumps(cache))
-    timing.peak_for("float32", 1, [{"B": 7, "H": 5}], cpus=[0])
-    assert len(calls) == 4 and len(calls[3]["shapes"]) == len(timing.PEAK_SQUARE) + 2
+    roofline.peak_for("float32", 1, [{"B": 7, "H": 5}], cpus=[0])
+    assert len(calls) == 4 and len(calls[3]["shapes"]) == len(roofline.PEAK_SQUARE) + 2
 
 
 def test_with_roofline() -> None:
     peak = {"gflops": 100.0, "threads": 1, "dtype": "float32"}
     ok = {"status": "ok", "flops": {"fwd": 1e6, "fwd_bwd": 3e6}, "fwd": {"median_ms": 0.1}, "fwd_bwd": {"median_ms": 0.1}}
-    timing.with_roofline(ok, peak)
+    roofline.with_roofline(ok, peak)
     assert ok["gemm_peak"] == peak
     assert ok["roofline"]["fwd"]["gflops"] == pytest.approx(10.0)
     assert ok["roofline"]["fwd_bwd"]["fraction_of_peak"] == pytest.approx(0.3)
-    failed = timing.with_roofline({"status": "grad_mismatch", "flops": {"fwd": 1e6}}, peak)
+    failed = roofline.with_roofline({"status": "grad_mismatch", "flops": {"fwd": 1e6}}, peak)
     assert "roofline" not in failed
-    assert timing.with_roofline({"status": "ok"}, None) == {"status": "ok"}
+    assert roofline.with_roofline({"status": "ok"}, None) == {"status": "ok"}
 
 
 def test_gemm_shapes_include_the_rows_own() -> None:
-    shapes = timing.gemm_shapes([{"T": 16, "B": 4, "I": 8, "H": 16}, {"K": 5, "n": 12}])
+    shapes = roofline.gemm_shapes([{"T": 16, "B": 4, "I": 8, "H": 16}, {"K": 5, "n": 12}])
     assert {(4, 16, 64), (4, 16, 16), (4, 8, 64), (64, 8, 64), (12, 12, 12), (2048, 2048, 2048)} <= set(shapes)
 
 
 def test_a_peak_measured_under_contention_is_measured_again_until_calm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls: list = []
-    monkeypatch.setattr(timing, "_measure_in_worker", _fake_measurement(calls, others=[0.6, 0.05]))
+    monkeypatch.setattr(roofline, "_measure_in_worker", _fake_measurement(calls, others=[0.6, 0.05]))
     sizes = [{"B": 2, "H": 3}]
-    first = timing.peak_for("float32", 2, sizes, cpus=[0, 1])
+    first = roofline.peak_for("float32", 2, sizes, cpus=[0, 1])
     assert first["others_on_cpus"] == 0.6
-    second = timing.peak_for("float32", 2, sizes, cpus=[0, 1])  # contended before: every shape again
+    second = roofline.peak_for("float32", 2, sizes, cpus=[0, 1])  # contended before: every shape again
     assert len(calls) == 2 and len(calls[1]["shapes"]) == len(calls[0]["shapes"])
     assert second["gflops"] > first["gflops"] and second["others_on_cpus"] == 0.05  # the best rate is kept
-    timing.peak_for("float32", 2, sizes, cpus=[0, 1])  # calm now: nothing measured
+    roofline.peak_for("float32", 2, sizes, cpus=[0, 1])  # calm now: nothing measured
     assert len(calls) == 2

@@ -11,7 +11,7 @@ import pytest
 
 from rnnbench import record
 from rnnbench.report.table import CONTENDED_MARK, format_table
-from rnnbench.run import timing
+from rnnbench.run import cpus
 from rnnbench.run.row import Job
 from rnnbench.run.runner import Runner
 from rnnbench.run.timing import TimingConfig
@@ -34,7 +34,7 @@ def jax_row() -> dict:
 
 def test_a_one_thread_worker_runs_on_one_cpu(jax_row: dict) -> None:
     cpu = jax_row["cpu"]
-    assert len(cpu["affinity"]) == 1 and cpu["affinity"] == timing.choose_cpus(1)
+    assert len(cpu["affinity"]) == 1 and cpu["affinity"] == cpus.choose_cpus(1)
     assert jax_row["environment"]["threads_in_use"]["os_cpus_available"] == 1
 
 
@@ -57,8 +57,8 @@ def test_cpu_record_fields_exist_and_are_typed(jax_row: dict) -> None:
     assert cpu["others_on_cpus"] is None or (isinstance(cpu["others_on_cpus"], float) and cpu["others_on_cpus"] >= 0)
     for name in ("load_start", "load_end"):
         assert isinstance(cpu[name], list) and len(cpu[name]) == 3 and all(isinstance(x, float) for x in cpu[name])
-    assert isinstance(cpu["notes"], list) and set(cpu["notes"]) <= set(timing.NOTES)
-    assert cpu["notes"] == timing.contention_notes(cpu)
+    assert isinstance(cpu["notes"], list) and set(cpu["notes"]) <= set(cpus.NOTES)
+    assert cpu["notes"] == cpus.contention_notes(cpu)
 
 
 def _cpu(**fields) -> dict:
@@ -81,12 +81,12 @@ def _cpu(**fields) -> dict:
     ({"cpu_ratio": 1.65, "others_on_cpus": 0.3, "load_end": [3.0, 2.0, 2.0]}, ["over_share", "load", "contended"]),
 ])
 def test_contention_notes(fields: dict, notes: list[str]) -> None:
-    assert timing.contention_notes(_cpu(**fields)) == notes
+    assert cpus.contention_notes(_cpu(**fields)) == notes
 
 
 def test_a_flagged_row_is_marked_in_the_table() -> None:
     cpu = _cpu(cpu_ratio=1.65)
-    cpu["notes"] = timing.contention_notes(cpu)
+    cpu["notes"] = cpus.contention_notes(cpu)
     timing_ = {"median_ms": 1.0, "q1_ms": 0.9, "q3_ms": 1.1, "min_ms": 0.8, "max_ms": 2.0, "repeats": 9}
     rec = {"model": "lstm", "driver": "jax_lax_scan", "dtype": "float32", "status": "ok", "env_label": "jax 0.10.2",
            "fwd_bwd": timing_, "fwd": timing_, "cpu": cpu}
@@ -100,13 +100,13 @@ def test_a_flagged_row_is_marked_in_the_table() -> None:
 
 
 def test_cpus_are_chosen_deterministically_one_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert timing.choose_cpus(1, [0, 1, 2, 3]) == timing.choose_cpus(1, [3, 2, 1, 0]) == [3]
-    assert timing.choose_cpus(4, [0, 1, 2, 3]) == [0, 1, 2, 3]
-    assert timing.choose_cpus(8, [5, 7]) == [5, 7]
+    assert cpus.choose_cpus(1, [0, 1, 2, 3]) == cpus.choose_cpus(1, [3, 2, 1, 0]) == [3]
+    assert cpus.choose_cpus(4, [0, 1, 2, 3]) == [0, 1, 2, 3]
+    assert cpus.choose_cpus(8, [5, 7]) == [5, 7]
     # SMT: CPUs 0/1 are one core, 2/3 another: two threads get one CPU of each core.
-    monkeypatch.setattr(timing, "_core_of", lambda cpu: (0, cpu // 2))
-    assert timing.choose_cpus(2, [0, 1, 2, 3]) == [1, 3]
-    assert timing.choose_cpus(3, [0, 1, 2, 3]) == [1, 2, 3]
+    monkeypatch.setattr(cpus, "_core_of", lambda cpu: (0, cpu // 2))
+    assert cpus.choose_cpus(2, [0, 1, 2, 3]) == [1, 3]
+    assert cpus.choose_cpus(3, [0, 1, 2, 3]) == [1, 2, 3]
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
@@ -115,9 +115,9 @@ def test_pin_process_pins_every_thread() -> None:
     import sys
 
     script = ("import threading, time, os\n"
-              "from rnnbench.run import timing\n"
+              "from rnnbench.run.cpus import choose_cpus, pin_process\n"
               "ev = threading.Event(); t = threading.Thread(target=ev.wait); t.start()\n"  # a thread that predates the pin
-              "cpus = timing.choose_cpus(1); timing.pin_process(cpus)\n"
+              "cpus = choose_cpus(1); pin_process(cpus)\n"
               "masks = {int(tid): sorted(os.sched_getaffinity(int(tid))) for tid in os.listdir('/proc/self/task')}\n"
               "ev.set(); t.join()\n"
               "assert len(masks) >= 2 and all(m == cpus for m in masks.values()), (masks, cpus)\n")
@@ -126,7 +126,7 @@ def test_pin_process_pins_every_thread() -> None:
 
 
 def test_load_line() -> None:
-    assert timing.load_line(2, cores=2, load=1.9) == \
+    assert cpus.load_line(2, cores=2, load=1.9) == \
         "load average 1.9 on 2 cores at start: timings may be contended (2 threads per row)"
-    assert timing.load_line(1, cores=2, load=0.4) == "load average 0.4 on 2 cores at start"
-    assert timing.load_line(1, cores=2, load=1.9).endswith("timings may be contended (1 thread per row)")
+    assert cpus.load_line(1, cores=2, load=0.4) == "load average 0.4 on 2 cores at start"
+    assert cpus.load_line(1, cores=2, load=1.9).endswith("timings may be contended (1 thread per row)")

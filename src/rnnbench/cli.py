@@ -22,7 +22,8 @@ from rnnbench import losses, record, registry
 from rnnbench.errors import InputError
 from rnnbench.check.tolerance import tolerance
 from rnnbench.report.table import failure_reports, format_table, summary
-from rnnbench.run import environments, executors, isolation
+from rnnbench.run import environments, executors
+from rnnbench.run import parent as isolation  # the parent's signals and streams (run/parent.py)
 from rnnbench.run.row import Job
 from rnnbench.run.timing import TimingConfig
 from rnnbench.status import is_failing
@@ -418,7 +419,9 @@ def _out_path(value: Optional[str], default_name: str, resume: bool = False) -> 
 def _cmd_run(args) -> int:
     from rnnbench.report.progress import Progress
     from rnnbench.run.runner import Runner
-    from rnnbench.run.timing import Roofline, load_line, warm_cache_env
+    from rnnbench.run.caches import warm_cache_env
+    from rnnbench.run.cpus import load_line
+    from rnnbench.run.roofline import Roofline
 
     s = _settings(args)
     executors.check_executor(args.executor, args.address)

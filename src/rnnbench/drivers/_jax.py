@@ -12,20 +12,16 @@ from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from rnnbench.drivers.base import Framework, Prepared, flat_inputs
+from rnnbench.drivers.base import Framework, Prepared, ReproScript, flat_inputs
 from rnnbench.model import Case, Model
 
 
 def xla_thread_env(threads: int) -> dict[str, str]:
     """XLA's CPU client sizes its intra-op (Eigen) pool from the process's CPU affinity, not from
     OMP_NUM_THREADS or XLA_FLAGS: `--threads N` is made N cores by pinning each worker to N CPUs
-    before jax is imported (rnnbench.run.worker.setup). Measured with jax 0.10.2 on a 2-core
-    machine: unpinned, a jax.lax.scan LSTM's dots ran on two tf_XLAEigen threads even with
-    --xla_cpu_multi_thread_eigen=false; pinned to one CPU, one such thread, and the flag changed the
-    CPU time per call by nothing measurable. The flag stays at one thread (it asks the legacy
-    runtime's dot emitter for no Eigen pool). There is no XLA flag for the pool's size: a bare
-    `intra_op_parallelism_threads=1` in XLA_FLAGS is silently ignored, `--intra_op_parallelism_threads`
-    is refused as unknown."""
+    before jax is imported (rnnbench.run.worker.setup). XLA has no flag for the pool's size; at one
+    thread --xla_cpu_multi_thread_eigen=false still asks the legacy runtime's dot emitter for no
+    Eigen pool (what was measured: docs/measuring.md#threads-n-means-n-cores)."""
     if threads != 1:
         return {}
     flags = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
@@ -58,22 +54,82 @@ def jax_warm_cache_env(root: str) -> dict[str, str]:
 
 JAX_CACHE_VARIABLES = ("JAX_ENABLE_COMPILATION_CACHE", "JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")
 _CACHES = dict(cold_cache_env=jax_cold_cache_env, warm_cache_env=jax_warm_cache_env, cache_variables=JAX_CACHE_VARIABLES)
+
+
+def gemm(a, b, dtype: str) -> Callable[[], Any]:
+    """jax.jit(jnp.matmul) of a and b at `dtype`, under the rows' settings (x64 on, matmul precision
+    "highest"), blocked until ready (the roofline's peak GEMM)."""
+    configure()
+    import jax
+    import jax.numpy as jnp
+
+    dt = getattr(jnp, dtype)
+    ja, jb = jnp.asarray(a, dtype=dt), jnp.asarray(b, dtype=dt)
+    f = jax.jit(jnp.matmul)
+    return lambda: f(ja, jb).block_until_ready()
+
+
+# The standalone repro script of a fuzzed failure (rnnbench.fuzz.repro): jax and numpy only.
+REPRO_HEAD = '''import math
+import sys
+import types
+
+import jax
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+
+ops = types.SimpleNamespace(sin=jnp.sin, cos=jnp.cos, tanh=jnp.tanh, sigmoid=jax.nn.sigmoid,
+                            exp=jnp.exp, matmul=jnp.matmul, sum=jnp.sum)
+'''
+
+REPRO_RUN = '''
+
+def loss_fn(diff, rest):
+    inputs = {**rest, **diff}
+    params = {k: inputs[k] for k in PARAMS}
+    carry = tuple(inputs[f"carry0.{c}"] for c in CARRY_NAMES)
+    if MODE == "scan":
+        xs = inputs["xs"] if HAS_XS else jnp.zeros((LENGTH, 1))
+        carry, ys = jax.lax.scan(lambda c, x: step(ops, params, c, x if HAS_XS else None), carry, xs)
+    else:
+        out = []
+        for t in range(LENGTH):
+            carry, y = step(ops, params, carry, inputs["xs"][t] if HAS_XS else None)
+            out.append(y)
+        ys = jnp.stack(out)
+    return LOSS(ops, {k: jnp.asarray(v) for k, v in CONSTS.items()}, ys, carry)
+
+
+values = {**PARAMS, **{f"carry0.{c}": v for c, v in zip(CARRY_NAMES, CARRY0)}, **({"xs": XS} if HAS_XS else {})}
+diff = {k: jnp.asarray(v) for k, v in values.items() if k in WRT}
+rest = {k: jnp.asarray(v) for k, v in values.items() if k not in WRT}
+if SECOND_ORDER:
+    out = jax.jvp(lambda d: jax.grad(loss_fn)(d, rest), (diff,), ({k: jnp.asarray(V[k]) for k in WRT},))[1]
+else:
+    out = jax.grad(loss_fn)(diff, rest)
+got = {k: np.asarray(v) for k, v in out.items()}
+reference = None
+'''
+
+
 JAX = Framework(name="jax", module="jax", packages=("jax", "jaxlib", "numpy"), family="jax",
-                thread_env=xla_thread_env, device_missing=device_missing, **_CACHES)
+                thread_env=xla_thread_env, device_missing=device_missing, gemm=gemm,
+                repro=ReproScript("jax", REPRO_HEAD, REPRO_RUN), **_CACHES)
 FLAX = Framework(name="flax", module="flax", packages=("flax", "jax", "jaxlib"), family="jax",
                  thread_env=xla_thread_env, device_missing=device_missing, **_CACHES)
 
 SETTINGS = {"jax_enable_x64": True, "jax_default_matmul_precision": "highest"}
 
 
-# Where the jax scan mechanisms (jax_lax_scan, flax_scan; jax_loop always hoists, measured in its
-# module) run a model's prologue, e.g. the LSTM's input projection xs @ W_ih.T + b. The math is the same either way; the choice is measured
-# (docs/measuring.md#the-idiomatic-comparison): on XLA:CPU, hoisting it into one (T*B, I) matmul
-# before the loop (as the model is written) is faster while its (T, B, 4H) result is small, and
-# running it inside the step (on x_t, as flax's cells do) is faster once that array and its
-# cotangent, written and read through memory step by step, are large: hoisted wins by 6-20 % at
-# 64-256 KiB, they tie at 1 MiB, the step wins by 4-12 % from 4 MiB (16 MiB: the LSTM at T=128,
-# B=32, H=256). Rows record settings["input_projection"] and the size it was decided on.
+# Where the jax scan mechanisms (jax_lax_scan, flax_scan; jax_loop always hoists, see its module) run
+# a model's prologue, e.g. the LSTM's input projection xs @ W_ih.T + b. The math is the same either
+# way; on XLA:CPU hoisting it into one (T*B, I) matmul before the loop (as the model is written) is
+# faster while its (T, B, 4H) result is small, and running it inside the step (on x_t, as flax's
+# cells do) is faster once that array and its cotangent, written and read through memory step by
+# step, leave the cache. The threshold is measured (docs/measuring.md#the-idiomatic-comparison,
+# "The input projection"); rows record settings["input_projection"] and the size it was decided on.
 PROJECTION_PER_STEP_BYTES = 2 * 2**20
 
 

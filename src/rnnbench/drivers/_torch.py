@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from rnnbench.drivers.base import Framework, Prepared, flat_inputs
+from rnnbench.drivers.base import Framework, Prepared, ReproScript, flat_inputs
 from rnnbench.model import Case, Model
 
 
@@ -49,6 +49,93 @@ def inductor_cold_cache_env(root: str) -> dict[str, str]:
     }
 
 
+def gemm(a, b, dtype: str) -> Callable[[], Any]:
+    """torch.matmul of a and b at `dtype` (the roofline's peak GEMM; torch CPU ops are synchronous)."""
+    import torch
+
+    dt = getattr(torch, dtype)
+    ta, tb = torch.tensor(a, dtype=dt), torch.tensor(b, dtype=dt)
+    return lambda: torch.matmul(ta, tb)
+
+
+# The standalone repro script of a fuzzed failure (rnnbench.fuzz.repro): torch and numpy only.
+REPRO_HEAD = '''import math
+import sys
+import types
+
+import numpy as np
+import torch
+
+torch.set_default_dtype(torch.float64)
+ops = types.SimpleNamespace(sin=torch.sin, cos=torch.cos, tanh=torch.tanh, sigmoid=torch.sigmoid,
+                            exp=torch.exp, matmul=torch.matmul, sum=torch.sum)
+'''
+
+REPRO_RUN = '''
+
+def loss_loop(inputs):
+    """The plain loop: the reference formulation in the same framework."""
+    params = {k: inputs[k] for k in PARAMS}
+    carry = tuple(inputs[f"carry0.{c}"] for c in CARRY_NAMES)
+    ys = []
+    for t in range(LENGTH):
+        carry, y = step(ops, params, carry, inputs["xs"][t] if HAS_XS else None)
+        ys.append(y)
+    return loss_of(torch.stack(ys), carry)
+
+
+def loss_scan(inputs):
+    from torch._higher_order_ops.scan import scan
+
+    params = {k: inputs[k] for k in PARAMS}
+    xs = inputs["xs"] if HAS_XS else torch.zeros(LENGTH, 1)
+
+    def combine(carry, x):
+        new, y = step(ops, params, carry, x if HAS_XS else None)
+        # scan forbids outputs that alias its inputs (carry leaves, x, closed-over parameters)
+        lifted = (*carry, x, *params.values())
+        new = tuple(n.clone() if CLONE_CARRY or any(n is i for i in lifted) else n for n in new)
+        return new, y.clone()
+
+    carry, ys = scan(combine, tuple(inputs[f"carry0.{c}"] for c in CARRY_NAMES), xs)
+    return loss_of(ys, carry)
+
+
+def loss_of(ys, carry):
+    return LOSS(ops, {k: torch.as_tensor(v) for k, v in CONSTS.items()}, ys, carry)
+
+
+def leaves():
+    out = {k: torch.tensor(v) for k, v in {**PARAMS, **{f"carry0.{c}": v for c, v in zip(CARRY_NAMES, CARRY0)}}.items()}
+    if HAS_XS:
+        out["xs"] = torch.tensor(XS)
+    for k in WRT:
+        out[k].requires_grad_(True)
+    return out
+
+
+def derivatives(loss_fn, compiled):
+    """{name: d loss/d name}, or {name: (H v)[name]} when SECOND_ORDER."""
+    if compiled:
+        torch._dynamo.config.capture_scalar_outputs = True
+        loss_fn = torch.compile(loss_fn, backend="inductor", fullgraph=True)
+    inputs = leaves()
+    wrt = [inputs[k] for k in WRT]
+    grads = torch.autograd.grad(loss_fn(inputs), wrt, create_graph=SECOND_ORDER, allow_unused=True)
+    if not SECOND_ORDER:
+        return {k: None if g is None else g.detach().numpy() for k, g in zip(WRT, grads)}
+    dot = sum((g * torch.as_tensor(V[k])).sum() for k, g in zip(WRT, grads) if g is not None)
+    if not torch.is_tensor(dot) or not dot.requires_grad:  # the gradient does not depend on the inputs
+        return {k: np.zeros_like(np.asarray(V[k])) for k in WRT}
+    hv = torch.autograd.grad(dot, wrt, allow_unused=True)
+    return {k: np.zeros_like(np.asarray(V[k])) if h is None else h.numpy() for k, h in zip(WRT, hv)}
+
+
+got = derivatives(loss_scan if MODE == "scan" else loss_loop, COMPILED)
+reference = derivatives(loss_loop, False) if (MODE, COMPILED) != ("loop", False) else None
+'''
+
+
 TORCH = Framework(
     name="torch",
     module="torch",
@@ -62,6 +149,10 @@ TORCH = Framework(
     # inductor keeps its FX-graph and AOT-autograd caches on disk by default (under
     # /tmp/torchinductor_<user>), so `run` needs no warm_cache_env for it.
     cache_variables=("TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE", "TORCHINDUCTOR_CACHE_DIR"),
+    gemm=gemm,
+    # eager CPU ops run on the calling thread at --threads 1 (the clock's choice: docs/measuring.md#asv)
+    cpu_time_clock=True,
+    repro=ReproScript("torch", REPRO_HEAD, REPRO_RUN),
 )
 
 
@@ -84,8 +175,8 @@ def as_tensors(arrays: Mapping[str, np.ndarray], dtype: str, device: str, wrt: l
 
 def exact_float32() -> None:
     """No TF32 on CUDA: matmuls and cuDNN (torch.nn.RNN/LSTM) in true float32, as the float32
-    tolerance assumes. cuDNN allows TF32 by default; measured on an H100 with torch 2.11.0, it
-    puts torch.nn.RNN's float32 gradients 3.5e-4 off (tolerance 1e-4)."""
+    tolerance assumes. cuDNN allows TF32 by default, which puts torch.nn.RNN's float32 gradients
+    outside that tolerance (measured: docs/gpu.md)."""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False

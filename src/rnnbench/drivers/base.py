@@ -37,6 +37,17 @@ class Prepared:
 
 
 @dataclass(frozen=True)
+class ReproScript:
+    """The framework's parts of a standalone repro script (rnnbench.fuzz.repro): the packages it
+    needs besides numpy, its head (imports, float64 on, an `ops` namespace) and its body (computes
+    `got` and `reference` from the names the script defines before it)."""
+
+    needs: str
+    head: str
+    run: str
+
+
+@dataclass(frozen=True)
 class Framework:
     """Everything about one framework that is not a way of writing the loop: whether it is
     installed, its versions, dtypes and devices, threads, and its compile caches. The framework
@@ -63,6 +74,15 @@ class Framework:
         across runs (`rnnbench run`: a repeated run's first calls reuse earlier compiles).
     cache_variables: the environment variables that decide its on-disk compile caches (each row
         records their values: a first call may have been served by a cache).
+    gemm(a, b, dtype): a callable computing a @ b (float64 numpy operands, cast to `dtype`) to
+        completion in it, or None where it has no such dtype: what the machine's GEMM peak is
+        measured with (rnnbench.run.roofline). None: it takes no part in the peak.
+    cpu_time_clock: its single-threaded work runs on the calling thread and its waits block, so
+        process CPU time times a row and does not grow while other jobs hold the core; False where
+        its runtime computes on threads of its own whose waits spin (XLA): wall time then. Read by
+        the asv benchmarks' clock choice.
+    repro: the head (imports, the `ops` namespace) and body of the standalone script a fuzzed
+        failure is exported as (rnnbench.fuzz.repro), or None where it has none.
     """
 
     name: str
@@ -77,6 +97,9 @@ class Framework:
     cold_cache_env: Callable[[str], dict[str, str]] = lambda root: {}
     warm_cache_env: Callable[[str], dict[str, str]] = lambda root: {}
     cache_variables: tuple[str, ...] = ()
+    gemm: Optional[Callable[[Any, Any, str], Optional[Callable[[], Any]]]] = None
+    cpu_time_clock: bool = False
+    repro: Optional["ReproScript"] = None
 
     def available(self) -> Optional[str]:
         """None, or the reason the framework cannot be used in this Python environment."""

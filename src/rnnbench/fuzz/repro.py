@@ -6,158 +6,25 @@ while the bug reproduces, 0 once it is fixed: the file to attach to an upstream 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional
 
 import numpy as np
 
-from rnnbench import losses
+from rnnbench import losses, registry
 from rnnbench.fuzz.cases import FuzzCase
 from rnnbench.losses import LossForm
 from rnnbench.fuzz.grammar import Body
 
-_TORCH_HEAD = '''import math
-import sys
-import types
-
-import numpy as np
-import torch
-
-torch.set_default_dtype(torch.float64)
-ops = types.SimpleNamespace(sin=torch.sin, cos=torch.cos, tanh=torch.tanh, sigmoid=torch.sigmoid,
-                            exp=torch.exp, matmul=torch.matmul, sum=torch.sum)
-'''
-
-_JAX_HEAD = '''import math
-import sys
-import types
-
-import jax
-import numpy as np
-
-jax.config.update("jax_enable_x64", True)
-import jax.numpy as jnp
-
-ops = types.SimpleNamespace(sin=jnp.sin, cos=jnp.cos, tanh=jnp.tanh, sigmoid=jax.nn.sigmoid,
-                            exp=jnp.exp, matmul=jnp.matmul, sum=jnp.sum)
-'''
-
-_TORCH_RUN = '''
-
-def loss_loop(inputs):
-    """The plain loop: the reference formulation in the same framework."""
-    params = {k: inputs[k] for k in PARAMS}
-    carry = tuple(inputs[f"carry0.{c}"] for c in CARRY_NAMES)
-    ys = []
-    for t in range(LENGTH):
-        carry, y = step(ops, params, carry, inputs["xs"][t] if HAS_XS else None)
-        ys.append(y)
-    return loss_of(torch.stack(ys), carry)
-
-
-def loss_scan(inputs):
-    from torch._higher_order_ops.scan import scan
-
-    params = {k: inputs[k] for k in PARAMS}
-    xs = inputs["xs"] if HAS_XS else torch.zeros(LENGTH, 1)
-
-    def combine(carry, x):
-        new, y = step(ops, params, carry, x if HAS_XS else None)
-        # scan forbids outputs that alias its inputs (carry leaves, x, closed-over parameters)
-        lifted = (*carry, x, *params.values())
-        new = tuple(n.clone() if CLONE_CARRY or any(n is i for i in lifted) else n for n in new)
-        return new, y.clone()
-
-    carry, ys = scan(combine, tuple(inputs[f"carry0.{c}"] for c in CARRY_NAMES), xs)
-    return loss_of(ys, carry)
-
-
-def loss_of(ys, carry):
-    return LOSS(ops, {k: torch.as_tensor(v) for k, v in CONSTS.items()}, ys, carry)
-
-
-def leaves():
-    out = {k: torch.tensor(v) for k, v in {**PARAMS, **{f"carry0.{c}": v for c, v in zip(CARRY_NAMES, CARRY0)}}.items()}
-    if HAS_XS:
-        out["xs"] = torch.tensor(XS)
-    for k in WRT:
-        out[k].requires_grad_(True)
-    return out
-
-
-def derivatives(loss_fn, compiled):
-    """{name: d loss/d name}, or {name: (H v)[name]} when SECOND_ORDER."""
-    if compiled:
-        torch._dynamo.config.capture_scalar_outputs = True
-        loss_fn = torch.compile(loss_fn, backend="inductor", fullgraph=True)
-    inputs = leaves()
-    wrt = [inputs[k] for k in WRT]
-    grads = torch.autograd.grad(loss_fn(inputs), wrt, create_graph=SECOND_ORDER, allow_unused=True)
-    if not SECOND_ORDER:
-        return {k: None if g is None else g.detach().numpy() for k, g in zip(WRT, grads)}
-    dot = sum((g * torch.as_tensor(V[k])).sum() for k, g in zip(WRT, grads) if g is not None)
-    if not torch.is_tensor(dot) or not dot.requires_grad:  # the gradient does not depend on the inputs
-        return {k: np.zeros_like(np.asarray(V[k])) for k in WRT}
-    hv = torch.autograd.grad(dot, wrt, allow_unused=True)
-    return {k: np.zeros_like(np.asarray(V[k])) if h is None else h.numpy() for k, h in zip(WRT, hv)}
-
-
-got = derivatives(loss_scan if MODE == "scan" else loss_loop, COMPILED)
-reference = derivatives(loss_loop, False) if (MODE, COMPILED) != ("loop", False) else None
-'''
-
-_JAX_RUN = '''
-
-def loss_fn(diff, rest):
-    inputs = {**rest, **diff}
-    params = {k: inputs[k] for k in PARAMS}
-    carry = tuple(inputs[f"carry0.{c}"] for c in CARRY_NAMES)
-    if MODE == "scan":
-        xs = inputs["xs"] if HAS_XS else jnp.zeros((LENGTH, 1))
-        carry, ys = jax.lax.scan(lambda c, x: step(ops, params, c, x if HAS_XS else None), carry, xs)
-    else:
-        out = []
-        for t in range(LENGTH):
-            carry, y = step(ops, params, carry, inputs["xs"][t] if HAS_XS else None)
-            out.append(y)
-        ys = jnp.stack(out)
-    return LOSS(ops, {k: jnp.asarray(v) for k, v in CONSTS.items()}, ys, carry)
-
-
-values = {**PARAMS, **{f"carry0.{c}": v for c, v in zip(CARRY_NAMES, CARRY0)}, **({"xs": XS} if HAS_XS else {})}
-diff = {k: jnp.asarray(v) for k, v in values.items() if k in WRT}
-rest = {k: jnp.asarray(v) for k, v in values.items() if k not in WRT}
-if SECOND_ORDER:
-    out = jax.jvp(lambda d: jax.grad(loss_fn)(d, rest), (diff,), ({k: jnp.asarray(V[k]) for k in WRT},))[1]
-else:
-    out = jax.grad(loss_fn)(diff, rest)
-got = {k: np.asarray(v) for k, v in out.items()}
-reference = None
-'''
-
-
-
-@dataclass(frozen=True)
-class Script:
-    """The framework-specific parts of a repro script: what it needs, its imports, how it runs."""
-
-    needs: str
-    head: str
-    run: str
-
-
-TORCH_SCRIPT = Script("torch", _TORCH_HEAD, _TORCH_RUN)
-JAX_SCRIPT = Script("jax", _JAX_HEAD, _JAX_RUN)
-
-# driver -> (script, loop or scan, compiled). Drivers not listed get no script (the report says so).
-TEMPLATES: dict[str, tuple[Script, str, bool]] = {
-    "torch_loop": (TORCH_SCRIPT, "loop", False),
-    "torch_loop_compiled": (TORCH_SCRIPT, "loop", True),
-    "torch_scan": (TORCH_SCRIPT, "scan", False),
-    "torch_scan_compiled": (TORCH_SCRIPT, "scan", True),
-    "jax_loop": (JAX_SCRIPT, "loop", False),
-    "jax_lax_scan": (JAX_SCRIPT, "scan", True),
+# driver -> (loop or scan, compiled); the script's framework part is the driver's Framework.repro.
+# Drivers not listed get no script (the report says so).
+TEMPLATES: dict[str, tuple[str, bool]] = {
+    "torch_loop": ("loop", False),
+    "torch_loop_compiled": ("loop", True),
+    "torch_scan": ("scan", False),
+    "torch_scan_compiled": ("scan", True),
+    "jax_loop": ("loop", False),
+    "jax_lax_scan": ("scan", True),
 }
 
 _COMPARE = '''
@@ -206,9 +73,10 @@ FORM_FUNCTIONS = {f.loss.__name__ for f in losses.FORMS.values()}
 def export(path: Path, fc: FuzzCase, driver: str, second_order: bool, status: str, tolerance: float,
            absolute_scale: float = 0.0) -> Optional[Path]:
     """Write the script for `driver` on the (minimal) body of `fc`; None where no template exists."""
-    if driver not in TEMPLATES:
+    script = registry.get_driver(driver).framework.repro if driver in TEMPLATES else None
+    if script is None:
         return None
-    script, mode, compiled = TEMPLATES[driver]
+    mode, compiled = TEMPLATES[driver]
     body: Body = fc.body
     loss_form = losses.form_named(body.loss)
     case = fc.case

@@ -433,7 +433,7 @@ def all_charts(records: list[dict], out: Path) -> list[Path]:
 
 
 def idiomatic_t_growth_chart(records: list[dict], path: Path) -> Optional[Path]:
-    """The T sweep of the idiomatic comparison (rnnbench.run.idiomatic): fwd+bwd median ms vs T,
+    """The T sweep of the idiomatic comparison (rnnbench.study.idiomatic): fwd+bwd median ms vs T,
     log-log, one line per driver (IQR band), the baseline families ("idiomatic: ...", each at its
     fastest variant per T) dashed, with a dotted slope-1 guide through the smallest-T median of the
     first driver: a line steeper than the guide grows super-linearly in T. Candidates not run at

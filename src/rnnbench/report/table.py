@@ -25,7 +25,7 @@ def _err(rec: dict) -> str:
 
 
 def _peak(rec: dict) -> str:
-    """The forward+backward rate as a percentage of the GEMM peak (rnnbench.run.timing.with_roofline)."""
+    """The forward+backward rate as a percentage of the GEMM peak (rnnbench.run.roofline.with_roofline)."""
     roof = (rec.get("roofline") or {}).get("fwd_bwd")
     if not roof or roof.get("fraction_of_peak") is None:
         return "-"
@@ -38,7 +38,7 @@ CONTENDED_MARK = "*"
 
 def contention(rec: dict) -> list[str]:
     """Why a row's times may not be its own: the notes of its `cpu` record (over_share, load,
-    contended; rnnbench.run.timing.contention_notes); empty for rows without them."""
+    contended; rnnbench.run.cpus.contention_notes); empty for rows without them."""
     return list((rec.get("cpu") or {}).get("notes") or [])
 
 

@@ -89,8 +89,12 @@ class Environment:
         return names
 
 
-# The packages whose versions determine a row's result (recorded in its settings and fingerprint).
-VERSIONED_PACKAGES = ("torch", "torch_xla", "jax", "jaxlib", "flax", "numpy")
+def versioned_packages() -> tuple[str, ...]:
+    """The packages whose versions determine a row's result (recorded in its settings and
+    fingerprint): every registered framework's (Framework.packages), sorted."""
+    from rnnbench import registry
+
+    return tuple(sorted({p for f in registry.frameworks().values() for p in f.packages}))
 
 DEFINITIONS_VAR = "RNNBENCH_ENVIRONMENTS"
 """JSON of the definitions a --config file added: set by add_definitions, so the run's worker
@@ -109,7 +113,7 @@ def load_definitions() -> None:
 
 @functools.lru_cache(maxsize=None)
 def package_versions(name: str) -> tuple[tuple[str, str], ...]:
-    """(package, version) of VERSIONED_PACKAGES installed in environment `name`, read from package
+    """(package, version) of versioned_packages() installed in environment `name`, read from package
     metadata (nothing is imported; another environment is asked through its interpreter once per
     process). Empty where the environment does not exist."""
     env = environments().get(name)
@@ -117,7 +121,7 @@ def package_versions(name: str) -> tuple[tuple[str, str], ...]:
         return ()
     if name == current():
         found = {}
-        for package in VERSIONED_PACKAGES:
+        for package in versioned_packages():
             try:
                 found[package] = importlib.metadata.version(package)
             except importlib.metadata.PackageNotFoundError:
@@ -125,7 +129,8 @@ def package_versions(name: str) -> tuple[tuple[str, str], ...]:
         return tuple(sorted(found.items()))
     script = ("import importlib.metadata as m, json, sys\nout = {}\nfor p in sys.argv[1:]:\n"
               "    try: out[p] = m.version(p)\n    except m.PackageNotFoundError: pass\nprint(json.dumps(out))")
-    proc = subprocess.run([env.python, "-c", script, *VERSIONED_PACKAGES], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([env.python, "-c", script, *versioned_packages()], capture_output=True, text=True,
+                          timeout=120)
     if proc.returncode != 0:
         return ()
     return tuple(sorted(json.loads(proc.stdout).items()))

@@ -22,15 +22,15 @@ Faults:
   its death signal and guard) and its rows become `timeout` records; the clock starts when the unit
   is submitted, and no more units are in flight than the cluster's CPUs (GPUs) hold at once, so on
   a cluster of its own a unit starts when it is submitted;
-- SIGINT, SIGTERM, SIGHUP (isolation.Interrupted) or any exception in this process cancel every
+- SIGINT, SIGTERM, SIGHUP (parent.Interrupted) or any exception in this process cancel every
   unit in flight (force) before it leaves; records already written stay; a local Ray instance
   rnnbench started is shut down and its temporary directory removed, a cluster given by
   --address is only disconnected from, never stopped.
 
 Resources: a unit asks Ray for the CPUs its rows' threads need and a GPU for cuda rows. Timed rows
 must have their cores to themselves: on the node the task claims that many distinct CPUs
-(timing.claimed_cpus, flock'd lock files per machine) before its rows start, waiting for them if
-needed, and passes them in $RNNBENCH_CPUS, which every row worker pins to (timing.choose_cpus);
+(rnnbench.run.cpus.claimed_cpus, flock'd lock files per machine) before its rows start, waiting for them if
+needed, and passes them in $RNNBENCH_CPUS, which every row worker pins to (rnnbench.run.cpus.choose_cpus);
 the record's `cpu.affinity` and `node.cpus` name them. Correctness-only units (`run --no-time`,
 fuzz) claim CPUs only where free (else they share, as local rows would) and never wait.
 
@@ -56,7 +56,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from rnnbench.errors import InputError
-from rnnbench.run import environments, isolation, timing
+from rnnbench.run import cpus as run_cpus
+from rnnbench.run import environments, isolation, parent, tmpdirs
 from rnnbench.status import Status
 
 UNIT_GRACE_S = 60.0  # beyond its rows' timeouts and one worker start: a unit's deadline
@@ -67,7 +68,7 @@ CANCEL_WAIT_S = 10.0  # then how long to wait for the kill
 WAIT_S = 0.2  # ray.wait's timeout: signals and deadlines are looked at this often
 LOCAL_SOCKET_ROOM = 48  # a local instance's temp dir path at most this long (unix socket paths end near 107)
 # Variables of this process a task does not take: they name this process or are set per worker.
-NOT_FORWARDED = {isolation.PARENT_VAR, isolation.DEATH_SIGNAL_VAR, isolation.MEMORY_VAR, timing.CPUS_VAR}
+NOT_FORWARDED = {isolation.PARENT_VAR, isolation.DEATH_SIGNAL_VAR, isolation.MEMORY_VAR, run_cpus.CPUS_VAR}
 
 Emit = Callable[[dict], None]
 
@@ -120,18 +121,18 @@ def run_unit(work: Callable[[Emit], None], cpus: float, exclusive: bool, env: di
     records with their node. Its temporary directory (workers' stderr, cold caches) goes with it: a
     Ray worker outlives its tasks."""
     records: list[dict] = []
-    saved = {k: os.environ.get(k) for k in (*env, timing.CPUS_VAR)}
+    saved = {k: os.environ.get(k) for k in (*env, run_cpus.CPUS_VAR)}
     # Ray cancels a task (force=False) by _thread.interrupt_main(), which does nothing where SIGINT
     # is ignored, as in every process a background shell job starts: without Python's handler
     # the cancel would wait for the forced kill.
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with timing.claimed_cpus(max(1, round(cpus)), wait=exclusive) as claimed:
+        with run_cpus.claimed_cpus(max(1, round(cpus)), wait=exclusive) as claimed:
             os.environ.update(env)
             environments.load_definitions()  # the run's --config environments (this worker imported them before)
             if claimed:
-                os.environ[timing.CPUS_VAR] = ",".join(map(str, claimed))
+                os.environ[run_cpus.CPUS_VAR] = ",".join(map(str, claimed))
             node = node_identity(claimed)
             work(records.append)
     finally:
@@ -140,18 +141,18 @@ def run_unit(work: Callable[[Emit], None], cpus: float, exclusive: bool, env: di
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        isolation.remove_run_tmpdir()
+        tmpdirs.remove_run_tmpdir()
     return [{**rec, "node": node} for rec in records]
 
 
 @contextlib.contextmanager
 def _signals_through_ray() -> Iterator[None]:
-    """Ray's blocking calls turn the exception our signal handler raises (isolation.Interrupted)
+    """Ray's blocking calls turn the exception our signal handler raises (parent.Interrupted)
     into a plain KeyboardInterrupt: raise the one the signal meant (exit 143 for SIGTERM, not 130)."""
     try:
         yield
     except KeyboardInterrupt as exc:
-        meant = isolation.interruption()
+        meant = parent.interruption()
         if meant is None or type(exc) is type(meant):
             raise
         raise meant from None
@@ -206,7 +207,7 @@ class RayExecutor:
         # The owner of a task (this process) keeps its OOM retry budget: capped here for a cluster
         # given by address too, where _system_config cannot be set.
         os.environ["RAY_task_oom_retries"] = str(RETRIES)
-        handlers = {sig: signal.getsignal(sig) for sig in isolation.HANDLED_SIGNALS}
+        handlers = {sig: signal.getsignal(sig) for sig in parent.HANDLED_SIGNALS}
         options: dict[str, Any] = dict(log_to_driver=False, configure_logging=True, logging_level="ERROR",
                                        include_dashboard=False)
         try:
@@ -223,8 +224,8 @@ class RayExecutor:
 
     def _start(self, ray: Any, options: dict[str, Any]) -> None:
         if self.address is None:
-            self.temp_dir = isolation.short_tmpdir("ray", LOCAL_SOCKET_ROOM)
-            ray.init(address="local", num_cpus=len(timing.allowed_cpus()), _temp_dir=str(self.temp_dir),
+            self.temp_dir = tmpdirs.short_tmpdir("ray", LOCAL_SOCKET_ROOM)
+            ray.init(address="local", num_cpus=len(run_cpus.allowed_cpus()), _temp_dir=str(self.temp_dir),
                      _system_config={"task_oom_retries": RETRIES}, **options)
         else:
             try:
@@ -235,7 +236,7 @@ class RayExecutor:
         self.task = ray.remote(run_unit)
 
     def __exit__(self, *exc_info) -> None:
-        with isolation._signals_deferred():
+        with parent.signals_deferred():
             self.cancel()
             self._stop()
 

@@ -23,30 +23,21 @@ No worker outlives its parent, however the parent ends:
   pipe closes and the guard kills the worker's group: the worker's descendants too;
 - in the worker, `serve` runs a watchdog thread that kills its group when its parent changes or
   the protocol pipe closes (the portable layer, where there is no PDEATHSIG);
-- the parent's own exits are exceptions that every `finally` sees: `handle_signals` turns SIGINT,
-  SIGTERM and SIGHUP into `Interrupted`, and `watch_stdout` a closed stdout pipe into
-  BrokenPipeError, at once, even while the parent waits for a row.
+- the parent's own exits are exceptions that every `finally` sees (rnnbench.run.parent).
 
-Temporary files (workers' stderr, cold compile caches) live in one directory per parent process,
-`$TMPDIR/rnnbench-run-<pid>-<start time>-*` (`run_tmpdir`), removed when the process ends
-normally or by an exception (signals included); the directory of a process that was SIGKILLed is
-removed by the next rnnbench process that makes its own.
+Temporary files (workers' stderr) live in the parent process's run directory (rnnbench.run.tmpdirs).
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import ctypes
-import errno
 import os
 import pickle
 import queue
 import resource
 import select
-import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -55,8 +46,10 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, Mapping
 
+from rnnbench.run.parent import HANDLED_SIGNALS, signals_deferred
+from rnnbench.run.tmpdirs import run_tmpdir
 from rnnbench.status import Status
 
 WORKER_START_GRACE_S = 120.0  # importing torch / jax / torch_xla on a loaded 2-core machine can take a minute
@@ -179,7 +172,7 @@ def _exit_status(proc: subprocess.Popen, timeout_s: float) -> Optional[int]:
 def _end_worker(worker: _Worker) -> None:
     """Kill the worker's process group (the worker and whatever it started), release the guard
     and reap both. Safe to call on a worker that already exited."""
-    with _signals_deferred():
+    with signals_deferred():
         proc = worker.proc
         try:
             if proc.returncode is None:  # not reaped: its pid still names its group
@@ -256,7 +249,7 @@ def _one_worker(command, items, first, timeout_s, on_result, on_failure, on_star
     err_path = Path(err_name)
     worker = None
     try:
-        with _signals_deferred(), os.fdopen(fd, "w") as err_file:  # no interruption between start and `worker =`
+        with signals_deferred(), os.fdopen(fd, "w") as err_file:  # no interruption between start and `worker =`
             worker = _start_worker(command, env, err_file, memory_limit_gb)
         proc = worker.proc
         try:
@@ -363,320 +356,3 @@ def _watch_parent(protocol_fd: int) -> None:
                 return
 
     threading.Thread(target=watch, daemon=True, name="rnnbench-parent-watch").start()
-
-
-# ---------------------------------------------------------------------------------------------
-# One temporary directory per parent process
-
-
-TMP_PREFIX = "rnnbench-run-"
-_run_dir: Optional[Path] = None
-_run_dir_owner: Optional[int] = None
-_run_dir_lock = threading.Lock()
-
-
-def _start_time(pid: int) -> str:
-    """A process's start time (clock ticks since boot, Linux), to tell a reused pid from its first
-    owner; "0" where unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat[stat.rindex(")") + 2:].split()[19]
-    except (OSError, ValueError, IndexError):
-        return "0"
-
-
-def _owner_alive(pid: int, start: str) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return start == "0" or _start_time(pid) in (start, "0")
-
-
-def remove_stale_tmpdirs(root: Optional[str] = None) -> list[Path]:
-    """Remove the run directories under `root` (default: the temp dir) whose process is gone
-    (a run that was SIGKILLed could not remove its own). Returns what was removed."""
-    root_path = Path(root or tempfile.gettempdir())
-    removed = []
-    try:
-        entries = list(root_path.glob(TMP_PREFIX + "*"))
-    except OSError:
-        return removed
-    for entry in entries:
-        parts = entry.name[len(TMP_PREFIX):].split("-")
-        if len(parts) < 3 or not parts[0].isdigit() or not parts[1].isdigit():
-            continue
-        pid, start = int(parts[0]), parts[1]
-        if pid == os.getpid() and start == _start_time(pid):
-            continue
-        if not _owner_alive(pid, start) and entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-            removed.append(entry)
-    return removed
-
-
-def run_tmpdir() -> Path:
-    """This process's temporary directory, created on first use (stale ones of dead processes are
-    removed then); removed by remove_run_tmpdir(), which `rnnbench` calls on every exit, and at
-    interpreter exit for library use."""
-    global _run_dir, _run_dir_owner
-    with _run_dir_lock:
-        if _run_dir is not None and _run_dir_owner == os.getpid() and _run_dir.is_dir():
-            return _run_dir
-        remove_stale_tmpdirs()
-        pid = os.getpid()
-        _run_dir = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{pid}-{_start_time(pid)}-"))
-        if _run_dir_owner is None:
-            atexit.register(remove_run_tmpdir)
-        _run_dir_owner = pid
-        return _run_dir
-
-
-def short_tmpdir(tag: str, room: int) -> Path:
-    """A directory of this process for a tool whose paths must stay short (unix sockets), created
-    directly under the temp dir (or /tmp where that path is longer than `room`) and named like
-    run_tmpdir's, so remove_stale_tmpdirs removes it once this process is gone, even after a
-    SIGKILL; the caller removes it on every other exit."""
-    pid = os.getpid()
-    prefix = f"{TMP_PREFIX}{pid}-{_start_time(pid)}-{tag}-"
-    root = tempfile.gettempdir()
-    if len(os.path.join(root, prefix)) + 8 > room:
-        root = "/tmp"
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
-
-
-def remove_run_tmpdir() -> None:
-    """Remove this process's temporary directory (nothing if there is none)."""
-    global _run_dir
-    with _run_dir_lock:
-        if _run_dir is not None and _run_dir_owner == os.getpid():
-            shutil.rmtree(_run_dir, ignore_errors=True)
-        _run_dir = None
-
-
-# ---------------------------------------------------------------------------------------------
-# The parent's exits: signals, a closed stdout, and what to tell the user
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGINT, SIGTERM or SIGHUP reached the parent: raised in its main thread so that every
-    `finally` runs (workers' groups killed, temporary files removed; records written stay)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-@dataclass
-class _Results:
-    path: Path
-    resumable: bool
-
-
-class _State:
-    unwinding: Optional[int] = None  # the signal being handled; later ones are ignored
-    stdout_closed = False
-    results: Optional[_Results] = None
-    stderr: Optional["_LineTracker"] = None
-
-
-_state = _State()
-
-
-def results_file(path: Path, resumable: bool) -> None:
-    """Called by a command when it opens its results file: `resumable` when that command takes
-    `--resume --out FILE` to continue it. An interruption then says how many records the file
-    holds and, only if resumable and there are some, how to continue."""
-    _state.results = _Results(Path(path), resumable)
-
-
-def has_results_file() -> bool:
-    return _state.results is not None
-
-
-def _on_signal(signum: int, frame) -> None:
-    if _state.unwinding is not None:  # already leaving: let the finally blocks finish
-        return
-    if _state.stdout_closed:  # watch_stdout's wake-up call
-        _state.unwinding = signal.SIGPIPE
-        raise BrokenPipeError(errno.EPIPE, "stdout was closed")
-    _state.unwinding = signum
-    raise Interrupted(signum)
-
-
-def interruption() -> Optional[BaseException]:
-    """The exception the signal being handled raised (Interrupted; BrokenPipeError for a closed
-    stdout), or None: for callers of a library that swallows it and raises a plain
-    KeyboardInterrupt instead (Ray's blocking calls do), so the exit code still names the signal."""
-    if _state.unwinding is None:
-        return None
-    if _state.unwinding == signal.SIGPIPE:
-        return BrokenPipeError(errno.EPIPE, "stdout was closed")
-    return Interrupted(_state.unwinding)
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM/SIGHUP back during a cleanup, so an exception raised by their handler
-    cannot cut it short; they are delivered right after."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-@contextlib.contextmanager
-def handle_signals() -> Iterator[None]:
-    """Within the block (main thread only): SIGINT, SIGTERM and SIGHUP raise Interrupted (a
-    KeyboardInterrupt) once; signals the process was started ignoring (nohup) stay ignored. The
-    previous handlers come back on leaving; the run's temporary directory is removed then."""
-    _state.unwinding, _state.stdout_closed, _state.results, _state.stderr = None, False, None, None
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {}
-    for sig in HANDLED_SIGNALS:
-        current = signal.getsignal(sig)
-        if current is not signal.SIG_IGN:
-            previous[sig] = current
-            signal.signal(sig, _on_signal)
-    try:
-        yield
-    finally:
-        with _signals_deferred():
-            for sig, handler in previous.items():
-                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-            remove_run_tmpdir()
-
-
-def _is_pipe(fd: int) -> bool:
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
-def stdout_closed(fd: int = 1) -> bool:
-    """Whether stdout is a pipe whose reader is gone (or a write already failed with EPIPE)."""
-    if _state.stdout_closed:
-        return True
-    if not _is_pipe(fd):
-        return False
-    poller = select.poll()
-    poller.register(fd, 0)
-    return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in poller.poll(0))
-
-
-@contextlib.contextmanager
-def watch_stdout(fd: int = 1) -> Iterator[None]:
-    """Within the block: when stdout is a pipe and its reader goes away (`rnnbench run | head -1`),
-    raise BrokenPipeError in the main thread at once, not at the next print (which may be a
-    --timeout away while a worker computes). Needs handle_signals' SIGINT handler to wake it."""
-    if not _is_pipe(fd) or signal.getsignal(signal.SIGINT) is not _on_signal:
-        yield
-        return
-    wake_r, wake_w = os.pipe()
-    main_ident = threading.main_thread().ident
-
-    def watch() -> None:
-        poller = select.poll()
-        poller.register(fd, 0)
-        poller.register(wake_r, select.POLLIN)
-        while True:
-            for got, mask in poller.poll():
-                if got == wake_r:
-                    return
-                if mask & select.POLLNVAL:
-                    return
-                if mask & (select.POLLERR | select.POLLHUP):
-                    _state.stdout_closed = True
-                    signal.pthread_kill(main_ident, signal.SIGINT)  # wakes a blocking wait; _on_signal raises
-                    return
-
-    thread = threading.Thread(target=watch, daemon=True, name="rnnbench-stdout-watch")
-    thread.start()
-    try:
-        yield
-    finally:
-        os.write(wake_w, b"x")
-        thread.join(1.0)
-        os.close(wake_w)
-        os.close(wake_r)
-
-
-def silence_stdout() -> None:
-    """After stdout's reader left: point fd 1 at /dev/null so nothing more (the interpreter's final
-    flush included) fails or prints a traceback."""
-    _state.stdout_closed = True
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
-class _LineTracker:
-    """A text stream that remembers whether its output ends a line (a progress display writes
-    "\r..." without a newline; the exit line must start a line of its own)."""
-
-    def __init__(self, stream):
-        self._stream = stream
-        self.at_line_start = True
-
-    def write(self, text: str) -> int:
-        n = self._stream.write(text)
-        if text:
-            self.at_line_start = text.endswith("\n")
-        return n
-
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)
-
-
-@contextlib.contextmanager
-def track_stderr() -> Iterator[None]:
-    """Within the block sys.stderr remembers whether its output ends a line; stderr_at_line_start()
-    answers, also after the block."""
-    tracker = _LineTracker(sys.stderr)
-    _state.stderr = tracker
-    sys.stderr = tracker
-    try:
-        yield
-    finally:
-        if sys.stderr is tracker:
-            sys.stderr = tracker._stream
-
-
-def stderr_at_line_start() -> bool:
-    return _state.stderr is None or _state.stderr.at_line_start
-
-
-def _records_in(path: Path) -> int:
-    try:
-        with open(path, "rb") as f:
-            return sum(1 for line in f if line.endswith(b"\n") and line.strip())
-    except OSError:
-        return 0
-
-
-def exit_line(what: str) -> str:
-    """The one line said when a command is cut short: `what` happened, then what is kept and, for a
-    command whose results file can be continued, how to continue (facts from results_file)."""
-    results = _state.results
-    if results is None:
-        return f"rnnbench: {what}"
-    n = _records_in(results.path)
-    kept = f"{n} record{'s' if n != 1 else ''} kept in {results.path}" if n else f"no records written to {results.path}"
-    how = f"; continue with --resume --out {results.path}" if results.resumable and n else ""
-    return f"rnnbench: {what}; {kept}{how}"

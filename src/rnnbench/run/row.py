@@ -19,8 +19,8 @@ from rnnbench.drivers.base import Driver, Prepared
 from rnnbench.losses import with_loss
 from rnnbench.model import Case, Model
 from rnnbench.run import environments
-from rnnbench.run.timing import (TimingConfig, allowed_cpus, cpu_clock, cpu_record, first_call, load_average, measure,
-                                 peak_rss_mb, timed_call)
+from rnnbench.run.cpus import allowed_cpus, cpu_clock, cpu_record, load_average
+from rnnbench.run.timing import TimingConfig, first_call, measure, peak_rss_mb, timed_call
 from rnnbench.status import Status, is_fixed, is_known
 
 
@@ -193,7 +193,7 @@ def run_row(job: Job) -> dict[str, Any]:
     # Whether its first call could have been served by an on-disk compile cache.
     rec["environment"]["compile_cache"] = {k: os.environ.get(k, "(unset: the framework's default)")
                                            for k in driver.framework.cache_variables}
-    # The cores it ran on and what it used of them over the timed loops (rnnbench.run.timing.cpu_record).
+    # The cores it ran on and what it used of them over the timed loops (rnnbench.run.cpus.cpu_record).
     rec["cpu"] = cpu_record(job.threads, allowed_cpus(), spans, load_start, load_average())
     return rec
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from rnnbench.run.executors import RayExecutor, Unit
 
 # Variables for a group's workers: a mapping, or a function called where the group runs (compile
-# cache directories are the running machine's: timing.warm_cache_env, timing.cold_cache_env).
+# cache directories are the running machine's: caches.warm_cache_env, caches.cold_cache_env).
 ExtraEnv = Mapping[str, str] | Callable[[], Mapping[str, str]]
 
 
@@ -48,7 +48,7 @@ class GroupWork:
     timeout_s: float
     memory_limit_gb: Optional[float] = None
     extra_env: ExtraEnv = field(default_factory=dict)
-    annotate: Callable[[dict], dict] = _no_annotation  # e.g. timing.Roofline: made where the row ran
+    annotate: Callable[[dict], dict] = _no_annotation  # e.g. roofline.Roofline: made where the row ran
 
     def failed(self, job: Job, status: str, report: str) -> dict:
         return self.annotate({**job.identity(), "status": status, "report": report})
@@ -117,9 +117,9 @@ class Runner:
         executor: Optional["RayExecutor"] = None,
     ):
         """results: the open results file records are appended to (None: records are only
-        reported). extra_env: added to each worker's environment (e.g. timing.cold_cache_env for
+        reported). extra_env: added to each worker's environment (e.g. caches.cold_cache_env for
         cold compile times; a function is called where the group runs). annotate(record): what is
-        added to each record before it is written (e.g. timing.Roofline: the GEMM peak and the
+        added to each record before it is written (e.g. roofline.Roofline: the GEMM peak and the
         row's fraction of it), applied where the row ran. executor: where the groups run (None:
         here, one after another). Each worker pins itself to `threads` CPUs before any framework
         is imported (rnnbench.run.worker.setup), so a row's threads are its cores."""

@@ -5,10 +5,10 @@ Rows of one (model, driver) run in order of growing size. Each gets at most the 
 left; a row that runs past it is killed and recorded as status "skipped" with reason "budget: ...".
 A row is not started when the previous size of the same axis already took longer than what is
 left (compile time of unrolled loops grows with T), and is recorded as skipped too, with the
-reason: nothing is silently dropped. Every record carries the GEMM peak (rnnbench.run.timing.peak_for:
+reason: nothing is silently dropped. Every record carries the GEMM peak (rnnbench.run.roofline.peak_for:
 the best GEMM of the frameworks present at the sweep's dtype and threads, the sweep's own shapes
 included, cached per machine) and, where the model counts its FLOPs, achieved GFLOP/s and the
-fraction of that peak (timing.with_roofline, shared with `run`).
+fraction of that peak (roofline.with_roofline, shared with `run`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from rnnbench.run import environments
 from rnnbench.run.row import Job, unavailable_reason
 from rnnbench.run.isolation import WORKER_START_GRACE_S
 from rnnbench.run.runner import GroupWork
-from rnnbench.run.timing import Roofline, TimingConfig, cold_cache_env, peak_for, with_roofline  # noqa: F401 (with_roofline: re-exported)
+from rnnbench.run.caches import cold_cache_env
+from rnnbench.run.roofline import Roofline, peak_for, with_roofline  # noqa: F401 (with_roofline: re-exported)
+from rnnbench.run.timing import TimingConfig
 from rnnbench.status import Status
 
 if TYPE_CHECKING:
@@ -82,7 +84,7 @@ class SweepPair:
     plan: SweepPlan
     model: str
     driver: str
-    annotate: Callable[[dict], dict]  # timing.Roofline: the GEMM peak of the machine the rows ran on
+    annotate: Callable[[dict], dict]  # roofline.Roofline: the GEMM peak of the machine the rows ran on
 
     def rows(self) -> list[tuple[str, Job]]:
         env = environments.get(registry.get_driver(self.driver).environments[0])  # a sweep times each driver in its first environment

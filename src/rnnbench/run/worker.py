@@ -12,10 +12,10 @@ from typing import Any
 def setup(context: Any, jobs: list[dict]) -> None:
     """Before any row: pin this worker to its CPUs, then fix each framework's threads (the group
     shares one thread count). `--threads N` means N cores: the worker's CPU affinity is N CPUs of
-    the set it inherited from its parent (rnnbench.run.timing.choose_cpus, the same ones for every
+    the set it inherited from its parent (rnnbench.run.cpus.choose_cpus, the same ones for every
     worker), set before any framework is imported, so pools sized from the affinity (XLA's,
     OpenMP's) are N wide and no pool can spread to other cores."""
-    from rnnbench.run.timing import choose_cpus, pin_process
+    from rnnbench.run.cpus import choose_cpus, pin_process
 
     if not jobs:
         return

@@ -1,0 +1,305 @@
+"""Roofline: this machine's best GEMM rate (`peak_for`, cached per machine), and each timed row's
+GFLOP/s as a fraction of it (`with_roofline`, `Roofline`).
+
+`gemm_peak` is the best GEMM rate among the frameworks present (each Framework's `gemm`, and
+numpy's) at a dtype and thread count, measured in a process pinned like the rows, over square sizes
+and the rows' own GEMM shapes; `with_roofline` turns a model's analytic FLOP count and a median time
+into GFLOP/s and a fraction of that peak, for every timed row of `run` and `sweep`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+from rnnbench.run.caches import cache_root
+from rnnbench.run.cpus import CONTENDED_CPUS, MIN_OTHERS_WALL_S, choose_cpus, cpu_clock, pin_process
+
+PEAK_SQUARE = (256, 512, 1024, 2048)  # square GEMMs always measured
+PEAK_MAX_AGE_DAYS = 30.0  # a cached peak older than this is measured again
+PEAK_METHOD = ("best GEMM among torch.matmul, jax.jit(jnp.matmul), numpy @ present, at the row's dtype, in a process "
+               "pinned to as many CPUs as the rows' threads: square n = 256..2048 and the rows' own GEMM shapes, "
+               "2mkn / fastest call (2 warm-ups, then at least 10 calls and 0.3 s), max over shapes and frameworks")
+
+
+def gemm_shapes(sizes: Iterable[Mapping[str, int]] = ()) -> list[tuple[int, int, int]]:
+    """(m, k, n) shapes to measure: the squares of PEAK_SQUARE and, for each row's sizes, the GEMMs
+    the recurrent models do: B x H @ H x 4H and B x H @ H x H (an LSTM's / Elman cell's recurrent
+    matmul), B x I @ I x 4H and B x I @ I x H (its input projection per step), T*B x I @ I x 4H and
+    T*B x I @ I x H (hoisted over the sequence), n x n @ n x n."""
+    shapes = {(n, n, n) for n in PEAK_SQUARE}
+    for s in sizes:
+        B, H, I, T, n = (s.get(k) for k in ("B", "H", "I", "T", "n"))
+        if B and H:
+            shapes |= {(B, H, 4 * H), (B, H, H)}
+            if I:
+                shapes |= {(B, I, 4 * H), (B, I, H)}
+                if T:
+                    shapes |= {(T * B, I, 4 * H), (T * B, I, H)}
+        if n:
+            shapes.add((n, n, n))
+    return sorted(shapes)
+
+
+def _shape_name(shape: Sequence[int]) -> str:
+    return "x".join(str(int(x)) for x in shape)
+
+
+def _random_pair(m: int, k: int, n: int):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((m, k)), rng.standard_normal((k, n))
+
+
+def _numpy_gemm(a, b, dtype: str) -> Optional[Callable[[], Any]]:
+    if dtype not in ("float32", "float64"):
+        return None  # numpy has no bfloat16
+    a, b = a.astype(dtype), b.astype(dtype)
+    return lambda: a @ b
+
+
+# A GEMM (Framework.gemm's signature): (a, b: float64 numpy (m, k) and (k, n), dtype) -> a callable
+# computing a @ b at dtype to completion, or None where the library has no such dtype.
+Gemm = Callable[[Any, Any, str], Optional[Callable[[], Any]]]
+
+
+def peak_gemms() -> list[tuple[str, str, Gemm, Callable[[int], None]]]:
+    """(name recorded as gemm_peak.framework, module that must be importable, its GEMM, how to set
+    its threads): every registered framework that has a `gemm`, then numpy."""
+    from rnnbench import registry
+
+    out: list[tuple[str, str, Gemm, Callable[[int], None]]] = [
+        (f.name, f.module, f.gemm, f.set_threads) for f in registry.frameworks().values() if f.gemm is not None]
+    return out + [("numpy", "numpy", _numpy_gemm, lambda threads: None)]
+
+
+def peak_frameworks() -> tuple[str, ...]:
+    """The names a gemm_peak.framework may have."""
+    return tuple(name for name, _, _, _ in peak_gemms())
+
+
+def best_gflops(fn: Callable[[], Any], flops: float, min_repeats: int = 10, budget_s: float = 0.3,
+                max_repeats: int = 500) -> float:
+    """flops / the fastest of at least min_repeats calls (and budget_s seconds), after 2 warm-ups:
+    on a shared machine the fastest call is the one least disturbed."""
+    fn()
+    fn()
+    best, spent, calls = float("inf"), 0.0, 0
+    while calls < max_repeats and (calls < min_repeats or spent < budget_s):
+        start = time.perf_counter()
+        fn()
+        elapsed = time.perf_counter() - start
+        best, spent, calls = min(best, elapsed), spent + elapsed, calls + 1
+    return flops / max(best, 1e-9) / 1e9
+
+
+def measure_gemms(dtype: str, threads: int, shapes: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """In this process (pinned already): GFLOP/s of each library of peak_gemms() present on each
+    shape, each with its threads set to `threads`. Returns {"by_framework": {name: {"mxkxn":
+    gflops}}, "errors": {name: why it has no numbers}}."""
+    import importlib.util
+
+    out: dict[str, Any] = {"by_framework": {}, "errors": {}}
+    for name, module, gemm, set_threads in peak_gemms():
+        if importlib.util.find_spec(module) is None:
+            out["errors"][name] = "not installed"
+            continue
+        try:
+            set_threads(threads)
+            rates = {}
+            for m, k, n in shapes:
+                fn = gemm(*_random_pair(int(m), int(k), int(n)), dtype)
+                if fn is None:
+                    raise TypeError(f"no {dtype} GEMM")
+                rates[_shape_name((m, k, n))] = best_gflops(fn, 2.0 * m * k * n)
+            out["by_framework"][name] = rates
+        except Exception as exc:  # one library failing leaves the others' numbers
+            out["errors"][name] = f"{type(exc).__name__}: {exc}"[:300]
+    return out
+
+
+def peak_cache_path() -> Path:
+    """$XDG_CACHE_HOME/rnnbench/gemm_peak.json (default ~/.cache/rnnbench/gemm_peak.json)."""
+    return cache_root() / "gemm_peak.json"
+
+
+def _peak_key(dtype: str, threads: int, cpus: Sequence[int]) -> dict[str, Any]:
+    from rnnbench import record
+    from rnnbench.run import environments
+
+    machine = record.machine()
+    versions = dict(environments.package_versions("main"))
+    return {"hostname": machine["hostname"], "cpu": machine["cpu"], "affinity_size": len(cpus), "dtype": dtype,
+            "threads": threads, "versions": {p: versions.get(p, "missing") for p in _peak_packages()}}
+
+
+def _peak_packages() -> list[str]:
+    """The packages whose versions decide the peak: those of the frameworks with a GEMM, and numpy."""
+    from rnnbench import registry
+
+    return sorted({"numpy", *(p for f in registry.frameworks().values() if f.gemm is not None for p in f.packages)})
+
+
+def peak_for(dtype: str, threads: int, sizes: Iterable[Mapping[str, int]] = (), cpus: Optional[Sequence[int]] = None,
+             python: Optional[str] = None, timeout_s: float = 900.0) -> dict[str, Any]:
+    """This machine's GEMM peak at `dtype` and `threads` (the record's `gemm_peak`): the best rate
+    of any framework present on any shape of gemm_shapes(sizes), measured in a fresh process
+    (`python`, default the main environment's) pinned to `cpus` (default choose_cpus(threads), the
+    rows' CPUs) with the rows' thread settings. Cached in peak_cache_path() under hostname, CPU
+    model, affinity size, dtype, threads and framework versions: shapes already measured are not
+    measured again, new ones are added, an entry older than PEAK_MAX_AGE_DAYS is measured anew;
+    rates of one shape keep their best (a disturbed measurement is only ever too slow), and an
+    entry whose measurements all had other work on its CPUs (others_on_cpus > CONTENDED_CPUS) is
+    measured again, every shape, at each call until one measurement is calm. The file is locked
+    while one process measures, so two runs do not time GEMMs on the same CPUs at once."""
+    from rnnbench.run import environments
+
+    cpus = list(cpus) if cpus is not None else choose_cpus(threads)
+    key = _peak_key(dtype, threads, cpus)
+    key_text = json.dumps(key, sort_keys=True)
+    shapes = gemm_shapes(sizes)
+    path = peak_cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            cache = json.loads(path.read_text())
+            entries = cache["entries"] if isinstance(cache.get("entries"), dict) else {}
+        except (OSError, ValueError, AttributeError):
+            entries = {}
+        entry = entries.get(key_text)
+        if not isinstance(entry, dict) or time.time() - entry.get("measured_epoch", 0) > PEAK_MAX_AGE_DAYS * 86400:
+            entry = {"key": key, "by_framework": {}}
+        done = set.intersection(*(set(r) for r in entry["by_framework"].values())) if entry["by_framework"] else set()
+        missing = [s for s in shapes if _shape_name(s) not in done]
+        if (entry.get("others_on_cpus") or 0.0) > CONTENDED_CPUS:
+            # measured while other work ran on these CPUs: every shape again, until a calm measurement
+            missing = sorted({*missing, *(tuple(int(x) for x in name.split("x")) for name in done)})
+        if missing:
+            got = _measure_in_worker({"dtype": dtype, "threads": threads, "cpus": cpus, "shapes": missing},
+                                     python or environments.get("main").python, timeout_s)
+            for framework, rates in got["by_framework"].items():
+                old = entry["by_framework"].setdefault(framework, {})
+                for shape, rate in rates.items():
+                    old[shape] = max(rate, old.get(shape, 0.0))
+            entry["errors"] = got.get("errors", {})
+            if got.get("others_on_cpus") is not None:  # the calmest measurement so far
+                entry["others_on_cpus"] = min(got["others_on_cpus"], entry.get("others_on_cpus", got["others_on_cpus"]))
+            entry["measured_epoch"] = entry.get("measured_epoch") or time.time()
+            entry["measured"] = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(entry["measured_epoch"]))
+            entry["cpus"] = cpus
+            entries[key_text] = entry
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"entries": entries}, indent=1, sort_keys=True))
+            os.replace(tmp, path)
+    return _peak_summary(entry, dtype, threads, cpus, path)
+
+
+def _measure_in_worker(request: dict[str, Any], python: str, timeout_s: float) -> dict[str, Any]:
+    """measure_gemms in a fresh `python` process with the rows' thread settings, pinned to
+    request["cpus"] before it imports a framework (`python -m rnnbench.run.roofline peak REQUEST`)."""
+    from rnnbench.run import environments
+
+    env = {**os.environ, **environments.thread_env(int(request["threads"]))}
+    proc = subprocess.run([python, "-m", "rnnbench.run.roofline", "peak", json.dumps(request)],
+                          capture_output=True, text=True, env=env, timeout=timeout_s)
+    if proc.returncode != 0:
+        raise RuntimeError(f"GEMM peak measurement failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _peak_summary(entry: Mapping[str, Any], dtype: str, threads: int, cpus: Sequence[int], path: Path) -> dict[str, Any]:
+    best = (0.0, "", "")
+    by_size: dict[str, float] = {}
+    for framework, rates in entry["by_framework"].items():
+        for shape, rate in rates.items():
+            by_size[shape] = max(rate, by_size.get(shape, 0.0))
+            best = max(best, (rate, framework, shape))
+    if best[0] <= 0:
+        raise RuntimeError(f"GEMM peak measurement found no framework: {entry.get('errors')}")
+    squares = {f"{n}x{n}x{n}" for n in PEAK_SQUARE}
+    return {"gflops": best[0], "framework": best[1], "shape": best[2], "dtype": dtype, "threads": threads,
+            "cpus": list(cpus), "by_size": {s: round(r, 2) for s, r in sorted(by_size.items()) if s in squares or r >= 0.5 * best[0]},
+            "by_framework_best": {f: round(max(r.values()), 2) for f, r in entry["by_framework"].items() if r},
+            "shapes_measured": len(by_size), "measured": entry.get("measured"), "errors": entry.get("errors", {}),
+            "others_on_cpus": entry.get("others_on_cpus"),
+            "cache": str(path), "method": PEAK_METHOD}
+
+
+def roofline(flops: float, median_ms: float, peak_gflops: float) -> dict[str, float]:
+    """Achieved GFLOP/s of `flops` done in `median_ms`, and its fraction of the GEMM peak."""
+    gflops = flops / (median_ms * 1e-3) / 1e9
+    return {"flops": flops, "gflops": gflops, "fraction_of_peak": gflops / peak_gflops}
+
+
+def with_roofline(rec: dict[str, Any], peak: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    """Attach the GEMM peak (at the row's dtype) and, for an ok row whose model counts its FLOPs,
+    GFLOP/s and the fraction of the peak for each timed quantity. Used by `run` and `sweep` alike."""
+    if not peak:
+        return rec
+    rec["gemm_peak"] = dict(peak)
+    flops = rec.get("flops")
+    if rec.get("status") == "ok" and flops:
+        rec["roofline"] = {
+            q: roofline(flops[q], rec[q]["median_ms"], peak["gflops"]) for q in ("fwd", "fwd_bwd") if rec.get(q) and flops.get(q)
+        }
+    return rec
+
+
+@dataclass
+class Roofline:
+    """A record annotator (Runner's `annotate`): with_roofline at the GEMM peak of the machine the
+    record is annotated on, per dtype, measured (peak_for, cached per machine) on first need and
+    kept per hostname: on a Ray node the peak is that node's, measured on the CPUs claimed there
+    (choose_cpus), never the parent's. measure() beforehand in the parent reports failures there."""
+
+    threads: int
+    sizes: dict[str, list[dict[str, int]]]  # dtype -> the sizes of its timed rows (their GEMM shapes)
+    peaks: dict[tuple[str, str], Optional[dict[str, Any]]] = field(default_factory=dict)  # (hostname, dtype)
+
+    def peak(self, dtype: str, warn: Callable[[str], None] = lambda message: None) -> Optional[dict[str, Any]]:
+        key = (socket.gethostname(), dtype)
+        if key not in self.peaks:
+            try:
+                self.peaks[key] = peak_for(dtype, self.threads, self.sizes.get(dtype, []))
+            except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as exc:
+                warn(f"rnnbench: no GEMM peak for {dtype} ({exc}); rows get no % of peak")
+                self.peaks[key] = None
+        return self.peaks[key]
+
+    def measure(self, warn: Callable[[str], None]) -> None:
+        for dtype in sorted(self.sizes):
+            self.peak(dtype, warn)
+
+    def __call__(self, rec: dict[str, Any]) -> dict[str, Any]:
+        if rec.get("device", "cpu") != "cpu" or rec.get("dtype") not in self.sizes:
+            return rec
+        return with_roofline(rec, self.peak(rec["dtype"]))
+
+
+def _peak_main(request: dict[str, Any]) -> dict[str, Any]:
+    pin_process(request["cpus"])  # before any framework is imported: its pools see these CPUs only
+    before = cpu_clock()
+    out = measure_gemms(request["dtype"], int(request["threads"]), [tuple(s) for s in request["shapes"]])
+    after = cpu_clock()
+    wall = after.wall_s - before.wall_s
+    if before.cpus_busy_s is not None and after.cpus_busy_s is not None and wall >= MIN_OTHERS_WALL_S:
+        # other work on these CPUs while the GEMMs were timed, in CPUs: peak_for measures again while it is high
+        out["others_on_cpus"] = max(0.0, (after.cpus_busy_s - before.cpus_busy_s) - (after.cpu_s - before.cpu_s)) / wall
+    return out
+
+
+if __name__ == "__main__":  # `python -m rnnbench.run.roofline peak REQUEST_JSON`: GEMM rates as JSON (peak_for)
+    if len(sys.argv) == 3 and sys.argv[1] == "peak":
+        print(json.dumps(_peak_main(json.loads(sys.argv[2]))))
+    else:
+        sys.exit("usage: python -m rnnbench.run.roofline peak REQUEST_JSON")
