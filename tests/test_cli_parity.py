@@ -21,13 +21,15 @@ SUITES = ("--suite core --dtypes float32,float64", "--suite bugs", "--suite all"
 # and drivers. Threads are left out (all the cores of the machine running it).
 PLAN = """
 import hashlib, json, sys
-from rnnbench import cli, registry
+from rnnbench import registry
+from rnnbench.cli import options, run
+from rnnbench.cli.main import parser
 from rnnbench.run.row import unavailable_reason
 
 def planned(flags):
-    args = cli._parser().parse_args(["run", *flags])
+    args = parser().parse_args(["run", *flags])
     rows = []
-    for job in cli._jobs(args, cli._settings(args)):
+    for job in run.jobs(args, options.settings(args)):
         row = job.to_dict()
         row.pop("threads")
         rows.append((job, row))
