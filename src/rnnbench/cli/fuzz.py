@@ -32,7 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-second-order", dest="second_order", action="store_false", help="skip the H v check")
     p.add_argument("--shrink", type=int, default=1, help="failures shrunk per (driver, status) (default 1)")
     p.add_argument("--repro-dir", help="write a standalone repro script for each shrunk failure here")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per (body, driver) before the worker is killed")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds per (body, driver) before the worker is killed")
     p.add_argument("--out", help="results file: one JSON record per (body, driver, dtype) outcome, written as each "
                    "finishes (default results/fuzz-<timestamp>.jsonl)")
     p.add_argument("--resume", action="store_true", help="continue --out: outcomes already recorded there are not "
