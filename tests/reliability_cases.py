@@ -60,10 +60,11 @@ class Observed:
 
 def _record(**over) -> dict:
     """A complete record of a row that was decided in the parent (see QUICK), as `run` writes it."""
-    from rnnbench import cli
+    from rnnbench.cli import options, run
+    from rnnbench.cli.main import parser
 
-    args = cli._parser().parse_args(["run", *QUICK])
-    (job,) = cli._jobs(args, cli._settings(args))
+    args = parser().parse_args(["run", *QUICK])
+    (job,) = run.jobs(args, options.settings(args))
     return {**job.identity(), "status": "unavailable", "reason": "vendor layer computes lstm only", **over}
 
 

@@ -145,23 +145,24 @@ def test_rows_are_labelled_with_their_own_frameworks_version() -> None:
 
 def _selected(*flags: str) -> set[tuple[str, str, str]]:
     """(model, driver, environment) of every row `rnnbench run FLAGS` would run."""
-    from rnnbench import cli
+    from rnnbench.cli import options, run
+    from rnnbench.cli.main import parser
 
-    args = cli._parser().parse_args(["run", "--no-time", *flags])
-    return {(j.model, j.driver, j.environment) for j in cli._jobs(args, cli._settings(args))}
+    args = parser().parse_args(["run", "--no-time", *flags])
+    return {(j.model, j.driver, j.environment) for j in run.jobs(args, options.settings(args))}
 
 
 def test_suites_select_what_they_say() -> None:
     """quick (the default) is its models on every core driver in the main environment; core is every
     core model on the core drivers in the default environments; bugs and all add the bug-class
     models and drivers; an explicit axis overrides the suite's."""
-    from rnnbench import cli, registry
-    from rnnbench.run import environments
+    from rnnbench import registry
+    from rnnbench.run import environments, plan
 
     core_drivers = {n for n, d in registry.drivers().items() if d.suite == "core"}
     quick = _selected()
     assert quick == _selected("--suite", "quick")
-    assert {m for m, _, _ in quick} == set(cli.SUITES["quick"]["models"]) <= set(registry.models())
+    assert {m for m, _, _ in quick} == set(plan.SUITES["quick"]["models"]) <= set(registry.models())
     assert {d for _, d, _ in quick} == {d for d in core_drivers if environments.runs(registry.get_driver(d), "main")}
     assert {e for _, _, e in quick} == {"main"}
     core = _selected("--suite", "core")

@@ -24,6 +24,7 @@ from typing import Callable
 import pytest
 
 from rnnbench import cli
+from rnnbench.cli import list as cli_list
 
 PLUGIN_DIR = Path(__file__).parent / "plugins"
 HANG_ON_RNN = "faulty_hang_with_child_on_rnn"  # decay finishes, rnn starts a child and hangs
@@ -246,7 +247,7 @@ def test_internal_error_is_one_line_exit_1_with_the_traceback_saved(tmp_path: Pa
     def broken(args):
         raise ValueError("not a user's mistake\nsecond line")
 
-    monkeypatch.setattr(cli, "_cmd_list", broken)
+    monkeypatch.setattr(cli_list, "run", broken)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cli.main(["list"]) == 1
     err = capsys.readouterr().err
@@ -260,7 +261,7 @@ def test_internal_error_prints_the_traceback_where_it_cannot_be_saved(tmp_path: 
     def broken(args):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(cli, "_cmd_list", broken)
+    monkeypatch.setattr(cli_list, "run", broken)
     (tmp_path / "file").write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))  # not a directory
     assert cli.main(["list"]) == 1

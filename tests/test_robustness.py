@@ -183,11 +183,12 @@ def test_config_file(tmp_path: Path) -> None:
 
 
 def test_shards_partition_the_matrix() -> None:
-    from rnnbench import cli
+    from rnnbench.cli import options, run
+    from rnnbench.run import plan
 
     def jobs(shard):
-        args = argparse.Namespace(no_time=True, shard=shard, config=None, **{k: None for k in cli.RUN_DEFAULTS})
-        return [j.key() for j in cli._jobs(args, cli._settings(args))]
+        args = argparse.Namespace(no_time=True, shard=shard, config=None, **{k: None for k in plan.RUN_DEFAULTS})
+        return [j.key() for j in run.jobs(args, options.settings(args))]
 
     whole = jobs(None)
     parts = [jobs(f"{i}/3") for i in (1, 2, 3)]

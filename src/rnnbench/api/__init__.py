@@ -1,0 +1,166 @@
+"""Public API: check a recurrence you wrote, on every available driver, against finite differences.
+
+    import numpy as np
+    import rnnbench
+
+    def step(ops, params, carry, x):          # written once; ops is numpy, torch or jax
+        (h,) = carry
+        h = ops.tanh(params["w"] * h + x)
+        return (h,), h
+
+    report = rnnbench.check_recurrence(
+        step, params={"w": np.array([0.5, -0.3])}, carry0=(np.zeros(2),), xs=np.ones((6, 2)))
+    print(report)            # one row per (driver, loss form): status, max relative error, the
+    assert report.ok         # oracle's own error bound, and the Hessian-vector product's verdict
+
+Here: check_recurrence and the one place the drivers run; the report in report.py, the input's
+validators in validate.py (their messages in messages.py), the user's pytrees in trees.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from rnnbench.api.report import DriverResult, RecurrenceReport
+from rnnbench.api.trees import Tree, flatten, is_flat
+from rnnbench.api.validate import DTYPES, Checked, validate
+from rnnbench.model import Case, Model
+from rnnbench.status import OracleKind, Status
+
+__all__ = ["DTYPES", "DriverResult", "RecurrenceReport", "check_recurrence"]
+
+
+def check_recurrence(
+    step: Callable,
+    params: Mapping[str, np.ndarray],
+    carry0: Sequence[np.ndarray],
+    xs: Optional[np.ndarray] = None,
+    length: Optional[int] = None,
+    loss: Optional[Callable] = None,
+    consts: Optional[Mapping[str, np.ndarray]] = None,
+    carry0_requires_grad: Any = False,
+    xs_requires_grad: bool = False,
+    dtype: str = "float64",
+    drivers: Optional[Sequence[str]] = None,
+    device: str = "cpu",
+    seed: int = 0,
+    losses: Optional[Sequence[str]] = None,
+    order: int = 2,
+) -> RecurrenceReport:
+    """Run `step(ops, params, carry, x_t) -> (carry, y_t)` on every available driver and compare
+    its gradients (and Hessian-vector products) with float64 finite differences of the numpy forward.
+
+    params, carry0, xs and the step's output y_t may be pytrees: nested dicts (keys in sorted
+    order), tuples and lists of arrays. params: name -> array, or any tree (gradients are named by
+    the path, "layer.W"). carry0: a tuple of arrays or any tree (leaves named c0, c1, ... for a
+    tuple, else by path); a bare array is a one-leaf carry, the same as (carry0,): the step receives
+    the 1-tuple (h,) and may return (h,) or h. xs: per-step inputs, each leaf (T, ...), or None with
+    `length` = T (given with xs, length must equal T). carry0_requires_grad: a bool or a tree of
+    bools shaped like carry0 (a bool at a node covers every leaf below it). Every driver runs the step
+    on flat arrays: x_t and y_t are packed into one vector per step (the leaves flattened and
+    concatenated) and unpacked around the user's step. loss(ops, consts, ys, carry_T) -> scalar,
+    where ys is the output tree with a leading T on every leaf and carry_T the carry tree. Without
+    `loss`, every driver is judged under each loss form of `losses` (names from
+    rnnbench.losses; default rnnbench.losses.CHECKED: random weights, an unweighted sum of the final
+    carry, the mean of the outputs, the last output only): a driver bug can hide behind one
+    cotangent pattern. dtype: one of DTYPES (inputs are rounded to it; the oracle uses the rounded
+    values). drivers: names (duplicates run once), None for all. order: 2 also checks H v along a
+    seeded direction where the driver has a second-order path (float64 only;
+    rnnbench.check.second_order); 1 skips it.
+
+    Bad input raises before any driver runs (rnnbench.api.validate; docs/api.md, "Input validation"):
+    TypeError for a wrong type, rnnbench.errors.InputError (a ValueError) for a bad value.
+    """
+    from rnnbench import losses as loss_forms
+
+    checked = validate(step, params, carry0, xs, length, loss, consts, carry0_requires_grad, xs_requires_grad,
+                       dtype, drivers, losses, order)
+    base, case = _user_model(step, loss, params, xs, consts, xs_requires_grad, checked, dtype, seed)
+    # The loss form's weights come from the float64 forward; a float32 check rounds them too.
+    judged = {form: loss_forms.with_loss(base, case, form) for form in checked.forms}
+    judged = {form: (model, form_case.rounded_to(dtype)) for form, (model, form_case) in judged.items()}
+    results, oracle_kind = _run_drivers(base, judged, checked.drivers, dtype, device, seed, order)
+    return RecurrenceReport(dtype, oracle_kind, results)
+
+
+def _user_model(user_step: Callable, user_loss: Optional[Callable], params: Any, xs: Any, consts: Any,
+                xs_requires_grad: bool, checked: Checked, dtype: str, seed: int) -> tuple[Model, Case]:
+    """The user's recurrence as a suite model on flat arrays, and its one case rounded to dtype:
+    params and carry leaves by name, x_t and y_t packed into one vector per step (T, total)."""
+    from rnnbench import losses as loss_forms
+
+    T = checked.length
+    params_tree, carry_tree = Tree(params), Tree(checked.carry0)
+    xs_tree = None if xs is None else Tree(xs, per_step=True)
+    # a tuple of arrays keeps its names c0, c1, ...; any other tree is named by its paths
+    flat = is_flat(checked.carry0)
+    carry_names = tuple(f"c{i}" for i in range(len(carry_tree.leaves))) if flat else tuple(carry_tree.names())
+    y_tree = Tree(checked.example_y)  # the shape of one step's output
+
+    def step(ops, flat_params, carry, x):
+        """The user's step on trees, run on the suite's flat params, carry leaves and packed x."""
+        tree_params = params_tree.unflatten([flat_params[n] for n in params_tree.names()])
+        new, y = user_step(ops, tree_params, carry_tree.unflatten(carry), None if x is None else xs_tree.unpack(ops, x))
+        packed = y if y_tree.single else ops.concat([ops.reshape(leaf, (-1,)) for _, leaf in flatten(y)], axis=0)
+        return tuple(leaf for _, leaf in flatten(new)), packed
+
+    loss = None
+    if user_loss is not None:
+        def loss(ops, consts, ys, carry):
+            """The user's loss on the trees: ys (T, total) unpacked to (T, ...) per output leaf."""
+            return user_loss(ops, consts, y_tree.unpack(ops, ys, leading=(ys.shape[0],)), carry_tree.unflatten(carry))
+
+    case = Case(
+        model="user",
+        sizes={"T": T},
+        seed=seed,
+        params={n: np.asarray(v, dtype=np.float64) for n, v in zip(params_tree.names(), params_tree.leaves)},
+        carry0=tuple(np.asarray(c, dtype=np.float64) for c in carry_tree.leaves),
+        xs=None if xs_tree is None else xs_tree.pack_sequence(),
+        length=T,
+        consts=dict(consts or {}),
+        carry0_requires_grad=checked.carry0_flags,
+        xs_requires_grad=bool(xs_requires_grad),
+    ).rounded_to(dtype)
+    base = Model(name="user", summary="user-defined recurrence", carry_names=carry_names, default_sizes={"T": T},
+                 make_case=lambda s, seed: case, step=step, loss=loss or loss_forms.weighted)
+    return base, case
+
+
+def _run_drivers(base: Model, judged: dict, names: list, dtype: str, device: str, seed: int,
+                 order: int) -> tuple[list[DriverResult], str]:
+    """Every driver of `names` under every loss form of `judged` ({form: (model, case)}), checked
+    against one oracle per form: (results, the oracle's kind). The only place drivers run."""
+    from rnnbench import registry
+    from rnnbench.check.finite_diff import oracle_grads
+    from rnnbench.run.environments import current
+    from rnnbench.run.row import (Job, check_gradients, hvp_decides, localization, second_order_record,
+                                  unavailable_reason)
+
+    oracles = {}  # per form, computed once for all drivers
+    results = []
+    oracle_kind = OracleKind.FINITE_DIFFERENCES
+    for name in names:
+        driver = registry.get_driver(name)
+        reason = unavailable_reason(base, driver, Job("user", name, dtype, device, environment=current()))
+        if reason is not None:
+            results.append(DriverResult(name, Status.UNAVAILABLE, None, reason, loss="-"))
+            continue
+        for form, (model, form_case) in judged.items():
+            if form not in oracles:
+                oracles[form] = oracle_grads(model, form_case)
+            chk, prepared = check_gradients(model, driver, form_case, dtype, device, oracle=oracles[form])
+            oracle_kind = chk.oracle_kind
+            localization(chk, model, driver, form_case, dtype, device)
+            status, report, hvp_status = chk.status, chk.report, "-"
+            if order == 2:
+                job = Job("user", name, dtype, device, seed=seed, environment=current(), loss_form=form, order=2)
+                hvp = second_order_record(model, driver, form_case, job, prepared if chk.status == Status.OK else None)
+                hvp_status = str(hvp["status"])
+                if hvp_decides(chk.status, hvp["status"]):
+                    status, report = hvp["status"], hvp["report"]
+            results.append(DriverResult(name, status, chk.max_rel_error if chk.errors else None, report, chk.errors,
+                                        form, hvp_status))
+    return results, oracle_kind

@@ -1,0 +1,327 @@
+"""check_recurrence's input, checked before any driver runs: one validator per input kind (the
+functions, names and options, flags, params, carry0, xs and length, consts, and one numpy forward
+of the step and the loss), each raising at the first problem with a message of
+rnnbench.api.messages (TypeError for a wrong type, InputError for a bad value)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, NamedTuple, Optional
+
+import numpy as np
+
+from rnnbench.api.messages import label, problem, text
+from rnnbench.api.trees import Tree, flatten, is_flat, leaf_name, rebuild
+
+DTYPES = ("float64", "float32", "bfloat16")  # the dtypes check_recurrence runs at (as `rnnbench run --dtypes`)
+
+
+class Checked(NamedTuple):
+    """What validate derived from valid input."""
+
+    carry0: Any  # the carry as the step receives it: a bare array wrapped as (carry0,), a list as a tuple
+    length: int  # T
+    carry0_flags: tuple  # one requires-grad flag per carry leaf, in leaf order
+    drivers: list  # driver names, in the order given, each once
+    forms: list  # loss forms (rnnbench.losses), or ["model"] for a custom loss
+    example_y: Any  # the step's output at t = 0 (the shape of y_t)
+
+
+def validate(step, params, carry0, xs, length, loss, consts, carry0_requires_grad, xs_requires_grad,
+             dtype, drivers, losses, order) -> Checked:
+    """Reject bad input to check_recurrence before any driver runs: TypeError for a wrong type,
+    InputError (a ValueError) for a bad value, each naming the argument (a leaf as params['W']) and
+    what is expected. Checks every argument, every leaf of params, carry0, xs and consts (real
+    numeric, params float; not empty; finite, also once rounded to dtype), the trip count and
+    carry0_requires_grad against carry0; then runs the step over the whole sequence in numpy (the
+    float64 reference ops): the carry keeps carry0's structure and shapes, y_t keeps step 0's, both
+    stay finite, and a custom loss returns a finite scalar. The checks run in this order."""
+    from rnnbench.model import numpy_dtype
+
+    functions(step, loss)
+    options(dtype, order)
+    xs_flag(xs_requires_grad, xs)
+    driver_names = driver_selection(drivers)
+    forms = loss_forms(loss, losses)
+    np_dtype = numpy_dtype(dtype)
+    param_values(params, np_dtype)
+    carry = carry_values(carry0, np_dtype)
+    T = steps(xs, length, np_dtype)
+    flags = tuple(carry_flags(carry0_requires_grad, carry))
+    const_values(consts, loss, np_dtype)
+    example_y = forward(step, loss, params, carry, xs, consts, T, np_dtype,
+                        bare=not isinstance(carry0, (tuple, list, dict)))
+    return Checked(carry, T, flags, driver_names, forms, example_y)
+
+
+def functions(step: Any, loss: Any) -> None:
+    if not callable(step):
+        raise problem("step", type=type(step).__name__)
+    if loss is not None and not callable(loss):
+        raise problem("loss", type=type(loss).__name__)
+
+
+def options(dtype: Any, order: Any) -> None:
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise problem("dtype", dtype=dtype, known=", ".join(DTYPES))
+    if isinstance(order, bool) or order not in (1, 2):
+        raise problem("order", order=order)
+
+
+def xs_flag(flag: Any, xs: Any) -> None:
+    if not isinstance(flag, (bool, np.bool_)):
+        raise problem("xs_flag", flag=flag)
+    if flag and xs is None:
+        raise problem("xs_flag_no_xs")
+
+
+def names(value: Any, argument: str, example: str) -> list:
+    """A list of names, duplicates once, in the order given."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise problem("names_type", argument=argument, value=value, example=example)
+    if not value:
+        raise problem("names_empty", argument=argument)
+    if not all(isinstance(n, str) for n in value):
+        raise problem("names_str", argument=argument, value=list(value))
+    return list(dict.fromkeys(value))
+
+
+def driver_selection(drivers: Any) -> list[str]:
+    """The drivers to run: every registered one for None."""
+    from rnnbench import registry
+
+    if drivers is None:
+        return list(registry.drivers())
+    selected = names(drivers, "drivers", "'torch_loop'")
+    for name in selected:
+        try:
+            registry.get_driver(name)
+        except registry.UnknownName as exc:
+            raise registry.UnknownName(text("unknown_driver", error=exc)) from None
+    return selected
+
+
+def loss_forms(loss: Any, losses: Any) -> list[str]:
+    """The loss forms every driver is judged under: ["model"] for a custom loss."""
+    from rnnbench import losses as forms
+
+    if loss is not None:
+        if losses is not None:
+            raise problem("loss_and_losses")
+        return [forms.MODEL_LOSS]
+    if losses is None:
+        return list(forms.CHECKED)
+    selected = names(losses, "losses", "'weighted'")
+    for name in selected:
+        if name == forms.MODEL_LOSS:
+            raise problem("model_loss")
+        try:
+            forms.form_named(name)
+        except ValueError as exc:
+            raise problem("unknown_loss", error=exc) from None
+    return selected
+
+
+def real_array(value: Any, where: str, floats: bool = False) -> np.ndarray:
+    """value as a numpy array; TypeError unless its dtype is real numeric (float with `floats`)."""
+    try:
+        a = np.asarray(value)
+    except Exception:  # e.g. a tensor that requires grad
+        raise problem("unreadable", where=where, type=type(value).__name__) from None
+    if a.dtype.kind not in ("f" if floats else "fiu"):
+        what = ("None" if value is None else f"a {type(value).__name__}") if a.dtype.kind == "O" else \
+            f"an array of dtype {a.dtype}"
+        raise problem("not_float" if floats else "not_real", where=where, what=what)
+    return a
+
+
+def finite(a: np.ndarray, where: str, np_dtype: Any = None, why: str = label("inputs_finite")) -> np.ndarray:
+    """InputError if `a` has zero size or a non-finite entry, also once rounded to np_dtype (when
+    given); the message names the first bad index."""
+    if a.size == 0:
+        raise problem("zero_size", where=where, shape=a.shape)
+    checks = [(a, "")]
+    if np_dtype is not None and np.dtype(np_dtype) != np.float64:
+        with np.errstate(over="ignore"):
+            checks.append((a.astype(np_dtype).astype(np.float64), label("rounded", dtype=np.dtype(np_dtype).name)))
+    for values, note in checks:
+        bad = ~np.isfinite(values)
+        if bad.any():
+            index = tuple(int(i) for i in np.argwhere(bad)[0])
+            at = f" at index {index}" if index else ""
+            count = f" ({int(bad.sum())} non-finite entries in all)" if bad.sum() > 1 else ""
+            raise problem("not_finite", where=where, note=note, value=values[index], at=at, count=count, why=why)
+    return a
+
+
+def names_once(leaf_names: list[str], argument: str) -> None:
+    """InputError when two leaves of one tree get the same report name ("a.b" from two paths)."""
+    seen = set()
+    for name in leaf_names:
+        if name in seen:
+            raise problem("same_name", argument=argument, name=name)
+        seen.add(name)
+
+
+def param_values(params: Any, np_dtype: Any) -> None:
+    items = flatten(params)
+    if not items:
+        raise problem("no_params", params=params)
+    for path, leaf in items:
+        where = leaf_name("params", path)
+        finite(real_array(leaf, where, floats=True), where, np_dtype)
+    names_once(Tree(params).names(), "params")
+
+
+def carry_values(carry0: Any, np_dtype: Any) -> Any:
+    """carry0 as the step receives it (a bare array as (carry0,), a list as a tuple), checked."""
+    bare = not isinstance(carry0, (tuple, list, dict))
+    carry = (carry0,) if bare else tuple(carry0) if isinstance(carry0, list) else carry0
+    items = flatten(carry)
+    if not items:
+        raise problem("no_carry", carry0=carry0)
+    for path, leaf in items:
+        where = "carry0" if bare else leaf_name("carry0", path)
+        finite(real_array(leaf, where), where, np_dtype)
+    if not is_flat(carry):
+        names_once(Tree(carry).names(), "carry0")
+    return carry
+
+
+def _xs_steps(xs: Any, np_dtype: Any) -> int:
+    """T, the one leading dimension of every xs leaf."""
+    items = flatten(xs)
+    if not items:
+        raise problem("no_xs", xs=xs)
+    counts, arrays = {}, []
+    for path, leaf in items:
+        where = leaf_name("xs", path)
+        a = real_array(leaf, where)
+        arrays.append((where, a))
+        if a.ndim == 0:
+            raise problem("scalar_xs", where=where, hint=label("scalar_xs_hint") if path else "")
+        counts[where] = a.shape[0]
+    if len(set(counts.values())) > 1:
+        raise problem("xs_lengths", steps=", ".join(f"{w} {n}" for w, n in counts.items()))
+    T = next(iter(counts.values()))
+    if T == 0:
+        raise problem("zero_steps")
+    for where, a in arrays:
+        finite(a, where, np_dtype)
+    return T
+
+
+def steps(xs: Any, length: Any, np_dtype: Any) -> int:
+    """T: xs's leading dimension, or `length` (both given: they agree)."""
+    T = None if xs is None else _xs_steps(xs, np_dtype)
+    if length is not None:
+        if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)):
+            raise problem("length_type", length=length)
+        if length <= 0:
+            raise problem("length_value", length=length)
+        if xs is not None and length != T:
+            raise problem("length_xs", length=length, steps=T)
+        return int(length)
+    if xs is None:
+        raise problem("no_steps")
+    return T
+
+
+def carry_flags(flags: Any, carry: Any, path: tuple = ()) -> list[bool]:
+    """One flag per leaf of carry (in flatten order) from a bool or a tree shaped like carry, where
+    a bool at any node applies to every leaf below it."""
+    where, there = leaf_name("carry0_requires_grad", path), leaf_name("carry0", path)
+    if isinstance(flags, (bool, np.bool_)):
+        return [bool(flags)] * len(flatten(carry))
+    if isinstance(flags, dict):
+        if not isinstance(carry, dict):
+            raise problem("carry_flags_dict", where=where, there=there, type=type(carry).__name__)
+        unknown, missing = sorted(set(flags) - set(carry), key=repr), sorted(set(carry) - set(flags), key=repr)
+        if unknown or missing:
+            parts = "; ".join(part for part in (f"not in carry0: {unknown}" if unknown else "",
+                                                f"missing: {missing}" if missing else "") if part)
+            raise problem("carry_flags_keys", where=where, there=there, keys=sorted(carry, key=repr), parts=parts)
+        return [f for k in sorted(carry) for f in carry_flags(flags[k], carry[k], (*path, k))]
+    if isinstance(flags, (tuple, list)):
+        if not isinstance(carry, (tuple, list)) or len(flags) != len(carry):
+            has = f"has {len(carry)}" if isinstance(carry, (tuple, list)) else f"is a {type(carry).__name__}"
+            raise problem("carry_flags_length", where=where, count=len(flags), there=there, has=has)
+        return [f for i, (fl, c) in enumerate(zip(flags, carry)) for f in carry_flags(fl, c, (*path, i))]
+    raise problem("carry_flags_type", where=where, flags=flags, type=type(flags).__name__)
+
+
+def const_values(consts: Any, loss: Any, np_dtype: Any) -> None:
+    if consts is None:
+        return
+    if loss is None:
+        raise problem("consts_unread")
+    if not isinstance(consts, Mapping):
+        raise problem("consts_type", type=type(consts).__name__)
+    for name, value in consts.items():
+        where = leaf_name("consts", (name,))
+        finite(real_array(value, where), where, np_dtype)
+
+
+def _new_carry(t: int, new: Any, carry: Any, hint: str) -> Any:
+    """The step's new carry at step t, checked against carry0's structure, shapes and finiteness."""
+    want_items = flatten(carry)
+    carry_paths = [path for path, _ in want_items]
+    new_items = flatten(new)
+    paths = [path for path, _ in new_items]
+    if paths != carry_paths and not (len(carry_paths) == 1 and paths == [()]):  # one leaf may come back bare
+        raise problem("carry_structure", t=t, got=[leaf_name("carry", q) for q in paths],
+                      want=[leaf_name("carry", q) for q in carry_paths], hint=hint)
+    leaves = []
+    for (_, leaf), (p0, want_leaf) in zip(new_items, want_items):
+        where = label("new_carry", t=t, leaf=leaf_name("carry", p0))
+        a = real_array(leaf, where)
+        if a.shape != np.shape(want_leaf):
+            raise problem("carry_shape", where=where, shape=a.shape, want=np.shape(want_leaf), hint=hint)
+        leaves.append(finite(a, where, why=label("carry_finite")))
+    return rebuild(carry, iter(leaves))
+
+
+def _output(t: int, y: Any, first: Optional[list]) -> list:
+    """The step's output at step t, checked against step 0's structure and shapes (first: step 0's
+    [(path, leaf)], None at step 0) and finiteness: its leaves as arrays."""
+    items = flatten(y)
+    if first is not None and ([q for q, _ in items] != [q for q, _ in first]
+                              or [np.shape(leaf) for _, leaf in items] != [np.shape(leaf) for _, leaf in first]):
+        got = {leaf_name("y", q): np.shape(leaf) for q, leaf in items}
+        want = {leaf_name("y", q): np.shape(leaf) for q, leaf in first}
+        raise problem("y_structure", t=t, got=got, want=want)
+    wheres = [label("output", t=t, leaf=leaf_name("y", q)) for q, _ in items]
+    return [finite(real_array(leaf, where), where, why=label("outputs_finite"))
+            for where, (_, leaf) in zip(wheres, items)]
+
+
+def forward(step, loss, params, carry, xs, consts, T: int, np_dtype: Any, bare: bool) -> Any:
+    """One numpy forward in the user's trees, at the values the drivers will see (rounded to
+    np_dtype): the carry keeps carry0's structure and shapes, y_t keeps step 0's, both stay finite,
+    and a custom loss returns a finite scalar. Returns step 0's output (the shape of y_t)."""
+    from rnnbench.ops import numpy_ops
+
+    def rounded(leaf):
+        return np.asarray(leaf).astype(np_dtype).astype(np.float64)
+
+    hint = label("bare_carry_hint") if bare else ""
+    ops = numpy_ops()
+    p = rebuild(params, iter([rounded(leaf) for _, leaf in flatten(params)]))
+    c = rebuild(carry, iter([rounded(leaf) for _, leaf in flatten(carry)]))
+    x_leaves = [] if xs is None else [rounded(leaf) for _, leaf in flatten(xs)]
+    first, example_y, ys = None, None, []
+    for t in range(T):
+        out = step(ops, p, c, None if xs is None else rebuild(xs, iter([leaf[t] for leaf in x_leaves])))
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise problem("step_return", t=t, type=type(out).__name__, out=out)
+        new, y = out
+        c = _new_carry(t, new, carry, hint)
+        ys.append(_output(t, y, first))
+        if first is None:
+            first, example_y = flatten(y), y
+    if loss is not None:
+        stacked = rebuild(example_y, iter([np.stack(leaves) for leaves in zip(*ys)]))
+        value = loss(ops, {k: rounded(v) for k, v in (consts or {}).items()}, stacked, c)
+        if np.shape(value) != ():
+            raise problem("loss_shape", shape=np.shape(value))
+        finite(real_array(value, label("loss_value")), label("loss"), why=label("loss_finite"))
+    return example_y

@@ -1,0 +1,30 @@
+"""`rnnbench env list | create NAME...`: the Python environments rows run in."""
+
+from __future__ import annotations
+
+import argparse
+
+from rnnbench.run import environments, plan
+
+NAME = "env"
+HELP = "the Python environments rows run in (src/rnnbench/environments.toml): list, create"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=("list", "create"))
+    p.add_argument("names", nargs="*", help="environments to create (created once, then reused)")
+
+
+def run(args: argparse.Namespace) -> int:
+    envs = environments.environments()
+    if args.action == "list":
+        for name, env in envs.items():
+            state = env.missing_reason() and "missing" or ", ".join(
+                f"{p} {v}" for p, v in environments.package_versions(name) if p != "numpy")
+            print(f"{name:<14} {'default' if env.default else 'matrix':<8} {state}\n{'':<24}{env.python}")
+        return 0
+    names = plan.names(",".join(args.names), list(envs), "environment", required=True)
+    for name in names:
+        env = environments.create(name, log=lambda line: print(f"rnnbench: {line}", flush=True))
+        print(f"{name}: {env.python}")
+    return 0

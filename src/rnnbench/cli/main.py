@@ -1,0 +1,121 @@
+"""Command line: `rnnbench run` (the default comparison), `rnnbench list`, `rnnbench table`,
+`rnnbench sweep` (sizes, cold rows, time budgets), `rnnbench report` (charts + HTML from records),
+`rnnbench fuzz` (random step bodies on every driver: first and second order vs finite differences).
+
+Exit codes: 0 every row ok, unavailable or a registered known issue (known_issue:<id>); 1 some row
+failed its check or crashed, or a registered known issue no longer reproduces
+(known_issue_fixed:<id>), the disk refused a write, or an internal error (one line, the traceback
+saved to a file); 2 bad input (one line on stderr, no traceback, nothing written); 128+N cut short
+by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP); 141 stdout's reader went away. See main()."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Optional, Sequence
+
+from rnnbench import record
+from rnnbench.cli import env, fuzz, options, report, run, sweep, table, versions
+from rnnbench.cli import list as list_
+from rnnbench.errors import InputError
+from rnnbench.run import parent
+
+# The subcommands, in the order `rnnbench --help` lists them: each a module with NAME, HELP,
+# add_arguments(parser) and run(args) -> exit code.
+COMMANDS = (run, list_, versions, env, table, sweep, fuzz, report)
+
+
+def parser() -> options.Parser:
+    p = options.Parser(prog="rnnbench", description=__doc__)
+    sub = p.add_subparsers(dest="command", parser_class=options.Parser)
+    for command in COMMANDS:
+        command.add_arguments(sub.add_parser(command.NAME, help=command.HELP))
+    return p
+
+
+def _say(line: str) -> None:
+    """One line on stderr, on a line of its own (after a progress bar), whatever stderr's state."""
+    try:
+        print(line if parent.stderr_at_line_start() else "\n" + line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _internal_error(exc: BaseException, argv: list[str]) -> int:
+    """One line naming the exception and the file its traceback is saved in (the newest 50 kept);
+    where no file can be written, the traceback itself. Exit code 1."""
+    text = "".join(traceback.format_exception(exc))
+    message = (str(exc).strip().splitlines() or [""])[0][:300]
+    what = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    try:
+        cache = os.environ.get("XDG_CACHE_HOME", "")
+        folder = (Path(cache) if os.path.isabs(cache) else Path.home() / ".cache") / "rnnbench" / "tracebacks"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+        with open(path, "x") as f:
+            f.write(f"rnnbench {' '.join(argv)}\npython {sys.version.split()[0]} on {sys.platform}, "
+                    f"{time.strftime('%Y-%m-%d %H:%M:%S %z')}\n\n{text}")
+        for old in sorted(folder.glob("*.txt"))[:-50]:  # keep the newest 50
+            old.unlink(missing_ok=True)
+    except (OSError, RuntimeError, KeyError) as why:  # no home, read-only cache: print it instead
+        _say(f"rnnbench: internal error: {what} (could not save the traceback: {why}; here it is)")
+        _say(text.rstrip())
+        return 1
+    _say(f"rnnbench: internal error: {what} (full traceback: {path})")
+    return 1
+
+
+def _dispatch(argv: list[str]) -> int:
+    """Parse `argv` and run its command, inside the parent's signal and stream handling."""
+    with parent.handle_signals(), parent.watch_stdout(), parent.track_stderr():
+        try:
+            args = parser().parse_args(argv)
+        except SystemExit:  # --help printed (argparse swallows write errors): was it delivered?
+            sys.stdout.flush()
+            if parent.stdout_closed():
+                raise BrokenPipeError("stdout closed") from None
+            raise
+        return {command.NAME: command for command in COMMANDS}[args.command].run(args)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The command line's one error boundary. Exit codes: 0 and 1 as the command says (1: a row
+    failed); 2 bad input (InputError: one line `rnnbench: error: ...`, nothing written); 1 an
+    internal error (any other exception: one line `rnnbench: internal error: <Type>: <message>
+    (full traceback: <file>)`, the traceback saved under $XDG_CACHE_HOME/rnnbench/tracebacks or
+    ~/.cache/rnnbench/tracebacks); 128+N when cut short by signal N (130 SIGINT, 143 SIGTERM,
+    129 SIGHUP: one line saying what is kept and how to continue) and 141 when stdout's reader
+    went away (`rnnbench ... | head`). Every way out ends the workers (their process groups) and
+    removes the run's temporary files (rnnbench.run.tmpdirs)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+        argv = ["run", *argv]
+    try:
+        return _dispatch(argv)
+    except InputError as exc:
+        _say(f"rnnbench: error: {exc}")
+        return 2
+    except KeyboardInterrupt as exc:  # parent.Interrupted for SIGTERM and SIGHUP too
+        signum = getattr(exc, "signum", signal.SIGINT)
+        with contextlib.suppress(OSError, ValueError):
+            if sys.stdout.isatty():
+                print(flush=True)  # off the progress bar's line
+        _say(parent.exit_line(f"interrupted by {signal.Signals(signum).name}"))
+        return 128 + signum
+    except BrokenPipeError as exc:
+        if not parent.stdout_closed():
+            return _internal_error(exc, argv)
+        parent.silence_stdout()
+        if parent.has_results_file():  # quiet otherwise, as `list | head` should be
+            _say(parent.exit_line("output closed"))
+        return 128 + signal.SIGPIPE
+    except record.WriteFailed as exc:  # the machine refused a write (disk full): not a bug of ours
+        _say(f"rnnbench: error: {exc.strerror or exc}")
+        return 1
+    except Exception as exc:
+        return _internal_error(exc, argv)

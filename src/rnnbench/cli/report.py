@@ -1,0 +1,39 @@
+"""`rnnbench report`: charts (PNG) and an HTML page from results files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rnnbench import record
+from rnnbench.cli import options
+
+NAME = "report"
+HELP = "charts (PNG) and an HTML page from results files"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="+")
+    p.add_argument("--out-dir", default="results/report", help="where to write the PNGs and index.html")
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = options.results_files(args.files)
+    warnings: list[str] = []
+    records = record.load(paths, warn=warnings.append)
+    if not records:
+        raise options.UsageError("no records in the given files"
+                                 + (" (only an incomplete last line)" if warnings else ""))
+    for warning in warnings:
+        print(warning, file=sys.stderr)
+    from rnnbench.report.html import write_report
+
+    out_dir = Path(args.out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise options.UsageError(f"cannot create {out_dir}: {exc.strerror}") from None
+    page = write_report(records, out_dir)
+    print(f"rnnbench: report -> {page}")
+    return 0

@@ -1,0 +1,83 @@
+"""`rnnbench sweep`: time models x drivers over sequence lengths and hidden sizes, each row cold
+(rnnbench.run.sweep)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from rnnbench import record, registry
+from rnnbench.cli import options
+from rnnbench.report.table import summary
+from rnnbench.run import executors, parent, plan
+from rnnbench.run.timing import TimingConfig
+from rnnbench.status import is_failing
+
+NAME = "sweep"
+HELP = "time models x drivers over sequence lengths and hidden sizes, each row cold"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--models", default="lstm,rnn", help="comma-separated model names (default lstm,rnn)")
+    p.add_argument("--drivers", help="comma-separated driver names (default: all)")
+    p.add_argument("--lengths", default="16,32,64,128,256", help="trip counts (T or K), comma-separated")
+    p.add_argument("--hidden", default="", help="widths (H or n) at the base length, comma-separated")
+    p.add_argument("--sizes", help="base sizes for every row, e.g. B=16,I=64,H=128")
+    p.add_argument("--dtypes", default="float32", help=f"comma-separated, from {', '.join(plan.DTYPES)}; "
+                   "swept one after another (default float32)")
+    p.add_argument("--dtype", dest="dtypes", help=argparse.SUPPRESS)  # the old spelling
+    p.add_argument("--threads", type=int, default=options.CORES, help="threads per framework")
+    p.add_argument("--budget", type=float, default=0.5, help="seconds of repeats per timed quantity")
+    p.add_argument("--driver-budget", type=float, default=120.0, help="wall seconds per (model, driver) over the sweep")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds before any one row is killed")
+    p.add_argument("--out", help="results file (JSON Lines; default results/sweep-<timestamp>.jsonl)")
+    options.executor_flags(p)
+
+
+def int_list(value: str, what: str) -> list[int]:
+    """Comma-separated positive integers (empty items skipped)."""
+    out = []
+    for item in value.split(","):
+        if not item.strip():
+            continue
+        try:
+            n = int(item)
+        except ValueError:
+            raise options.UsageError(f"{what} value {item.strip()!r} is not an integer") from None
+        if n <= 0:
+            raise options.UsageError(f"{what} value {n} must be positive")
+        out.append(n)
+    return out
+
+
+def _progress(rec: dict) -> None:
+    t = rec.get("fwd_bwd")
+    extra = f" fwd+bwd {t['median_ms']:.3g} ms" if t and rec["status"] == "ok" else f" {rec.get('reason', '')}"
+    sizes = ",".join(f"{k}={v}" for k, v in rec["sizes"].items())
+    print(f"  {rec['model']:<10} {rec['driver']:<20} {sizes:<22} {rec['status']}{extra}", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rnnbench.run.sweep import SweepPlan, run_sweep
+
+    models = plan.names(args.models, list(registry.models()), "model")
+    drivers = plan.names(args.drivers, list(registry.drivers()), "driver")
+    dtypes = plan.names(args.dtypes, plan.DTYPES, "dtype", required=True)
+    options.threads("--threads", args.threads)
+    for flag in ("budget", "driver_budget", "timeout"):
+        options.number("--" + flag.replace("_", "-"), getattr(args, flag), maximum=options.MAX_SECONDS)
+    lengths, hidden = int_list(args.lengths, "--lengths"), int_list(args.hidden, "--hidden")
+    executors.check_executor(args.executor, args.address)
+    if not lengths and not hidden:
+        raise options.UsageError("nothing to sweep: give --lengths and/or --hidden")
+    plans = [SweepPlan(models, drivers, lengths, hidden, plan.sizes(args.sizes, models), dtype, args.threads,
+                       TimingConfig(budget_s=args.budget), args.driver_budget, args.timeout) for dtype in dtypes]
+    out = options.out_path(args.out, "sweep-%Y%m%d-%H%M%S.jsonl")
+    start = time.perf_counter()
+    with record.ResultsFile(out) as results:
+        parent.results_file(out, resumable=False)
+        print(f"rnnbench: sweep -> {out}", flush=True)
+        with executors.executor(args.executor, args.address) as executor:
+            records = [rec for p in plans for rec in run_sweep(p, results, _progress, executor)]
+    print(f"\n{summary(records)} in {time.perf_counter() - start:.0f} s; records in {out}")
+    return 1 if any(is_failing(r["status"]) for r in records) else 0

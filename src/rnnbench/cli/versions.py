@@ -1,0 +1,54 @@
+"""`rnnbench versions`: the bug x version table, every registered known issue and bug class probed
+in every environment of the framework-version matrix (rnnbench.run.bug_versions)."""
+
+from __future__ import annotations
+
+import argparse
+
+from rnnbench import record
+from rnnbench.cli import options
+from rnnbench.run import environments, executors, parent, plan
+
+NAME = "versions"
+HELP = ("the bug x version table: every registered known issue and bug class in every environment of the "
+        "framework-version matrix")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--environments", help="comma-separated (default: every environment in "
+                   "src/rnnbench/environments.toml; missing ones are created)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds before a row is killed (default 900)")
+    p.add_argument("--out", help="results file (default results/versions-<timestamp>.jsonl)")
+    p.add_argument("--resume", action="store_true", help="skip rows already recorded in --out")
+    p.add_argument("--from", dest="from_files", nargs="+", metavar="FILE",
+                   help="print the table of these results files instead of running")
+    options.executor_flags(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the probes of rnnbench.run.bug_versions in each environment (created where
+    missing), then print the bug x version table."""
+    from rnnbench.report.progress import Progress
+    from rnnbench.run import bug_versions
+    from rnnbench.run.runner import Runner
+
+    if args.from_files:
+        print(bug_versions.format_table(record.load(options.results_files(args.from_files))))
+        return 0
+    timeout = options.number("--timeout", args.timeout, maximum=options.MAX_SECONDS)
+    executors.check_executor(args.executor, args.address)
+    envs = plan.names(args.environments, list(environments.environments()), "environment")
+    jobs = bug_versions.probe_jobs(envs)
+    out = options.out_path(args.out, "versions-%Y%m%d-%H%M%S.jsonl", args.resume)
+    options.create_named_environments(",".join(envs), {j.environment for j in jobs})
+    with record.ResultsFile(out, resume=args.resume) as results:
+        parent.results_file(out, resumable=True)
+        skipped, jobs = plan.not_yet_recorded(jobs, out, results) if args.resume else (0, jobs)
+        print(f"rnnbench: {len(jobs)} rows in {len(envs)} environments -> {out}"
+              + (f" ({skipped} already done, skipped)" if skipped else ""), flush=True)
+        progress = Progress(len(jobs))
+        with executors.executor(args.executor if jobs else "local", args.address) as executor:
+            Runner(results, timeout, progress.start, progress.done, executor=executor).run(jobs)
+        progress.close()
+    print("\n" + bug_versions.format_table(record.load([out])))
+    return 0

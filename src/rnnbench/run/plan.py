@@ -1,0 +1,195 @@
+"""What a run selects and in which rows: the suites, the defaults of `rnnbench run`, the name
+selections (models, drivers, environments, dtypes, sizes), the job matrix, its shards, what a
+resumed run still has to do, and the drivers a fuzz campaign runs on. Suite policy lives here, not
+in the command line, so that the API and the executors plan rows without importing the CLI.
+
+Every function raises rnnbench.errors.InputError on bad input (one line, exit code 2 at the CLI)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from rnnbench import losses, record, registry
+from rnnbench.check.tolerance import tolerance
+from rnnbench.errors import InputError
+from rnnbench.model import Model
+from rnnbench.run import environments
+from rnnbench.run.row import Job, unavailable_reason
+from rnnbench.run.timing import TimingConfig
+
+DTYPES = ("float32", "float64", "bfloat16")
+DEVICES = ("cpu", "cuda")
+
+# Defaults of `run`, also the keys a --config file may set.
+RUN_DEFAULTS: dict[str, Any] = {
+    "suite": "quick",  # what --models / --drivers / --environments default to (SUITES)
+    "models": None,  # the suite's
+    "drivers": None,  # the suite's
+    "environments": None,  # the suite's: a driver runs once in each of its environments
+    "dtypes": "float32",
+    "device": "cpu",
+    "sizes": None,  # each model's defaults
+    "seed": 0,
+    "threads": None,  # all the cores this process may run on
+    "budget": 0.5,
+    "timeout": 600.0,
+    "memory_limit_gb": None,
+    "losses": "model",  # loss forms (rnnbench.losses); "model": each model's own loss
+    "order": "auto",  # 1, 2, or auto: 2 on float64 rows of core models (H v checked too)
+}
+
+
+# --suite: what a run selects on each axis that --models / --drivers / --environments leave open.
+# Models and drivers: a tuple of names, or a Model.suite / Driver.suite value ("core", "bugs"; "all"
+# for every one); environments: a tuple, or "default" (the environments.toml entries marked default),
+# for the suite's drivers: drivers named with --drivers run in every default environment of theirs.
+# quick, the default, is the comparison at a glance: one model per family (Elman, LSTM, a stacked
+# recurrence, Taylor, Newton) on every core driver in the main environment, kept small enough to run
+# by default (its measured cost: docs/cli.md, "Suites"). core: every core model, and the torch 2.9.0 /
+# torch_xla environment too. bugs: the docs/bugs.md case models on every driver, buffer drivers
+# included. all: both.
+SUITES: dict[str, dict[str, Any]] = {
+    "quick": {"models": ("rnn", "lstm", "lstm2", "taylor_exp", "newton_sqrt"), "drivers": "core",
+              "environments": ("main",)},
+    "core": {"models": "core", "drivers": "core", "environments": "default"},
+    "bugs": {"models": "bugs", "drivers": "all", "environments": "default"},
+    "all": {"models": "all", "drivers": "all", "environments": "default"},
+}
+
+
+def names(value: Optional[str], known: Sequence[str], what: str, required: bool = False) -> list[str]:
+    """The names in a comma-separated selection, each once, in the order given; None selects all
+    (unless `required`). A selection that names nothing (",") is an error, not an empty run."""
+    if value is None and not required:
+        return list(known)
+    chosen = list(dict.fromkeys(v.strip() for v in (value or "").split(",") if v.strip()))
+    if not chosen:
+        raise InputError(f"the {what} selection {value!r} names nothing; known: {', '.join(known)}")
+    for n in chosen:
+        if n not in known:
+            raise InputError(f"unknown {what} {n!r}; known: {', '.join(known)}")
+    return chosen
+
+
+def sizes(value: Optional[str], models: list[str]) -> dict[str, int]:
+    """`KEY=VALUE,...` overrides of model sizes, each a positive integer used by a selected model."""
+    out: dict[str, int] = {}
+    for item in (value or "").split(","):
+        if not item.strip():
+            continue
+        key, sep, num = item.partition("=")
+        key = key.strip()
+        if not sep:
+            raise InputError(f"size {item!r} is not KEY=VALUE (e.g. --sizes T=64,H=128)")
+        try:
+            n = int(num)
+        except ValueError:
+            raise InputError(f"size {key}={num!r} is not an integer") from None
+        if n <= 0:
+            raise InputError(f"size {key}={n} must be positive")
+        if not any(key in registry.get_model(m).default_sizes for m in models):
+            raise InputError(f"size {key!r} is not used by any selected model")
+        out[key] = n
+    return out
+
+
+def suite_names(selection: Any, items: dict[str, Any]) -> list[str]:
+    """The names a suite selects on one axis (SUITES) among registry `items` (models or drivers)."""
+    if isinstance(selection, tuple):
+        return list(selection)
+    return [name for name, item in items.items() if selection in ("all", item.suite)]
+
+
+def order(value: str, model: Model, dtype: str) -> int:
+    """auto: the H v check joins float64 rows of core models (measured cost: docs/checking.md)."""
+    if value == "auto":
+        return 2 if dtype == "float64" and model.suite == "core" else 1
+    return int(value)
+
+
+def check_drivers_runnable(selected: list[str], explicit: bool) -> None:
+    """A driver named explicitly whose framework is missing from this (main) environment is bad
+    input. A missing *other* environment is not: its rows say how to create it."""
+    if not explicit:
+        return
+    for name in selected:
+        d = registry.get_driver(name)
+        if d.environments == ("main",):
+            reason = d.available()
+            if reason:
+                raise InputError(f"driver {name!r} cannot run here: {reason}; install it with `make venv`")
+
+
+def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
+    """The rows of a run with settings `s` (RUN_DEFAULTS' keys; selections as comma-separated
+    strings, numbers checked): every dtype x model x loss form x driver x environment the driver
+    runs in, in that order. timed=False: check gradients only."""
+    if s["suite"] not in SUITES:
+        raise InputError(f"unknown suite {s['suite']!r}; known: {', '.join(SUITES)}")
+    suite = SUITES[s["suite"]]
+    models = (names(s["models"], list(registry.models()), "model") if s["models"]
+              else suite_names(suite["models"], registry.models()))
+    drivers = (names(s["drivers"], list(registry.drivers()), "driver") if s["drivers"]
+               else suite_names(suite["drivers"], registry.drivers()))
+    # Named drivers run in each of their default environments (naming torch_xla_loop means running
+    # it); the suite's environments hold for the suite's own drivers.
+    suite_envs = "default" if s["drivers"] else suite["environments"]
+    envs = (names(s["environments"], list(environments.environments()), "environment") if s["environments"]
+            else environments.default_names() if suite_envs == "default" else list(suite_envs))
+    dtypes = names(s["dtypes"], DTYPES, "dtype")
+    if s["device"] not in DEVICES:
+        raise InputError(f"unknown device {s['device']!r}; known: {', '.join(DEVICES)}")
+    for d in dtypes:
+        tolerance(d, "analytic")
+    overrides = sizes(s["sizes"], models)
+    try:
+        loss_forms = losses.parse(str(s["losses"]), [losses.MODEL_LOSS])
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    if str(s["order"]) not in ("1", "2", "auto"):
+        raise InputError(f"order must be 1, 2 or auto, got {s['order']!r}")
+    check_drivers_runnable(drivers, explicit=bool(s["drivers"]))
+    timing = TimingConfig(budget_s=float(s["budget"]))
+    return [
+        Job(m, d, dtype, s["device"], overrides, int(s["seed"]), int(s["threads"]), timing, timed, env,
+            loss_form, order(str(s["order"]), registry.get_model(m), dtype))
+        for dtype in dtypes
+        for m in models
+        for loss_form in loss_forms
+        for d in drivers
+        for env in envs
+        if environments.runs(registry.get_driver(d), env)
+    ]
+
+
+def shard(planned: list[Job], i: int, n: int) -> list[Job]:
+    """Shard i of n (1 <= i <= n) of `planned`: deterministic, the shards partition the rows."""
+    return [j for k, j in enumerate(sorted(planned, key=Job.key)) if k % n == i - 1]
+
+
+def not_yet_recorded(planned: list[Job], out: Path, results: record.ResultsFile) -> tuple[int, list[Job]]:
+    """A resumed run: how many of `planned` `out` already records (skipped), and the rest, to run
+    (record.resume_plan reruns or refuses records of another version or settings)."""
+    wanted = [(j.key(), j.fingerprint(), j.settings(), f"{j.model}/{j.driver}/{j.environment}/{j.dtype}")
+              for j in planned]
+    todo = record.resume_plan(out, results.existing, wanted)
+    return len(planned) - len(todo), [planned[i] for i in todo]
+
+
+def fuzz_drivers(value: Optional[str], dtype: str, device: str, probe: Model) -> list:
+    """Named drivers (each must run here and support a user step at `dtype` on `device`), or the
+    default set: every available eager / jax driver of this environment that runs an arbitrary step.
+    probe: a fuzzed body's model (rnnbench.fuzz builds it), asked of each driver."""
+    here = [d for d in registry.drivers().values() if environments.runs(d, environments.current())]
+    if value:
+        chosen = [registry.get_driver(n) for n in names(value, [d.name for d in here], "driver")]
+    else:
+        chosen = [d for d in here if not (d.compiled and d.framework.slow_compile)]
+    why = {d.name: unavailable_reason(probe, d, Job(probe.name, d.name, dtype, device,
+                                                     environment=environments.current()))
+           for d in chosen}
+    for d in chosen:
+        if why[d.name] and value:
+            raise InputError(f"driver {d.name!r} cannot fuzz here: {why[d.name]}")
+    return [d for d in chosen if why[d.name] is None]
