@@ -11,7 +11,7 @@ XLA_BIN   = $(XLA_VENV)/bin
 export RNNBENCH_XLA_PYTHON ?= $(abspath $(XLA_BIN))/python
 
 # Tests that run inside the torch_xla environment (torch 2.9.0); jax and the vendor anchors are main-only.
-XLA_TESTS = tests/test_gradients.py tests/test_reference_cases.py tests/test_known_issues.py tests/test_torch_xla.py \
+XLA_TESTS = tests/test_gradients.py tests/test_reference_cases.py tests/test_known_issues.py tests/test_upstream_repros.py tests/test_torch_xla.py \
             tests/test_second_order.py
 
 .PHONY: venv venv-xla bench bench-all test test-xla lint clean clean-xla

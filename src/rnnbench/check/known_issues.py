@@ -51,10 +51,30 @@ CONDITIONS: dict[str, Callable[[Model, Case], bool]] = {
     # The carry cotangent crosses a step of the backward loop: two or more steps, or a differentiated
     # initial carry (whose gradient is the loop's last carried value).
     "carry_cotangent_crosses_a_step": lambda model, case: case.length >= 2 or any(case.carry0_requires_grad),
+    # Some final-carry leaf reaches the loss only through an unweighted sum, so the backward seeds the
+    # scan with an expanded (stride-0) cotangent: the trigger itself, whatever the loss is called
+    # (docs/bugs.md#torch-inductor-scan-expanded-carry-cotangent).
+    # Here: stride 0 along a dim of size >= 2 (several lanes share one value).
+    "final_carry_cotangent_expanded": lambda model, case: any(
+        lanes >= 2 for lanes in expanded_carry_cotangents(model, case)),
+    # Two or more final-carry leaves get expanded cotangents, of any size: stride-0 views of one
+    # scalar tangent, which scan's functionalization sees as aliased inputs.
+    "final_carry_cotangents_expanded_twice": lambda model, case: len(expanded_carry_cotangents(model, case)) >= 2,
     # Some recurrence (one scan) carries several leaves (each an expanded cotangent under an
     # unweighted sum). A stacked model of one-leaf layers (rnn2) has none.
     "several_carry_leaves_in_a_recurrence": lambda model, case: any(
         len(carry) >= 2 for carry in recurrence_carries(model, case)),
+    # torch_xla's scan traces the step with every carry leaf requiring grad and x requiring grad when
+    # xs' does, then back-propagates ones from every output: an output (new carry leaf or y) that
+    # depends on none of them has no grad_fn (torch_xla/experimental/scan.py value_and_grad_partitioned).
+    "step_output_without_grad": lambda model, case: _step_graph(model, case)[0],
+    # Some carry leaf reaches no step output that has a grad_fn: the step's backward returns None for
+    # it, which the reverse scan's flattening drops, so its carry is one leaf short
+    # (torch_xla/experimental/scan.py _scan_impl_flat's assertion).
+    "carry_leaf_unread_by_step": lambda model, case: _step_graph(model, case)[1],
+    # A step output is a closed-over parameter itself (y = p, c' = p): AOTAutograd's metadata
+    # collection meets the captured tensor as a tangent (torch_xla_scan_closure).
+    "step_returns_a_parameter": lambda model, case: _step_graph(model, case)[2],
     # Two or more recurrences (scans) in one program: stacked or bidirectional layers.
     "several_recurrences": lambda model, case: len(recurrence_carries(model, case)) >= 2,
 }
@@ -142,6 +162,68 @@ def recurrence_carries(model: Model, case: Case) -> list[tuple]:
     return seen
 
 
+def expanded_carry_cotangents(model: Model, case: Case) -> list[int]:
+    """For each final-carry leaf the loss seeds with an expanded cotangent (a gradient with a stride-0
+    dim, as torch's backward of an unweighted sum gives: expand of a scalar), the largest size of
+    its stride-0 dims (1 for a one-element leaf); leaves with other cotangents are left out.
+    Runs the numpy forward, then the model's loss in eager torch on the final carry as leaves, and
+    reads the strides of each leaf's incoming gradient. A sum that inductor alone turns into an
+    expand (e.g. of c * ones_like(c)) is not seen here."""
+    import torch
+
+    from rnnbench.model import rollout
+    from rnnbench.ops import forward_pass, numpy_ops, torch_ops
+
+    with forward_pass():
+        ys, carry = rollout(numpy_ops(), model, case.params, case.carry0, case.xs, case.length)
+    leaves = [torch.tensor(np.asarray(c, dtype=np.float64), requires_grad=True) for c in carry]
+    expanded: list[int] = []
+
+    def seen(grad) -> None:
+        lanes = [n for stride, n in zip(grad.stride(), grad.shape) if stride == 0]
+        if lanes:
+            expanded.append(max(lanes))
+
+    for leaf in leaves:
+        leaf.register_hook(seen)
+    consts = {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in case.consts.items()}
+    loss = model.loss(torch_ops(), consts, torch.tensor(np.asarray(ys, dtype=np.float64)), tuple(leaves))
+    if isinstance(loss, torch.Tensor) and loss.requires_grad:
+        loss.backward()
+    return expanded
+
+
+def _step_graph(model: Model, case: Case) -> tuple[bool, bool, bool]:
+    """One eager torch step at the case's values, with every carry leaf and parameter requiring
+    grad and x when xs' does (what torch_xla's scan traces with grad; parameters travel in the carry
+    in torch_xla_scan): (some output has no grad_fn; some carry leaf reaches no output that has
+    one; some output is a parameter tensor itself). A model of several recurrences (Model.forward)
+    has no single body: all False."""
+    import torch
+
+    from rnnbench.ops import numpy_ops, torch_ops
+
+    if model.forward is not None:
+        return False, False, False
+
+    def t(a, grad: bool):
+        return torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=grad)
+
+    x = None
+    if case.xs is not None:
+        xs = case.xs if model.prologue is None else model.prologue(numpy_ops(), case.params, case.xs)
+        x = t(np.asarray(xs)[0], case.xs_requires_grad or (model.prologue is not None and bool(case.params)))
+    carry = tuple(t(c, True) for c in case.carry0)
+    params = {k: t(v, True) for k, v in case.params.items()}
+    new, y = model.step(torch_ops(), params, carry, x)
+    outputs = [o for o in (*new, y) if isinstance(o, torch.Tensor)]
+    returns_param = any(o is p for o in outputs for p in params.values())
+    with_grad = [o for o in outputs if o.requires_grad]
+    grads = torch.autograd.grad(with_grad, carry, [torch.ones_like(o) for o in with_grad], allow_unused=True) \
+        if with_grad else [None] * len(carry)
+    return len(with_grad) < len(outputs), any(g is None for g in grads), returns_param
+
+
 def _body_grad_numel_shared_upstream(model: Model, case: Case) -> bool:
     body, upstream = differentiated_sizes(model, case)
     return any(nb == nu for b, nb in body.items() for u, nu in upstream.items() if b != u)
@@ -165,6 +247,7 @@ class KnownIssue:
     certain: bool = True  # False: shows on some covered cases only (an ok row stays ok)
     witnesses: tuple[Mapping[str, Any], ...] = ()  # rows ({"model", "dtype"}, optional "versions") on which it must reproduce
     losses: Optional[tuple[str, ...]] = None  # loss forms (rnnbench.losses) it shows under; None: any
+    upstream_match: Optional[str] = None  # with `upstream`: why that report is this bug (op, symptom, versions)
 
     def covers(self, driver: str, model: Model, case: Case, dtype: str, versions: Callable[[str], Optional[str]],
                order: int = 1) -> bool:
@@ -215,6 +298,7 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
                 certain=bool(produces.get("certain", True)),
                 witnesses=tuple(dict(w) for w in raw.get("witnesses", ())),
                 losses=tuple(affects["losses"]) if affects.get("losses") is not None else None,
+                upstream_match=raw.get("upstream_match"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise RegistryError(f"known issue {raw.get('id', '?')!r}: missing or malformed field {exc}") from None
@@ -229,6 +313,9 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
         if unknown or bad_status or not issue.drivers or not issue.statuses or issue.order not in (1, 2):
             raise RegistryError(f"known issue {issue.id!r}: unknown conditions {unknown} / statuses {bad_status}, "
                                 "no drivers / statuses, or affects.order not 1 or 2")
+        if bool(issue.upstream) != bool(issue.upstream_match):
+            raise RegistryError(f"known issue {issue.id!r}: `upstream` and `upstream_match` (the evidence that the "
+                                "upstream report is this bug) come together")
         if not issue.certain and not issue.witnesses:
             raise RegistryError(f"known issue {issue.id!r}: an entry that is not certain needs witnesses "
                                 "(rows on which it must reproduce), or nothing would notice it is fixed")

@@ -1,0 +1,27 @@
+"""`rnnbench bugs [ID] [--markdown]`: the known-issues registry and its upstream reports."""
+
+from __future__ import annotations
+
+import argparse
+
+from rnnbench.report import bugs
+
+NAME = "bugs"
+HELP = "the known-issues registry and its upstream reports: list them, or print one ready to paste"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", nargs="?", help="a registry id: print its report (default: list every entry)")
+    p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="markdown: a table for the list; for an id, the report with its repro inlined",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.id:
+        print(bugs.report(args.id, args.markdown), end="")
+    else:
+        print(bugs.listing(args.markdown))
+    return 0
