@@ -22,7 +22,7 @@ from rnnbench import losses, record, registry
 from rnnbench.errors import InputError
 from rnnbench.check.tolerance import tolerance
 from rnnbench.report.table import failure_reports, format_table, summary
-from rnnbench.run import environments, executors, isolation
+from rnnbench.run import environments, executors, gpu_suite, isolation
 from rnnbench.run.row import Job
 from rnnbench.run.timing import TimingConfig
 from rnnbench.status import is_failing
@@ -46,6 +46,7 @@ RUN_DEFAULTS: dict[str, Any] = {
     "memory_limit_gb": None,
     "losses": "model",  # loss forms (rnnbench.losses); "model": each model's own loss
     "order": "auto",  # 1, 2, or auto: 2 on float64 rows of core models (H v checked too)
+    "compile_budget": None,  # seconds a row's first call may take (None: no budget but --timeout)
 }
 
 
@@ -65,6 +66,7 @@ SUITES: dict[str, dict[str, Any]] = {
     "core": {"models": "core", "drivers": "core", "environments": "default"},
     "bugs": {"models": "bugs", "drivers": "all", "environments": "default"},
     "all": {"models": "all", "drivers": "all", "environments": "default"},
+    "gpu": gpu_suite.SUITE,  # its own sizes, order, defaults and device check (rnnbench.run.gpu_suite)
 }
 
 
@@ -149,7 +151,7 @@ def _shard(value: Optional[str]) -> Optional[tuple[int, int]]:
 
 
 SELECTIONS = ("models", "drivers", "environments", "dtypes", "losses")
-NUMERIC = ("seed", "threads", "budget", "timeout", "memory_limit_gb")
+NUMERIC = ("seed", "threads", "budget", "timeout", "memory_limit_gb", "compile_budget")
 
 
 def _load_config(path: Optional[str]) -> dict[str, Any]:
@@ -223,6 +225,8 @@ def _parser() -> _Parser:
                      "(default: all of them)")
     run.add_argument("--budget", type=float, help="seconds of repeats per timed quantity (default 0.5)")
     run.add_argument("--timeout", type=float, help="seconds before a row is killed (default 600)")
+    run.add_argument("--compile-budget", dest="compile_budget", type=float,
+                     help="seconds a row's first call (compile) may take before the row is a timeout (default: none)")
     run.add_argument("--memory-limit-gb", dest="memory_limit_gb", type=float, help="address-space limit per worker")
     run.add_argument("--losses", help="comma-separated loss forms, from " + ", ".join(losses.NAMES)
                      + " (default: model, each model's own loss); every row runs under each")
@@ -300,7 +304,9 @@ def _executor_flags(command: argparse.ArgumentParser) -> None:
 
 def _settings(args) -> dict[str, Any]:
     """RUN_DEFAULTS, overridden by the config file, overridden by flags given; numbers checked."""
-    settings = {**RUN_DEFAULTS, **_load_config(args.config)}
+    config = _load_config(args.config)
+    suite = SUITES.get(args.suite or config.get("suite") or RUN_DEFAULTS["suite"], {})
+    settings = {**RUN_DEFAULTS, **{k: v for k, v in suite.items() if k in gpu_suite.SUITE_DEFAULTS}, **config}
     for key in RUN_DEFAULTS:
         if getattr(args, key) is not None:
             settings[key] = (key, getattr(args, key), "--" + key.replace("_", "-")) if key in NUMERIC else getattr(args, key)
@@ -319,7 +325,7 @@ def _check_limits(settings: dict[str, Any]) -> dict[str, Any]:
             out[key] = _number(where, value, integer=True, inclusive=True)
         elif key == "threads":
             out[key] = _threads(where, value)
-        elif key == "memory_limit_gb":
+        elif key in ("memory_limit_gb", "compile_budget"):
             out[key] = _number(where, value, minimum=0.0)
         else:
             out[key] = _number(where, value, maximum=MAX_SECONDS)
@@ -377,7 +383,7 @@ def _jobs(args, s: dict[str, Any]) -> list[Job]:
     timing = TimingConfig(budget_s=float(s["budget"]))
     jobs = [
         Job(m, d, dtype, s["device"], sizes, int(s["seed"]), int(s["threads"]), timing, not args.no_time, env,
-            loss_form, _order(str(s["order"]), registry.get_model(m), dtype))
+            loss_form, _order(str(s["order"]), registry.get_model(m), dtype), s["compile_budget"])
         for dtype in dtypes
         for m in models
         for loss_form in loss_forms
@@ -385,6 +391,9 @@ def _jobs(args, s: dict[str, Any]) -> list[Job]:
         for env in envs
         if environments.runs(registry.get_driver(d), env)
     ]
+    if "plan" in suite:  # the suite's own sizes and order, on a device it checks
+        suite["check_device"](s["device"], jobs)
+        jobs = suite["plan"](jobs, sizes_given=bool(s["sizes"]))
     shard = _shard(args.shard)
     if shard:
         i, n = shard
@@ -418,6 +427,8 @@ def _out_path(value: Optional[str], default_name: str, resume: bool = False) -> 
 def _cmd_run(args) -> int:
     from rnnbench.report.progress import Progress
     from rnnbench.run.runner import Runner
+    from rnnbench.run import accelerator
+    from rnnbench.run.device_peak import DeviceRoofline
     from rnnbench.run.timing import Roofline, load_line, warm_cache_env
 
     s = _settings(args)
@@ -430,14 +441,14 @@ def _cmd_run(args) -> int:
         skipped, jobs = _not_yet_recorded(jobs, out, results) if args.resume else (0, jobs)
         start = time.perf_counter()
         print(f"rnnbench: {len(jobs)} rows -> {out}" + (f" ({skipped} already done, skipped)" if skipped else ""), flush=True)
-        load = load_line(int(s["threads"]))  # read before this run adds its own load
+        load = load_line(int(s["threads"])) if s["device"] == "cpu" else accelerator.load_line()  # before our own load
         print(f"rnnbench: {load}", flush=True)
         # The GEMM peak, once per machine and dtype, at the rows' threads and CPUs (cached per machine):
         # every timed row gets GFLOP/s and its fraction of it (on a Ray node, that node's peak).
-        timed = {} if args.no_time or s["device"] != "cpu" else {
+        timed = {} if args.no_time else {
             dtype: [registry.get_model(j.model).sizes_with_defaults(j.sizes) for j in jobs if j.dtype == dtype]
             for dtype in sorted({j.dtype for j in jobs})}
-        roofline = Roofline(int(s["threads"]), timed)
+        roofline = Roofline(int(s["threads"]), timed) if s["device"] == "cpu" else DeviceRoofline(s["device"], timed)
         roofline.measure(warn=lambda message: print(message, flush=True))
         progress = Progress(len(jobs))
         # Compile caches persist across runs (timing.warm_cache_env, called where the rows run): a
@@ -446,7 +457,9 @@ def _cmd_run(args) -> int:
         with executors.executor(args.executor if jobs else "local", args.address) as executor:
             runner = Runner(results, float(s["timeout"]), progress.start, progress.done, s["memory_limit_gb"],
                             extra_env=warm_cache_env, annotate=roofline, executor=executor)
-            records = runner.run(jobs)
+            for stage in SUITES[s["suite"]].get("stages", lambda jobs: [jobs])(jobs):  # gpu: one stage at a time
+                runner.run(stage)
+            records = runner.records
         progress.close()
         if args.resume:
             records = record.latest_per_row(results.existing + records)
