@@ -168,7 +168,7 @@ class RowDevice:
         rec.setdefault("machine", {})["accelerator"] = self.accelerator
         if self.memory is not None:
             rec["device_memory"] = self.memory
-        if "cpu" in rec:
+        if "cpu" in rec and self.processes:  # timed: whether it had the GPU and a launch thread
             others = self.others()
             rec["gpu_contention"] = {
                 "other_processes": others, "parent_pid": os.getppid(),
