@@ -175,26 +175,7 @@ def run_row(job: Job) -> dict[str, Any]:
         rec["report"] = chk.report
     spans = []  # (before, after) CPU clock readings around each timed loop
     if rec["status"] == Status.OK and job.time and prepared is not None:
-        # Speed numbers exist only for rows whose gradients agree with the oracle.
-        before = cpu_clock()
-        if device:  # the device memory figure is the timed forward+backward steps'
-            device.start()
-        rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing).to_dict()
-        spans.append((before, cpu_clock()))
-        if device:
-            device.finish(prepared)
-        # forward() is the training step's forward: torch (eager or compiled) runs the program
-        # fwd_bwd ran, jax compiles jit(loss) (the training forward once XLA drops the unused
-        # residuals); its first call is timed apart, then its steady state.
-        rec["fwd_first_call_s"] = first_call(prepared.forward, prepared.block)
-        before = cpu_clock()
-        rec["fwd"] = measure(prepared.forward, prepared.block, job.timing).to_dict()
-        spans.append((before, cpu_clock()))
-        if prepared.settings.get("lazy_tensors"):
-            # Lazy tensors: the same calls without blocking time the tracing alone (for the report
-            # only; fwd_bwd above is the real, blocked time).
-            rec["fwd_bwd_trace_only"] = measure(prepared.forward_backward, lambda result: None, job.timing).to_dict()
-            prepared.block(None)
+        spans = time_row(rec, prepared, job, device)  # speed numbers only for rows whose gradients agree
     rec["memory"] = {
         "peak_rss_mb": peak_rss_mb(),
         "rss_before_row_mb": rss_before_mb,
@@ -212,6 +193,31 @@ def run_row(job: Job) -> dict[str, Any]:
     # The cores it ran on and what it used of them over the timed loops (rnnbench.run.timing.cpu_record).
     rec["cpu"] = cpu_record(job.threads, allowed_cpus(), spans, load_start, load_average())
     return device.fill(rec) if device else rec
+
+
+def time_row(rec: dict[str, Any], prepared: Prepared, job: Job, device: Optional[RowDevice]) -> list:
+    """Time forward+backward and forward into `rec`; returns the (before, after) CPU clock readings
+    around each timed loop. On a GPU the device memory figure is the timed forward+backward's."""
+    before = cpu_clock()
+    if device:
+        device.start()
+    rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing).to_dict()
+    spans = [(before, cpu_clock())]
+    if device:
+        device.finish(prepared)
+    # forward() is the training step's forward: torch (eager or compiled) runs the program
+    # fwd_bwd ran, jax compiles jit(loss) (the training forward once XLA drops the unused
+    # residuals); its first call is timed apart, then its steady state.
+    rec["fwd_first_call_s"] = first_call(prepared.forward, prepared.block)
+    before = cpu_clock()
+    rec["fwd"] = measure(prepared.forward, prepared.block, job.timing).to_dict()
+    spans.append((before, cpu_clock()))
+    if prepared.settings.get("lazy_tensors"):
+        # Lazy tensors: the same calls without blocking time the tracing alone (for the report
+        # only; fwd_bwd above is the real, blocked time).
+        rec["fwd_bwd_trace_only"] = measure(prepared.forward_backward, lambda result: None, job.timing).to_dict()
+        prepared.block(None)
+    return spans
 
 
 def hvp_decides(first_order: str, hvp_status: str) -> bool:
