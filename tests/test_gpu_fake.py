@@ -53,6 +53,7 @@ def test_a_cuda_row_record_says_what_ran_it(monkeypatch, tmp_path) -> None:
     assert rec["memory"]["peak_rss_mb"] > 0  # host RSS stays as it is
 
     assert rec["gpu_contention"]["other_processes"] == [{"pid": fake.OTHER_PID, "used_mb": 500}]
+    assert rec["gpu_contention"]["parent_used_mb"] == 500  # what the parent holds is said, not counted
     assert "gpu_shared" in rec["cpu"]["notes"] and "host_notes" in rec["cpu"]
 
     shapes = [(64, 64, 64), (128, 128, 128)]  # small: the fake device computes on this machine's CPU

@@ -170,8 +170,10 @@ class RowDevice:
             rec["device_memory"] = self.memory
         if "cpu" in rec and self.processes:  # timed: whether it had the GPU and a launch thread
             others = self.others()
+            parent = [p["used_mb"] for snapshot in self.processes for p in snapshot or []
+                      if p["pid"] == os.getppid() and p["used_mb"] is not None]
             rec["gpu_contention"] = {
-                "other_processes": others, "parent_pid": os.getppid(),
+                "other_processes": others, "parent_pid": os.getppid(), "parent_used_mb": max(parent, default=None),
                 "method": "nvidia-smi compute apps on the row's GPU before and after its timed steps, this worker "
                           "and its rnnbench parent (which computes nothing while rows run) left out; null: unknown"}
             rec["cpu"] = gpu_cpu_record(rec["cpu"], bool(others))
