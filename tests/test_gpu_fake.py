@@ -198,3 +198,24 @@ def test_a_first_call_past_the_compile_budget_is_a_timeout_record_with_its_elaps
     assert "--compile-budget" in rec["report"] and rec["settings"]["compile_budget_s"] == 0.5
     assert record.problem(rec) is None
     assert dataclasses.replace(Job("decay", slow.name), compile_budget_s=None).settings().get("compile_budget_s") is None
+
+
+def test_run_suite_gpu_selects_its_rows_with_its_own_defaults(monkeypatch) -> None:
+    from rnnbench import cli
+
+    monkeypatch.setitem(cli.SUITES["gpu"], "check_device", lambda device, jobs: None)  # as on a GPU machine
+
+    def planned(*flags):
+        args = cli._parser().parse_args(["run", "--suite", "gpu", *flags])
+        s = cli._settings(args)
+        return s, cli._jobs(args, s)
+
+    s, jobs = planned()
+    assert (s["device"], s["dtypes"], s["timeout"], s["compile_budget"]) == ("cuda", "float32,bfloat16", 240.0, 90.0)
+    first = jobs[0]
+    assert (first.driver, first.model, first.dtype, first.sizes) == ("torch_nn_lstm", "lstm", "float32",
+                                                                     {"T": 256, "B": 64, "I": 256, "H": 512})
+    assert {j.compile_budget_s for j in jobs} == {90.0} and {j.device for j in jobs} == {"cuda"}
+    assert set(CUDA_GRAPH_ROWS) <= {j.driver for j in jobs}
+    s, jobs = planned("--compile-budget", "30", "--timeout", "100", "--sizes", "T=64", "--dtypes", "float32")
+    assert (s["timeout"], {j.compile_budget_s for j in jobs}, {j.sizes["T"] for j in jobs}) == (100.0, {30.0}, {64})
