@@ -78,8 +78,11 @@ def cpu_gemm(dtype: str, m: int, k: int, n: int, device: str):
 
 # torch as the framework layer has it, except that the fake device is visible and computes on the CPU.
 FAKE_TORCH = dataclasses.replace(
-    _torch.TORCH, name="fake_cuda_torch", device_missing=lambda device: None,
-    device=dataclasses.replace(_torch.TORCH.device, gemm=cpu_gemm))
+    _torch.TORCH,
+    name="fake_cuda_torch",
+    device_missing=lambda device: None,
+    device=dataclasses.replace(_torch.TORCH.device, gemm=cpu_gemm),
+)
 
 
 def on_fake_device(driver):
@@ -88,8 +91,14 @@ def on_fake_device(driver):
     def prepare(model, case, dtype, device):
         return driver.prepare(model, case, dtype, "cpu")
 
-    return dataclasses.replace(driver, name=f"fake_cuda_{driver.name}", framework=FAKE_TORCH, prepare=prepare,
-                               devices=("cuda",), environments=("main",))
+    return dataclasses.replace(
+        driver,
+        name=f"fake_cuda_{driver.name}",
+        framework=FAKE_TORCH,
+        prepare=prepare,
+        devices=("cuda",),
+        environments=("main",),
+    )
 
 
 class FakeJaxDevice:

@@ -123,8 +123,15 @@ def test_two_gpus_are_two_machines() -> None:
 
 
 def test_a_gpu_row_is_contended_by_another_gpu_process_or_a_starved_launch_thread() -> None:
-    calm = {"affinity": list(range(16)), "machine_cpus": 16, "threads": 16, "others_on_cpus": 0.3,
-            "load_start": [0.3, 0.3, 0.3], "load_end": [0.3, 0.3, 0.3], "notes": ["load", "contended"]}
+    calm = {
+        "affinity": list(range(16)),
+        "machine_cpus": 16,
+        "threads": 16,
+        "others_on_cpus": 0.3,
+        "load_start": [0.3, 0.3, 0.3],
+        "load_end": [0.3, 0.3, 0.3],
+        "notes": ["load", "contended"],
+    }
     rec = accelerator.gpu_cpu_record(calm, shared=False)
     assert rec["notes"] == [] and rec["host_notes"] == ["load", "contended"]  # the H100 run's false alarm
     assert accelerator.gpu_cpu_record(calm, shared=True)["notes"] == ["gpu_shared"]
@@ -158,8 +165,12 @@ def test_vendor_layer_dtypes_are_decided_by_trying_once(monkeypatch) -> None:
 
 
 def test_the_gpu_suite_runs_cheap_rows_first_at_every_size() -> None:
-    jobs = [Job(m, d, dt, "cuda", compile_budget_s=gpu_suite.DEFAULT_COMPILE_BUDGET_S)
-            for dt in gpu_suite.DTYPES for m in gpu_suite.MODELS for d in gpu_suite.DRIVERS]
+    jobs = [
+        Job(m, d, dt, "cuda", compile_budget_s=gpu_suite.DEFAULT_COMPILE_BUDGET_S)
+        for dt in gpu_suite.DTYPES
+        for m in gpu_suite.MODELS
+        for d in gpu_suite.DRIVERS
+    ]
     planned = gpu_suite.plan(jobs, sizes_given=False)
     assert len(planned) == len(jobs) * 4
     sizes = {(j.sizes["T"], j.sizes["B"], j.sizes["H"]) for j in planned}
@@ -169,8 +180,9 @@ def test_the_gpu_suite_runs_cheap_rows_first_at_every_size() -> None:
     assert [j.driver for j in first] == list(gpu_suite.DRIVERS)  # vendor layers first, unrolled compiles last
     last = planned[-1]
     assert (last.sizes["T"], last.sizes["H"]) == (1024, 1024)
-    assert gpu_suite.plan(jobs, sizes_given=True) == sorted(jobs, key=lambda j: (gpu_suite.stage_key(j),
-                                                                                   gpu_suite.DRIVERS.index(j.driver)))
+    assert gpu_suite.plan(jobs, sizes_given=True) == sorted(
+        jobs, key=lambda j: (gpu_suite.stage_key(j), gpu_suite.DRIVERS.index(j.driver))
+    )
 
 
 def test_run_suite_gpu_without_a_gpu_exits_2_with_one_line(capsys) -> None:
@@ -187,9 +199,14 @@ def test_run_suite_gpu_without_a_gpu_exits_2_with_one_line(capsys) -> None:
 
 
 def test_a_first_call_past_the_compile_budget_is_a_timeout_record_with_its_elapsed_time(monkeypatch) -> None:
-    slow = Driver(name="slow_first_call", framework=fake.FAKE_TORCH, summary="test: a compile that never ends",
-                  prepare=lambda model, case, dtype, device: Prepared(lambda: time.sleep(60), lambda: None,
-                                                                      lambda: None, lambda r: None))
+    slow = Driver(
+        name="slow_first_call",
+        framework=fake.FAKE_TORCH,
+        summary="test: a compile that never ends",
+        prepare=lambda model, case, dtype, device: Prepared(
+            lambda: time.sleep(60), lambda: None, lambda: None, lambda r: None
+        ),
+    )
     _register(monkeypatch, slow)
     started = time.perf_counter()
     rec = run_row(Job("decay", slow.name, "float32", "cpu", compile_budget_s=0.5))
@@ -197,7 +214,9 @@ def test_a_first_call_past_the_compile_budget_is_a_timeout_record_with_its_elaps
     assert rec["status"] == Status.TIMEOUT and 0.5 <= rec["elapsed_s"] < 30
     assert "--compile-budget" in rec["report"] and rec["settings"]["compile_budget_s"] == 0.5
     assert record.problem(rec) is None
-    assert dataclasses.replace(Job("decay", slow.name), compile_budget_s=None).settings().get("compile_budget_s") is None
+    assert (
+        dataclasses.replace(Job("decay", slow.name), compile_budget_s=None).settings().get("compile_budget_s") is None
+    )
 
 
 def test_run_suite_gpu_selects_its_rows_with_its_own_defaults(monkeypatch) -> None:
@@ -213,8 +232,12 @@ def test_run_suite_gpu_selects_its_rows_with_its_own_defaults(monkeypatch) -> No
     s, jobs = planned()
     assert (s["device"], s["dtypes"], s["timeout"], s["compile_budget"]) == ("cuda", "float32,bfloat16", 240.0, 90.0)
     first = jobs[0]
-    assert (first.driver, first.model, first.dtype, first.sizes) == ("torch_nn_lstm", "lstm", "float32",
-                                                                     {"T": 256, "B": 64, "I": 256, "H": 512})
+    assert (first.driver, first.model, first.dtype, first.sizes) == (
+        "torch_nn_lstm",
+        "lstm",
+        "float32",
+        {"T": 256, "B": 64, "I": 256, "H": 512},
+    )
     assert {j.compile_budget_s for j in jobs} == {90.0} and {j.device for j in jobs} == {"cuda"}
     assert set(CUDA_GRAPH_ROWS) <= {j.driver for j in jobs}
     s, jobs = planned("--compile-budget", "30", "--timeout", "100", "--sizes", "T=64", "--dtypes", "float32")

@@ -107,9 +107,10 @@ def machine() -> dict[str, Any]:
 def accelerator_label(accelerator: dict[str, Any]) -> str:
     """How merged views name a GPU (machine.accelerator): its name and the first 8 hex digits of its
     UUID, else its index; "" for a record without one. Two GPUs are two machines."""
-    if not accelerator or not (accelerator.get("name") or accelerator.get("jax_device_kind") or accelerator.get("uuid")):
+    name = accelerator.get("name") or accelerator.get("jax_device_kind")
+    if not name and not accelerator.get("uuid"):
         return ""
-    name = accelerator.get("name") or accelerator.get("jax_device_kind") or "GPU"
+    name = name or "GPU"
     uuid = str(accelerator.get("uuid") or "")
     return f"{name} {uuid.replace('GPU-', '')[:8] if uuid else '#' + str(accelerator.get('index', 0))}"
 

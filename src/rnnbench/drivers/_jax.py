@@ -107,7 +107,8 @@ def jax_warm_cache_env(root: str) -> dict[str, str]:
 
 
 JAX_CACHE_VARIABLES = ("JAX_ENABLE_COMPILATION_CACHE", "JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")
-_CACHES = dict(cold_cache_env=jax_cold_cache_env, warm_cache_env=jax_warm_cache_env, cache_variables=JAX_CACHE_VARIABLES,
+_CACHES = dict(cold_cache_env=jax_cold_cache_env, warm_cache_env=jax_warm_cache_env,
+               cache_variables=JAX_CACHE_VARIABLES,
                device=DeviceQueries(identity=gpu_identity, read_peak=read_gpu_peak, gemm=gpu_gemm))
 JAX = Framework(name="jax", module="jax", packages=("jax", "jaxlib", "numpy"), family="jax",
                 thread_env=xla_thread_env, device_missing=device_missing, **_CACHES)

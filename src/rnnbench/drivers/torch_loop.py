@@ -99,7 +99,8 @@ def _row(name: str, summary: str, config: LoopConfig, **fields) -> Driver:
 DRIVERS = (
     _row("torch_loop", "torch eager, Python for-loop", LoopConfig(), environments=("main", "xla")),
     _row("torch_loop_compiled", "torch.compile(inductor) of the Python loop (unrolled)", LoopConfig(compiled=True)),
-    _row("torch_loop_compiled_cudagraphs", "torch.compile(inductor, mode=reduce-overhead: CUDA graphs) of the Python loop",
+    _row("torch_loop_compiled_cudagraphs",
+         "torch.compile(inductor, mode=reduce-overhead: CUDA graphs) of the Python loop",
          LoopConfig(compiled=True, mode="reduce-overhead"), devices=("cuda",), suite="gpu"),
     _row("torch_loop_setitem", "torch eager loop, ys preallocated and written by ys[t] = y",
          LoopConfig(ys="setitem"), suite="bugs"),

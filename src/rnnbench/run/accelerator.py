@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any
 
 from rnnbench.run.timing import CONTENDED_CPUS, LOAD_SLACK, load_average
 
@@ -37,10 +38,12 @@ NOTES = {
     "gpu_shared": "another process held a context on the row's GPU while it was timed",
     "launch_starved": "other work left the row's CPUs less than one free core for the thread that launches kernels",
 }
-PEAK_METHOD = ("best GEMM among the frameworks present (torch.matmul with TF32 off, jax.jit(jnp.matmul) at precision "
-               "highest; bfloat16 on the tensor cores) on the row's device at its dtype, in a fresh process: square n = "
-               "256..8192 and the rows' own GEMM shapes, 2mkn / fastest call (each call waited for; 2 warm-ups, then "
-               "at least 10 calls and 0.3 s), max over shapes and frameworks")
+PEAK_METHOD = (
+    "best GEMM among the frameworks present (torch.matmul with TF32 off, jax.jit(jnp.matmul) at precision "
+    "highest; bfloat16 on the tensor cores) on the row's device at its dtype, in a fresh process: square n = "
+    "256..8192 and the rows' own GEMM shapes, 2mkn / fastest call (each call waited for; 2 warm-ups, then "
+    "at least 10 calls and 0.3 s), max over shapes and frameworks"
+)
 
 
 def device_index(device: str) -> int:
@@ -51,8 +54,12 @@ def device_index(device: str) -> int:
 def _smi(query: str, what: str) -> list[list[str]]:
     """Rows of `nvidia-smi --query-<what>=<query>` (empty where the tool is absent or fails)."""
     try:
-        proc = subprocess.run(["nvidia-smi", f"--query-{what}={query}", "--format=csv,noheader,nounits"],
-                              capture_output=True, text=True, timeout=SMI_TIMEOUT_S)
+        proc = subprocess.run(
+            ["nvidia-smi", f"--query-{what}={query}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=SMI_TIMEOUT_S,
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     if proc.returncode != 0:
@@ -76,7 +83,7 @@ def driver_identity(device: str) -> dict[str, Any]:
     return {}
 
 
-def _int(text: str) -> Optional[int]:
+def _int(text: str) -> int | None:
     try:
         return int(float(text))
     except ValueError:
@@ -92,7 +99,10 @@ def merge_identity(reports: Mapping[str, Mapping[str, Any]], driver: Mapping[str
         for key, value in report.items():
             if value is not None and key not in out:
                 out[key] = value
-    out["reported_by"] = {**({"nvidia-smi": dict(driver)} if driver else {}), **{k: dict(v) for k, v in reports.items()}}
+    out["reported_by"] = {
+        **({"nvidia-smi": dict(driver)} if driver else {}),
+        **{k: dict(v) for k, v in reports.items()},
+    }
     return out
 
 
@@ -121,7 +131,7 @@ def label(accelerator: Mapping[str, Any]) -> str:
 # Device memory of the timed step, and whether the row had the GPU to itself
 
 
-def gpu_processes(uuid: Optional[str]) -> Optional[list[dict[str, Any]]]:
+def gpu_processes(uuid: str | None) -> list[dict[str, Any]] | None:
     """Processes with a context on the GPU `uuid` ({pid, used_mb}), or None where unknown."""
     if not uuid:
         return None
@@ -139,8 +149,8 @@ class RowDevice:
     framework: Any
     device: str
     accelerator: dict[str, Any] = field(default_factory=dict)
-    processes: list[Optional[list[dict[str, Any]]]] = field(default_factory=list)
-    memory: Optional[dict[str, Any]] = None
+    processes: list[list[dict[str, Any]] | None] = field(default_factory=list)
+    memory: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.accelerator = identity([self.framework], self.device)
@@ -156,7 +166,7 @@ class RowDevice:
         except Exception as exc:  # a failed query is recorded, not a failed row
             self.memory = {"error": f"{type(exc).__name__}: {exc}"[:200]}
 
-    def others(self) -> Optional[list[dict[str, Any]]]:
+    def others(self) -> list[dict[str, Any]] | None:
         """Processes other than this worker and its rnnbench parent seen on the GPU (None: unknown)."""
         if not self.processes or any(p is None for p in self.processes):
             return None
@@ -170,12 +180,19 @@ class RowDevice:
             rec["device_memory"] = self.memory
         if "cpu" in rec and self.processes:  # timed: whether it had the GPU and a launch thread
             others = self.others()
-            parent = [p["used_mb"] for snapshot in self.processes for p in snapshot or []
-                      if p["pid"] == os.getppid() and p["used_mb"] is not None]
+            parent = [
+                p["used_mb"]
+                for snapshot in self.processes
+                for p in snapshot or []
+                if p["pid"] == os.getppid() and p["used_mb"] is not None
+            ]
             rec["gpu_contention"] = {
-                "other_processes": others, "parent_pid": os.getppid(), "parent_used_mb": max(parent, default=None),
+                "other_processes": others,
+                "parent_pid": os.getppid(),
+                "parent_used_mb": max(parent, default=None),
                 "method": "nvidia-smi compute apps on the row's GPU before and after its timed steps, this worker "
-                          "and its rnnbench parent (which computes nothing while rows run) left out; null: unknown"}
+                "and its rnnbench parent (which computes nothing while rows run) left out; null: unknown",
+            }
             rec["cpu"] = gpu_cpu_record(rec["cpu"], bool(others))
         return rec
 
@@ -195,7 +212,7 @@ def gpu_cpu_record(cpu: dict[str, Any], shared: bool) -> dict[str, Any]:
     return out
 
 
-def load_line(cores: Optional[int] = None, load: Optional[float] = None) -> str:
+def load_line(cores: int | None = None, load: float | None = None) -> str:
     """The line a CUDA run says about the machine before it times: its rows need one free core each."""
     cores = cores or os.cpu_count() or 1
     if load is None:
@@ -203,4 +220,5 @@ def load_line(cores: Optional[int] = None, load: Optional[float] = None) -> str:
         load = averages[0] if averages else 0.0
     starved = cores - load < 1 - LOAD_SLACK
     return f"load average {load:.1f} on {cores} cores at start" + (
-        ": GPU rows' launch threads may be starved" if starved else " (GPU rows need one free core each)")
+        ": GPU rows' launch threads may be starved" if starved else " (GPU rows need one free core each)"
+    )

@@ -14,7 +14,7 @@ import contextlib
 import signal
 import threading
 import time
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 
 class CompileBudgetExceeded(BaseException):
@@ -27,7 +27,7 @@ class CompileBudgetExceeded(BaseException):
 
 
 @contextlib.contextmanager
-def budget(seconds: Optional[float]) -> Iterator[None]:
+def budget(seconds: float | None) -> Iterator[None]:
     """Raise CompileBudgetExceeded in the block once it has run `seconds` (None or 0: no budget;
     outside the main thread, where no signal can be delivered: no budget either)."""
     if not seconds or threading.current_thread() is not threading.main_thread():

@@ -20,8 +20,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any
 
 from rnnbench.run import accelerator
 from rnnbench.run.timing import PEAK_MAX_AGE_DAYS, PEAK_SQUARE, best_gflops, cache_root, gemm_shapes, with_roofline
@@ -36,7 +37,7 @@ def _name(shape: Sequence[int]) -> str:
     return "x".join(str(int(x)) for x in shape)
 
 
-def _frameworks(frameworks: Optional[Iterable[Any]] = None) -> list[Any]:
+def _frameworks(frameworks: Iterable[Any] | None = None) -> list[Any]:
     """The frameworks whose GEMMs are measured: each distinct device GEMM once (flax's is jax's)."""
     from rnnbench import registry
 
@@ -48,8 +49,9 @@ def _frameworks(frameworks: Optional[Iterable[Any]] = None) -> list[Any]:
     return out
 
 
-def measure(dtype: str, device: str, shapes: Sequence[Sequence[int]],
-            frameworks: Optional[Iterable[Any]] = None) -> dict[str, Any]:
+def measure(
+    dtype: str, device: str, shapes: Sequence[Sequence[int]], frameworks: Iterable[Any] | None = None
+) -> dict[str, Any]:
     """In this process: GFLOP/s of each framework's device GEMM on each shape, and the device's
     identity as those frameworks report it. Returns {"by_framework": {name: {"mxkxn": gflops}},
     "errors": {name: why it has no numbers}, "accelerator": {...}}."""
@@ -84,13 +86,22 @@ def _key(dtype: str, device: str) -> dict[str, Any]:
     from rnnbench.run import environments
 
     versions = dict(environments.package_versions("main"))
-    return {"hostname": socket.gethostname(), "device": device, "dtype": dtype,
-            "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "versions": {p: versions.get(p, "missing") for p in ("torch", "jax", "jaxlib")}}
+    return {
+        "hostname": socket.gethostname(),
+        "device": device,
+        "dtype": dtype,
+        "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "versions": {p: versions.get(p, "missing") for p in ("torch", "jax", "jaxlib")},
+    }
 
 
-def peak_for(dtype: str, device: str, sizes: Iterable[Mapping[str, int]] = (), python: Optional[str] = None,
-             timeout_s: float = 900.0) -> dict[str, Any]:
+def peak_for(
+    dtype: str,
+    device: str,
+    sizes: Iterable[Mapping[str, int]] = (),
+    python: str | None = None,
+    timeout_s: float = 900.0,
+) -> dict[str, Any]:
     """The device's GEMM peak at `dtype` (the record's `gemm_peak`), cached (see the module)."""
     from rnnbench.run import environments
 
@@ -110,8 +121,11 @@ def peak_for(dtype: str, device: str, sizes: Iterable[Mapping[str, int]] = (), p
         done = set.intersection(*(set(r) for r in entry["by_framework"].values())) if entry["by_framework"] else set()
         missing = [s for s in device_shapes(sizes) if _name(s) not in done]
         if missing:
-            got = measure_in_worker({"dtype": dtype, "device": device, "shapes": missing},
-                                    python or environments.get("main").python, timeout_s)
+            got = measure_in_worker(
+                {"dtype": dtype, "device": device, "shapes": missing},
+                python or environments.get("main").python,
+                timeout_s,
+            )
             for framework, rates in got["by_framework"].items():
                 old = entry["by_framework"].setdefault(framework, {})
                 for shape, rate in rates.items():
@@ -138,19 +152,33 @@ def summary(entry: Mapping[str, Any], dtype: str, device: str, cache: str = "") 
     if best[0] <= 0:
         raise RuntimeError(f"GPU GEMM peak measurement found no framework: {entry.get('errors')}")
     squares = {f"{n}x{n}x{n}" for n in (*PEAK_SQUARE, *accelerator.GPU_SQUARES)}
-    return {"gflops": best[0], "framework": best[1], "shape": best[2], "dtype": dtype, "device": device,
-            "accelerator": accelerator.label(entry.get("accelerator") or {}),
-            "by_size": {s: round(r, 2) for s, r in sorted(by_size.items()) if s in squares or r >= 0.5 * best[0]},
-            "by_framework_best": {f: round(max(r.values()), 2) for f, r in entry["by_framework"].items() if r},
-            "shapes_measured": len(by_size), "measured": entry.get("measured"), "errors": entry.get("errors", {}),
-            "cache": cache, "method": accelerator.PEAK_METHOD}
+    return {
+        "gflops": best[0],
+        "framework": best[1],
+        "shape": best[2],
+        "dtype": dtype,
+        "device": device,
+        "accelerator": accelerator.label(entry.get("accelerator") or {}),
+        "by_size": {s: round(r, 2) for s, r in sorted(by_size.items()) if s in squares or r >= 0.5 * best[0]},
+        "by_framework_best": {f: round(max(r.values()), 2) for f, r in entry["by_framework"].items() if r},
+        "shapes_measured": len(by_size),
+        "measured": entry.get("measured"),
+        "errors": entry.get("errors", {}),
+        "cache": cache,
+        "method": accelerator.PEAK_METHOD,
+    }
 
 
 def measure_in_worker(request: dict[str, Any], python: str, timeout_s: float) -> dict[str, Any]:
     """measure() in a fresh `python` process; jax there allocates as it needs, not 75 % up front."""
     env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
-    proc = subprocess.run([python, "-m", "rnnbench.run.device_peak", json.dumps(request)],
-                          capture_output=True, text=True, env=env, timeout=timeout_s)
+    proc = subprocess.run(
+        [python, "-m", "rnnbench.run.device_peak", json.dumps(request)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout_s,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"GPU GEMM peak measurement failed: {proc.stderr.strip().splitlines()[-1:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -165,11 +193,11 @@ class DeviceRoofline:
 
     device: str
     sizes: dict[str, list[dict[str, int]]]  # dtype -> the sizes of its timed rows (their GEMM shapes)
-    peaks: dict[str, Optional[dict[str, Any]]] = field(default_factory=dict)
-    identity: Optional[dict[str, Any]] = None
+    peaks: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    identity: dict[str, Any] | None = None
     measure_peak: Callable[..., dict[str, Any]] = peak_for  # tests measure through a fake device layer
 
-    def peak(self, dtype: str, warn: Callable[[str], None] = lambda message: None) -> Optional[dict[str, Any]]:
+    def peak(self, dtype: str, warn: Callable[[str], None] = lambda message: None) -> dict[str, Any] | None:
         if dtype not in self.peaks:
             try:
                 self.peaks[dtype] = self.measure_peak(dtype, self.device, self.sizes.get(dtype, []))
@@ -182,8 +210,13 @@ class DeviceRoofline:
         if self.identity is None:
             entries = _cached_identity(self.device)
             try:
-                self.identity = entries if entries is not None else measure_in_worker(
-                    {"dtype": "float32", "device": self.device, "shapes": []}, _main_python(), 300.0)["accelerator"]
+                self.identity = (
+                    entries
+                    if entries is not None
+                    else measure_in_worker(
+                        {"dtype": "float32", "device": self.device, "shapes": []}, _main_python(), 300.0
+                    )["accelerator"]
+                )
             except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as exc:
                 self.identity = {"error": f"the device's identity could not be read: {exc}"[:300]}
         return self.identity
@@ -209,15 +242,21 @@ def _main_python() -> str:
     return environments.get("main").python
 
 
-def _cached_identity(device: str) -> Optional[dict[str, Any]]:
+def _cached_identity(device: str) -> dict[str, Any] | None:
     """The identity the newest cached peak of `device` on this host recorded, if any."""
     try:
         entries = json.loads(cache_path().read_text()).get("entries", {})
     except (OSError, ValueError, AttributeError):
         return None
-    found = [e for e in entries.values() if isinstance(e, dict) and "accelerator" in e
-             and e.get("key", {}).get("hostname") == socket.gethostname() and e.get("key", {}).get("device") == device
-             and e.get("key", {}).get("visible_devices") == os.environ.get("CUDA_VISIBLE_DEVICES")]
+    found = [
+        e
+        for e in entries.values()
+        if isinstance(e, dict)
+        and "accelerator" in e
+        and e.get("key", {}).get("hostname") == socket.gethostname()
+        and e.get("key", {}).get("device") == device
+        and e.get("key", {}).get("visible_devices") == os.environ.get("CUDA_VISIBLE_DEVICES")
+    ]
     return max(found, key=lambda e: e.get("measured_epoch", 0))["accelerator"] if found else None
 
 

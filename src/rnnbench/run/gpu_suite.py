@@ -15,16 +15,16 @@ the price of having every mechanism at the smallest size before any at a larger 
 Limits: a first call (compile) longer than DEFAULT_COMPILE_BUDGET_S becomes a `timeout` record with
 its elapsed time (rnnbench.run.compile_budget); a row longer than DEFAULT_TIMEOUT_S (two compiles,
 jax's forward is compiled apart, plus checking and timing) is killed and recorded as `timeout`.
-Both are defaults; --compile-budget and --timeout override them. Cold, inductor's scan took about a
-minute for its first call at the smallest size (docs/gpu.md): the budget lets it finish, and an
-unrolled compiled loop, whose compile grows with T, is stopped at the budget instead of taking the
-call's time.
+Both are defaults; --compile-budget and --timeout override them. The budget is sized from the cold
+first calls measured on an H100 (docs/gpu.md): inductor's scan finishes within it, and an unrolled
+compiled loop, whose compile grows with T, is stopped at it instead of taking the call's time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from itertools import groupby
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from rnnbench.errors import InputError
 
@@ -32,9 +32,18 @@ MODELS = ("lstm", "rnn", "lstm2")
 DTYPES = ("float32", "bfloat16")
 SIZES = tuple({"T": T, "B": 64, "I": 256, "H": H} for T in (256, 1024) for H in (512, 1024))
 # cheapest first: vendor layers, jax scans, eager loop, unrolled jit loop, inductor (scan, then the unrolled loop)
-DRIVERS = ("torch_nn_lstm", "torch_nn_rnn", "jax_lax_scan", "flax_scan", "torch_loop", "jax_loop",
-           "torch_scan_compiled", "torch_scan_compiled_cudagraphs", "torch_loop_compiled",
-           "torch_loop_compiled_cudagraphs")
+DRIVERS = (
+    "torch_nn_lstm",
+    "torch_nn_rnn",
+    "jax_lax_scan",
+    "flax_scan",
+    "torch_loop",
+    "jax_loop",
+    "torch_scan_compiled",
+    "torch_scan_compiled_cudagraphs",
+    "torch_loop_compiled",
+    "torch_loop_compiled_cudagraphs",
+)
 DEFAULT_COMPILE_BUDGET_S = 90.0
 DEFAULT_TIMEOUT_S = 240.0
 SUITE_DEFAULTS = ("device", "dtypes", "timeout", "compile_budget")  # run settings a suite may default
@@ -58,8 +67,15 @@ def stage_key(job: Any) -> tuple:
     from rnnbench import registry
 
     sizes = registry.get_model(job.model).sizes_with_defaults(job.sizes)
-    return (sizes.get("T", 1) * sizes.get("H", 1), sizes.get("T", 1), _rank(DTYPES, job.dtype),
-            _rank(MODELS, job.model), job.model, job.dtype, sorted(sizes.items()))
+    return (
+        sizes.get("T", 1) * sizes.get("H", 1),
+        sizes.get("T", 1),
+        _rank(DTYPES, job.dtype),
+        _rank(MODELS, job.model),
+        job.model,
+        job.dtype,
+        sorted(sizes.items()),
+    )
 
 
 def stages(jobs: Iterable[Any]) -> list[list[Any]]:
@@ -97,7 +113,15 @@ def check_jobs(device: str, jobs: Sequence[Any]) -> None:
 
 # The suite as `rnnbench run` selects it: the models, drivers and environments on each axis, the
 # settings it defaults (SUITE_DEFAULTS; flags and config files override them), and its hooks.
-SUITE: dict[str, Any] = {"models": MODELS, "drivers": DRIVERS, "environments": ("main",), "device": "cuda",
-                         "dtypes": ",".join(DTYPES), "timeout": DEFAULT_TIMEOUT_S,
-                         "compile_budget": DEFAULT_COMPILE_BUDGET_S,
-                         "check_device": check_jobs, "plan": plan, "stages": stages}
+SUITE: dict[str, Any] = {
+    "models": MODELS,
+    "drivers": DRIVERS,
+    "environments": ("main",),
+    "device": "cuda",
+    "dtypes": ",".join(DTYPES),
+    "timeout": DEFAULT_TIMEOUT_S,
+    "compile_budget": DEFAULT_COMPILE_BUDGET_S,
+    "check_device": check_jobs,
+    "plan": plan,
+    "stages": stages,
+}

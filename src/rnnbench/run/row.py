@@ -96,7 +96,8 @@ LOCALIZE_BUDGET_S = 60.0  # a compiled driver recompiles for every suffix: bound
 
 
 def check_gradients(model: Model, driver: Driver, case: Case, dtype: str, device: str,
-                    oracle: Optional[Oracle] = None, compile_budget_s: Optional[float] = None) -> tuple[Check, Optional[Prepared]]:
+                    oracle: Optional[Oracle] = None,
+                    compile_budget_s: Optional[float] = None) -> tuple[Check, Optional[Prepared]]:
     """Prepare the driver, run loss_and_grads once (timing it: the first call compiles) and ask
     the judge (rnnbench.check.judge) for the verdict. Never raises for driver failures: they
     become the status. oracle: the case's oracle, when the caller has it (the fuzzer computes
@@ -143,7 +144,8 @@ def run_row(job: Job) -> dict[str, Any]:
     rss_before_mb = peak_rss_mb()
     device = RowDevice(driver.framework, job.device) if job.device != "cpu" else None
     try:
-        chk, prepared = check_gradients(model, driver, case, job.dtype, job.device, compile_budget_s=job.compile_budget_s)
+        chk, prepared = check_gradients(model, driver, case, job.dtype, job.device,
+                                        compile_budget_s=job.compile_budget_s)
     except CompileBudgetExceeded as exc:
         rec = {**base, "status": Status.TIMEOUT, "first_call_s": None, "elapsed_s": exc.elapsed_s,
                "report": f"{exc}: stopped (--compile-budget)"}
