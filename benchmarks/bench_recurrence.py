@@ -84,6 +84,8 @@ DRIVERS = (
     "torch_xla_scan",
     "torch_xla_scan_cached",
     "torch_xla_scan_closure",
+    "torch_loop_compiled_cudagraphs",
+    "torch_scan_compiled_cudagraphs",
 )
 
 # The curated set: each mechanism once, on the two core recurrences, small size. The vendor layer

@@ -34,7 +34,7 @@ def model_driver_pairs(dtypes: tuple[str, ...] = ()) -> list:
     here = current()
     params = []
     for d in registry.drivers().values():
-        if not runs(d, here):
+        if not runs(d, here) or "cpu" not in d.devices:  # GPU-only configurations (CUDA graphs): tests/test_gpu_fake.py
             continue
         for m in registry.models().values():
             if d.supports(m) is not None:

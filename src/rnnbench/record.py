@@ -104,6 +104,17 @@ def machine() -> dict[str, Any]:
     return {"hostname": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform()}
 
 
+def accelerator_label(accelerator: dict[str, Any]) -> str:
+    """How merged views name a GPU (machine.accelerator): its name and the first 8 hex digits of its
+    UUID, else its index; "" for a record without one. Two GPUs are two machines."""
+    name = accelerator.get("name") or accelerator.get("jax_device_kind")
+    if not name and not accelerator.get("uuid"):
+        return ""
+    name = name or "GPU"
+    uuid = str(accelerator.get("uuid") or "")
+    return f"{name} {uuid.replace('GPU-', '')[:8] if uuid else '#' + str(accelerator.get('index', 0))}"
+
+
 def environment(threads: int, versions: dict[str, str], settings: dict[str, Any]) -> dict[str, Any]:
     return {
         "python": platform.python_version(),

@@ -20,7 +20,7 @@ CORES = len(os.sched_getaffinity(0))
 MAX_SECONDS = 7 * 24 * 3600.0  # a limit beyond a week is a typo, and larger ones overflow timers
 
 SELECTIONS = ("models", "drivers", "environments", "dtypes", "losses")
-NUMERIC = ("seed", "threads", "budget", "timeout", "memory_limit_gb")
+NUMERIC = ("seed", "threads", "budget", "timeout", "memory_limit_gb", "compile_budget")
 
 
 class Parser(argparse.ArgumentParser):
@@ -118,7 +118,10 @@ def load_config(path: Optional[str]) -> dict[str, Any]:
 
 def settings(args: argparse.Namespace) -> dict[str, Any]:
     """RUN_DEFAULTS, overridden by the config file, overridden by flags given; numbers checked."""
-    out = {**plan.RUN_DEFAULTS, **load_config(args.config)}
+    config = load_config(args.config)
+    suite = plan.SUITES.get(args.suite or config.get("suite") or plan.RUN_DEFAULTS["suite"], {})
+    suite_defaults = {k: v for k, v in suite.items() if k in plan.SUITE_DEFAULTS}  # e.g. gpu: device, timeout
+    out = {**plan.RUN_DEFAULTS, **suite_defaults, **config}
     for key in plan.RUN_DEFAULTS:
         if getattr(args, key) is not None:
             given = getattr(args, key)
@@ -137,7 +140,7 @@ def check_limits(given: dict[str, Any]) -> dict[str, Any]:
             out[key] = number(where, value, integer=True, inclusive=True)
         elif key == "threads":
             out[key] = threads(where, value)
-        elif key == "memory_limit_gb":
+        elif key in ("memory_limit_gb", "compile_budget"):
             out[key] = number(where, value, minimum=0.0)
         else:
             out[key] = number(where, value, maximum=MAX_SECONDS)

@@ -21,8 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="TOML file with any of: " + ", ".join(plan.RUN_DEFAULTS))
     p.add_argument("--suite", help="quick (default: rnn, lstm, lstm2, taylor_exp, newton_sqrt on every core driver, "
                    "main environment), core (every core model, also in the torch 2.9.0 / torch_xla environment), "
-                   "bugs (the docs/bugs.md case models: variants, loop bodies, mixed precision, on every driver) "
-                   "or all; --models / --drivers / --environments override it on their axis")
+                   "bugs (the docs/bugs.md case models: variants, loop bodies, mixed precision, on every driver), "
+                   "all, or gpu (LSTM, RNN, stacked LSTM at real sizes on --device cuda; docs/gpu.md); --models / --drivers / --environments override it on their axis")
     p.add_argument("--models", help="comma-separated model names (default: those of --suite)")
     p.add_argument("--drivers", help="comma-separated driver names (default: those of --suite)")
     p.add_argument("--environments", help="comma-separated environments (`rnnbench env list`; default: those of "
@@ -36,6 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(default: all of them)")
     p.add_argument("--budget", type=float, help="seconds of repeats per timed quantity (default 0.5)")
     p.add_argument("--timeout", type=float, help="seconds before a row is killed (default 600)")
+    p.add_argument("--compile-budget", dest="compile_budget", type=float,
+                   help="seconds a row's first call (compile) may take before the row is a timeout (default: none)")
     p.add_argument("--memory-limit-gb", dest="memory_limit_gb", type=float, help="address-space limit per worker")
     p.add_argument("--losses", help="comma-separated loss forms, from " + ", ".join(losses.NAMES)
                    + " (default: model, each model's own loss); every row runs under each")
@@ -60,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     from rnnbench.run.runner import Runner
     from rnnbench.run.caches import warm_cache_env
     from rnnbench.run.cpus import load_line
+    from rnnbench.run import accelerator
+    from rnnbench.run.device_peak import DeviceRoofline
     from rnnbench.run.roofline import Roofline
 
     s = options.settings(args)
@@ -73,14 +77,15 @@ def run(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         print(f"rnnbench: {len(selected)} rows -> {out}" + (f" ({skipped} already done, skipped)" if skipped else ""),
               flush=True)
-        load = load_line(int(s["threads"]))  # read before this run adds its own load
+        # read before this run adds its own load
+        load = load_line(int(s["threads"])) if s["device"] == "cpu" else accelerator.load_line()
         print(f"rnnbench: {load}", flush=True)
         # The GEMM peak, once per machine and dtype, at the rows' threads and CPUs (cached per machine):
         # every timed row gets GFLOP/s and its fraction of it (on a Ray node, that node's peak).
-        timed = {} if args.no_time or s["device"] != "cpu" else {
+        timed = {} if args.no_time else {
             dtype: [registry.get_model(j.model).sizes_with_defaults(j.sizes) for j in selected if j.dtype == dtype]
             for dtype in sorted({j.dtype for j in selected})}
-        roofline = Roofline(int(s["threads"]), timed)
+        roofline = Roofline(int(s["threads"]), timed) if s["device"] == "cpu" else DeviceRoofline(s["device"], timed)
         roofline.measure(warn=lambda message: print(message, flush=True))
         progress = Progress(len(selected))
         # Compile caches persist across runs (caches.warm_cache_env, called where the rows run): a
@@ -89,7 +94,9 @@ def run(args: argparse.Namespace) -> int:
         with executors.executor(args.executor if selected else "local", args.address) as executor:
             runner = Runner(results, float(s["timeout"]), progress.start, progress.done, s["memory_limit_gb"],
                             extra_env=warm_cache_env, annotate=roofline, executor=executor)
-            records = runner.run(selected)
+            for stage in plan.stages(s["suite"], selected):  # gpu: one stage at a time, cheap sizes first
+                runner.run(stage)
+            records = runner.records
         progress.close()
         if args.resume:
             records = record.latest_per_row(results.existing + records)

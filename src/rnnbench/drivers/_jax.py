@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from rnnbench.drivers.base import Framework, Prepared, ReproScript, flat_inputs
+from rnnbench.drivers.base import DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
 from rnnbench.model import Case, Model
 
 
@@ -40,6 +40,56 @@ def device_missing(device: str) -> Optional[str]:
         return "no GPU backend visible to jax"
 
 
+def gpu_identity(device: str) -> dict[str, Any]:
+    """The GPU as jax's backend sees it (rnnbench.run.accelerator merges it into machine.accelerator)."""
+    dev = device_for(device)
+    stats = dev.memory_stats() or {}
+    return {"jax_device_kind": dev.device_kind, "jax_platform_version": dev.client.platform_version,
+            "compute_capability": getattr(dev, "compute_capability", None),
+            "jax_bytes_limit_mb": round(stats["bytes_limit"] / 2**20) if "bytes_limit" in stats else None}
+
+
+def read_gpu_peak(device: str, prepared: Any) -> dict[str, Any]:
+    """The backend's memory statistics (a peak since the process started: XLA's allocator has no
+    reset) and, where the Prepared has it, the compiled step's own memory analysis."""
+    stats = device_for(device).memory_stats() or {}
+    out: dict[str, Any] = {"source": "jax Device.memory_stats and the compiled step's memory_analysis()"}
+    if stats:
+        out.update(peak_allocated_mb=stats.get("peak_bytes_in_use", 0) / 2**20,
+                   allocated_after_mb=stats.get("bytes_in_use", 0) / 2**20)
+    analysis = prepared.memory_analysis() if prepared is not None and prepared.memory_analysis else None
+    if analysis:
+        out["compiled"] = analysis
+    out["meaning"] = ("peak_allocated_mb: XLA's allocator peak since the worker started (not resettable: earlier rows "
+                      "of this worker count too, an upper bound for this row; absent where the backend keeps no "
+                      "statistics); compiled: the fwd+bwd program's argument, output and temporary bytes as XLA "
+                      "planned them (this row's own figure)")
+    return out
+
+
+def gpu_gemm(dtype: str, m: int, k: int, n: int, device: str) -> Callable[[], Any]:
+    """One jitted (m, k) @ (k, n) matmul on `device`, waited for, at the rows' settings (float32 at
+    "highest" precision: no TF32 passes; bfloat16 at its own precision)."""
+    import jax
+    import jax.numpy as jnp
+
+    configure()
+    dev = device_for(device)
+    rng = np.random.default_rng(0)
+    jdtype = {"float64": jnp.float64, "float32": jnp.float32, "bfloat16": jnp.bfloat16}[dtype]
+    a, b = (jax.device_put(jnp.asarray(rng.standard_normal(shape), dtype=jdtype), dev) for shape in ((m, k), (k, n)))
+    f = jax.jit(jnp.matmul)
+    return lambda: f(a, b).block_until_ready()
+
+
+def compiled_memory(fn: Any, *args: Any) -> dict[str, int]:
+    """XLA's memory analysis of jitted `fn` at `args` (the executable the calls run, from jit's cache)."""
+    analysis = fn.lower(*args).compile().memory_analysis()
+    names = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes", "alias_size_in_bytes",
+             "generated_code_size_in_bytes")
+    return {name: int(getattr(analysis, name)) for name in names if hasattr(analysis, name)}
+
+
 def jax_cold_cache_env(root: str) -> dict[str, str]:
     """jax's persistent compilation cache off."""
     return {"JAX_ENABLE_COMPILATION_CACHE": "false", "JAX_COMPILATION_CACHE_DIR": os.path.join(root, "jax")}
@@ -53,7 +103,9 @@ def jax_warm_cache_env(root: str) -> dict[str, str]:
 
 
 JAX_CACHE_VARIABLES = ("JAX_ENABLE_COMPILATION_CACHE", "JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")
-_CACHES = dict(cold_cache_env=jax_cold_cache_env, warm_cache_env=jax_warm_cache_env, cache_variables=JAX_CACHE_VARIABLES)
+_CACHES = dict(cold_cache_env=jax_cold_cache_env, warm_cache_env=jax_warm_cache_env,
+               cache_variables=JAX_CACHE_VARIABLES,
+               device=DeviceQueries(identity=gpu_identity, read_peak=read_gpu_peak, gemm=gpu_gemm))
 
 
 def gemm(a, b, dtype: str) -> Callable[[], Any]:
@@ -224,4 +276,5 @@ def prepared_from_loss(loss_fn: Callable[[dict, dict], Any], diff: dict, rest: d
         jax.block_until_ready,
         {**SETTINGS, **settings},
         hvp,
+        lambda: compiled_memory(value_and_grad, diff, rest),
     )

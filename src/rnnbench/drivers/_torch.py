@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from rnnbench.drivers.base import Framework, Prepared, ReproScript, flat_inputs
+from rnnbench.drivers.base import DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
 from rnnbench.model import Case, Model
 
 
@@ -37,6 +37,57 @@ def device_missing(device: str) -> Optional[str]:
     import torch
 
     return None if torch.cuda.is_available() else "no CUDA device visible to torch"
+
+
+def cuda_identity(device: str) -> dict[str, Any]:
+    """The CUDA device as torch sees it (rnnbench.run.accelerator merges it into machine.accelerator)."""
+    import torch
+
+    index = torch.device(device).index
+    index = torch.cuda.current_device() if index is None else index
+    props = torch.cuda.get_device_properties(index)
+    return {"index": index, "name": props.name, "total_memory_mb": round(props.total_memory / 2**20),
+            "compute_capability": f"{props.major}.{props.minor}", "uuid": str(getattr(props, "uuid", "")) or None,
+            "multiprocessors": props.multi_processor_count, "cuda_runtime": torch.version.cuda,
+            "cudnn_version": torch.backends.cudnn.version()}
+
+
+def reset_cuda_peak(device: str) -> None:
+    import torch
+
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+
+
+def read_cuda_peak(device: str, prepared: Any) -> dict[str, Any]:
+    import torch
+
+    torch.cuda.synchronize(device)
+    return {"peak_allocated_mb": torch.cuda.max_memory_allocated(device) / 2**20,
+            "peak_reserved_mb": torch.cuda.max_memory_reserved(device) / 2**20,
+            "allocated_after_mb": torch.cuda.memory_allocated(device) / 2**20,
+            "source": "torch.cuda caching allocator statistics",
+            "meaning": "peak_allocated_mb: the most tensor memory live at once since the peak was reset before the "
+                       "timed steps (the row's inputs, parameters and the step's saved activations, workspaces and "
+                       "gradients); peak_reserved_mb: what the allocator held from the driver for it (cached blocks "
+                       "included); neither counts the CUDA context or cuDNN/cuBLAS handles"}
+
+
+def cuda_gemm(dtype: str, m: int, k: int, n: int, device: str) -> Callable[[], Any]:
+    """One (m, k) @ (k, n) matmul on `device`, waited for: TF32 off (exact_float32, as the rows run),
+    bfloat16 on the tensor cores (torch's default for bf16 matmuls)."""
+    import torch
+
+    exact_float32()
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    a, b = (torch.randn(shape, generator=gen, dtype=torch.float64).to(device=device, dtype=torch_dtype(dtype))
+            for shape in ((m, k), (k, n)))
+
+    def call() -> None:
+        torch.matmul(a, b)
+        torch.cuda.synchronize(device)
+
+    return call
 
 
 def inductor_cold_cache_env(root: str) -> dict[str, str]:
@@ -153,6 +204,7 @@ TORCH = Framework(
     # eager CPU ops run on the calling thread at --threads 1 (the clock's choice: docs/measuring.md#asv)
     cpu_time_clock=True,
     repro=ReproScript("torch", REPRO_HEAD, REPRO_RUN),
+    device=DeviceQueries(identity=cuda_identity, reset_peak=reset_cuda_peak, read_peak=read_cuda_peak, gemm=cuda_gemm),
 )
 
 
@@ -271,12 +323,15 @@ def reset_dynamo() -> None:
     torch._dynamo.reset()
 
 
-def compiled(loss_fn: Callable[[dict[str, Any]], Any], dynamo_config: Mapping[str, Any] = {}) -> tuple[Callable, dict[str, Any]]:
+def compiled(loss_fn: Callable[[dict[str, Any]], Any], dynamo_config: Mapping[str, Any] = {},
+             mode: Optional[str] = None) -> tuple[Callable, dict[str, Any]]:
     """(torch.compile(loss_fn) with inductor, the settings to record). Starts from a clean dynamo
     state: dynamo caches compiled code per code object, so without a reset the second model
     compiled in one process would hit the recompile limit and silently run eager. fullgraph=True
     turns any graph break into an error instead of a silent eager fallback. dynamo_config: values
-    of torch._dynamo.config to set (and record) for this compile."""
+    of torch._dynamo.config to set (and record) for this compile. mode: torch.compile's mode
+    ("reduce-overhead": CUDA graphs; each call then starts a new cudagraph step, so a forward
+    timed alone never waits on the backward of the call before it)."""
     import torch
 
     if RESET_DYNAMO_BEFORE_COMPILE:
@@ -285,7 +340,15 @@ def compiled(loss_fn: Callable[[dict[str, Any]], Any], dynamo_config: Mapping[st
     for key, value in dynamo_config.items():
         setattr(torch._dynamo.config, key, value)
         settings[f"torch._dynamo.config.{key}"] = value
-    return torch.compile(loss_fn, backend="inductor", fullgraph=True), settings
+    fn = torch.compile(loss_fn, backend="inductor", fullgraph=True, **({"mode": mode} if mode else {}))
+    if mode is None:
+        return fn, settings
+
+    def stepped(inputs):
+        torch.compiler.cudagraph_mark_step_begin()
+        return fn(inputs)
+
+    return stepped, {**settings, "mode": mode}
 
 
 def under_autocast(loss_fn: Callable[[dict], Any], device: str) -> Callable[[dict], Any]:

@@ -34,6 +34,25 @@ class Prepared:
     block: Callable[[Any], None]
     settings: Mapping[str, Any] = field(default_factory=dict)
     hvp: Optional[Callable[[Mapping[str, np.ndarray]], Grads]] = None
+    memory_analysis: Optional[Callable[[], dict[str, Any]]] = None  # the compiled step's own figures (jax)
+
+
+@dataclass(frozen=True)
+class DeviceQueries:
+    """What a framework reports about an accelerator it runs on (rnnbench.run.accelerator reads
+    these; the defaults report nothing, as on a CPU).
+
+    identity(device): the device as the framework sees it (name, memory, versions), plain data.
+    reset_peak(device): start the allocator's peak count afresh (before a timed step).
+    read_peak(device, prepared): the device memory figures since reset_peak, with what they mean,
+        or None where the framework keeps none.
+    gemm(dtype, m, k, n, device): a callable computing one (m, k) @ (k, n) product on `device` to
+        completion, at the precision the rows use, or None where it has no such dtype."""
+
+    identity: Callable[[str], dict[str, Any]] = lambda device: {}
+    reset_peak: Callable[[str], None] = lambda device: None
+    read_peak: Callable[[str, Any], Optional[dict[str, Any]]] = lambda device, prepared: None
+    gemm: Callable[[str, int, int, int, str], Optional[Callable[[], Any]]] = lambda dtype, m, k, n, device: None
 
 
 @dataclass(frozen=True)
@@ -83,6 +102,7 @@ class Framework:
         the asv benchmarks' clock choice.
     repro: the head (imports, the `ops` namespace) and body of the standalone script a fuzzed
         failure is exported as (rnnbench.fuzz.repro), or None where it has none.
+    device: what it reports about an accelerator (DeviceQueries).
     """
 
     name: str
@@ -100,6 +120,7 @@ class Framework:
     gemm: Optional[Callable[[Any, Any, str], Optional[Callable[[], Any]]]] = None
     cpu_time_clock: bool = False
     repro: Optional["ReproScript"] = None
+    device: DeviceQueries = DeviceQueries()
 
     def available(self) -> Optional[str]:
         """None, or the reason the framework cannot be used in this Python environment."""
@@ -147,11 +168,15 @@ class Driver:
         driver listed in several gives one row per environment (rnnbench.run.environments).
     compiled: True when the first call compiles.
     anchor: a vendor layer (torch.nn.LSTM, flax cells) rather than the model's own step.
-    suite: "core", or "bugs" for a driver that exists for a bug class of docs/bugs.md.
+    suite: "core", "bugs" for a driver that exists for a bug class of docs/bugs.md, or "gpu" for a
+        configuration that exists on a GPU only (CUDA graphs).
     autocast: the autocast dtype the driver runs the loss under (parameters stay float32), or None.
     second_order: its Prepared provides hvp (double backward / forward-over-reverse), checked by
         rnnbench.check.second_order; compiled torch drivers have no double backward.
-    unavailable: a fixed reason it cannot run anywhere (a test double), else None."""
+    unavailable: a fixed reason it cannot run anywhere (a test double), else None.
+    try_dtype(dtype, device): for a dtype outside `dtypes`, None or why it fails, found by running
+        it once (cached by the driver's module): a vendor layer's support depends on the device.
+        Only a worker tries (why_not(trying=True)); the parent leaves such rows to it."""
 
     name: str
     framework: Framework
@@ -167,6 +192,7 @@ class Driver:
     autocast: Optional[str] = None
     second_order: bool = False
     unavailable: Optional[str] = None
+    try_dtype: Optional[Callable[[str, str], Optional[str]]] = None
 
     def available(self) -> Optional[str]:
         return self.unavailable or self.framework.available()
@@ -174,11 +200,12 @@ class Driver:
     def versions(self) -> dict[str, str]:
         return self.framework.versions()
 
-    def why_not(self, model: Model, dtype: str, device: str) -> Optional[str]:
+    def why_not(self, model: Model, dtype: str, device: str, trying: bool = False) -> Optional[str]:
         """None, or why this driver cannot run `model` at `dtype` on `device` in this process
-        (framework installed, dtype, device, the model's shape of computation, device visible)."""
+        (framework installed, dtype, device, the model's shape of computation, device visible).
+        trying: a dtype outside `dtypes` is tried (try_dtype) rather than left undecided."""
         reason = self.available()
-        if reason is None and dtype not in self.dtypes:
+        if reason is None and dtype not in self.dtypes and self.try_dtype is None:
             reason = f"dtype {dtype} not supported by {self.name}"
         if reason is None and device not in self.devices:
             reason = f"device {device} not supported by {self.name}"
@@ -186,6 +213,8 @@ class Driver:
             reason = self.supports(model)
         if reason is None:
             reason = self.framework.device_missing(device)
+        if reason is None and dtype not in self.dtypes and trying:
+            reason = self.try_dtype(dtype, device)  # type: ignore[misc]
         return reason
 
 

@@ -9,6 +9,9 @@ Configurations (rows of DRIVERS):
   reported to lose requires_grad through sliced assignment (missing_grad catches it).
 - autocast: the loss under bf16 autocast with float32 parameters (docs/bugs.md §3), run on models
   with an fp32 island only.
+- mode: torch.compile's mode; "reduce-overhead" replays the compiled program as CUDA graphs (one
+  launch per graph instead of one per kernel: the launch cost an unrolled loop pays T times), so
+  the row runs on CUDA only.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class LoopConfig:
     compiled: bool = False
     ys: str = "stack"
     autocast: bool = False
+    mode: Optional[str] = None  # torch.compile's mode (compiled rows)
 
 
 def prepare(config: LoopConfig, model: Model, case: Case, dtype: str, device: str) -> Prepared:
@@ -74,7 +78,7 @@ def prepare(config: LoopConfig, model: Model, case: Case, dtype: str, device: st
     loss_fn = loop_loss(model, case, consts, config.ys)
     settings: dict[str, Any] = {"mode": "eager"}
     if config.compiled:
-        loss_fn, settings = _torch.compiled(loss_fn)
+        loss_fn, settings = _torch.compiled(loss_fn, mode=config.mode)
     if config.ys != "stack":
         settings["ys"] = YS_FORMS[config.ys][0]
     if config.autocast:
@@ -95,6 +99,9 @@ def _row(name: str, summary: str, config: LoopConfig, **fields) -> Driver:
 DRIVERS = (
     _row("torch_loop", "torch eager, Python for-loop", LoopConfig(), environments=("main", "xla")),
     _row("torch_loop_compiled", "torch.compile(inductor) of the Python loop (unrolled)", LoopConfig(compiled=True)),
+    _row("torch_loop_compiled_cudagraphs",
+         "torch.compile(inductor, mode=reduce-overhead: CUDA graphs) of the Python loop",
+         LoopConfig(compiled=True, mode="reduce-overhead"), devices=("cuda",), suite="gpu"),
     _row("torch_loop_setitem", "torch eager loop, ys preallocated and written by ys[t] = y",
          LoopConfig(ys="setitem"), suite="bugs"),
     _row("torch_loop_setitem_compiled", "torch.compile(inductor) of the loop, ys preallocated and written by ys[t] = y",

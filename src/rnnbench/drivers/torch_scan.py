@@ -15,13 +15,15 @@ Configurations (rows of DRIVERS):
   clone is optimised away and y aliases the carry again. torch_scan_compiled_clone_y_only keeps the
   documented form under a strict registry entry (on the tanh/sigmoid models rnn, lstm, and on
   decay, which compiles).
+- mode: torch.compile's mode; "reduce-overhead" replays the compiled program as CUDA graphs, so
+  the row runs on CUDA only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from rnnbench.drivers import _torch
 from rnnbench.drivers.base import Driver, Prepared, supports_only, unflatten
@@ -73,6 +75,7 @@ class ScanConfig:
     compiled: bool = False
     capture_scalar_outputs: bool = True
     clone_carry: bool = True
+    mode: Optional[str] = None  # torch.compile's mode
 
 
 def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: str) -> Prepared:
@@ -81,7 +84,7 @@ def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: st
         loss_fn = scan_loss(model, case, consts)
         return _torch.prepared_from_loss(loss_fn, inputs, wrt, {"mode": "eager"}, second_order=True)
     loss_fn, settings = _torch.compiled(scan_loss(model, case, consts, clone_carry=config.clone_carry),
-                                        {"capture_scalar_outputs": config.capture_scalar_outputs})
+                                        {"capture_scalar_outputs": config.capture_scalar_outputs}, config.mode)
     settings["clone_carry"] = config.clone_carry
     return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings)
 
@@ -97,6 +100,8 @@ DRIVERS = (
          environments=("main", "xla")),
     _row("torch_scan_compiled", "torch.compile(inductor) of torch scan", ScanConfig(compiled=True),
          dtypes=ALL_DTYPES, environments=("main", "xla")),
+    _row("torch_scan_compiled_cudagraphs", "torch.compile(inductor, mode=reduce-overhead: CUDA graphs) of torch scan",
+         ScanConfig(compiled=True, mode="reduce-overhead"), dtypes=ALL_DTYPES, devices=("cuda",), suite="gpu"),
     # Variants that exist for a known issue: the failure does not depend on the model, so a few
     # models show it without paying compile time on all of them.
     _row("torch_scan_compiled_clone_y_only", "torch.compile(inductor) of torch scan, only y cloned",

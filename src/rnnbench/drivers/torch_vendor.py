@@ -5,12 +5,18 @@ step + loop are from the framework's hand-written layer, and check the layer's g
 Layout: weight_ih_l0 = W_ih, weight_hh_l0 = W_hh (LSTM gate order i, f, g, o, as canonical),
 bias_ih_l0 = b; bias_hh_l0 is held at zero without grad (the canonical models have one bias).
 torch carries (h, c) as (1, B, H) per layer; canonical carries are (B, H).
+
+Dtypes: float64 and float32 run everywhere; any other (bfloat16) is decided by trying the layer
+once per process and device (try_dtype): cuDNN's support depends on the GPU, the CPU kernels' on
+the build, and a static list would be wrong on one of them.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from functools import partial
+from typing import Optional
 
 from rnnbench.drivers import _torch
 from rnnbench.drivers.base import Driver, Prepared, supports_kind
@@ -56,9 +62,25 @@ def prepare(layer: Layer, model: Model, case: Case, dtype: str, device: str) -> 
     return _torch.prepared_from_loss(loss_fn, inputs, wrt, {"layer": layer.label})
 
 
+@functools.lru_cache(maxsize=None)
+def try_dtype(layer: Layer, dtype: str, device: str) -> Optional[str]:
+    """None if a tiny `layer` runs forward and backward at `dtype` on `device`, else why not (tried
+    once per process: the answer depends on the device and the build, not on the sizes)."""
+    import torch
+
+    try:
+        module = getattr(torch.nn, layer.module)(2, 2, **dict(layer.options)).to(device=device,
+                                                                                  dtype=_torch.torch_dtype(dtype))
+        out, _ = module(torch.ones(3, 1, 2, device=device, dtype=_torch.torch_dtype(dtype)))
+        out.sum().backward()
+    except Exception as exc:  # the layer's own refusal is the answer
+        return f"{layer.label} at {dtype} on {device} failed when tried: {type(exc).__name__}: {exc}"[:300]
+    return None
+
+
 def _row(name: str, summary: str, layer: Layer) -> Driver:
     return Driver(name=name, framework=_torch.TORCH, summary=summary, prepare=partial(prepare, layer),
-                  supports=supports_kind(layer.kind), anchor=True)
+                  supports=supports_kind(layer.kind), anchor=True, try_dtype=partial(try_dtype, layer))
 
 
 DRIVERS = (

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
+from rnnbench import record
 from rnnbench.status import Status, is_known
 
 
@@ -98,9 +99,12 @@ COLUMNS = ("model", "driver", "env", "dtype", "status", "max rel err", "fwd+bwd 
 
 
 def machine_of(rec: dict) -> str:
-    """The machine a record was written on (its hostname; "?" for a record without one): the one
-    label every merged view (table, failure reports, HTML page, charts) names a row's machine by."""
-    return str((rec.get("machine") or {}).get("hostname") or "?")
+    """The machine a record was written on (its hostname, and its GPU for a row that ran on one:
+    two GPUs are two machines; "?" for a record without one): the one label every merged view
+    (table, failure reports, HTML page, charts) names a row's machine by."""
+    machine = rec.get("machine") or {}
+    gpu = record.accelerator_label(machine.get("accelerator") or {})
+    return str(machine.get("hostname") or "?") + (f" [{gpu}]" if gpu else "")
 
 
 def several_machines(records: Iterable[dict[str, Any]]) -> bool:

@@ -28,7 +28,7 @@ def prepare_checked(model_name: str, driver_name: str, sizes: Mapping[str, int] 
     (check, prepared). Raises NotApplicable or GradientDisagreement (with the full report)."""
     model, driver = registry.get_model(model_name), registry.get_driver(driver_name)
     job = Job(model_name, driver_name, dtype, device, dict(sizes or {}), seed, environment=environments.current())
-    reason = unavailable_reason(model, driver, job)
+    reason = unavailable_reason(model, driver, job, trying=True)  # this process runs it: it may try a dtype
     if reason is not None:
         raise NotApplicable(reason)
     case = model.make_case(model.sizes_with_defaults(job.sizes), seed).rounded_to(dtype)

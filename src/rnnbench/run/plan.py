@@ -14,12 +14,13 @@ from rnnbench import losses, record, registry
 from rnnbench.check.tolerance import tolerance
 from rnnbench.errors import InputError
 from rnnbench.model import Model
-from rnnbench.run import environments
+from rnnbench.run import environments, gpu_suite
 from rnnbench.run.row import Job, unavailable_reason
 from rnnbench.run.timing import TimingConfig
 
 DTYPES = ("float32", "float64", "bfloat16")
 DEVICES = ("cpu", "cuda")
+SUITE_DEFAULTS = gpu_suite.SUITE_DEFAULTS  # the run settings a suite may default (flags and config override)
 
 # Defaults of `run`, also the keys a --config file may set.
 RUN_DEFAULTS: dict[str, Any] = {
@@ -37,6 +38,7 @@ RUN_DEFAULTS: dict[str, Any] = {
     "memory_limit_gb": None,
     "losses": "model",  # loss forms (rnnbench.losses); "model": each model's own loss
     "order": "auto",  # 1, 2, or auto: 2 on float64 rows of core models (H v checked too)
+    "compile_budget": None,  # seconds a row's first call may take (None: no budget but --timeout)
 }
 
 
@@ -55,6 +57,7 @@ SUITES: dict[str, dict[str, Any]] = {
     "core": {"models": "core", "drivers": "core", "environments": "default"},
     "bugs": {"models": "bugs", "drivers": "all", "environments": "default"},
     "all": {"models": "all", "drivers": "all", "environments": "default"},
+    "gpu": gpu_suite.SUITE,  # its own sizes, order, defaults and device check (rnnbench.run.gpu_suite)
 }
 
 
@@ -151,9 +154,9 @@ def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
         raise InputError(f"order must be 1, 2 or auto, got {s['order']!r}")
     check_drivers_runnable(drivers, explicit=bool(s["drivers"]))
     timing = TimingConfig(budget_s=float(s["budget"]))
-    return [
+    planned = [
         Job(m, d, dtype, s["device"], overrides, int(s["seed"]), int(s["threads"]), timing, timed, env,
-            loss_form, order(str(s["order"]), registry.get_model(m), dtype))
+            loss_form, order(str(s["order"]), registry.get_model(m), dtype), s.get("compile_budget"))
         for dtype in dtypes
         for m in models
         for loss_form in loss_forms
@@ -161,6 +164,15 @@ def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
         for env in envs
         if environments.runs(registry.get_driver(d), env)
     ]
+    if "plan" in suite:  # the suite's own sizes and order, on a device it checks
+        suite["check_device"](s["device"], planned)
+        planned = suite["plan"](planned, sizes_given=bool(s["sizes"]))
+    return planned
+
+
+def stages(suite: str, planned: list[Job]) -> list[list[Job]]:
+    """The groups a suite runs one after the other (gpu: cheap sizes first); one group otherwise."""
+    return SUITES[suite].get("stages", lambda jobs: [jobs])(planned)
 
 
 def shard(planned: list[Job], i: int, n: int) -> list[Job]:

@@ -139,10 +139,10 @@ def _peak_key(dtype: str, threads: int, cpus: Sequence[int]) -> dict[str, Any]:
     machine = record.machine()
     versions = dict(environments.package_versions("main"))
     return {"hostname": machine["hostname"], "cpu": machine["cpu"], "affinity_size": len(cpus), "dtype": dtype,
-            "threads": threads, "versions": {p: versions.get(p, "missing") for p in _peak_packages()}}
+            "threads": threads, "versions": {p: versions.get(p, "missing") for p in peak_packages()}}
 
 
-def _peak_packages() -> list[str]:
+def peak_packages() -> list[str]:
     """The packages whose versions decide the peak: those of the frameworks with a GEMM, and numpy."""
     from rnnbench import registry
 

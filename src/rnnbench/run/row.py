@@ -21,6 +21,8 @@ from rnnbench.model import Case, Model
 from rnnbench.run import environments
 from rnnbench.run.cpus import allowed_cpus, cpu_clock, cpu_record, load_average
 from rnnbench.run.timing import TimingConfig, first_call, measure, peak_rss_mb, timed_call
+from rnnbench.run.accelerator import RowDevice
+from rnnbench.run.compile_budget import CompileBudgetExceeded, budget
 from rnnbench.status import Status, is_fixed, is_known
 
 
@@ -40,6 +42,7 @@ class Job:
     environment: str = "main"  # which of the driver's environments runs it (rnnbench.run.environments)
     loss_form: str = "model"  # the loss the gradients are taken of (rnnbench.losses)
     order: int = 1  # 2: also check the Hessian-vector product (float64 rows; rnnbench.check.second_order)
+    compile_budget_s: Optional[float] = None  # a longer first call is a timeout record (rnnbench.run.compile_budget)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -66,7 +69,8 @@ class Job:
     def settings(self) -> dict[str, Any]:
         """What determines this row's result besides its key (rnnbench.record.fingerprint)."""
         return {"threads": self.threads, "timing": dataclasses.asdict(self.timing), "time": self.time,
-                "order": self.order, "versions": dict(environments.package_versions(self.environment))}
+                "order": self.order, "versions": dict(environments.package_versions(self.environment)),
+                **({"compile_budget_s": self.compile_budget_s} if self.compile_budget_s else {})}
 
     def fingerprint(self) -> str:
         """The fingerprint this row's record will carry (what --resume matches)."""
@@ -92,17 +96,20 @@ LOCALIZE_BUDGET_S = 60.0  # a compiled driver recompiles for every suffix: bound
 
 
 def check_gradients(model: Model, driver: Driver, case: Case, dtype: str, device: str,
-                    oracle: Optional[Oracle] = None) -> tuple[Check, Optional[Prepared]]:
+                    oracle: Optional[Oracle] = None,
+                    compile_budget_s: Optional[float] = None) -> tuple[Check, Optional[Prepared]]:
     """Prepare the driver, run loss_and_grads once (timing it: the first call compiles) and ask
     the judge (rnnbench.check.judge) for the verdict. Never raises for driver failures: they
     become the status. oracle: the case's oracle, when the caller has it (the fuzzer computes
-    each body's once)."""
+    each body's once). compile_budget_s: prepare + first call stop with CompileBudgetExceeded
+    after this long."""
     oracle = oracle if oracle is not None else oracle_grads(model, case)
     verdict = partial(judge, model, case, dtype, device, driver.name, compiled=driver.compiled,
                       autocast=driver.autocast is not None, oracle=oracle)
     try:
-        prepared = driver.prepare(model, case, dtype, device)
-        produced, first_call_s = timed_call(prepared.loss_and_grads)
+        with budget(compile_budget_s):
+            prepared = driver.prepare(model, case, dtype, device)
+            produced, first_call_s = timed_call(prepared.loss_and_grads)
     except Exception as exc:  # a driver failure is a result, not a crash of the suite
         return verdict(raised=exc), None
     result = verdict(produced=produced)
@@ -128,14 +135,21 @@ def run_row(job: Job) -> dict[str, Any]:
     model, driver = registry.get_model(job.model), registry.get_driver(job.driver)
     sizes = model.sizes_with_defaults(job.sizes)
     base = job.identity()
-    reason = unavailable_reason(model, driver, job)
+    reason = unavailable_reason(model, driver, job, trying=True)
     if reason is not None:
         return {**base, "status": Status.UNAVAILABLE, "reason": reason}
     model, case = with_loss(model, model.make_case(sizes, job.seed), job.loss_form)
     case = case.rounded_to(job.dtype)
     driver.framework.import_module()  # so the memory baseline includes the framework's own footprint
     rss_before_mb = peak_rss_mb()
-    chk, prepared = check_gradients(model, driver, case, job.dtype, job.device)
+    device = RowDevice(driver.framework, job.device) if job.device != "cpu" else None
+    try:
+        chk, prepared = check_gradients(model, driver, case, job.dtype, job.device,
+                                        compile_budget_s=job.compile_budget_s)
+    except CompileBudgetExceeded as exc:
+        rec = {**base, "status": Status.TIMEOUT, "first_call_s": None, "elapsed_s": exc.elapsed_s,
+               "report": f"{exc}: stopped (--compile-budget)"}
+        return device.fill(rec) if device else rec
     rec = {
         **base,
         "status": chk.status,
@@ -163,22 +177,7 @@ def run_row(job: Job) -> dict[str, Any]:
         rec["report"] = chk.report
     spans = []  # (before, after) CPU clock readings around each timed loop
     if rec["status"] == Status.OK and job.time and prepared is not None:
-        # Speed numbers exist only for rows whose gradients agree with the oracle.
-        before = cpu_clock()
-        rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing).to_dict()
-        spans.append((before, cpu_clock()))
-        # forward() is the training step's forward: torch (eager or compiled) runs the program
-        # fwd_bwd ran, jax compiles jit(loss) (the training forward once XLA drops the unused
-        # residuals); its first call is timed apart, then its steady state.
-        rec["fwd_first_call_s"] = first_call(prepared.forward, prepared.block)
-        before = cpu_clock()
-        rec["fwd"] = measure(prepared.forward, prepared.block, job.timing).to_dict()
-        spans.append((before, cpu_clock()))
-        if prepared.settings.get("lazy_tensors"):
-            # Lazy tensors: the same calls without blocking time the tracing alone (for the report
-            # only; fwd_bwd above is the real, blocked time).
-            rec["fwd_bwd_trace_only"] = measure(prepared.forward_backward, lambda result: None, job.timing).to_dict()
-            prepared.block(None)
+        spans = time_row(rec, prepared, job, device)  # speed numbers only for rows whose gradients agree
     rec["memory"] = {
         "peak_rss_mb": peak_rss_mb(),
         "rss_before_row_mb": rss_before_mb,
@@ -195,7 +194,32 @@ def run_row(job: Job) -> dict[str, Any]:
                                            for k in driver.framework.cache_variables}
     # The cores it ran on and what it used of them over the timed loops (rnnbench.run.cpus.cpu_record).
     rec["cpu"] = cpu_record(job.threads, allowed_cpus(), spans, load_start, load_average())
-    return rec
+    return device.fill(rec) if device else rec
+
+
+def time_row(rec: dict[str, Any], prepared: Prepared, job: Job, device: Optional[RowDevice]) -> list:
+    """Time forward+backward and forward into `rec`; returns the (before, after) CPU clock readings
+    around each timed loop. On a GPU the device memory figure is the timed forward+backward's."""
+    before = cpu_clock()
+    if device:
+        device.start()
+    rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing).to_dict()
+    spans = [(before, cpu_clock())]
+    if device:
+        device.finish(prepared)
+    # forward() is the training step's forward: torch (eager or compiled) runs the program
+    # fwd_bwd ran, jax compiles jit(loss) (the training forward once XLA drops the unused
+    # residuals); its first call is timed apart, then its steady state.
+    rec["fwd_first_call_s"] = first_call(prepared.forward, prepared.block)
+    before = cpu_clock()
+    rec["fwd"] = measure(prepared.forward, prepared.block, job.timing).to_dict()
+    spans.append((before, cpu_clock()))
+    if prepared.settings.get("lazy_tensors"):
+        # Lazy tensors: the same calls without blocking time the tracing alone (for the report
+        # only; fwd_bwd above is the real, blocked time).
+        rec["fwd_bwd_trace_only"] = measure(prepared.forward_backward, lambda result: None, job.timing).to_dict()
+        prepared.block(None)
+    return spans
 
 
 def hvp_decides(first_order: str, hvp_status: str) -> bool:
@@ -245,15 +269,15 @@ def repeatability(prepared: Prepared, chk: Check) -> dict[str, Any]:
     return out
 
 
-def unavailable_reason(model: Model, driver: Driver, job: Job) -> Optional[str]:
+def unavailable_reason(model: Model, driver: Driver, job: Job, trying: bool = False) -> Optional[str]:
     """None, or why this row cannot run: the one place that decides it. Whether the driver runs in
     the job's environment and that environment exists is decided anywhere; whether its framework
     is installed there, and supports the dtype, device and model, is decided (Driver.why_not) only
     by a process of that environment (the runner's parent for its own environment, else the
-    worker)."""
+    worker). trying: this process may run the driver to decide (Driver.try_dtype): the worker."""
     if not environments.runs(driver, job.environment):
         return f"{driver.name} does not run in environment '{job.environment}'"
     reason = driver.supports(model) or environments.get(job.environment).missing_reason()
     if reason is None and job.environment == environments.current():
-        reason = driver.why_not(model, job.dtype, job.device)
+        reason = driver.why_not(model, job.dtype, job.device, trying=trying)
     return reason
