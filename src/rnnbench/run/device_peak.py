@@ -26,7 +26,7 @@ from typing import Any
 
 from rnnbench.run import accelerator
 from rnnbench.run.caches import cache_root
-from rnnbench.run.roofline import peak_packages, PEAK_MAX_AGE_DAYS, PEAK_SQUARE, best_gflops, gemm_shapes, with_roofline
+from rnnbench.run.roofline import peak_packages, best_rates, PEAK_MAX_AGE_DAYS, PEAK_SQUARE, best_gflops, gemm_shapes, with_roofline
 
 
 def device_shapes(sizes: Iterable[Mapping[str, int]] = ()) -> list[tuple[int, int, int]]:
@@ -144,14 +144,7 @@ def peak_for(
 
 def summary(entry: Mapping[str, Any], dtype: str, device: str, cache: str = "") -> dict[str, Any]:
     """The record's gemm_peak from a measured entry (the best rate over frameworks and shapes)."""
-    best = (0.0, "", "")
-    by_size: dict[str, float] = {}
-    for framework, rates in entry["by_framework"].items():
-        for shape, rate in rates.items():
-            by_size[shape] = max(rate, by_size.get(shape, 0.0))
-            best = max(best, (rate, framework, shape))
-    if best[0] <= 0:
-        raise RuntimeError(f"GPU GEMM peak measurement found no framework: {entry.get('errors')}")
+    best, by_size = best_rates(entry, "GPU GEMM")
     squares = {f"{n}x{n}x{n}" for n in (*PEAK_SQUARE, *accelerator.GPU_SQUARES)}
     return {
         "gflops": best[0],

@@ -217,7 +217,8 @@ def _measure_in_worker(request: dict[str, Any], python: str, timeout_s: float) -
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _peak_summary(entry: Mapping[str, Any], dtype: str, threads: int, cpus: Sequence[int], path: Path) -> dict[str, Any]:
+def best_rates(entry: Mapping[str, Any], what: str = "GEMM") -> tuple[tuple[float, str, str], dict[str, float]]:
+    """(best (GFLOP/s, framework, shape), the best rate per shape) of a measured peak entry."""
     best = (0.0, "", "")
     by_size: dict[str, float] = {}
     for framework, rates in entry["by_framework"].items():
@@ -225,7 +226,12 @@ def _peak_summary(entry: Mapping[str, Any], dtype: str, threads: int, cpus: Sequ
             by_size[shape] = max(rate, by_size.get(shape, 0.0))
             best = max(best, (rate, framework, shape))
     if best[0] <= 0:
-        raise RuntimeError(f"GEMM peak measurement found no framework: {entry.get('errors')}")
+        raise RuntimeError(f"{what} peak measurement found no framework: {entry.get('errors')}")
+    return best, by_size
+
+
+def _peak_summary(entry: Mapping[str, Any], dtype: str, threads: int, cpus: Sequence[int], path: Path) -> dict[str, Any]:
+    best, by_size = best_rates(entry)
     squares = {f"{n}x{n}x{n}" for n in PEAK_SQUARE}
     return {"gflops": best[0], "framework": best[1], "shape": best[2], "dtype": dtype, "threads": threads,
             "cpus": list(cpus), "by_size": {s: round(r, 2) for s, r in sorted(by_size.items()) if s in squares or r >= 0.5 * best[0]},
