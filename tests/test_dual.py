@@ -227,3 +227,20 @@ def test_the_chaotic_body_of_seed_7_is_no_false_alarm() -> None:
             assert chk.raw_status in ("ok", "cannot_decide"), f"{form} {driver}: {chk.report}"
             if chk.raw_status == "cannot_decide":
                 assert "float64 rounding alone" in chk.report, chk.report
+
+
+def test_check_recurrence_takes_an_oracle() -> None:
+    import rnnbench
+    from rnnbench.errors import InputError
+
+    def step(ops, params, carry, x):
+        (h,) = carry
+        return (ops.tanh(params["w"] * h + x),), h
+
+    args = dict(params={"w": np.array([0.5, -0.3])}, carry0=(np.zeros(2),), xs=np.ones((4, 2)), drivers=["torch_loop"],
+                order=1, losses=["weighted"])
+    assert rnnbench.check_recurrence(step, **args).oracle_kind == "dual"
+    forced = rnnbench.check_recurrence(step, oracle="finite_differences", **args)
+    assert forced.ok and forced.oracle_kind == "finite_differences", str(forced)
+    with pytest.raises(InputError, match="oracle must be one of"):
+        rnnbench.check_recurrence(step, oracle="exact please", **args)

@@ -59,6 +59,7 @@ class SecondOrder:
     report: str = ""
     raw_status: str = ""
     errors: list[InputError] = field(default_factory=list)
+    oracle_kind: str = ""  # the H v oracle that judged it (after any refinement)
 
 
 def direction(model: Model, case: Case, seed: int) -> dict[str, np.ndarray]:
@@ -137,8 +138,12 @@ def check_second_order(model: Model, driver_name: str, case: Case, prepared: Pre
     else:
         result = _judged(got, oracle, names, tol)
         if result.status == Status.HVP_MISMATCH and oracle.refine is not None:
-            oracle = oracle.refine()  # before calling it wrong: what float64 rounding does to H v
-            result = _judged(got, oracle, names, hvp_tolerance(oracle.kind, reference_loss(model, case)))
+            # before calling it wrong: what float64 rounding does to H v (adopted where it changes the verdict)
+            finer = oracle.refine()
+            refined = _judged(got, finer, names, hvp_tolerance(finer.kind, reference_loss(model, case)))
+            if refined.status != Status.HVP_MISMATCH:
+                result, oracle = refined, finer
+        result.oracle_kind = str(oracle.kind)
     return registered(result, driver_name, model, case, "float64", order=2)
 
 

@@ -224,7 +224,8 @@ def second_order_record(model: Model, driver: Driver, case: Case, job: Job, prep
     started = time.perf_counter()
     result = check_second_order(model, driver.name, case, prepared, seed=job.seed, choice=oracle)
     return {"status": result.status, "raw_status": result.raw_status or result.status, "report": result.report,
-            "errors": [e.to_dict() for e in result.errors], "check_s": time.perf_counter() - started}
+            "errors": [e.to_dict() for e in result.errors], "check_s": time.perf_counter() - started,
+            "oracle_kind": result.oracle_kind or None}
 
 
 def repeatability(prepared: Prepared, chk: Check) -> dict[str, Any]:
