@@ -11,6 +11,9 @@ from rnnbench.check.tolerance import UNIT_ROUNDOFF, Tolerance
 from rnnbench.status import InputStatus, Status
 
 
+FD_BOUND = "the finite-difference oracle's error bound"
+
+
 @dataclass(frozen=True)
 class InputError:
     """How one gradient compares. index is the entry that decided the status (the largest error
@@ -42,7 +45,7 @@ def compare_grads(
     tol: Tolerance,
     per_name: Optional[Mapping[str, Tolerance]] = None,
     error: Optional[Mapping[str, np.ndarray]] = None,
-    bound_name: str = "the finite-difference oracle's error bound",
+    bound_name: str = FD_BOUND,
 ) -> list[InputError]:
     """Per input in `names`, entry by entry, with scale = max(max|want|, tol.scale_floor * G,
     tol.absolute_scale) (see tolerance.py) and the oracle's error bound e_i (`error`, absolute;
@@ -94,7 +97,8 @@ def compare_grads(
             detail = (f"beyond tolerance, but within {bound_name} ({oracle_error:.2g} of scale): cannot decide"
                       if np.isfinite(oracle_error) else
                       "beyond tolerance, but the loss is not smooth at the finite-difference step (a step "
-                      "1000 times smaller disagrees): finite differences cannot decide")
+                      "1000 times smaller disagrees): finite differences cannot decide" if bound_name == FD_BOUND else
+                      f"beyond tolerance, and {bound_name}: cannot decide")
         else:
             status, detail = InputStatus.OK, ""
         out.append(InputError(name, status, err, idx, float(g.flat[flat]), float(r.flat[flat]), scale, detail, oracle_error))
