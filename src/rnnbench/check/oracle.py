@@ -36,8 +36,9 @@ CHOICES = (AUTO, OracleKind.DUAL.value, OracleKind.DUAL_MP.value, OracleKind.FIN
 # Extended precision where rounding alone may move the loss by 1/1000 of the float64 tolerance: the
 # gradient is conditioned like the loss times the recurrence's growth, which this margin covers.
 MP_TRIGGER = 1e-3 * tolerance("float64", OracleKind.DUAL).max_rel_error
-# 50-digit object arrays cost ~1000x float64: a fuzz-sized body (<= ~100 entries) takes well under a
-# second, an LSTM of 480 entries about a minute. Beyond this many entries there is no dual_mp rung.
+# Arithmetic on object arrays of 50-digit numbers costs orders of magnitude more than float64, and a
+# pass grows with the entries compared: beyond this many there is no dual_mp rung (the cost measured
+# is in docs/checking.md, "The oracle ladder").
 MP_MAX_ENTRIES = 256
 MP_BOUND_NAME = ("what float64 rounding alone does to this gradient ({:g}x the float64 dual oracle's distance "
                  "from the same at 50 digits)").format(ROUNDING_SAFETY)
