@@ -15,7 +15,8 @@ HERE = Path(__file__).parent
 def reason(report: str) -> str:
     """The kind of bound that kept an undecided entry from a verdict (one line, no numbers)."""
     for pattern, label in (("float64 rounding alone does to H v", "float64 rounding of H v (dual_mp_hvp)"),
-                           ("float64 rounding alone does to this gradient", "float64 rounding of the gradient (dual_mp)"),
+                           ("float64 rounding alone does to this gradient",
+                            "float64 rounding of the gradient (dual_mp)"),
                            ("float32 rounding alone does", "float32 rounding of the gradient (float32 tape)"),
                            ("condition number", "float rounding of the loss (its condition number)"),
                            ("not smooth", "finite differences: loss not smooth at the step"),

@@ -46,8 +46,8 @@ class Dual:
     def __radd__(self, o): return _binary(o, self, lambda a, b: a + b, lambda t, a, b, y: t, lambda t, a, b, y: t)
     def __sub__(self, o): return _binary(self, o, lambda a, b: a - b, lambda t, a, b, y: t, lambda t, a, b, y: -t)
     def __rsub__(self, o): return _binary(o, self, lambda a, b: a - b, lambda t, a, b, y: t, lambda t, a, b, y: -t)
-    def __mul__(self, o): return _binary(self, o, lambda a, b: a * b, lambda t, a, b, y: t * b, lambda t, a, b, y: t * a)
-    def __rmul__(self, o): return _binary(o, self, lambda a, b: a * b, lambda t, a, b, y: t * b, lambda t, a, b, y: t * a)
+    def __mul__(self, o): return _binary(self, o, _mul, lambda t, a, b, y: t * b, lambda t, a, b, y: t * a)
+    def __rmul__(self, o): return _binary(o, self, _mul, lambda t, a, b, y: t * b, lambda t, a, b, y: t * a)
     def __truediv__(self, o): return _binary(self, o, _div, lambda t, a, b, y: t / b, lambda t, a, b, y: -(t * y) / b)
     def __rtruediv__(self, o): return _binary(o, self, _div, lambda t, a, b, y: t / b, lambda t, a, b, y: -(t * y) / b)
     def __neg__(self): return Dual(-self.value, -self.tangent, self.level)
@@ -78,6 +78,10 @@ class Dual:
 
     def __repr__(self) -> str:
         return f"Dual(level={self.level}, shape={self.shape}, value={primal(self)!r})"
+
+
+def _mul(a: Array, b: Array) -> Array:
+    return a * b
 
 
 def _div(a: Array, b: Array) -> Array:

@@ -135,7 +135,8 @@ def _against(result: Check, model: Model, case: Case, oracle: Oracle, names: lis
              per_name: Optional[Mapping[str, Tolerance]]) -> None:
     """result's errors, status and report against `oracle`, with the bound the oracle states."""
     bounds = {n: oracle.error_of(n) for n in names}
-    result.errors = compare_grads(result.grads, oracle.grads, names, tol, per_name, bounds, bound_name=oracle.bound_name)
+    result.errors = compare_grads(result.grads, oracle.grads, names, tol, per_name, bounds,
+                                  bound_name=oracle.bound_name)
     condition = loss_condition({n: input_value(model, case, n) for n in names}, {n: oracle.grads[n] for n in names},
                                bounds, result.reference_loss)
     result.status = verdict(result.loss_error, result.errors, tol, condition)
