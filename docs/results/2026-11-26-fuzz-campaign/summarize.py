@@ -1,9 +1,10 @@
-"""Summary of the campaign's records (fuzz-float64.jsonl, fuzz-float32.jsonl beside this script):
+"""Summary of the campaign's records (fuzz-float64.jsonl.gz, fuzz-float32.jsonl.gz beside this script):
 bodies every driver finished, statuses per driver, the oracle rungs, and every reason a check could
 not decide. Usage: python docs/results/2026-11-26-fuzz-campaign/summarize.py"""
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from collections import Counter, defaultdict
@@ -27,8 +28,8 @@ def reason(report: str) -> str:
 
 
 def main() -> None:
-    for path in sorted(HERE.glob("fuzz-*.jsonl")):
-        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for path in sorted(HERE.glob("fuzz-*.jsonl.gz")):
+        records = [json.loads(line) for line in gzip.open(path, "rt") if line.strip()]
         from rnnbench.cli import fuzz_drivers
 
         drivers = sorted(d.name for d in fuzz_drivers(None, records[0]["dtype"]))  # the default set
