@@ -1,4 +1,4 @@
-"""The public API on user-written recurrences, against finite differences."""
+"""The public API on user-written recurrences, against the oracle ladder (exact dual numbers)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def test_readme_example_agrees_on_every_driver() -> None:
     scan = [r for r in report.results if r.driver == "torch_scan"]
     assert all(r.max_rel_error < 1e-9 and r.hvp_status == "known_issue:torch-scan-double-backward-drops-saved-values"
                for r in scan) and len(scan) == 4, str(report)
-    assert report.oracle_kind == "finite_differences"
+    assert report.oracle_kind == "dual"  # exact: dual numbers over the numpy step (check/oracle.py)
 
 
 def test_pytree_carry_without_xs_and_trainable_init() -> None:

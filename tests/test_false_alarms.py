@@ -123,11 +123,14 @@ def aliased(ops, params, carry, x):
 def test_where_finite_differences_cannot_decide_the_verdict_says_so() -> None:
     """sin(1e5 p) at p = 1: the stencil's steps alias the oscillation (6.25e-5 * 1e5 ~ 2 pi), so
     finite differences look self-consistent at the wrong value 531 (true -99936). The error bound
-    covers the neighbouring step's disagreement: cannot_decide, never grad_mismatch."""
-    report = rnnbench.check_recurrence(aliased, params={"p": np.array([1.0, 0.3])}, carry0=(np.zeros(2),),
-                                       xs=np.ones((3, 2)), drivers=DRIVERS)
+    covers the neighbouring step's disagreement: cannot_decide, never grad_mismatch. The default
+    oracle (exact dual numbers, here at 50 digits: the condition number is ~1e5) resolves it: ok."""
+    args = dict(params={"p": np.array([1.0, 0.3])}, carry0=(np.zeros(2),), xs=np.ones((3, 2)), drivers=DRIVERS)
+    report = rnnbench.check_recurrence(aliased, oracle="finite_differences", **args)
     assert {r.status for r in report.results} == {Status.CANNOT_DECIDE}, str(report)
     assert "cannot decide" in report.results[0].report
+    exact = rnnbench.check_recurrence(aliased, **args)
+    assert {r.status for r in exact.results} == {Status.OK} and exact.oracle_kind in ("dual", "dual_mp"), str(exact)
 
 
 def chaotic(ops, params, carry, x):
@@ -143,11 +146,16 @@ def test_a_loss_not_smooth_at_the_step_cannot_be_decided(dtype: str) -> None:
     """Found by the 2026-11-24 campaign (a fuzzed body, every torch and jax driver 'wrong'): the
     smoothness probe refutes the bound, and the verdict is cannot_decide. W, which the chaos does not
     reach, is still checked. At float32 the chaotic forward itself drifts from the float64 loss:
-    rounding alone explains it (the condition number is unbounded), so not forward_mismatch either."""
-    report = rnnbench.check_recurrence(
-        chaotic, params={"p": np.array([1.0, -0.85]), "W": np.array([[-0.08, -0.1], [-0.25, 0.26]])},
-        carry0=(np.array([-1.57, 1e-3]), np.array([-0.78, 0.2])), length=12, drivers=DRIVERS, dtype=dtype,
-        losses=["weighted", "sum_carry"])  # the forms the chaotic final carry reaches (mean, last_y: ok)
+    rounding alone explains it (the condition number is unbounded), so not forward_mismatch either.
+    The default oracle takes the 50-digit rung (condition number ~1e9): still cannot_decide, now
+    because float64 (or float32) rounding alone moves the gradient that far."""
+    args = dict(params={"p": np.array([1.0, -0.85]), "W": np.array([[-0.08, -0.1], [-0.25, 0.26]])},
+                carry0=(np.array([-1.57, 1e-3]), np.array([-0.78, 0.2])), length=12, drivers=DRIVERS, dtype=dtype,
+                losses=["weighted", "sum_carry"])  # the forms the chaotic final carry reaches (mean, last_y: ok)
+    exact = rnnbench.check_recurrence(chaotic, **args)
+    assert {r.status for r in exact.results} == {Status.CANNOT_DECIDE} and exact.oracle_kind == "dual_mp", str(exact)
+    assert all("rounding alone" in r.report for r in exact.results), str(exact)
+    report = rnnbench.check_recurrence(chaotic, oracle="finite_differences", **args)
     assert {r.status for r in report.results} == {Status.CANNOT_DECIDE}, str(report)
     for r in report.results:
         by_name = {e.name: e for e in r.grad_errors}

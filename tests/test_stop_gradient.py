@@ -111,21 +111,23 @@ def test_a_stop_gradient_recurrence_agrees_on_every_driver(dtype: str) -> None:
 def test_without_freezing_a_correct_driver_is_a_mismatch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(finite_diff, "frozen_stop_gradients", contextlib.nullcontext)
     report = rnnbench.check_recurrence(sg_step, params=SG_PARAMS, carry0=(np.zeros(3),), xs=np.ones((5, 3)),
-                                       drivers=["torch_loop"])
+                                       drivers=["torch_loop"], oracle="finite_differences")
     assert {r.status for r in report.results} == {"grad_mismatch"}, str(report)  # under every loss form
 
 
 # -- the Hessian-vector-product oracle -------------------------------------------------------------
 
 def test_the_hvp_oracle_freezes_stop_gradient(monkeypatch: pytest.MonkeyPatch) -> None:
-    """torch double backward treats detach as a constant; the loss-difference oracle must too."""
+    """torch double backward treats detach as a constant; the loss-difference oracle must too (the
+    default, nested dual numbers, has no derivative through stop_gradient at any order)."""
     pytest.importorskip("torch")
     model, case = _sg_problem()
     prepared = registry.get_driver("torch_loop").prepare(model, case, "float64", "cpu")
     result = check_second_order(model, "torch_loop", case, prepared)
     assert result.status == "ok", result.report
     monkeypatch.setattr(finite_diff, "frozen_stop_gradients", contextlib.nullcontext)
-    unfrozen = check_second_order(model, "torch_loop", case, prepared, oracle=hvp_oracle(model, case))
+    unfrozen = check_second_order(model, "torch_loop", case, prepared,
+                                  oracle=hvp_oracle(model, case, choice="finite_differences"))
     assert unfrozen.status == "hvp_mismatch", unfrozen.report
 
 

@@ -14,7 +14,8 @@ Row statuses, in the order the staged check decides them:
   grad_mismatch     a gradient disagrees with the oracle beyond the tolerance and the oracle's own
                     error bound
   cannot_decide     a gradient is beyond the tolerance but within the finite-difference oracle's
-                    error bound: the oracle cannot tell; not a failure, and not timed
+                    error bound, or what rounding alone does at the row's dtype: the check
+                    cannot tell; not a failure, and not timed
   ok                everything agrees
 Second order (rnnbench.check.second_order): ok, hvp_mismatch, hvp_error, ill_conditioned, unsupported.
 The known-issues registry turns an expected failure into "known_issue:<id>" and a covered row that
@@ -103,6 +104,10 @@ class OracleKind(str, Enum):
     HAND_ADJOINT = "hand_adjoint"  # hand-derived adjoint recurrence
     CLOSED_FORM = "closed_form"
     FORWARD_TANGENTS = "forward_tangents"  # forward-mode tangents of the numpy recurrence
+    DUAL = "dual"  # dual numbers over the numpy step, float64 (check/dual.py)
+    DUAL_MP = "dual_mp"  # the same at 50 digits, where float64 cannot resolve the gradient
+    DUAL_HVP = "dual_hvp"  # second order: nested dual numbers (forward over forward), float64
+    DUAL_MP_HVP = "dual_mp_hvp"  # the same at 50 digits
     FINITE_DIFFERENCES_HVP = "finite_differences_hvp"  # second order: mixed loss differences
     GRADIENT_DIFFERENCES_HVP = "gradient_differences_hvp"  # second order: differences of an exact gradient
 

@@ -48,6 +48,7 @@ def check_recurrence(
     seed: int = 0,
     losses: Optional[Sequence[str]] = None,
     order: int = 2,
+    oracle: Optional[str] = None,
 ) -> RecurrenceReport:
     """Run `step(ops, params, carry, x_t) -> (carry, y_t)` on every available driver and compare
     its gradients (and Hessian-vector products) with float64 finite differences of the numpy forward.
@@ -68,20 +69,24 @@ def check_recurrence(
     cotangent pattern. dtype: one of DTYPES (inputs are rounded to it; the oracle uses the rounded
     values). drivers: names (duplicates run once), None for all. order: 2 also checks H v along a
     seeded direction where the driver has a second-order path (float64 only;
-    rnnbench.check.second_order); 1 skips it.
+    rnnbench.check.second_order); 1 skips it. oracle: None (the ladder of rnnbench.check.oracle:
+    exact dual numbers, 50 digits where float64 may not resolve the gradient, finite differences
+    only where no derivative exists) or one rung forced: "dual", "dual_mp", "finite_differences".
 
     Bad input raises before any driver runs (rnnbench.api.validate; docs/api.md, "Input validation"):
     TypeError for a wrong type, rnnbench.errors.InputError (a ValueError) for a bad value.
     """
     from rnnbench import losses as loss_forms
+    from rnnbench.check.oracle import AUTO
 
     checked = validate(step, params, carry0, xs, length, loss, consts, carry0_requires_grad, xs_requires_grad,
-                       dtype, drivers, losses, order)
+                       dtype, drivers, losses, order, oracle)
     base, case = _user_model(step, loss, params, xs, consts, xs_requires_grad, checked, dtype, seed)
     # The loss form's weights come from the float64 forward; a float32 check rounds them too.
     judged = {form: loss_forms.with_loss(base, case, form) for form in checked.forms}
     judged = {form: (model, form_case.rounded_to(dtype)) for form, (model, form_case) in judged.items()}
-    results, oracle_kind = _run_drivers(base, judged, checked.drivers, dtype, device, seed, order)
+    results, oracle_kind = _run_drivers(base, judged, checked.drivers, dtype, device, seed, order,
+                                        None if oracle == AUTO else oracle)
     return RecurrenceReport(dtype, oracle_kind, results)
 
 
@@ -130,18 +135,19 @@ def _user_model(user_step: Callable, user_loss: Optional[Callable], params: Any,
 
 
 def _run_drivers(base: Model, judged: dict, names: list, dtype: str, device: str, seed: int,
-                 order: int) -> tuple[list[DriverResult], str]:
+                 order: int, oracle: Optional[str] = None) -> tuple[list[DriverResult], str]:
     """Every driver of `names` under every loss form of `judged` ({form: (model, case)}), checked
-    against one oracle per form: (results, the oracle's kind). The only place drivers run."""
+    against one oracle per form (`oracle`: a forced rung, None for the ladder): (results, the least
+    exact oracle kind used). The only place drivers run."""
     from rnnbench import registry
-    from rnnbench.check.finite_diff import oracle_grads
+    from rnnbench.check.oracle import oracle_grads, weakest
     from rnnbench.run.environments import current
     from rnnbench.run.row import (Job, check_gradients, hvp_decides, localization, second_order_record,
                                   unavailable_reason)
 
     oracles = {}  # per form, computed once for all drivers
     results = []
-    oracle_kind = OracleKind.FINITE_DIFFERENCES
+    kinds = []
     for name in names:
         driver = registry.get_driver(name)
         reason = unavailable_reason(base, driver, Job("user", name, dtype, device, environment=current()))
@@ -150,17 +156,18 @@ def _run_drivers(base: Model, judged: dict, names: list, dtype: str, device: str
             continue
         for form, (model, form_case) in judged.items():
             if form not in oracles:
-                oracles[form] = oracle_grads(model, form_case)
+                oracles[form] = oracle_grads(model, form_case, oracle)
             chk, prepared = check_gradients(model, driver, form_case, dtype, device, oracle=oracles[form])
-            oracle_kind = chk.oracle_kind
+            kinds.append(chk.oracle_kind)
             localization(chk, model, driver, form_case, dtype, device)
             status, report, hvp_status = chk.status, chk.report, "-"
             if order == 2:
                 job = Job("user", name, dtype, device, seed=seed, environment=current(), loss_form=form, order=2)
-                hvp = second_order_record(model, driver, form_case, job, prepared if chk.status == Status.OK else None)
+                hvp = second_order_record(model, driver, form_case, job, prepared if chk.status == Status.OK else None,
+                                          oracle)
                 hvp_status = str(hvp["status"])
                 if hvp_decides(chk.status, hvp["status"]):
                     status, report = hvp["status"], hvp["report"]
             results.append(DriverResult(name, status, chk.max_rel_error if chk.errors else None, report, chk.errors,
                                         form, hvp_status))
-    return results, oracle_kind
+    return results, weakest(kinds) if kinds else str(oracle or OracleKind.DUAL)

@@ -15,6 +15,7 @@ MESSAGES: dict[str, tuple[type[Exception], str]] = {
     # names and options
     "dtype": (InputError, "dtype: unknown dtype {dtype!r}; known: {known}"),
     "order": (InputError, "order must be 1 (gradients) or 2 (also Hessian-vector products), got {order!r}"),
+    "oracle": (InputError, "oracle must be one of {known}; got {oracle!r}"),
     "names_type": (TypeError, "{argument} is {value!r}; expected a list of names, e.g. [{example}]"),
     "names_empty": (InputError, "{argument}=[] selects nothing; leave it None for the default"),
     "names_str": (TypeError, "{argument}: every name must be a str, got {value!r}"),

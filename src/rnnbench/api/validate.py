@@ -27,7 +27,7 @@ class Checked(NamedTuple):
 
 
 def validate(step, params, carry0, xs, length, loss, consts, carry0_requires_grad, xs_requires_grad,
-             dtype, drivers, losses, order) -> Checked:
+             dtype, drivers, losses, order, oracle=None) -> Checked:
     """Reject bad input to check_recurrence before any driver runs: TypeError for a wrong type,
     InputError (a ValueError) for a bad value, each naming the argument (a leaf as params['W']) and
     what is expected. Checks every argument, every leaf of params, carry0, xs and consts (real
@@ -38,7 +38,7 @@ def validate(step, params, carry0, xs, length, loss, consts, carry0_requires_gra
     from rnnbench.model import numpy_dtype
 
     functions(step, loss)
-    options(dtype, order)
+    options(dtype, order, oracle)
     xs_flag(xs_requires_grad, xs)
     driver_names = driver_selection(drivers)
     forms = loss_forms(loss, losses)
@@ -60,11 +60,15 @@ def functions(step: Any, loss: Any) -> None:
         raise problem("loss", type=type(loss).__name__)
 
 
-def options(dtype: Any, order: Any) -> None:
+def options(dtype: Any, order: Any, oracle: Any = None) -> None:
+    from rnnbench.check.oracle import CHOICES
+
     if not isinstance(dtype, str) or dtype not in DTYPES:
         raise problem("dtype", dtype=dtype, known=", ".join(DTYPES))
     if isinstance(order, bool) or order not in (1, 2):
         raise problem("order", order=order)
+    if oracle is not None and oracle not in CHOICES:
+        raise problem("oracle", oracle=oracle, known=", ".join(CHOICES))
 
 
 def xs_flag(flag: Any, xs: Any) -> None:

@@ -11,11 +11,14 @@ from rnnbench.check.tolerance import UNIT_ROUNDOFF, Tolerance
 from rnnbench.status import InputStatus, Status
 
 
+FD_BOUND = "the finite-difference oracle's error bound"
+
+
 @dataclass(frozen=True)
 class InputError:
     """How one gradient compares. index is the entry that decided the status (the largest error
     beyond the oracle's own bound); got/want its values. max_rel_error: max |got - want| / scale;
-    oracle_error: the oracle's largest error bound / scale (0 for exact oracles)."""
+    oracle_error: the bound at that entry / scale (0 for exact oracles): the bound the verdict used."""
 
     name: str
     status: str  # an InputStatus
@@ -42,7 +45,7 @@ def compare_grads(
     tol: Tolerance,
     per_name: Optional[Mapping[str, Tolerance]] = None,
     error: Optional[Mapping[str, np.ndarray]] = None,
-    bound_name: str = "the finite-difference oracle's error bound",
+    bound_name: str = FD_BOUND,
 ) -> list[InputError]:
     """Per input in `names`, entry by entry, with scale = max(max|want|, tol.scale_floor * G,
     tol.absolute_scale) (see tolerance.py) and the oracle's error bound e_i (`error`, absolute;
@@ -61,7 +64,7 @@ def compare_grads(
         bound = np.broadcast_to(np.asarray((error or {}).get(name, 0.0), dtype=np.float64), r.shape)
         r_max = float(np.max(np.abs(r))) if r.size else 0.0
         scale = max(r_max, t.scale_floor * G, t.absolute_scale) or 1.0
-        oracle_error = float(np.max(bound)) / scale if r.size else 0.0
+        oracle_error = float(np.max(bound)) / scale if r.size else 0.0  # the largest (a shape mismatch judges no entry)
         g_raw = got.get(name)
         g = np.zeros_like(r) if g_raw is None else np.asarray(g_raw, dtype=np.float64)
         if g.shape != r.shape:
@@ -82,17 +85,20 @@ def compare_grads(
         flat = int(np.argmax(beyond) if np.max(beyond) > allowed else np.argmax(diff))
         idx = tuple(int(i) for i in np.unravel_index(flat, r.shape))
         err = float(np.max(diff) / scale)
+        oracle_error = float(bound.flat[flat]) / scale  # the bound of the entry judged, not the largest one
         zero = "gradient is None (read as zero)" if g_raw is None else "gradient is identically zero"
         if not np.any(g) and np.any(np.abs(r) > allowed + bound):
             status, detail = InputStatus.MISSING, zero
         elif beyond.flat[flat] > allowed:
-            status, detail = InputStatus.MISMATCH, ""
+            status = InputStatus.MISMATCH
+            detail = f"beyond the tolerance plus {bound_name} at this entry" if oracle_error else ""
         elif err > t.max_rel_error:
             status = InputStatus.UNDECIDED
             detail = (f"beyond tolerance, but within {bound_name} ({oracle_error:.2g} of scale): cannot decide"
                       if np.isfinite(oracle_error) else
                       "beyond tolerance, but the loss is not smooth at the finite-difference step (a step "
-                      "1000 times smaller disagrees): finite differences cannot decide")
+                      "1000 times smaller disagrees): finite differences cannot decide" if bound_name == FD_BOUND else
+                      f"beyond tolerance, and {bound_name}: cannot decide")
         else:
             status, detail = InputStatus.OK, ""
         out.append(InputError(name, status, err, idx, float(g.flat[flat]), float(r.flat[flat]), scale, detail, oracle_error))
@@ -160,6 +166,6 @@ def describe(errors: list[InputError], loss_error: float, tol: Tolerance, loss_c
         mark = "  " if e.status == InputStatus.OK else "!!"
         at = f"at {list(e.index)}: " if e.index else ""  # a 0-d input has no index, but still a value
         where = f"{at}got {e.got:.10g}, want {e.want:.10g}" if np.isfinite(e.max_rel_error) else ""
-        bound = f" (oracle error {e.oracle_error:.2g})" if e.oracle_error else ""
+        bound = f" (bound {e.oracle_error:.2g} of scale at that entry)" if e.oracle_error else ""
         lines.append(f"{mark} {e.name:<10} {e.status:<8} rel err {e.max_rel_error:.3g}{bound} {where} {e.detail}".rstrip())
     return "\n".join(lines)

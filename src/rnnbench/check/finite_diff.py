@@ -60,11 +60,17 @@ EPS = float(np.finfo(np.float64).eps)
 @dataclass(frozen=True)
 class Oracle:
     """Wanted gradients keyed by compared input, their kind, and per-entry absolute error bounds
-    (zero arrays for the exact kinds; the estimate above for finite differences)."""
+    (zero arrays for the exact kinds; the estimate above for finite differences; what float64
+    rounding does for dual_mp). bound_name: what the bound is, as the judge's report says it.
+    reason: why the ladder (check/oracle.py) took this rung. refine: None, or the next rung up
+    (extended precision), which the judge asks for before calling a float64 row wrong."""
 
     grads: Mapping[str, np.ndarray]
     kind: str
     error: Mapping[str, np.ndarray] = field(default_factory=dict)
+    bound_name: str = "the finite-difference oracle's error bound"
+    reason: str = ""
+    refine: Optional[Callable[[], "Oracle"]] = field(default=None, compare=False, repr=False)
 
     def error_of(self, name: str) -> np.ndarray:
         return np.asarray(self.error.get(name, np.zeros(np.shape(self.grads[name]))), dtype=np.float64)
@@ -185,15 +191,9 @@ def finite_difference_grads(model: Model, case: Case, names: Optional[Sequence[s
     return dict(finite_difference_oracle(model, case, names).grads)
 
 
-def oracle_grads(model: Model, case: Case) -> Oracle:
-    """The oracle of every compared input. A model's own oracle may cover only some inputs (e.g. a
-    variant whose initial carry is differentiated where its base's is not): finite differences of
-    the model fill the rest, and then the kind is finite_differences, whose tolerance holds for
-    every entry. An exact oracle's entries have error bound 0."""
-    grads = dict(model.oracle(case)) if model.oracle is not None else {}
-    missing = [n for n in case.wrt_names(model.carry_names) if n not in grads]
-    if not missing:
-        return Oracle(grads, model.oracle_kind)
-    fd = finite_difference_oracle(model, case, names=missing)
-    exact = {n: np.zeros(np.shape(g)) for n, g in grads.items()}
-    return Oracle({**grads, **fd.grads}, OracleKind.FINITE_DIFFERENCES, {**exact, **fd.error})
+def oracle_grads(model: Model, case: Case, choice: Optional[str] = None) -> Oracle:
+    """The oracle of every compared input, from the ladder (rnnbench.check.oracle: the model's own,
+    dual numbers, 50 digits, finite differences where no derivative exists)."""
+    from rnnbench.check.oracle import oracle_grads as ladder
+
+    return ladder(model, case, choice)

@@ -1,15 +1,19 @@
-"""A fuzzed body as a Model and a Case the drivers run, and its float64 finite-difference oracle
-(with error bounds: check/finite_diff.py) computed once per body."""
+"""A fuzzed body as a Model and a Case the drivers run, and its oracle (the ladder of
+check/oracle.py: dual numbers over the numpy step, 50 digits where float64 may not resolve the
+gradient, finite differences with error bounds only where no derivative exists) computed once per
+body."""
 
 from __future__ import annotations
 
 import builtins
+import functools
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-from rnnbench.check.finite_diff import Oracle, finite_difference_oracle
+from rnnbench.check.finite_diff import Oracle
+from rnnbench.check.oracle import oracle_grads
 from rnnbench.check.second_order import HvpOracle, hvp_oracle
 from rnnbench.losses import weighted, with_loss
 from rnnbench.fuzz.grammar import PARAM_VECTORS, Body, body_wrt
@@ -22,7 +26,11 @@ STATIONARY_VALUES = (0.0, np.pi / 2, -np.pi / 2, np.pi)
 LOSS_LIMIT = 1e6  # a draw whose loss exceeds this has grown too much over the steps to check
 
 
+@functools.lru_cache(maxsize=8)
 def compile_step(source: str):
+    """The body's step function, one object per source: the loss forms of a body, judged one after
+    another by a driver's worker, then share it, and the drivers' trace caches (torch scan's dynamo
+    frame, keyed on the function it closes over) hit instead of tracing the same step again."""
     namespace: dict = {"__builtins__": builtins}
     exec(compile(source, "<fuzzed body>", "exec"), namespace)
     return namespace["step"]
@@ -65,7 +73,7 @@ def body_case(body: Body, name: str) -> Case:
 @dataclass
 class FuzzCase:
     """A body ready to run: model, case (rounded to the dtype the drivers run at), its first-order
-    oracle (finite differences with error bounds; None when ill-conditioned), and `ill_conditioned`
+    oracle (check/oracle.py; None when ill-conditioned), and `ill_conditioned`
     (None, or why the numpy forward itself cannot be checked on this draw)."""
 
     body: Body
@@ -76,16 +84,16 @@ class FuzzCase:
     _hvp: Optional[HvpOracle] = None
 
     def hvp_oracle(self) -> HvpOracle:
-        """Loss-difference H v along a direction seeded by the body, computed once."""
+        """H v along a direction seeded by the body (check/second_order.hvp_oracle), computed once."""
         if self._hvp is None:
             self._hvp = hvp_oracle(self.model, self.case, seed=self.body.data_seed)
         return self._hvp
 
 
 def build(body: Body, name: str = "fuzz", dtype: str = "float64") -> FuzzCase:
-    """The body's model and case at `dtype`, and its oracle. Where finite differences cannot pin a
-    gradient down, the oracle's error bounds say so and the judge answers cannot_decide; only a
-    forward that overflows or raises a floating-point exception is skipped as ill-conditioned."""
+    """The body's model and case at `dtype`, and its oracle. Where the oracle cannot pin a gradient
+    down, its bounds say so and the judge answers cannot_decide; only a forward that overflows or
+    raises a floating-point exception is skipped as ill-conditioned."""
     case = body_case(body, name).rounded_to(dtype)
     model = Model(name=name, summary="fuzzed body", carry_names=body.carry_names,
                   default_sizes={"T": body.length, "n": body.n}, make_case=lambda sizes, seed: case,
@@ -98,7 +106,8 @@ def build(body: Body, name: str = "fuzz", dtype: str = "float64") -> FuzzCase:
             loss = reference_loss(model, case)
             if not np.isfinite(loss) or abs(loss) > LOSS_LIMIT:
                 return FuzzCase(body, model, case, f"loss {loss:.3g} is not finite or exceeds {LOSS_LIMIT:g}")
-            oracle = finite_difference_oracle(model, case)
     except FloatingPointError as exc:
         return FuzzCase(body, model, case, f"floating-point exception in the numpy forward: {exc}")
-    return FuzzCase(body, model, case, None, oracle)
+    # outside errstate: a tangent that overflows is not an exception but a non-finite entry, which
+    # the ladder hands to finite differences
+    return FuzzCase(body, model, case, None, oracle_grads(model, case))

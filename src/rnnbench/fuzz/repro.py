@@ -1,5 +1,6 @@
 """Export a fuzzed failure as a standalone script: only the failing framework and numpy, the exact
-inputs as float64 literals, the expected values from rnnbench's float64 finite differences, and
+inputs as float64 literals, the expected values from rnnbench's oracle (check/oracle.py: dual numbers,
+exact to rounding, unless the script's ORACLE says otherwise), and
 (for torch scan) the same step in a plain torch loop. It prints got / want per input and exits 1
 while the bug reproduces, 0 once it is fixed: the file to attach to an upstream report."""
 
@@ -45,9 +46,9 @@ for k in WRT:
     print(f"  {k:10} got {np.asarray(g).ravel()}  want {w.ravel()}{ref}  rel err {err:.3g}")
 if worst > TOLERANCE:
     print(f"MISMATCH: {DRIVER} is off by {worst:.3g} (normwise, tolerance {TOLERANCE:g}); "
-          "want = float64 finite differences of the same step in numpy")
+          f"want = rnnbench's {ORACLE} oracle of the same step in numpy")
     sys.exit(1)
-print(f"OK: {DRIVER} agrees with float64 finite differences (max rel err {worst:.3g})")
+print(f"OK: {DRIVER} agrees with rnnbench's {ORACLE} oracle (max rel err {worst:.3g})")
 '''
 
 
@@ -82,9 +83,11 @@ def export(path: Path, fc: FuzzCase, driver: str, second_order: bool, status: st
     case = fc.case
     wrt = case.wrt_names(fc.model.carry_names)
     if second_order:
-        oracle = fc.hvp_oracle()
-        v, want, bound = oracle.v, oracle.want, {n: np.zeros(np.shape(w)) for n, w in oracle.want.items()}
+        oracle, kind = fc.hvp_oracle(), str(fc.hvp_oracle().kind)
+        v, want = oracle.v, oracle.want
+        bound = {n: np.asarray((oracle.error or {}).get(n, np.zeros(np.shape(w)))) for n, w in oracle.want.items()}
     else:
+        kind = str(fc.oracle.kind)
         v, want, bound = None, dict(fc.oracle.grads), {n: fc.oracle.error_of(n) for n in fc.oracle.grads}
     data = [
         f"DRIVER = {driver!r}",
@@ -100,9 +103,10 @@ def export(path: Path, fc: FuzzCase, driver: str, second_order: bool, status: st
         f"CONSTS = {_dict(case.consts)}  # the loss's fixed weights",
         f"LOSS = {loss_form.loss.__name__}",
         f"V = {_dict(v) if v is not None else None}  # the direction of the Hessian-vector product",
-        "# float64 finite differences of the same step and loss in numpy, computed by rnnbench:",
+        f"ORACLE = {kind!r}  # rnnbench's oracle (docs/checking.md, the oracle ladder): its values for the same",
+        "# step and loss in numpy:",
         f"WANT = {_dict(want)}",
-        "# and their error bounds (absolute, per entry): a difference within TOLERANCE * scale + bound is no evidence",
+        "# and their bounds (absolute, per entry): a difference within TOLERANCE * scale + bound is no evidence",
         f"WANT_ERROR = {_dict(bound)}",
         f"TOLERANCE, ABS_SCALE = {tolerance!r}, {absolute_scale!r}",
     ]

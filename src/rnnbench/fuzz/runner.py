@@ -42,6 +42,7 @@ class Outcome:
     minimal: Optional[Body] = None
     localization: str = ""
     repro: str = ""
+    oracle_kind: str = ""  # the rung of the oracle ladder that judged it (first order; H v after a "+")
 
     @property
     def failed(self) -> bool:
@@ -66,14 +67,27 @@ class Outcome:
         return _kind_of(self.status, self.hvp_status)
 
 
-def run_driver(fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, device: str = "cpu") -> tuple[str, Optional[str], str]:
+class Judged(tuple):
+    """(status, hvp_status, report), and the oracle kind that judged them (`oracle_kind`)."""
+
+    oracle_kind: str = ""
+
+
+def _judged(status: str, hvp_status: Optional[str], report: str, oracle_kind: str) -> Judged:
+    out = Judged((status, hvp_status, report))
+    out.oracle_kind = oracle_kind
+    return out
+
+
+def run_driver(fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, device: str = "cpu") -> Judged:
     """(status, hvp_status, report) of one driver on one well-conditioned body."""
     chk, prepared = check_gradients(fc.model, driver, fc.case, dtype, device, oracle=fc.oracle)
     first_ok = chk.raw_status == Status.OK
     if not first_ok or prepared is None or prepared.hvp is None or not second_order or dtype != "float64":
-        return chk.status, None, chk.report if not first_ok else ""
+        return _judged(chk.status, None, chk.report if not first_ok else "", chk.oracle_kind)
     result = check_second_order(fc.model, driver.name, fc.case, prepared, oracle=fc.hvp_oracle())
-    return chk.status, result.status, "" if result.status == Status.OK else result.report
+    return _judged(chk.status, result.status, "" if result.status == Status.OK else result.report,
+                   f"{chk.oracle_kind}+{result.oracle_kind or fc.hvp_oracle().kind}")
 
 
 def _first_order_ok(status: str) -> bool:
@@ -200,8 +214,9 @@ def explain_outcome(index: int, fc: FuzzCase, driver: Driver, dtype: str, second
     """One well-conditioned body on one driver. The first `shrink_per_kind` outcomes of each
     (driver, status) that fail, error or reproduce a known issue are shrunk to a minimal body and
     passed to on_failure (localization, repro export); `shrunk` counts them across calls."""
-    status, hvp_status, report = run_driver(fc, driver, dtype, second_order, device)
-    out = Outcome(index, driver.name, status, hvp_status, report, fc.body)
+    judged = run_driver(fc, driver, dtype, second_order, device)
+    status, hvp_status, report = judged
+    out = Outcome(index, driver.name, status, hvp_status, report, fc.body, oracle_kind=judged.oracle_kind)
     if (out.failed or out.known or out.errored) and shrunk[(driver.name, out.kind)] < shrink_per_kind:
         shrunk[(driver.name, out.kind)] += 1
         out.minimal = shrink(fc.body, driver, dtype, out.kind, device)
@@ -292,7 +307,7 @@ def outcome_from_record(rec: dict[str, Any]) -> Outcome:
     """The Outcome a fuzz record was written from (Campaign.to_record inverts it)."""
     return Outcome(rec["case"], rec["driver"], rec["status"], rec.get("hvp_status"), rec.get("report") or "",
                    body_from_fields(rec["body"]), body_from_fields(rec["minimal"]) if rec.get("minimal") else None,
-                   rec.get("localization_report") or "", rec.get("repro") or "")
+                   rec.get("localization_report") or "", rec.get("repro") or "", rec.get("oracle_kind") or "")
 
 
 def shrunk_from_records(records: Iterable[dict[str, Any]]) -> Counter:
@@ -341,6 +356,8 @@ class Campaign:
     def to_record(self, o: Outcome) -> dict[str, Any]:
         rec = self._with_body(o.index, o.driver, o.body)
         rec.update(status=str(o.status), hvp_status=None if o.hvp_status is None else str(o.hvp_status), report=o.report)
+        if o.oracle_kind:
+            rec["oracle_kind"] = o.oracle_kind
         if o.hvp_status is not None:  # what `rnnbench table` shows in its H v column
             rec["hvp"] = {"status": str(o.hvp_status)}
         if o.minimal is not None:

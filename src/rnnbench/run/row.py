@@ -231,10 +231,12 @@ def hvp_decides(first_order: str, hvp_status: str) -> bool:
                                          or is_known(hvp_status) or is_fixed(hvp_status))
 
 
-def second_order_record(model: Model, driver: Driver, case: Case, job: Job, prepared: Optional[Prepared]) -> dict[str, Any]:
+def second_order_record(model: Model, driver: Driver, case: Case, job: Job, prepared: Optional[Prepared],
+                        oracle: Optional[str] = None) -> dict[str, Any]:
     """The row's H v check (rnnbench.check.second_order): "skipped" with why where it is not
     judged (float32 rows: the oracle's ~1e-10 error is invisible under float32 rounding; first
-    order already wrong), "unsupported" where the driver has no second-order path."""
+    order already wrong), "unsupported" where the driver has no second-order path. oracle: a rung
+    of the oracle ladder to force (check_recurrence's `oracle`), None for the ladder."""
     from rnnbench.check.second_order import check_second_order
 
     if job.dtype != "float64":
@@ -244,9 +246,10 @@ def second_order_record(model: Model, driver: Driver, case: Case, job: Job, prep
     if not driver.second_order:
         return {"status": Status.UNSUPPORTED, "report": f"{driver.name} has no second-order path"}
     started = time.perf_counter()
-    result = check_second_order(model, driver.name, case, prepared, seed=job.seed)
+    result = check_second_order(model, driver.name, case, prepared, seed=job.seed, choice=oracle)
     return {"status": result.status, "raw_status": result.raw_status or result.status, "report": result.report,
-            "errors": [e.to_dict() for e in result.errors], "check_s": time.perf_counter() - started}
+            "errors": [e.to_dict() for e in result.errors], "check_s": time.perf_counter() - started,
+            "oracle_kind": result.oracle_kind or None}
 
 
 def repeatability(prepared: Prepared, chk: Check) -> dict[str, Any]:

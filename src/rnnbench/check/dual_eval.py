@@ -1,0 +1,136 @@
+"""A model's loss evaluated on dual numbers (check/dual.py): the exact gradient of every compared input
+entry, and the exact Hessian-vector product, in float64 or at MP_DIGITS decimal digits (mpmath).
+
+Seeding: the compared inputs' entries are numbered 0..K-1 in case.wrt_names() order; a pass seeds
+the columns [lo, hi) of that numbering (at most CHUNK at once, so memory stays O(CHUNK x largest
+intermediate) on models with thousands of parameters), one unit tangent per entry. The loss's
+tangents are then those entries of the gradient. For H v, each input is a dual of a dual: its inner
+level moves along the direction v, its outer level carries the columns; the outer tangent of the
+loss is (gradient, d/d eps gradient(x + eps v)) = (g, H v).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+
+import numpy as np
+
+from rnnbench.check import dual
+from rnnbench.check.finite_diff import input_value
+from rnnbench.model import Case, Model, rollout
+
+CHUNK = 512  # tangent columns per forward pass
+MP_DIGITS = 50  # extended precision: far beyond what float64 inputs and a fuzz-sized body need
+
+
+@dataclass
+class DualResult:
+    """grads[name] (float64, the input's shape); hvp[name] likewise (second order only); kinked[name]:
+    boolean mask of the entries whose derivative passes through a point without one; kinks: what they
+    were; loss: the loss's value."""
+
+    grads: dict[str, np.ndarray]
+    kinked: dict[str, np.ndarray]
+    kinks: list[str]
+    loss: float
+    hvp: Optional[dict[str, np.ndarray]] = None
+
+
+def to_mp(x: Any) -> np.ndarray:
+    """float64 array -> object array of mpmath numbers (exactly the same values)."""
+    import mpmath
+
+    return np.asarray(np.frompyfunc(mpmath.mpf, 1, 1)(np.asarray(x, dtype=np.float64)), dtype=object)
+
+
+def to_float(x: Any) -> np.ndarray:
+    return np.asarray(x).astype(np.float64)
+
+
+@contextlib.contextmanager
+def precision(extended: bool) -> Iterator[Callable[[Any], Any]]:
+    """Yields the conversion of a float64 input into the pass's base arrays."""
+    if not extended:
+        yield lambda x: np.asarray(x, dtype=np.float64)
+        return
+    import mpmath
+
+    with mpmath.workdps(MP_DIGITS):
+        yield to_mp
+
+
+def _loss(model: Model, case: Case, leaf: Callable[[str, Any], Any], conv: Callable[[Any], Any]) -> Any:
+    """The model's loss with every input made by leaf(name, base value)."""
+    ops = dual.dual_ops()
+    params = {k: leaf(k, conv(v)) for k, v in case.params.items()}
+    carry0 = tuple(leaf(f"carry0.{n}", conv(c)) for n, c in zip(model.carry_names, case.carry0))
+    xs = None if case.xs is None else leaf("xs", conv(case.xs))
+    consts = {k: conv(v) for k, v in case.consts.items()}
+    ys, carry = rollout(ops, model, params, carry0, xs, case.length)
+    return model.loss(ops, consts, ys, carry)
+
+
+def _columns(shapes: Mapping[str, tuple]) -> dict[str, tuple[int, int]]:
+    """name -> (first column, entries)."""
+    out, offset = {}, 0
+    for name, shape in shapes.items():
+        size = int(np.prod(shape, dtype=int))
+        out[name], offset = (offset, size), offset + size
+    return out
+
+
+def _seed(shape: tuple, first: int, lo: int, hi: int) -> Optional[np.ndarray]:
+    """Unit tangents (hi - lo, *shape) for the input's entries among columns [lo, hi), or None."""
+    size = int(np.prod(shape, dtype=int))
+    start, stop = max(lo, first), min(hi, first + size)
+    if start >= stop:
+        return None
+    t = np.zeros((hi - lo, size))
+    j = np.arange(start, stop)
+    t[j - lo, j - first] = 1.0
+    return t.reshape((hi - lo,) + tuple(shape))
+
+
+def evaluate(model: Model, case: Case, names: Sequence[str], extended: bool = False,
+             direction: Optional[Mapping[str, np.ndarray]] = None) -> DualResult:
+    """Exact d loss / d input for `names` (and H v along `direction` when given), by dual numbers."""
+    shapes = {n: np.shape(input_value(model, case, n)) for n in names}
+    cols = _columns(shapes)
+    K = sum(size for _, size in cols.values())
+    flat_g, flat_hv, kinked = np.zeros(K), np.zeros(K), np.zeros(K, dtype=bool)
+    what: list[str] = []
+    loss_value = float("nan")
+    with precision(extended) as conv:
+        for lo in range(0, max(K, 1), CHUNK):
+            hi = min(K, lo + CHUNK)
+
+            def leaf(name: str, x: Any) -> Any:
+                seed = _seed(shapes[name], cols[name][0], lo, hi) if name in cols else None
+                inner = x if direction is None or name not in direction else dual.Dual(
+                    x, conv(np.asarray(direction[name])[None]), 1)
+                if seed is None:
+                    return inner
+                return dual.Dual(inner, seed, 1 if direction is None else 2)
+
+            # a tangent that overflows or meets 0 * inf is a non-finite entry, handled by the ladder
+            with dual.kinks() as found, np.errstate(all="ignore"):
+                loss = _loss(model, case, leaf, conv)
+            top = 1 if direction is None else 2
+            value, tangent = (loss.value, loss.tangent) if dual.level(loss) == top else (loss, None)
+            loss_value = float(to_float(dual.primal(value)))
+            if tangent is not None:
+                inner_level = dual.level(tangent) == 1
+                flat_g[lo:hi] = to_float(dual.primal(tangent)).reshape(-1)
+                if direction is not None and inner_level:
+                    flat_hv[lo:hi] = to_float(dual.primal(tangent.tangent)).reshape(-1)
+            for kind, mask in found:
+                kinked[lo:hi] |= mask
+                what.append(kind)
+
+    def per_name(flat: np.ndarray) -> dict[str, np.ndarray]:
+        return {n: flat[first:first + size].reshape(shapes[n]).copy() for n, (first, size) in cols.items()}
+
+    return DualResult(per_name(flat_g), per_name(kinked), sorted(set(what)), loss_value,
+                      per_name(flat_hv) if direction is not None else None)

@@ -1,0 +1,137 @@
+"""The oracle ladder: per row, the most exact oracle that can answer, and its kind in the record.
+
+  1. hand / closed form   the model's own oracle (hand_bptt, hand_adjoint, closed_form, ...)
+  2. dual                 dual numbers over the numpy step in float64 (check/dual.py): exact to
+                          rounding, for every step written against `ops`
+  3. dual_mp              the same at 50 digits, where float64 may not resolve the gradient: the
+                          loss's condition number times float64's unit roundoff is beyond
+                          MP_TRIGGER, or (asked by the judge) a float64 row would fail against the
+                          float64 dual. ROUNDING_SAFETY x |dual - dual_mp| is then the bound: what
+                          float64 rounding alone does to this gradient
+  4. finite_differences   only for the entries whose derivative passes through a point without one
+                          (abs at 0, a tie in maximum / minimum, `where` on its boundary), or that
+                          dual numbers cannot evaluate (a non-finite tangent); with their error bars
+  5. cannot_decide        what the judge says where the bound of the rung used covers the difference
+
+The ladder is the default everywhere (rnnbench run, the fuzzer, check_recurrence); `choice` forces
+one rung ("dual", "dual_mp", "finite_differences") for comparisons and for users who want one.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from rnnbench.check.compare import loss_condition
+from rnnbench.check.dual_eval import DualResult, evaluate
+from rnnbench.check.finite_diff import Oracle, finite_difference_oracle, input_value
+from rnnbench.check.low_precision import ROUNDING_SAFETY
+from rnnbench.check.tolerance import UNIT_ROUNDOFF, tolerance
+from rnnbench.model import Case, Model
+from rnnbench.status import OracleKind
+
+AUTO = "auto"
+CHOICES = (AUTO, OracleKind.DUAL.value, OracleKind.DUAL_MP.value, OracleKind.FINITE_DIFFERENCES.value)
+# Extended precision where rounding alone may move the loss by 1/1000 of the float64 tolerance: the
+# gradient is conditioned like the loss times the recurrence's growth, which this margin covers.
+MP_TRIGGER = 1e-3 * tolerance("float64", OracleKind.DUAL).max_rel_error
+# Arithmetic on object arrays of 50-digit numbers costs orders of magnitude more than float64, and a
+# pass grows with the entries compared: beyond this many there is no dual_mp rung (the cost measured
+# is in docs/checking.md, "The oracle ladder").
+MP_MAX_ENTRIES = 256
+MP_BOUND_NAME = ("what float64 rounding alone does to this gradient ({:g}x the float64 dual oracle's distance "
+                 "from the same at 50 digits)").format(ROUNDING_SAFETY)
+_WEAKEST_LAST = (OracleKind.DUAL, OracleKind.DUAL_MP, OracleKind.FINITE_DIFFERENCES)
+
+
+def oracle_grads(model: Model, case: Case, choice: Optional[str] = None) -> Oracle:
+    """The oracle of every compared input (module docstring). choice: None / "auto" for the ladder."""
+    names = case.wrt_names(model.carry_names)
+    choice = choice or AUTO
+    if choice not in CHOICES:
+        raise ValueError(f"unknown oracle {choice!r}; known: {', '.join(CHOICES)}")
+    if choice == OracleKind.FINITE_DIFFERENCES:
+        return _with_reason(finite_difference_oracle(model, case, names), "forced")
+    exact = model.oracle is not None and model.oracle_kind != OracleKind.FINITE_DIFFERENCES
+    hand = dict(model.oracle(case)) if choice == AUTO and exact else {}
+    missing = [n for n in names if n not in hand]
+    if not missing:
+        return Oracle(hand, model.oracle_kind, reason="the model's own oracle")
+    fill = dual_oracle(model, case, missing, extended=choice == OracleKind.DUAL_MP,
+                       allow_extended=choice != OracleKind.DUAL)
+    if not hand:
+        return fill
+    zeros = {n: np.zeros(np.shape(g)) for n, g in hand.items()}
+    return Oracle({**hand, **fill.grads}, fill.kind, {**zeros, **fill.error}, fill.bound_name,
+                  f"the model's own oracle for {sorted(hand)}, {fill.kind} for {missing}")
+
+
+def dual_oracle(model: Model, case: Case, names: Sequence[str], extended: bool = False,
+                allow_extended: bool = True) -> Oracle:
+    """Rungs 2-4 for `names`: float64 dual numbers, 50 digits where float64 may not resolve them (or
+    `extended`), finite differences for the entries dual numbers cannot differentiate."""
+    names = list(names)
+    result = evaluate(model, case, names)
+    fd_names = [n for n in names if np.any(result.kinked[n]) or not np.all(np.isfinite(result.grads[n]))]
+    if fd_names:
+        return _with_finite_differences(model, case, names, result, fd_names)
+    small = sum(np.size(g) for g in result.grads.values()) <= MP_MAX_ENTRIES
+    condition = loss_condition({n: input_value(model, case, n) for n in names}, result.grads, {}, result.loss)
+    if extended or (allow_extended and small and condition * UNIT_ROUNDOFF["float64"] > MP_TRIGGER):
+        why = "forced" if extended else (f"the loss's condition number {condition:.3g} times float64's unit roundoff "
+                                         f"exceeds {MP_TRIGGER:g}")
+        return extended_oracle(model, case, names, result, why)
+    refine = once(lambda: extended_oracle(model, case, names, result, "a float64 row would fail against the "
+                                           "float64 dual oracle")) if allow_extended and small else None
+    return Oracle(result.grads, OracleKind.DUAL, bound_name="no bound (exact to rounding)",
+                  reason="dual numbers over the numpy step", refine=refine)
+
+
+def extended_oracle(model: Model, case: Case, names: Sequence[str], result: DualResult, why: str) -> Oracle:
+    """The dual oracle at 50 digits; its bound: ROUNDING_SAFETY x its distance from the float64 one."""
+    mp = evaluate(model, case, names, extended=True)
+    bounds = {n: ROUNDING_SAFETY * np.abs(result.grads[n] - mp.grads[n]) for n in names}
+    return Oracle(mp.grads, OracleKind.DUAL_MP, bounds, MP_BOUND_NAME, f"50 digits: {why}")
+
+
+def _with_finite_differences(model: Model, case: Case, names: list[str], result: DualResult,
+                             fd_names: list[str]) -> Oracle:
+    """Finite differences (with their error bars) for the entries of `fd_names` that dual numbers
+    could not differentiate; the dual values, with bound 0, everywhere else."""
+    fd = finite_difference_oracle(model, case, fd_names)
+    grads = {n: np.array(result.grads[n], dtype=np.float64) for n in names}
+    error = {n: np.zeros(np.shape(grads[n])) for n in names}
+    for n in fd_names:
+        use = result.kinked[n] | ~np.isfinite(result.grads[n])
+        grads[n][use], error[n][use] = np.asarray(fd.grads[n])[use], np.asarray(fd.error_of(n))[use]
+        # Where no derivative exists, every one-sided value is defensible (torch's |x|' at 0 is 0,
+        # jax's 1) and the central difference is one of them: shown, never held against a driver.
+        error[n][result.kinked[n]] = np.inf
+    what = ", ".join(result.kinks) or "a non-finite tangent"
+    return Oracle(grads, OracleKind.FINITE_DIFFERENCES, error,
+                  f"the finite-difference oracle's error bound, unbounded where the step has no derivative ({what})",
+                  reason=f"no derivative at this point ({what}) for some entries of {fd_names}: finite differences "
+                  "there")
+
+
+def _with_reason(oracle: Oracle, reason: str) -> Oracle:
+    return Oracle(oracle.grads, oracle.kind, oracle.error, oracle.bound_name, reason)
+
+
+def weakest(kinds: Sequence[str]) -> str:
+    """The least exact of several oracle kinds (a check that used several rungs is as good as its worst)."""
+    ranked = [k for k in _WEAKEST_LAST if k in kinds]
+    return ranked[-1] if ranked else (kinds[0] if kinds else OracleKind.DUAL)
+
+
+def once(fn):
+    """fn memoised: the fuzzer shares one oracle among the drivers of a body."""
+    done: list = []
+
+    def call():
+        if not done:
+            done.append(fn())
+        return done[0]
+
+    return call
