@@ -287,6 +287,8 @@ def _parser() -> _Parser:
     report = sub.add_parser("report", help="charts (PNG) and an HTML page from results files")
     report.add_argument("files", nargs="+")
     report.add_argument("--out-dir", default="results/report", help="where to write the PNGs and index.html")
+    from rnnbench.report import compare
+    compare.add_arguments(sub.add_parser(compare.NAME, help=compare.HELP))
     return p
 
 
@@ -715,6 +717,12 @@ def _cmd_fuzz(args) -> int:
     return 1 if failures or errors else 0
 
 
+def _cmd_compare(args) -> int:
+    from rnnbench.report import compare
+
+    return compare.run(args)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The command line's one error boundary. Exit codes: 0 and 1 as the command says (1: a row
     failed); 2 bad input (InputError: one line `rnnbench: error: ...`, nothing written); 1 an
@@ -771,7 +779,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 raise
             command = {"run": _cmd_run, "list": _cmd_list, "table": _cmd_table, "sweep": _cmd_sweep,
                        "report": _cmd_report, "fuzz": _cmd_fuzz,
-                       "env": _cmd_env, "versions": _cmd_versions}[args.command]
+                       "env": _cmd_env, "versions": _cmd_versions, "compare": _cmd_compare}[args.command]
             return command(args)
     except InputError as exc:
         say(f"rnnbench: error: {exc}")

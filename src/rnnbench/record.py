@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from rnnbench.errors import InputError
 
-SCHEMA = 2  # 2: rnnbench_version, settings and fingerprint; no NaN (null instead)
+SCHEMA = 3  # 2: rnnbench_version, settings and fingerprint; no NaN (null instead). 3: fwd and fwd_bwd keep
+# `samples`, a bounded subsample of the timed calls (rnnbench.run.timing.kept_samples); older records lack it
 
 
 
@@ -268,6 +269,9 @@ def problem(rec: Any) -> Optional[str]:
         if timing is not None and not all(isinstance(timing.get(k), (int, float)) and not isinstance(timing.get(k), bool)
                                           for k in TIMING_FIELDS):
             return f"field {name!r} lacks numeric {', '.join(TIMING_FIELDS)}"
+        samples = (timing or {}).get("samples", [])
+        if not isinstance(samples, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in samples):
+            return f"field {name!r}.samples is not a list of numbers"
     hostname = (rec.get("machine") or {}).get("hostname", "")
     if not isinstance(hostname, str):
         return "field 'machine.hostname' is not a string"
