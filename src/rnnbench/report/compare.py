@@ -26,7 +26,7 @@ from rnnbench.report.compare_pairs import compare
 
 NAME = "compare"
 HELP = "compare two results files (commits, framework versions, machines): verdicts per row, exit 1 on a regression"
-RUN_OPTIONS = ("suite", "models", "drivers", "dtypes", "sizes", "threads", "budget", "timeout", "losses")
+RUN_OPTIONS = ("suite", "models", "drivers", "environments", "dtypes", "sizes", "threads", "budget", "timeout", "losses")
 
 
 def threshold(value: str) -> float:
@@ -79,7 +79,7 @@ def _sides(args: argparse.Namespace) -> tuple[list[dict], list[dict], bool, tupl
     for path in paths:
         if not path.is_file():
             raise InputError(f"results file {path} does not exist")
-    if args.environments:
+    if args.environments:  # without --commits: two sides of the files, not a run option
         names = [n.strip() for n in args.environments.split(",") if n.strip()]
         if len(names) != 2:
             raise InputError(f"--environments needs two names, BASE,NEW; got {args.environments!r}")
@@ -96,8 +96,8 @@ def _sides(args: argparse.Namespace) -> tuple[list[dict], list[dict], bool, tupl
 def _run_commits(args: argparse.Namespace) -> tuple[list[dict], list[dict], bool, tuple[str, str]]:
     from rnnbench.run import commits
 
-    if args.files or args.environments:
-        raise InputError("--commits runs its own rows: give no files and no --environments")
+    if args.files:
+        raise InputError("--commits runs its own rows: give no files")
     if not 1 <= args.rounds <= 20:
         raise InputError(f"--rounds must be 1 to 20, got {args.rounds}")
     options = {name: getattr(args, name) for name in RUN_OPTIONS if getattr(args, name) is not None}
@@ -108,7 +108,7 @@ def _run_commits(args: argparse.Namespace) -> tuple[list[dict], list[dict], bool
 
 def run(args: argparse.Namespace) -> int:
     level, cut = threshold(args.threshold), alpha(args.alpha)
-    if not args.commits and any(getattr(args, name) is not None for name in RUN_OPTIONS):
+    if not args.commits and any(getattr(args, name) is not None for name in RUN_OPTIONS if name != "environments"):
         raise InputError("run options (--models, --drivers, ...) go with --commits")
     base, new, with_env, labels = _run_commits(args) if args.commits else _sides(args)
     result = compare(base, new, level, cut, across_machines=args.across_machines, normalize=args.normalize,
