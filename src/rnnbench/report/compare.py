@@ -63,13 +63,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--normalize", action="store_true", help="divide every ratio by the median ratio of all timed rows "
                    "(a machine's overall speed); for --across-machines gates")
     p.add_argument("--environments", help="BASE_ENV,NEW_ENV: compare two environments of the same files, by name "
-                   "(main, torch-2.14.1) or framework version (torch-2.13.0)")
+                   "(main, torch-2.14.1) or framework version (torch-2.13.0); with --commits, the run's environments")
     p.add_argument("--commits", nargs=2, metavar=("BASE", "NEW"), help="run the selection at both commits here, "
                    "interleaved in --rounds rounds (each commit installed apart), then compare")
     p.add_argument("--rounds", type=int, default=2, help="with --commits: runs per commit, alternating (default 2)")
     p.add_argument("--out-dir", help="with --commits: where the runs' records go (default results/compare-<time>)")
     run = p.add_argument_group("run options (with --commits; default: the curated selection, 1 thread)")
-    for name in RUN_OPTIONS:
+    for name in RUN_OPTIONS[:3] + RUN_OPTIONS[4:]:  # --environments is above: with --commits it is a run option
         run.add_argument(f"--{name}", help=f"as `rnnbench run --{name}`")
 
 
