@@ -13,8 +13,8 @@ import pytest
 from rnnbench import record
 from rnnbench.cli import main
 from rnnbench.report.compare_inputs import from_pytest_benchmark, trim
+from rnnbench.record import SAMPLES_KEPT, kept_samples
 from rnnbench.report.compare_pairs import REGRESSION, compare, status_verdict
-from rnnbench.run.timing import SAMPLES_KEPT, kept_samples
 
 DATA = Path(__file__).parent / "data" / "compare"
 MACHINE = {"hostname": "planted-host", "cpu": "planted cpu", "cores": 2, "platform": "Linux"}

@@ -719,8 +719,9 @@ def _cmd_fuzz(args) -> int:
 
 def _cmd_compare(args) -> int:
     from rnnbench.report import compare
+    from rnnbench.run import commits
 
-    return compare.run(args)
+    return compare.run(args, commits.run_commits)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

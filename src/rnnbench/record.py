@@ -57,6 +57,18 @@ def identity(*, model: str, driver: str, framework: str, family: str, anchor: bo
     return rec
 
 
+SAMPLES_KEPT = 64  # timed samples a record keeps per quantity: enough for a bootstrap interval of the median
+
+
+def kept_samples(samples: Sequence[float], keep: int = SAMPLES_KEPT) -> tuple[float, ...]:
+    """At most `keep` of `samples` (a timing's `samples`), evenly spaced over the run and in its
+    order (all of them when there are fewer): bounded, deterministic, and still spanning a drift
+    from start to end. Rounded to 6 significant digits, to keep records small."""
+    n = len(samples)
+    picked = samples if n <= keep else [samples[round(i * (n - 1) / (keep - 1))] for i in range(keep)]
+    return tuple(float(f"{x:.6g}") for x in picked)
+
+
 def fingerprint(rec: dict[str, Any]) -> str:
     """A short hash of everything that determines a row's result: its key, the rnnbench version and
     its settings. Two records with one fingerprint are the same measurement setup."""

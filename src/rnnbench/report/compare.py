@@ -8,7 +8,7 @@ versions, two machines), and a gate that fails only on what is real.
 
 BASE and NEW are results files (JSON Lines records) or pytest-benchmark JSON files. Pairing,
 verdicts and the exit code: rnnbench.report.compare_pairs; the interval: compare_stats; running two
-commits: rnnbench.run.commits. Exit codes: 1 on a status regression or a row slower beyond the
+commits: rnnbench.run.commits (passed in by the command line). Exit codes: 1 on a status regression or a row slower beyond the
 threshold, 0 otherwise, 2 on bad input.
 """
 
@@ -18,6 +18,7 @@ import argparse
 import math
 import time
 from pathlib import Path
+from typing import Callable, Mapping, Optional
 
 from rnnbench.errors import InputError
 from rnnbench.report import compare_inputs
@@ -26,6 +27,8 @@ from rnnbench.report.compare_pairs import compare
 
 NAME = "compare"
 HELP = "compare two results files (commits, framework versions, machines): verdicts per row, exit 1 on a regression"
+# (base, new, run options, rounds, output directory) -> (base files, new files, side labels)
+RunCommits = Callable[[str, str, Mapping[str, str], int, Path], tuple[list[Path], list[Path], tuple[str, str]]]
 RUN_OPTIONS = ("suite", "models", "drivers", "environments", "dtypes", "sizes", "threads", "budget", "timeout", "losses")
 
 
@@ -93,24 +96,26 @@ def _sides(args: argparse.Namespace) -> tuple[list[dict], list[dict], bool, tupl
     return compare_inputs.load(paths[:1]), compare_inputs.load(paths[1:]), True, (str(paths[0]), str(paths[1]))
 
 
-def _run_commits(args: argparse.Namespace) -> tuple[list[dict], list[dict], bool, tuple[str, str]]:
-    from rnnbench.run import commits
-
+def _run_commits(args: argparse.Namespace, run_commits: RunCommits) -> tuple[list[dict], list[dict], bool, tuple[str, str]]:
     if args.files:
         raise InputError("--commits runs its own rows: give no files")
     if not 1 <= args.rounds <= 20:
         raise InputError(f"--rounds must be 1 to 20, got {args.rounds}")
     options = {name: getattr(args, name) for name in RUN_OPTIONS if getattr(args, name) is not None}
     out_dir = Path(args.out_dir or time.strftime("results/compare-%Y%m%d-%H%M%S"))
-    base_files, new_files, labels = commits.run_commits(args.commits[0], args.commits[1], options, args.rounds, out_dir)
+    base_files, new_files, labels = run_commits(args.commits[0], args.commits[1], options, args.rounds, out_dir)
     return compare_inputs.load(base_files), compare_inputs.load(new_files), True, labels
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, run_commits: Optional[RunCommits] = None) -> int:
+    """The command. run_commits: what runs --commits (rnnbench.run.commits.run_commits, passed in by
+    the command line, the floor above both)."""
     level, cut = threshold(args.threshold), alpha(args.alpha)
+    if args.commits and run_commits is None:
+        raise InputError("--commits is not available here")
     if not args.commits and any(getattr(args, name) is not None for name in RUN_OPTIONS if name != "environments"):
         raise InputError("run options (--models, --drivers, ...) go with --commits")
-    base, new, with_env, labels = _run_commits(args) if args.commits else _sides(args)
+    base, new, with_env, labels = _run_commits(args, run_commits) if args.commits else _sides(args)
     result = compare(base, new, level, cut, across_machines=args.across_machines, normalize=args.normalize,
                      with_environment=with_env, sides=labels)
     print(render(result, args.format))

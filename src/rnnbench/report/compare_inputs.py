@@ -5,7 +5,7 @@ file's rows by environment (`--environments A,B`: one side each).
 A pytest-benchmark entry becomes a record of its test's extra_info (tests/test_benchmarks.py:
 model, driver, sizes, dtype, gradient status, versions, machine) with its timing as `fwd_bwd`
 (the benchmarked callable is forward + backward) and its timed rounds kept as `samples`, bounded
-as a record keeps them (rnnbench.run.timing.kept_samples). `trim` writes a pytest-benchmark JSON
+as a record keeps them (rnnbench.record.kept_samples). `trim` writes a pytest-benchmark JSON
 with its rounds bounded the same way: the form of the baseline kept in the repository.
 """
 
@@ -18,7 +18,6 @@ from typing import Any, Iterable
 
 from rnnbench import record
 from rnnbench.errors import InputError
-from rnnbench.run.timing import kept_samples
 
 
 def read_json(path: Path) -> Any:
@@ -72,7 +71,7 @@ def from_pytest_benchmark(doc: dict[str, Any], path: Path) -> list[dict[str, Any
         data = stats.get("data") or []
         timing = {"median_ms": _ms(stats, "median", path, test), "q1_ms": _ms(stats, "q1", path, test),
                   "q3_ms": _ms(stats, "q3", path, test), "repeats": int(stats.get("rounds") or len(data)),
-                  "samples": list(kept_samples([float(x) * 1e3 for x in data]))}
+                  "samples": list(record.kept_samples([float(x) * 1e3 for x in data]))}
         versions = info.get("framework_versions") or {}
         framework = info.get("framework")
         label = f"{framework} {str(versions[framework]).split('+')[0]}" if framework in versions else "main"
@@ -118,7 +117,7 @@ def trim(source: Path, target: Path) -> int:
     for bench in doc["benchmarks"]:
         stats = bench.get("stats") or {}
         if stats.get("data"):
-            stats["data"] = [x / 1e3 for x in kept_samples([float(x) * 1e3 for x in stats["data"]])]
+            stats["data"] = [x / 1e3 for x in record.kept_samples([float(x) * 1e3 for x in stats["data"]])]
     Path(target).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return len(doc["benchmarks"])
 

@@ -53,9 +53,6 @@ class TimingConfig:
     budget_s: float = 1.0  # stop repeating once this much time was spent (after min_repeats)
 
 
-SAMPLES_KEPT = 64  # timed samples a record keeps per quantity (kept_samples): enough for a bootstrap interval
-
-
 @dataclass(frozen=True)
 class Timing:
     median_ms: float
@@ -64,19 +61,10 @@ class Timing:
     min_ms: float
     max_ms: float
     repeats: int
-    samples: tuple[float, ...] = ()  # kept_samples of the timed calls, ms, in the order they ran
+    samples: tuple[float, ...] = ()  # record.kept_samples of the timed calls, ms, in the order they ran
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "samples": list(self.samples)}
-
-
-def kept_samples(samples: Sequence[float], keep: int = SAMPLES_KEPT) -> tuple[float, ...]:
-    """At most `keep` of `samples`, evenly spaced over the run and in its order (all of them when
-    there are fewer): a bounded, deterministic subsample that still spans a drift from start to end.
-    Rounded to 6 significant digits (far below the run-to-run noise), to keep records small."""
-    n = len(samples)
-    picked = samples if n <= keep else [samples[round(i * (n - 1) / (keep - 1))] for i in range(keep)]
-    return tuple(float(f"{x:.6g}") for x in picked)
 
 
 def measure(fn: Callable[[], Any], block: Callable[[Any], None], config: TimingConfig) -> Timing:
@@ -92,9 +80,11 @@ def measure(fn: Callable[[], Any], block: Callable[[Any], None], config: TimingC
         spent += elapsed
     import numpy as np  # imported here: a worker pins its CPUs through this module before any heavy import
 
+    from rnnbench import record
+
     q1, med, q3 = np.percentile(samples, [25, 50, 75])
     return Timing(float(med), float(q1), float(q3), float(min(samples)), float(max(samples)), len(samples),
-                  kept_samples(samples))
+                  record.kept_samples(samples))
 
 
 def timed_call(fn: Callable[[], Any]) -> tuple[Any, float]:
