@@ -104,7 +104,7 @@ def header_lines(cmp: Comparison) -> list[str]:
 
 
 def summary_lines(cmp: Comparison) -> list[str]:
-    counts = Counter(p.verdict for p in cmp.pairs)
+    counts = Counter(p.verdict for p in cmp.pairs if not not_run(p))
     hidden = sum(not_run(p) for p in cmp.pairs)
     lines = [", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + f" -> exit {cmp.exit_code}"
              + (f" ({hidden} rows not run on either side, unavailable or skipped, are not listed)" if hidden else "")]

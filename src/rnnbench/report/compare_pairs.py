@@ -227,7 +227,10 @@ def _one(values: set) -> str:
 
 def differences(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[str]:
     """What the two sides differ in besides their times: commit (rnnbench version), package
-    versions, machine, threads and timing settings, the environments and rows they hold."""
+    versions, machine, threads and timing settings, the environments they ran in (of the rows that
+    ran: a row decided unavailable without starting its environment is labelled by its name)."""
+    ran = [r for r in base if str(r["status"]) not in NOT_RUN] or base, [r for r in new if str(r["status"]) not in NOT_RUN] or new
+    base, new = ran
     out = []
     fields = {
         "commit": lambda r: r.get("rnnbench_version", "?"),
