@@ -228,3 +228,12 @@ def test_bad_input_is_one_line_and_exit_2(argv: list[str], tmp_path: Path, monke
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("rnnbench: error:")
+
+
+def test_commits_run_the_curated_selection_by_default() -> None:
+    from rnnbench.run.commits import CURATED_DRIVERS, run_arguments
+
+    args = run_arguments({})
+    assert args[args.index("--threads") + 1] == "1" and args[args.index("--drivers") + 1].split(",") == list(CURATED_DRIVERS)
+    chosen = run_arguments({"suite": "quick", "budget": "0.2"})
+    assert "--drivers" not in chosen and "--models" not in chosen and chosen[chosen.index("--budget") + 1] == "0.2"
