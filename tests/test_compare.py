@@ -237,3 +237,16 @@ def test_commits_run_the_curated_selection_by_default() -> None:
     assert args[args.index("--threads") + 1] == "1" and args[args.index("--drivers") + 1].split(",") == list(CURATED_DRIVERS)
     chosen = run_arguments({"suite": "quick", "budget": "0.2"})
     assert "--drivers" not in chosen and "--models" not in chosen and chosen[chosen.index("--budget") + 1] == "0.2"
+
+
+def test_commits_curated_selection_is_asvs() -> None:
+    """The default selection of --commits is asv's Curated set (read from its literal, not imported)."""
+    import ast
+
+    from rnnbench.run.commits import CURATED_DRIVERS, CURATED_MODELS
+
+    tree = ast.parse((Path(__file__).parents[1] / "benchmarks" / "bench_recurrence.py").read_text())
+    [curated] = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == "CURATED" for t in n.targets)]
+    assert tuple(curated) == CURATED_MODELS
+    assert set(CURATED_DRIVERS) == {d for drivers in curated.values() for d in drivers}
