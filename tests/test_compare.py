@@ -88,6 +88,23 @@ def test_markdown_is_a_pasteable_table(tmp_path: Path, capsys) -> None:
     assert "| model " in out and "|---" in out and "**" in out
 
 
+def test_two_runs_of_one_tree_compare_same_or_noisy() -> None:
+    """Real records: two runs of one commit, interleaved (`rnnbench compare --commits HEAD HEAD`,
+    data/compare/README.md): every row same or noisy, exit 0."""
+    base = sorted(DATA.glob("same-tree/base-*.jsonl"))
+    new = sorted(DATA.glob("same-tree/new-*.jsonl"))
+    assert base and new
+    records = record.load(base + new)
+    assert len({r["rnnbench_version"] for r in records}) == 1  # one tree
+    assert all(r.get("fwd_bwd", {}).get("samples") for r in records if r["status"] == "ok")
+    result = compare(record.load(base), record.load(new), threshold=0.10, alpha=0.01)
+    timed = [p for p in result.pairs if p.times]
+    assert timed and all(p.verdict in ("same", "noisy") for p in result.pairs), \
+        [(p.key[:2], p.verdict, {q: round(t.estimate.ratio, 3) for q, t in p.times.items()}) for p in result.pairs]
+    assert all(p.times["fwd_bwd"].estimate.runs[0] >= 2 for p in timed)  # rounds: process-to-process noise covered
+    assert result.exit_code == 0
+
+
 @pytest.mark.parametrize(("base", "new", "verdict"), [
     ("ok", "grad_mismatch", "regression"),
     ("ok", "crash", "regression"),
