@@ -267,3 +267,14 @@ def test_commits_curated_selection_is_asvs() -> None:
                  and any(isinstance(t, ast.Name) and t.id == "CURATED" for t in n.targets)]
     assert tuple(curated) == CURATED_MODELS
     assert set(CURATED_DRIVERS) == {d for drivers in curated.values() for d in drivers}
+
+
+def test_a_side_may_be_several_files(tmp_path: Path, capsys) -> None:
+    """BASE and NEW may each join several results files with commas: their runs of a row are pooled."""
+    rng = np.random.default_rng(8)
+    files = [_write(tmp_path / f"{side}{i}.jsonl", [_record("torch_loop", timing=_timing(rng, 1.0, 0.03))])
+             for side in ("a", "b") for i in (1, 2)]
+    a, b = f"{files[0]},{files[1]}", f"{files[2]},{files[3]}"
+    assert main(["compare", a, b, "--format", "json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["rows"]
+    assert row["times"]["fwd_bwd"]["runs"] == [2, 2]

@@ -55,8 +55,9 @@ def alpha(value: str) -> float:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", nargs="*", help="BASE NEW: results files (.jsonl) or pytest-benchmark JSON; with "
-                   "--environments, one or more files holding both environments")
+    p.add_argument("files", nargs="*", help="BASE NEW: results files (.jsonl) or pytest-benchmark JSON, each side one "
+                   "file or several joined by commas (runs of one side: rounds); with --environments, one or more "
+                   "files holding both environments")
     p.add_argument("--threshold", default="10%", help="smallest change of time that counts (default 10%%)")
     p.add_argument("--alpha", default="0.01", help="1 - confidence of the intervals (default 0.01: 99 %%)")
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown (pull requests, CI "
@@ -78,7 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _sides(args: argparse.Namespace) -> tuple[list[dict], list[dict], bool, tuple[str, str]]:
     """(base records, new records, whether the environment is part of the row key, side labels)."""
-    paths = [Path(f) for f in args.files]
+    sides = [[Path(f) for f in arg.split(",") if f] for arg in args.files]  # BASE, NEW: each a file or FILE,FILE...
+    paths = [path for side in sides for path in side]
     for path in paths:
         if not path.is_file():
             raise InputError(f"results file {path} does not exist")
@@ -91,9 +93,9 @@ def _sides(args: argparse.Namespace) -> tuple[list[dict], list[dict], bool, tupl
                              "(`rnnbench run --environments ...` writes one)")
         base, new = compare_inputs.split_by_environment(compare_inputs.load(paths), *names)
         return base, new, False, (names[0], names[1])
-    if len(paths) != 2:
-        raise InputError(f"compare needs two files, BASE NEW (got {len(paths)}), or --commits, or --environments")
-    return compare_inputs.load(paths[:1]), compare_inputs.load(paths[1:]), True, (str(paths[0]), str(paths[1]))
+    if len(sides) != 2 or not all(sides):
+        raise InputError(f"compare needs two sides, BASE NEW (got {len(sides)}), or --commits, or --environments")
+    return compare_inputs.load(sides[0]), compare_inputs.load(sides[1]), True, (args.files[0], args.files[1])
 
 
 def _run_commits(args: argparse.Namespace, run_commits: RunCommits) -> tuple[list[dict], list[dict], bool, tuple[str, str]]:
