@@ -253,7 +253,9 @@ def test_commits_run_the_curated_selection_by_default() -> None:
     args = run_arguments({})
     assert args[args.index("--threads") + 1] == "1" and args[args.index("--drivers") + 1].split(",") == list(CURATED_DRIVERS)
     chosen = run_arguments({"suite": "quick", "budget": "0.2"})
-    assert "--drivers" not in chosen and "--models" not in chosen and chosen[chosen.index("--budget") + 1] == "0.2"
+    assert args[args.index("--environments") + 1] == "main"
+    assert "--drivers" not in chosen and "--models" not in chosen and "--environments" not in chosen
+    assert chosen[chosen.index("--budget") + 1] == "0.2"
 
 
 def test_commits_curated_selection_is_asvs() -> None:

@@ -24,11 +24,12 @@ from typing import Callable, Mapping
 from rnnbench.errors import InputError
 
 # The curated selection (benchmarks/bench_recurrence.py CURATED: each mechanism once, on rnn and
-# lstm at their default sizes), one thread per row: the default of --commits.
+# lstm at their default sizes, in the main environment), one thread per row: the default of --commits.
 CURATED_MODELS = ("rnn", "lstm")
 CURATED_DRIVERS = ("torch_loop", "torch_loop_compiled", "torch_scan", "torch_scan_compiled", "jax_loop", "jax_lax_scan",
                    "flax_scan", "torch_nn_rnn", "torch_nn_lstm", "flax_simple_cell", "flax_lstm_cell")
-DEFAULTS = {"models": ",".join(CURATED_MODELS), "drivers": ",".join(CURATED_DRIVERS), "threads": "1"}
+DEFAULTS = {"models": ",".join(CURATED_MODELS), "drivers": ",".join(CURATED_DRIVERS), "environments": "main",
+            "threads": "1"}
 
 # How a run is started in the commit's tree: its own cli.main, whatever its layout.
 LAUNCH = "import sys; from rnnbench.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -59,10 +60,11 @@ def resolve(repo: Path, revision: str) -> str:
 
 def run_arguments(options: Mapping[str, str]) -> list[str]:
     """`rnnbench run` arguments: the curated selection at one thread (DEFAULTS) unless options
-    select otherwise (a --suite replaces the curated models and drivers)."""
+    select otherwise (a --suite replaces the curated models, drivers and environment)."""
     chosen = dict(DEFAULTS)
     if "suite" in options:
-        chosen.pop("models"), chosen.pop("drivers")
+        for name in ("models", "drivers", "environments"):
+            chosen.pop(name)
     chosen.update(options)
     return [arg for name, value in chosen.items() for arg in (f"--{name}", str(value))]
 
