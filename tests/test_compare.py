@@ -30,8 +30,10 @@ def _timing(rng: np.random.Generator, median_ms: float, spread: float, n: int = 
 
 
 def _record(driver: str, status: str = "ok", timing: dict | None = None, fwd: dict | None = None,
-            machine: dict = MACHINE, version: str = "0.1.0+gplanted", env: str = "main", label: str = "torch 2.13.0") -> dict:
-    rec = {"schema": record.SCHEMA, "model": "lstm", "driver": driver, "framework": driver.split("_")[0], "dtype": "float32",
+            machine: dict = MACHINE, version: str = "0.1.0+gplanted", env: str = "main",
+            label: str = "torch 2.13.0") -> dict:
+    rec = {"schema": record.SCHEMA, "model": "lstm", "driver": driver, "framework": driver.split("_")[0],
+           "dtype": "float32",
            "device": "cpu", "sizes": {"T": 16, "B": 4}, "seed": 0, "loss_form": "model", "environment_name": env,
            "env_label": label, "status": status, "machine": dict(machine), "rnnbench_version": version,
            "settings": {"threads": 1, "versions": {"torch": label.split()[-1]}}}
@@ -60,7 +62,8 @@ def _planted(tmp_path: Path) -> tuple[Path, Path]:
         base.append(_record(d, timing=_timing(rng, medians[d], s), fwd=_timing(rng, medians[d] / 3, s)))
         factor = change.get(d, 1.0)
         status = "grad_mismatch" if d == "jax_lax_scan" else "ok"
-        new.append(_record(d, status, timing=_timing(rng, medians[d] * factor, s), fwd=_timing(rng, medians[d] * factor / 3, s)))
+        new.append(_record(d, status, timing=_timing(rng, medians[d] * factor, s),
+                           fwd=_timing(rng, medians[d] * factor / 3, s)))
     return _write(tmp_path / "base.jsonl", base), _write(tmp_path / "new.jsonl", new)
 
 
@@ -251,7 +254,8 @@ def test_commits_run_the_curated_selection_by_default() -> None:
     from rnnbench.run.commits import CURATED_DRIVERS, run_arguments
 
     args = run_arguments({})
-    assert args[args.index("--threads") + 1] == "1" and args[args.index("--drivers") + 1].split(",") == list(CURATED_DRIVERS)
+    assert args[args.index("--threads") + 1] == "1"
+    assert args[args.index("--drivers") + 1].split(",") == list(CURATED_DRIVERS)
     chosen = run_arguments({"suite": "quick", "budget": "0.2"})
     assert args[args.index("--environments") + 1] == "main"
     assert "--drivers" not in chosen and "--models" not in chosen and "--environments" not in chosen

@@ -282,7 +282,8 @@ def problem(rec: Any) -> Optional[str]:
                                           for k in TIMING_FIELDS):
             return f"field {name!r} lacks numeric {', '.join(TIMING_FIELDS)}"
         samples = (timing or {}).get("samples", [])
-        if not isinstance(samples, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in samples):
+        numbers = isinstance(samples, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in samples)
+        if not numbers:
             return f"field {name!r}.samples is not a list of numbers"
     hostname = (rec.get("machine") or {}).get("hostname", "")
     if not isinstance(hostname, str):

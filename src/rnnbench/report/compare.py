@@ -8,8 +8,8 @@ versions, two machines), and a gate that fails only on what is real.
 
 BASE and NEW are results files (JSON Lines records) or pytest-benchmark JSON files. Pairing,
 verdicts and the exit code: rnnbench.report.compare_pairs; the interval: compare_stats; running two
-commits: rnnbench.run.commits (passed in by the command line). Exit codes: 1 on a status regression or a row slower beyond the
-threshold, 0 otherwise, 2 on bad input.
+commits: rnnbench.run.commits (passed in by the command line). Exit codes: 1 on a status
+regression or a row slower beyond the threshold, 0 otherwise, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ NAME = "compare"
 HELP = "compare two results files (commits, framework versions, machines): verdicts per row, exit 1 on a regression"
 # (base, new, run options, rounds, output directory) -> (base files, new files, side labels)
 RunCommits = Callable[[str, str, Mapping[str, str], int, Path], tuple[list[Path], list[Path], tuple[str, str]]]
-RUN_OPTIONS = ("suite", "models", "drivers", "environments", "dtypes", "sizes", "threads", "budget", "timeout", "losses")
+RUN_OPTIONS = ("suite", "models", "drivers", "environments", "dtypes", "sizes", "threads", "budget", "timeout",
+               "losses")
 
 
 def threshold(value: str) -> float:
@@ -98,7 +99,8 @@ def _sides(args: argparse.Namespace) -> tuple[list[dict], list[dict], bool, tupl
     return compare_inputs.load(sides[0]), compare_inputs.load(sides[1]), True, (args.files[0], args.files[1])
 
 
-def _run_commits(args: argparse.Namespace, run_commits: RunCommits) -> tuple[list[dict], list[dict], bool, tuple[str, str]]:
+def _run_commits(args: argparse.Namespace,
+                 run_commits: RunCommits) -> tuple[list[dict], list[dict], bool, tuple[str, str]]:
     if args.files:
         raise InputError("--commits runs its own rows: give no files")
     if not 1 <= args.rounds <= 20:

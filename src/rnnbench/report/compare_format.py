@@ -86,20 +86,21 @@ def header_lines(cmp: Comparison) -> list[str]:
     t = cmp.threshold
     up, down = 1 + t, 1 / (1 + t)
     runs = {e.estimate.runs for p in cmp.pairs for e in p.times.values()}
-    lines = [f"base: {cmp.sides[0]}  ->  new: {cmp.sides[1]}",
-             "differ in: " + ("; ".join(cmp.differences) if cmp.differences else "nothing recorded besides their times"),
-             f"threshold {100 * t:g} %: slower = interval above 1 and ratio above {up:.2f}; faster = interval below 1 and "
-             f"ratio below {down:.2f}; same = interval within [{down:.2f}, {up:.2f}]; noisy = too wide to decide",
-             f"intervals: {100 * (1 - cmp.alpha):g} % percentile bootstrap of the ratio of medians over each side's runs "
-             "and samples (seeded)"]
+    differ = "; ".join(cmp.differences) if cmp.differences else "nothing recorded besides their times"
+    lines = [f"base: {cmp.sides[0]}  ->  new: {cmp.sides[1]}", f"differ in: {differ}",
+             f"threshold {100 * t:g} %: slower = interval above 1 and ratio above {up:.2f}; faster = interval below 1 "
+             f"and ratio below {down:.2f}; same = interval within [{down:.2f}, {up:.2f}]; noisy = too wide to decide",
+             f"intervals: {100 * (1 - cmp.alpha):g} % percentile bootstrap of the ratio of medians over each side's "
+             "runs and samples (seeded)"]
     if runs and all(r == (1, 1) for r in runs):
         lines.append("one run per side: the intervals cover the noise within each run's process, not between processes "
                      "(interleaved rounds, --commits, cover both)")
     if cmp.across_machines:
-        lines.append(f"ACROSS MACHINES: base on {cmp.machines[0]}, new on {cmp.machines[1]}: every ratio compares two machines")
+        lines.append(f"ACROSS MACHINES: base on {cmp.machines[0]}, new on {cmp.machines[1]}: "
+                     "every ratio compares two machines")
     if cmp.factor != 1.0:
-        lines.append(f"normalized: every ratio divided by {cmp.factor:.3f}, the median new/base ratio of all timed rows "
-                     "(the machines' overall speed difference)")
+        lines.append(f"normalized: every ratio divided by {cmp.factor:.3f}, the median new/base ratio of all timed "
+                     "rows (the machines' overall speed difference)")
     return lines
 
 
@@ -113,7 +114,8 @@ def summary_lines(cmp: Comparison) -> list[str]:
         if p.verdict == REGRESSION:
             lines.append(f"REGRESSION {name}: {_status(p)}" + (f" ({p.why})" if p.why else ""))
         elif p.verdict == SLOWER:
-            slow = [f"{QUANTITY_LABELS[q]} {_interval(p, q)}" for q in QUANTITIES if q in p.times and p.times[q].verdict == SLOWER]
+            slow = [f"{QUANTITY_LABELS[q]} {_interval(p, q)}" for q in QUANTITIES
+                    if q in p.times and p.times[q].verdict == SLOWER]
             lines.append(f"SLOWER {name}: {'; '.join(slow)}")
         elif p.verdict in (FIXED, KNOWN_FIXED):
             lines.append(f"{p.verdict} {name}: {_status(p)}" + (f" ({p.why})" if p.why else ""))

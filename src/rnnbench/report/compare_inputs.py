@@ -67,7 +67,8 @@ def from_pytest_benchmark(doc: dict[str, Any], path: Path) -> list[dict[str, Any
         info, stats = bench.get("extra_info") or {}, bench.get("stats") or {}
         test = str(bench.get("fullname") or bench.get("name") or "?")
         if not isinstance(info.get("model"), str) or not isinstance(info.get("driver"), str):
-            raise InputError(f"{path}: benchmark {test!r} has no extra_info model and driver (not an rnnbench benchmark)")
+            raise InputError(f"{path}: benchmark {test!r} has no extra_info model and driver "
+                             "(not an rnnbench benchmark)")
         data = stats.get("data") or []
         timing = {"median_ms": _ms(stats, "median", path, test), "q1_ms": _ms(stats, "q1", path, test),
                   "q3_ms": _ms(stats, "q3", path, test), "repeats": int(stats.get("rounds") or len(data)),

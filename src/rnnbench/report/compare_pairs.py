@@ -197,7 +197,7 @@ def compare(base: list[dict[str, Any]], new: list[dict[str, Any]], threshold: fl
     """Pair, decide and describe. Records of two machines are refused (InputError) unless
     across_machines; normalize divides every ratio by machine_factor."""
     where = machines(base), machines(new)
-    cpus = {str((r.get("machine") or {}).get("cpu")) for r in base}, {str((r.get("machine") or {}).get("cpu")) for r in new}
+    cpus = [{str((r.get("machine") or {}).get("cpu")) for r in side} for side in (base, new)]
     other_machine = where[0] != where[1] or cpus[0] != cpus[1]
     if other_machine and not across_machines:
         raise InputError(f"the base ran on {where[0]} and the new side on {where[1]}: times of two machines are not "
@@ -229,8 +229,7 @@ def differences(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[s
     """What the two sides differ in besides their times: commit (rnnbench version), package
     versions, machine, threads and timing settings, the environments they ran in (of the rows that
     ran: a row decided unavailable without starting its environment is labelled by its name)."""
-    ran = [r for r in base if str(r["status"]) not in NOT_RUN] or base, [r for r in new if str(r["status"]) not in NOT_RUN] or new
-    base, new = ran
+    base, new = ([r for r in side if str(r["status"]) not in NOT_RUN] or side for side in (base, new))
     out = []
     fields = {
         "commit": lambda r: r.get("rnnbench_version", "?"),

@@ -72,7 +72,8 @@ def run_arguments(options: Mapping[str, str]) -> list[str]:
 def run_once(tree: Path, arguments: list[str], out: Path, log: Path) -> int:
     """One `rnnbench run` of the commit checked out at `tree`, records to `out`, its output to
     `log`. Returns its exit code (0 or 1: a failing row is a result); anything else is an error."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    path = [str(tree / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     with open(log, "w") as f:
         code = subprocess.run([sys.executable, "-c", LAUNCH, "run", *arguments, "--out", str(out)], cwd=tree, env=env,
                               stdout=f, stderr=subprocess.STDOUT).returncode
