@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from rnnbench.errors import InputError
 
-SCHEMA = 2  # 2: rnnbench_version, settings and fingerprint; no NaN (null instead)
+SCHEMA = 3  # 2: rnnbench_version, settings and fingerprint; no NaN (null instead). 3: fwd and fwd_bwd keep
+# `samples`, a bounded subsample of the timed calls (rnnbench.run.timing.kept_samples); older records lack it
 
 
 
@@ -54,6 +55,18 @@ def identity(*, model: str, driver: str, framework: str, family: str, anchor: bo
     }
     rec["fingerprint"] = fingerprint(rec)
     return rec
+
+
+SAMPLES_KEPT = 64  # timed samples a record keeps per quantity: enough for a bootstrap interval of the median
+
+
+def kept_samples(samples: Sequence[float], keep: int = SAMPLES_KEPT) -> tuple[float, ...]:
+    """At most `keep` of `samples` (a timing's `samples`), evenly spaced over the run and in its
+    order (all of them when there are fewer): bounded, deterministic, and still spanning a drift
+    from start to end. Rounded to 6 significant digits, to keep records small."""
+    n = len(samples)
+    picked = samples if n <= keep else [samples[round(i * (n - 1) / (keep - 1))] for i in range(keep)]
+    return tuple(float(f"{x:.6g}") for x in picked)
 
 
 def fingerprint(rec: dict[str, Any]) -> str:
@@ -279,6 +292,10 @@ def problem(rec: Any) -> Optional[str]:
         if timing is not None and not all(isinstance(timing.get(k), (int, float)) and not isinstance(timing.get(k), bool)
                                           for k in TIMING_FIELDS):
             return f"field {name!r} lacks numeric {', '.join(TIMING_FIELDS)}"
+        samples = (timing or {}).get("samples", [])
+        numbers = isinstance(samples, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in samples)
+        if not numbers:
+            return f"field {name!r}.samples is not a list of numbers"
     hostname = (rec.get("machine") or {}).get("hostname", "")
     if not isinstance(hostname, str):
         return "field 'machine.hostname' is not a string"

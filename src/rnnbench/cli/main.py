@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from rnnbench import record
-from rnnbench.cli import bugs, env, fuzz, options, report, run, sweep, table, versions
+from rnnbench.cli import bugs, compare, env, fuzz, options, report, run, sweep, table, versions
 from rnnbench.cli import list as list_
 from rnnbench.errors import InputError
 from rnnbench.run import parent
 
 # The subcommands, in the order `rnnbench --help` lists them: each a module with NAME, HELP,
 # add_arguments(parser) and run(args) -> exit code.
-COMMANDS = (run, list_, versions, env, table, sweep, fuzz, report, bugs)
+COMMANDS = (run, list_, versions, env, table, sweep, fuzz, report, compare, bugs)
 
 
 def parser() -> options.Parser:

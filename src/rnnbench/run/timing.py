@@ -43,9 +43,10 @@ class Timing:
     min_ms: float
     max_ms: float
     repeats: int
+    samples: tuple[float, ...] = ()  # record.kept_samples of the timed calls, ms, in the order they ran
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "samples": list(self.samples)}
 
 
 def measure(fn: Callable[[], Any], block: Callable[[Any], None], config: TimingConfig) -> Timing:
@@ -61,8 +62,11 @@ def measure(fn: Callable[[], Any], block: Callable[[Any], None], config: TimingC
         spent += elapsed
     import numpy as np  # imported here: a worker pins its CPUs through this module before any heavy import
 
+    from rnnbench import record
+
     q1, med, q3 = np.percentile(samples, [25, 50, 75])
-    return Timing(float(med), float(q1), float(q3), float(min(samples)), float(max(samples)), len(samples))
+    return Timing(float(med), float(q1), float(q3), float(min(samples)), float(max(samples)), len(samples),
+                  record.kept_samples(samples))
 
 
 def timed_call(fn: Callable[[], Any]) -> tuple[Any, float]:

@@ -1,0 +1,126 @@
+"""`rnnbench compare`: what changed between two results files (two commits, two framework
+versions, two machines), and a gate that fails only on what is real.
+
+    rnnbench compare BASE NEW [--threshold 10%] [--alpha 0.01] [--format text|markdown|json]
+                     [--across-machines] [--normalize]
+    rnnbench compare FILE... --environments A,B        two environments of one run (A: base)
+    rnnbench compare --commits BASE NEW [run options]  run the selection at both commits, then compare
+
+BASE and NEW are results files (JSON Lines records) or pytest-benchmark JSON files. Pairing,
+verdicts and the exit code: rnnbench.report.compare_pairs; the interval: compare_stats; running two
+commits: rnnbench.run.commits. Exit codes: 1 on a status
+regression or a row slower beyond the threshold, 0 otherwise, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+from typing import Callable, Mapping, Optional
+
+from rnnbench.errors import InputError
+from rnnbench.report import compare_inputs
+from rnnbench.report.compare_format import FORMATS, render
+from rnnbench.report.compare_pairs import compare
+
+NAME = "compare"
+HELP = "compare two results files (commits, framework versions, machines): verdicts per row, exit 1 on a regression"
+# (base, new, run options, rounds, output directory) -> (base files, new files, side labels)
+RunCommits = Callable[[str, str, Mapping[str, str], int, Path], tuple[list[Path], list[Path], tuple[str, str]]]
+RUN_OPTIONS = ("suite", "models", "drivers", "environments", "dtypes", "sizes", "threads", "budget", "timeout",
+               "losses")
+
+
+def threshold(value: str) -> float:
+    """'10%' or '0.1' -> 0.1; a threshold must be a finite fraction above 0 and below 10 (1000 %)."""
+    text = str(value).strip()
+    try:
+        number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise InputError(f"--threshold {value!r} is not a percentage (e.g. 10%) or a fraction (e.g. 0.1)") from None
+    if not math.isfinite(number) or not 0 < number < 10:
+        raise InputError(f"--threshold {value!r} must be above 0 % and below 1000 %")
+    return number
+
+
+def alpha(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise InputError(f"--alpha {value!r} is not a number") from None
+    if not math.isfinite(number) or not 0 < number < 0.5:
+        raise InputError(f"--alpha {value!r} must be above 0 and below 0.5 (0.01: 99 % intervals)")
+    return number
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="*", help="BASE NEW: results files (.jsonl) or pytest-benchmark JSON, each side one "
+                   "file or several joined by commas (runs of one side: rounds); with --environments, one or more "
+                   "files holding both environments")
+    p.add_argument("--threshold", default="10%", help="smallest change of time that counts (default 10%%)")
+    p.add_argument("--alpha", default="0.01", help="1 - confidence of the intervals (default 0.01: 99 %%)")
+    p.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown (pull requests, CI "
+                   "summaries) or json")
+    p.add_argument("--across-machines", action="store_true", help="allow comparing files from two machines (every "
+                   "line says so)")
+    p.add_argument("--normalize", action="store_true", help="divide every ratio by the median ratio of all timed rows "
+                   "(a machine's overall speed); for --across-machines gates")
+    p.add_argument("--environments", help="BASE_ENV,NEW_ENV: compare two environments of the same files, by name "
+                   "(main, torch-2.14.1) or framework version (torch-2.13.0); with --commits, the run's environments")
+    p.add_argument("--commits", nargs=2, metavar=("BASE", "NEW"), help="run the selection at both commits here, "
+                   "interleaved in --rounds rounds (each commit installed apart), then compare")
+    p.add_argument("--rounds", type=int, default=2, help="with --commits: runs per commit, alternating (default 2)")
+    p.add_argument("--out-dir", help="with --commits: where the runs' records go (default results/compare-<time>)")
+    run = p.add_argument_group("run options (with --commits; default: the curated selection, 1 thread)")
+    for name in RUN_OPTIONS[:3] + RUN_OPTIONS[4:]:  # --environments is above: with --commits it is a run option
+        run.add_argument(f"--{name}", help=f"as `rnnbench run --{name}`")
+
+
+def _sides(args: argparse.Namespace) -> tuple[list[dict], list[dict], bool, tuple[str, str]]:
+    """(base records, new records, whether the environment is part of the row key, side labels)."""
+    sides = [[Path(f) for f in arg.split(",") if f] for arg in args.files]  # BASE, NEW: each a file or FILE,FILE...
+    paths = [path for side in sides for path in side]
+    for path in paths:
+        if not path.is_file():
+            raise InputError(f"results file {path} does not exist")
+    if args.environments:  # without --commits: two sides of the files, not a run option
+        names = [n.strip() for n in args.environments.split(",") if n.strip()]
+        if len(names) != 2:
+            raise InputError(f"--environments needs two names, BASE,NEW; got {args.environments!r}")
+        if not paths:
+            raise InputError("--environments needs the results files holding both environments "
+                             "(`rnnbench run --environments ...` writes one)")
+        base, new = compare_inputs.split_by_environment(compare_inputs.load(paths), *names)
+        return base, new, False, (names[0], names[1])
+    if len(sides) != 2 or not all(sides):
+        raise InputError(f"compare needs two sides, BASE NEW (got {len(sides)}), or --commits, or --environments")
+    return compare_inputs.load(sides[0]), compare_inputs.load(sides[1]), True, (args.files[0], args.files[1])
+
+
+def _run_commits(args: argparse.Namespace,
+                 run_commits: RunCommits) -> tuple[list[dict], list[dict], bool, tuple[str, str]]:
+    if args.files:
+        raise InputError("--commits runs its own rows: give no files")
+    if not 1 <= args.rounds <= 20:
+        raise InputError(f"--rounds must be 1 to 20, got {args.rounds}")
+    options = {name: getattr(args, name) for name in RUN_OPTIONS if getattr(args, name) is not None}
+    out_dir = Path(args.out_dir or time.strftime("results/compare-%Y%m%d-%H%M%S"))
+    base_files, new_files, labels = run_commits(args.commits[0], args.commits[1], options, args.rounds, out_dir)
+    return compare_inputs.load(base_files), compare_inputs.load(new_files), True, labels
+
+
+def run(args: argparse.Namespace, run_commits: Optional[RunCommits] = None) -> int:
+    """The command. run_commits: what runs --commits (default rnnbench.run.commits.run_commits; tests
+    pass a stand-in)."""
+    if run_commits is None:
+        from rnnbench.run.commits import run_commits
+    level, cut = threshold(args.threshold), alpha(args.alpha)
+    if not args.commits and any(getattr(args, name) is not None for name in RUN_OPTIONS if name != "environments"):
+        raise InputError("run options (--models, --drivers, ...) go with --commits")
+    base, new, with_env, labels = _run_commits(args, run_commits) if args.commits else _sides(args)
+    result = compare(base, new, level, cut, across_machines=args.across_machines, normalize=args.normalize,
+                     with_environment=with_env, sides=labels)
+    print(render(result, args.format))
+    return result.exit_code

@@ -1,0 +1,255 @@
+"""`rnnbench compare`'s decisions: rows paired by key, each pair's verdict, what the two sides
+differ in, and the exit code.
+
+A row's key is its model, driver, sizes, dtype, loss form, device, seed and environment (when the
+two sides are two environments, `--environments`, the environment is what they differ in, so it
+leaves the key). Several records of one key on one side (the rounds of `--commits`) are that
+side's runs of the row, pooled by the statistics (rnnbench.report.compare_stats).
+
+Verdicts. A status change is a verdict of its own, whatever the time says:
+  regression         the new side fails where the base did not (ok -> grad_mismatch, crash, ...),
+                     or a registered bug now reproduces (ok -> known_issue:X, known_issue_fixed:X
+                     -> known_issue:X)
+  fixed              the base failed or had a registered bug and the new side is ok: for
+                     known_issue:X -> ok, a framework fix the registry (known_issues.json) must now
+                     record (its version bounds)
+  known_issue_fixed  known_issue:X -> known_issue_fixed:X: the registry expects the bug here and it
+                     no longer reproduces
+  changed            any other change of status (grad_mismatch -> crash, ok -> cannot_decide)
+  unavailable        the row ran on one side and was unavailable or skipped on the other
+  only_base, only_new  the row is in one file only
+Rows ok on both sides get a time verdict per quantity (fwd+bwd, fwd): slower, faster, same or
+noisy (compare_stats.verdict); the row's is the worst (slower, then noisy, then faster, then
+same). Rows with one status on both sides and nothing timed are `same`.
+The exit code is 1 on any regression or slower row, else 0.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from rnnbench.errors import InputError
+from rnnbench.report.compare_stats import FASTER, NOISY, SAME, SLOWER, Estimate, Side, estimate, verdict
+from rnnbench.report.table import contention, env_label, machine_of
+from rnnbench.status import Status, is_failing, is_fixed, is_known
+
+QUANTITIES = ("fwd_bwd", "fwd")
+QUANTITY_LABELS = {"fwd_bwd": "fwd+bwd", "fwd": "fwd"}
+REGRESSION, FIXED, KNOWN_FIXED, CHANGED = "regression", "fixed", "known_issue_fixed", "changed"
+UNAVAILABLE, ONLY_BASE, ONLY_NEW = "unavailable", "only_base", "only_new"
+GATING = (REGRESSION, SLOWER)  # verdicts that make the exit code 1
+TIME_ORDER = (SLOWER, NOISY, FASTER, SAME)  # a row's time verdict: the first of its quantities' in this order
+NOT_RUN = (Status.UNAVAILABLE, Status.SKIPPED)
+
+
+@dataclass
+class Timed:
+    """One quantity of one pair: the estimate, its verdict and both sides' medians (ms)."""
+
+    estimate: Estimate
+    verdict: str
+    base_ms: float
+    new_ms: float
+
+
+@dataclass
+class Pair:
+    key: tuple
+    base: list[dict[str, Any]]
+    new: list[dict[str, Any]]
+    verdict: str = SAME
+    why: str = ""  # the status change, or what decided the verdict
+    times: dict[str, Timed] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def first(self) -> dict[str, Any]:
+        return (self.base or self.new)[0]
+
+    def status(self, side: list[dict[str, Any]]) -> Optional[str]:
+        return side_status(side) if side else None
+
+
+@dataclass
+class Comparison:
+    pairs: list[Pair]
+    differences: list[str]
+    threshold: float
+    alpha: float
+    across_machines: bool
+    machines: tuple[str, str]
+    factor: float = 1.0  # the machine-speed factor divided out (--normalize), else 1
+    sides: tuple[str, str] = ("base", "new")  # what each side is (file names, environments)
+
+    @property
+    def gating(self) -> list[Pair]:
+        return [p for p in self.pairs if p.verdict in GATING]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.gating else 0
+
+
+def key_of(rec: dict[str, Any], with_environment: bool = True) -> tuple:
+    sizes = tuple(sorted((rec.get("sizes") or {}).items()))
+    env = rec.get("environment_name", "main") if with_environment else ""
+    return (rec["model"], rec["driver"], env, rec["dtype"], rec.get("device", "cpu"), sizes, rec.get("seed", 0),
+            rec.get("loss_form", "model"))
+
+
+def side_status(records: list[dict[str, Any]]) -> str:
+    """One side's status of a row over its runs: a failing one if any run failed (a flaky failure
+    is a failure), else the last run's."""
+    failing = [str(r["status"]) for r in records if is_failing(str(r["status"])) or is_known(str(r["status"]))]
+    return failing[0] if failing else str(records[-1]["status"])
+
+
+def status_verdict(base: str, new: str) -> Optional[tuple[str, str]]:
+    """(verdict, what it means where the statuses do not say it) of a change of status, or None
+    when the status did not change."""
+    if base == new:
+        return None
+    if base in NOT_RUN or new in NOT_RUN:
+        return UNAVAILABLE, "not run on one side"
+    if is_known(base) and is_fixed(new):
+        return KNOWN_FIXED, "the registered bug no longer reproduces: update the registry"
+    if is_known(base) and new == Status.OK:
+        return FIXED, "a framework fix: the registry (known_issues.json) must now record it"
+    if (is_failing(base) or is_known(base)) and new == Status.OK:
+        return FIXED, ""
+    new_bad = (is_failing(new) and not is_fixed(new)) or is_known(new)
+    base_bad = (is_failing(base) and not is_fixed(base)) or is_known(base)
+    if new_bad and not base_bad:
+        return REGRESSION, "a registered bug now reproduces" if is_known(new) else ""
+    return CHANGED, ""
+
+
+def _side(records: list[dict[str, Any]], quantity: str) -> Optional[Side]:
+    timed = [r[quantity] for r in records if r.get(quantity) and str(r["status"]) == Status.OK]
+    if not timed:
+        return None
+    return Side(tuple(float(t["median_ms"]) for t in timed), tuple(float(t["q1_ms"]) for t in timed),
+                tuple(float(t["q3_ms"]) for t in timed), tuple(tuple(t.get("samples") or ()) for t in timed))
+
+
+def pair_rows(base: list[dict[str, Any]], new: list[dict[str, Any]], with_environment: bool = True) -> list[Pair]:
+    """Every key of either side, in the base's order then the new side's, with its records."""
+    by_key: dict[tuple, Pair] = {}
+    for side, records in (("base", base), ("new", new)):
+        for rec in records:
+            key = key_of(rec, with_environment)
+            pair = by_key.setdefault(key, Pair(key, [], []))
+            getattr(pair, side).append(rec)
+    return list(by_key.values())
+
+
+def machine_factor(pairs: list[Pair]) -> float:
+    """The median new / base ratio of medians over every timed quantity of rows ok on both sides:
+    how much faster or slower the new side's machine is overall (--normalize divides it out)."""
+    ratios = []
+    for p in pairs:
+        for q in QUANTITIES:
+            b, n = _side(p.base, q), _side(p.new, q)
+            if b and n:
+                ratios.append(n.median / b.median)
+    if not ratios:
+        raise InputError("--normalize: no row is timed on both sides, so there is no machine factor to divide out")
+    return float(np.median(ratios))
+
+
+def decide(pair: Pair, threshold: float, alpha: float, factor: float = 1.0) -> Pair:
+    """Fill in the pair's verdict (module docstring), times and notes."""
+    if not pair.base or not pair.new:
+        pair.verdict = ONLY_BASE if pair.base else ONLY_NEW
+        pair.why = "in the base only" if pair.base else "in the new side only"
+        return pair
+    change = status_verdict(side_status(pair.base), side_status(pair.new))
+    if change is not None:
+        pair.verdict, pair.why = change
+        return pair
+    for q in QUANTITIES:
+        b, n = _side(pair.base, q), _side(pair.new, q)
+        if b and n:
+            est = estimate(b, n, alpha).scaled(factor)
+            pair.times[q] = Timed(est, verdict(est, threshold, b, n, factor), b.median, n.median)
+    if pair.times:
+        pair.verdict = next(v for v in TIME_ORDER if any(t.verdict == v for t in pair.times.values()))
+        if any(t.estimate.method == "quartiles" for t in pair.times.values()):
+            pair.notes.append("no samples on a side: no interval")
+    else:
+        pair.why = "not timed"
+    if any(contention(r) for r in pair.base + pair.new):
+        pair.notes.append("timed under contention")
+    return pair
+
+
+def machines(records: list[dict[str, Any]]) -> str:
+    return ", ".join(sorted({machine_of(r) for r in records})) or "?"
+
+
+def compare(base: list[dict[str, Any]], new: list[dict[str, Any]], threshold: float, alpha: float,
+            across_machines: bool = False, normalize: bool = False, with_environment: bool = True,
+            sides: tuple[str, str] = ("base", "new")) -> Comparison:
+    """Pair, decide and describe. Records of two machines are refused (InputError) unless
+    across_machines; normalize divides every ratio by machine_factor."""
+    where = machines(base), machines(new)
+    cpus = [{str((r.get("machine") or {}).get("cpu")) for r in side} for side in (base, new)]
+    other_machine = where[0] != where[1] or cpus[0] != cpus[1]
+    if other_machine and not across_machines:
+        raise InputError(f"the base ran on {where[0]} and the new side on {where[1]}: times of two machines are not "
+                         "comparable; pass --across-machines to compare them anyway (every line then says so)")
+    pairs = pair_rows(base, new, with_environment)
+    factor = machine_factor(pairs) if normalize else 1.0
+    pairs = [decide(p, threshold, alpha, factor) for p in pairs]
+    if other_machine:
+        for p in pairs:
+            p.notes.insert(0, "across machines")
+    return Comparison(pairs, differences(base, new), threshold, alpha, other_machine, where, factor, sides)
+
+
+def _versions(records: list[dict[str, Any]]) -> dict[str, dict[str, set]]:
+    """environment label -> package -> versions seen (from each record's settings or environment)."""
+    out: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
+    for r in records:
+        found = (r.get("settings") or {}).get("versions") or (r.get("environment") or {}).get("versions") or {}
+        for package, version in found.items():
+            out[r.get("environment_name", "main")][package].add(str(version))
+    return out
+
+
+def _one(values: set) -> str:
+    return ", ".join(sorted(str(v) for v in values)) or "?"
+
+
+def differences(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[str]:
+    """What the two sides differ in besides their times: commit (rnnbench version), package
+    versions, machine, threads and timing settings, the environments they ran in (of the rows that
+    ran: a row decided unavailable without starting its environment is labelled by its name)."""
+    base, new = ([r for r in side if str(r["status"]) not in NOT_RUN] or side for side in (base, new))
+    out = []
+    fields = {
+        "commit": lambda r: r.get("rnnbench_version", "?"),
+        "machine": lambda r: f"{machine_of(r)} ({(r.get('machine') or {}).get('cpu', '?')}, "
+                             f"{(r.get('machine') or {}).get('cores', '?')} cores)",
+        "threads": lambda r: (r.get("settings") or {}).get("threads"),
+        "timing": lambda r: (r.get("settings") or {}).get("timing"),
+        "environment": lambda r: env_label(r),
+    }
+    for name, get in fields.items():
+        b, n = {str(get(r)) for r in base}, {str(get(r)) for r in new}
+        if b != n:
+            out.append(f"{name}: {_one(b)} -> {_one(n)}")
+    vb, vn = _versions(base), _versions(new)
+    packages: dict[str, tuple[set, set]] = {}
+    for env in set(vb) | set(vn):
+        for package in set(vb.get(env, {})) | set(vn.get(env, {})):
+            pb, pn = packages.setdefault(package, (set(), set()))
+            pb |= vb.get(env, {}).get(package, set())
+            pn |= vn.get(env, {}).get(package, set())
+    out += [f"{package}: {_one(b)} -> {_one(n)}" for package, (b, n) in sorted(packages.items())
+            if b and n and b != n]
+    return out

@@ -1,0 +1,118 @@
+"""One selection run at two commits on this machine, interleaved, for `rnnbench compare --commits`
+(what `asv continuous` does for asv).
+
+Each commit is installed apart: `git worktree add --detach` checks it out into a temporary
+directory, and its runs import rnnbench from there (its `src` first on PYTHONPATH, ahead of the
+checkout's own install, for the run and for every worker it starts), with the main environment's
+packages; each records its own commit (rnnbench.record.rnnbench_version reads it from the
+worktree). The runs alternate A B B A A B ...: a load that drifts during the comparison weighs
+both commits alike, and each run is a separate `rnnbench run` whose rows run in separate worker
+processes, so the rounds also sample the process-to-process spread. The records and each run's
+output stay in the output directory; the temporary checkouts are removed however the runs end.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Mapping
+
+from rnnbench.errors import InputError
+
+# The curated selection (benchmarks/bench_recurrence.py CURATED: each mechanism once, on rnn and
+# lstm at their default sizes, in the main environment), one thread per row: the default of --commits.
+CURATED_MODELS = ("rnn", "lstm")
+CURATED_DRIVERS = ("torch_loop", "torch_loop_compiled", "torch_scan", "torch_scan_compiled", "jax_loop", "jax_lax_scan",
+                   "flax_scan", "torch_nn_rnn", "torch_nn_lstm", "flax_simple_cell", "flax_lstm_cell")
+DEFAULTS = {"models": ",".join(CURATED_MODELS), "drivers": ",".join(CURATED_DRIVERS), "environments": "main",
+            "threads": "1"}
+
+# How a run is started in the commit's tree: its own cli.main, whatever its layout.
+LAUNCH = "import sys; from rnnbench.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise InputError(f"git {' '.join(args)}: {(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
+    return proc.stdout.strip()
+
+
+def repository() -> Path:
+    """The git checkout this rnnbench runs from (--commits needs one)."""
+    here = Path(__file__).resolve().parents[3]
+    try:
+        return Path(_git(here, "rev-parse", "--show-toplevel"))
+    except (InputError, OSError):
+        raise InputError(f"--commits needs rnnbench run from a git checkout ({here} is not one)") from None
+
+
+def resolve(repo: Path, revision: str) -> str:
+    """The full hash of a commit (HEAD~1, a branch, a hash); bad input when git knows no such commit."""
+    if revision.startswith("-"):
+        raise InputError(f"--commits: {revision!r} is not a commit")
+    return _git(repo, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+
+
+def run_arguments(options: Mapping[str, str]) -> list[str]:
+    """`rnnbench run` arguments: the curated selection at one thread (DEFAULTS) unless options
+    select otherwise (a --suite replaces the curated models, drivers and environment)."""
+    chosen = dict(DEFAULTS)
+    if "suite" in options:
+        for name in ("models", "drivers", "environments"):
+            chosen.pop(name)
+    chosen.update(options)
+    return [arg for name, value in chosen.items() for arg in (f"--{name}", str(value))]
+
+
+def run_once(tree: Path, arguments: list[str], out: Path, log: Path) -> int:
+    """One `rnnbench run` of the commit checked out at `tree`, records to `out`, its output to
+    `log`. Returns its exit code (0 or 1: a failing row is a result); anything else is an error."""
+    path = [str(tree / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    with open(log, "w") as f:
+        code = subprocess.run([sys.executable, "-c", LAUNCH, "run", *arguments, "--out", str(out)], cwd=tree, env=env,
+                              stdout=f, stderr=subprocess.STDOUT).returncode
+    if code not in (0, 1):
+        last = (log.read_text().strip().splitlines() or ["(no output)"])[-1]
+        raise InputError(f"--commits: the run at {tree.name} exited {code}: {last} (its output: {log})")
+    return code
+
+
+def run_commits(base: str, new: str, options: Mapping[str, str], rounds: int, out_dir: Path,
+                say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
+                ) -> tuple[list[Path], list[Path], tuple[str, str]]:
+    """Run the selection at `base` and `new` in `rounds` alternating rounds (module docstring).
+    Returns the base's results files, the new side's, and the two sides' labels."""
+    repo = repository()
+    shas = resolve(repo, base), resolve(repo, new)
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    arguments = run_arguments(options)
+    files: tuple[list[Path], list[Path]] = ([], [])
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="rnnbench-commits-") as tmp:
+        trees = [Path(tmp) / f"{side}-{sha[:10]}" for side, sha in zip(("base", "new"), shas)]
+        try:
+            for tree, sha in zip(trees, shas):
+                _git(repo, "worktree", "add", "--detach", "--quiet", str(tree), sha)
+            for r in range(rounds):
+                for side in ((0, 1) if r % 2 == 0 else (1, 0)):
+                    name = f"{('base', 'new')[side]}-{shas[side][:10]}-run{r + 1}"
+                    t0 = time.perf_counter()
+                    code = run_once(trees[side], arguments, out_dir / f"{name}.jsonl", out_dir / f"{name}.log")
+                    files[side].append(out_dir / f"{name}.jsonl")
+                    say(f"rnnbench compare: {name}: {time.perf_counter() - t0:.0f} s (exit {code})")
+        finally:
+            for tree in trees:
+                if tree.exists():
+                    subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
+                                   capture_output=True, timeout=300)
+            subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=300)
+    say(f"rnnbench compare: {2 * rounds} runs in {time.perf_counter() - started:.0f} s; records and logs in {out_dir}")
+    labels = tuple(f"{rev} ({sha[:10]}, {rounds} run{'s' * (rounds > 1)})" for rev, sha in zip((base, new), shas))
+    return files[0], files[1], labels  # type: ignore[return-value]
