@@ -65,6 +65,13 @@ SUITES: dict[str, dict[str, Any]] = {
     "core": {"models": "core", "drivers": "core", "environments": "default"},
     "bugs": {"models": "bugs", "drivers": "all", "environments": "default"},
     "all": {"models": "all", "drivers": "all", "environments": "default"},
+    # realistic: sizes people train at (docs/cli.md#the-realistic-suite), one driver per mechanism
+    # (no unrolled loops: their compile grows with T) and the vendor layers; "sizes" are the suite's
+    # size sets, each row run at each (--sizes replaces them).
+    "realistic": {"models": ("rnn", "lstm", "lstm2"), "environments": ("main",),
+                  "drivers": ("torch_loop", "torch_scan_compiled", "jax_lax_scan", "flax_scan", "torch_nn_rnn",
+                              "torch_nn_lstm", "flax_simple_cell", "flax_lstm_cell"),
+                  "sizes": tuple({"T": t, "B": 32, "I": h, "H": h} for t in (128, 512) for h in (256, 512))},
 }
 
 
@@ -209,7 +216,8 @@ def _parser() -> _Parser:
     run.add_argument("--suite", help="quick (default: rnn, lstm, lstm2, taylor_exp, newton_sqrt on every core driver, "
                      "main environment), core (every core model, also in the torch 2.9.0 / torch_xla environment), "
                      "bugs (the docs/bugs.md case models: variants, loop bodies, mixed precision, on every driver) "
-                     "or all; --models / --drivers / --environments override it on their axis")
+                     "realistic (rnn, lstm, lstm2 at T=128,512 x I=H=256,512, B=32: one driver per mechanism and the vendor "
+                     "layers), or all; --models / --drivers / --environments / --sizes override it on their axis")
     run.add_argument("--models", help="comma-separated model names (default: those of --suite)")
     run.add_argument("--drivers", help="comma-separated driver names (default: those of --suite)")
     run.add_argument("--environments", help="comma-separated environments (`rnnbench env list`; default: those of "
@@ -366,7 +374,7 @@ def _jobs(args, s: dict[str, Any]) -> list[Job]:
         raise UsageError(f"unknown device {s['device']!r}; known: {', '.join(DEVICES)}")
     for d in dtypes:
         tolerance(d, "analytic")
-    sizes = _sizes(s["sizes"], models)
+    size_sets = [_sizes(s["sizes"], models)] if s["sizes"] or "sizes" not in suite else list(suite["sizes"])
     try:
         loss_forms = losses.parse(str(s["losses"]), [losses.MODEL_LOSS])
     except ValueError as exc:
@@ -376,10 +384,11 @@ def _jobs(args, s: dict[str, Any]) -> list[Job]:
     _check_drivers_runnable(drivers, explicit=bool(s["drivers"]))
     timing = TimingConfig(budget_s=float(s["budget"]))
     jobs = [
-        Job(m, d, dtype, s["device"], sizes, int(s["seed"]), int(s["threads"]), timing, not args.no_time, env,
+        Job(m, d, dtype, s["device"], dict(sizes), int(s["seed"]), int(s["threads"]), timing, not args.no_time, env,
             loss_form, _order(str(s["order"]), registry.get_model(m), dtype))
         for dtype in dtypes
         for m in models
+        for sizes in size_sets
         for loss_form in loss_forms
         for d in drivers
         for env in envs
