@@ -18,7 +18,7 @@ from rnnbench.report.html import write_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RUN = ROOT / "docs" / "results" / "2026-11-25-default-run.jsonl"
-REALISTIC = sorted((ROOT / "docs" / "results").glob("2026-11-26-realistic*.jsonl"))
+REALISTIC = sorted((ROOT / "docs" / "results" / "2026-11-26-realistic").glob("*.jsonl"))
 H100 = sorted((ROOT / "docs" / "results" / "2026-11-26-h100").glob("*.jsonl"))
 
 

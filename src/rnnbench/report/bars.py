@@ -126,27 +126,64 @@ def draw_panel(ax, bars: list[BarRow], look: dict[Series, Style], title: str, un
 
 def bar_chart(records: list[dict], model: str, out: Path) -> Optional[Path]:
     """bars_<model>.png: one panel per size of `model` (non-sweep records); None when it has none."""
-    groups = panels(records, model)
-    if not groups:
-        return None
+    groups = {(model, *k): rows for k, rows in panels(records, model).items()}
+    return figure(records, groups, out / f"bars_{model}.png",
+                  f"{model}: fwd+bwd time by driver (shorter is faster). Hatched: the vendor layer of the row's "
+                  "framework; 'x vendor' = its median / the row's (>1: faster than it)")
+
+
+def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, title: str, cols: int = 2) -> Optional[Path]:
+    """One panel per (model, sizes, dtype, device, loss) group, in the given order, styled from
+    the set of series of the whole figure; None when no group has a row that applies."""
     plt = _plt()
     name = series_namer(records)
     drawn = {k: bar_rows(rows, name) for k, rows in groups.items()}
+    drawn = {k: v for k, v in drawn.items() if v[0]}  # a panel of rows that all do not apply is no panel
+    if not drawn:
+        return None
     every = [b for bars, _ in drawn.values() for b in bars]
     look = styles((b.series for b in every), first=(b.series for b in every if b.anchor))
-    cols = 2 if len(groups) > 1 else 1
+    cols = min(cols, len(drawn))
     rows_of = [len(bars) for bars, _ in drawn.values()]
-    nrows = math.ceil(len(groups) / cols)
     height = sum(max(rows_of[i:i + cols]) * 0.32 + 1.3 for i in range(0, len(rows_of), cols)) + 0.8
-    fig, axes = plt.subplots(nrows, cols, figsize=(8 * cols, height), squeeze=False, layout="constrained", dpi=DPI)
-    for ax, ((sizes, dtype, device, loss), (bars, unavailable)) in zip(axes.flat, drawn.items()):
-        title = f"{model}  {sizes}  {dtype}  {device}" + ("" if loss == "model" else f"  loss {loss}")
-        draw_panel(ax, bars, look, title, unavailable)
-    for ax in list(axes.flat)[len(groups):]:
+    fig, axes = plt.subplots(math.ceil(len(drawn) / cols), cols, figsize=(8 * cols, height), squeeze=False,
+                             layout="constrained", dpi=DPI)
+    for ax, ((model, sizes, dtype, device, loss), (bars, unavailable)) in zip(axes.flat, drawn.items()):
+        head = f"{model}  {sizes}  {dtype}  {device}" + ("" if loss == "model" else f"  loss {loss}")
+        draw_panel(ax, bars, look, head, unavailable)
+    for ax in list(axes.flat)[len(drawn):]:
         ax.set_visible(False)
-    fig.suptitle(wrap(f"{model}: fwd+bwd time by driver (shorter is faster). Hatched: the vendor layer of the row's "
-                      "framework; 'x vendor' = its median / the row's (>1: faster than it)", 8 * cols), fontsize=10)
-    path = out / f"bars_{model}.png"
+    fig.suptitle(wrap(title, 8 * cols), fontsize=10)
     _save(fig, path)
     plt.close(fig)
     return path
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """python -m rnnbench.report.bars OUT.png RECORDS... --sizes T=512,H=512 --models lstm,rnn --title TEXT:
+    the panels of the given models whose sizes include the given ones (a README chart)."""
+    import argparse
+
+    from rnnbench import record
+    from rnnbench.report.charts import latest_rows
+
+    parser = argparse.ArgumentParser(prog="python -m rnnbench.report.bars")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("records", type=Path, nargs="+")
+    parser.add_argument("--models", required=True)
+    parser.add_argument("--sizes", default="", help="keep panels whose sizes include these, e.g. T=512,H=512")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--title", required=True)
+    parser.add_argument("--cols", type=int, default=2)
+    args = parser.parse_args(argv)
+    records = latest_rows(record.load(args.records))
+    want = {f"{k}={v}" for k, v in (item.split("=") for item in args.sizes.split(",") if item)}
+    groups = {(m, *k): rows for m in args.models.split(",") for k, rows in panels(records, m).items()
+              if want <= set(k[0].split(",")) and k[1] == args.dtype}
+    return 0 if figure(records, groups, args.out, args.title, args.cols) else 1
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
