@@ -240,6 +240,7 @@ def screenshot(directory: Path, page: str, png: Path, size: tuple[int, int] = (1
     chromium = chromium or find_chromium()
     if chromium is None:
         raise FileNotFoundError("no Chromium found (looked for " + ", ".join(CHROMIUM_NAMES) + ")")
+    Path(png).parent.mkdir(parents=True, exist_ok=True)
     with serve(Path(directory)) as base, tempfile.TemporaryDirectory(prefix="offline-html-") as tmp:
         cmd = [chromium, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--hide-scrollbars",
                "--disable-extensions", "--disable-background-networking", "--disable-component-update",

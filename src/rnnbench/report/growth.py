@@ -53,8 +53,8 @@ def _lines(ax, rows: list[dict], name, look: dict, x_of=lambda r: r["sizes"]["T"
             ax.plot(xs, med, label=label, **kw)
             ax.fill_between(xs, [r["fwd_bwd"]["q1_ms"] for r in ok], [r["fwd_bwd"]["q3_ms"] for r in ok],
                             color=style.color, alpha=0.15)
-            for r in gaps:
-                ax.plot([x_of(r)], [med[-1]], "x", color=style.color, ms=9, mew=2)
+            if gaps:  # where the line stops: the first T without a time (the legend lists them all)
+                ax.plot([x_of(gaps[0])], [med[-1]], "x", color=style.color, ms=9, mew=2)
         else:
             ax.plot([], [], label=label, **kw)
     return drawn

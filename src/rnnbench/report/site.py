@@ -86,7 +86,12 @@ def render_result_page(src: Path, results: Path, out_dir: Path) -> Path:
             return here(out_dir / rel.with_suffix(".html")) + fragment
         dst = out_dir / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(resolved, dst, dirs_exist_ok=True) if resolved.is_dir() else shutil.copyfile(resolved, dst)
+        if resolved.suffix == ".html":  # a page (a report): it comes with the images and pages beside it
+            shutil.copytree(resolved.parent, dst.parent, dirs_exist_ok=True)
+        elif resolved.is_dir():
+            shutil.copytree(resolved, dst, dirs_exist_ok=True)
+        else:
+            shutil.copyfile(resolved, dst)
         if resolved.is_dir() and not (dst / "index.html").exists():
             _listing(dst)
         return here(dst) + ("/index.html" if resolved.is_dir() else fragment)
