@@ -55,7 +55,8 @@ def panels(records: list[dict], model: str) -> dict[tuple, list[dict]]:
     out: dict[tuple, list[dict]] = defaultdict(list)
     for r in records:
         if r["model"] == model and "sweep" not in r and (r.get("settings") or {}).get("time", True):
-            out[(_sizes_text(r.get("sizes") or {}), r["dtype"], r.get("device", "cpu"), r.get("loss_form", "model"))].append(r)
+            key = (_sizes_text(r.get("sizes") or {}), r["dtype"], r.get("device", "cpu"), r.get("loss_form", "model"))
+            out[key].append(r)
     order = lambda key: (tuple(sorted((out[key][0].get("sizes") or {}).items())), key[1:])
     return {k: out[k] for k in sorted(out, key=order)}
 
@@ -119,8 +120,8 @@ def draw_panel(ax, bars: list[BarRow], look: dict[Series, Style], title: str, un
         if not b.timed:
             tick.set_color(GAP_COLOR)
     ax.grid(True, axis="x", which="both", alpha=0.3)
-    ax.set_xlabel("fwd+bwd median ms (log; whiskers: IQR)" + (f"; {unavailable} row(s) not applicable here" if unavailable else ""),
-                  fontsize=8)
+    not_here = f"; {unavailable} row(s) not applicable here" if unavailable else ""
+    ax.set_xlabel("fwd+bwd median ms (log; whiskers: IQR)" + not_here, fontsize=8)
     ax.set_title(title, fontsize=9)
 
 
@@ -132,7 +133,8 @@ def bar_chart(records: list[dict], model: str, out: Path) -> Optional[Path]:
                   "framework; 'x vendor' = its median / the row's (>1: faster than it)")
 
 
-def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, title: str, cols: int = 2) -> Optional[Path]:
+def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, title: str,
+           cols: int = 2) -> Optional[Path]:
     """One panel per (model, sizes, dtype, device, loss) group, in the given order, styled from
     the set of series of the whole figure; None when no group has a row that applies."""
     plt = _plt()

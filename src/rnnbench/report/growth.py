@@ -83,8 +83,8 @@ def t_growth_chart(records: list[dict], model: str, out: Path) -> Optional[Path]
     every = [r for rows in groups.values() for r in rows]
     look = styles((name(r) for r in every), first=(name(r) for r in every if r.get("anchor")))
     cols = min(len(groups), 2)
-    fig, axes = plt.subplots(math.ceil(len(groups) / cols), cols, figsize=(7.5 * cols, 5.5 * math.ceil(len(groups) / cols)),
-                             squeeze=False, layout="constrained", dpi=DPI)
+    nrows = math.ceil(len(groups) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(7.5 * cols, 5.5 * nrows), squeeze=False, layout="constrained", dpi=DPI)
     for ax, ((rest, dtype, device, loss), rows) in zip(axes.flat, groups.items()):
         drawn = _lines(ax, rows, name, look)
         title = f"{model}  {rest}  {dtype}  {device}" + ("" if loss == "model" else f"  loss {loss}")

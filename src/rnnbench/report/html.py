@@ -166,7 +166,8 @@ def chart_sections(charts: list[Path]) -> str:
         ident = prefix.strip("_")
         contents.append(f'<a href="#{ident}">{html.escape(heading)}</a>')
         parts.append(f'<h2 id="{ident}">{html.escape(heading)}</h2>')
-        parts += [f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>' for p in mine]
+        parts += [f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>'
+                  for p in mine]
     contents += ['<a href="#vendor">Against the vendor layers</a>', '<a href="#rows">All rows</a>']
     return '<p class="toc">' + " · ".join(contents) + "</p>\n" + "\n".join(parts)
 

@@ -160,8 +160,10 @@ def build(manifest: Path, out: Path, asv_html: Optional[Path] = None, local: Opt
         page = out / "results" / md.with_suffix(".html").name
         if not page.exists():
             page = render_result_page(md, results, out / "results")
-        heading = next((line.lstrip("# ").strip() for line in md.read_text().splitlines() if line.startswith("#")), md.stem)
-        pages.append(f'<li><a href="{page.relative_to(out)}">{html.escape(heading)}</a> <span class="dim">{md.name}</span></li>')
+        heads = (line.lstrip("# ").strip() for line in md.read_text().splitlines() if line.startswith("#"))
+        heading = next(heads, md.stem)
+        pages.append(f'<li><a href="{page.relative_to(out)}">{html.escape(heading)}</a>'
+                     f' <span class="dim">{md.name}</span></li>')
     _asv(out, asv_html)
     index = out / "index.html"
     index.write_text(_page("rnnbench results", (
