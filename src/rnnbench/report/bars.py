@@ -86,7 +86,7 @@ def bar_rows(rows: list[dict], name) -> tuple[list[BarRow], int]:
 
 
 def _note(b: BarRow) -> str:
-    parts = [f"{b.median_ms:.3g} ms"]
+    parts = [f"{b.median_ms:.0f} ms" if b.median_ms >= 100 else f"{b.median_ms:.3g} ms"]  # no 1.76e+03
     if b.vs_vendor is not None:
         parts.append(f"{b.vs_vendor:.2f}x vendor")
     if b.pct_peak is not None:
