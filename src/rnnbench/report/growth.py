@@ -10,6 +10,7 @@ Also the idiomatic comparison's T sweep (rnnbench.run.idiomatic), drawn the same
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 from typing import Optional
@@ -32,6 +33,18 @@ def t_panels(records: list[dict], model: str) -> dict[tuple, list[dict]]:
     return {k: v for k, v in sorted(out.items()) if len({r["sizes"]["T"] for r in v}) > 1}
 
 
+def _gap_note(gaps: list[dict], x_of) -> str:
+    """' (no time at T=128,512: <status>)' per status, wrapped: the legend entry of a series with
+    gaps (long statuses would squeeze the axes)."""
+    if not gaps:
+        return ""
+    by_status: dict[str, list] = defaultdict(list)
+    for r in gaps:
+        by_status[r["status"]].append(x_of(r))
+    text = "; ".join(f"no time at T={','.join(map(str, xs))}: {status}" for status, xs in by_status.items())
+    return "\n" + textwrap.fill(f"({text})", 60)
+
+
 def _lines(ax, rows: list[dict], name, look: dict, x_of=lambda r: r["sizes"]["T"]) -> list[float]:
     """One line per series of `rows` (timed points only), an x where a series has no time; returns
     the medians drawn."""
@@ -44,8 +57,7 @@ def _lines(ax, rows: list[dict], name, look: dict, x_of=lambda r: r["sizes"]["T"
         ok = [r for r in recs if timed(r)]
         gaps = [r for r in recs if not timed(r)]
         style: Style = look[series]
-        label = getattr(series, "label", str(series)) + (
-            " (no time at " + ", ".join(f"T={x_of(r)}: {r['status']}" for r in gaps) + ")" if gaps else "")
+        label = getattr(series, "label", str(series)) + _gap_note(gaps, x_of)
         kw = dict(color=style.color, marker=style.marker, ms=5, lw=1.6, ls="--" if recs[0].get("anchor") else "-")
         if ok:
             xs, med = [x_of(r) for r in ok], [r["fwd_bwd"]["median_ms"] for r in ok]
@@ -70,7 +82,7 @@ def _finish(ax, ts: list[int], drawn: list[float], title: str) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.set_xticks(ts, [str(t) for t in ts])
     ax.minorticks_off()
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)  # below: lines stay visible
 
 
 def t_growth_chart(records: list[dict], model: str, out: Path) -> Optional[Path]:
