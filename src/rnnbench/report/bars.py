@@ -94,6 +94,17 @@ def _note(b: BarRow) -> str:
     return "  " + " | ".join(parts)
 
 
+def _plain_log_ticks(axis, decades: float) -> None:
+    """Major ticks at 1-2-5 (1 only over more than four decades) labelled as plain numbers, no
+    minor labels: matplotlib labels minor ticks of a short log range in 2x10^3 form, and they overlap."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0,) if decades > 4 else (1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FormatStrFormatter("%g"))
+    axis.set_minor_formatter(NullFormatter())
+    axis.set_tick_params(labelsize=8)
+
+
 def draw_panel(ax, bars: list[BarRow], look: dict[Series, Style], title: str, unavailable: int) -> None:
     """Draw one panel: a bar (median, IQR whiskers) for each timed BarRow only, a labelled gap for
     the others."""
@@ -114,6 +125,7 @@ def draw_panel(ax, bars: list[BarRow], look: dict[Series, Style], title: str, un
             ax.axvline(b.median_ms, color=style.color, ls="--", lw=1)
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
+    _plain_log_ticks(ax.xaxis, decades=math.log10(hi / lo))
     ax.set_ylim(len(bars) - 0.5, -0.5)
     ax.set_yticks(range(len(bars)), [b.series.label + (" [vendor]" if b.anchor else "") for b in bars], fontsize=8)
     for tick, b in zip(ax.get_yticklabels(), bars):
