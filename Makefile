@@ -85,6 +85,17 @@ ASV_BASE ?= HEAD~1
 charts: venv
 	$(BIN)/python -m rnnbench.report.published docs/charts.toml
 
+# The site, one folder readable offline (docs/site.toml, rnnbench.report.site): a results index,
+# the report page of each committed records set and of the newest results/run-*.jsonl (after
+# `make bench`), every docs/results page, and the asv history when .asv/results holds some
+# (published and vendored first). Not committed: it is rebuilt from what is. `make check-html`
+# renders it in headless Chromium (tests/test_html_offline.py).
+SITE_DIR ?= site
+.PHONY: site
+site: venv
+	@if ls .asv/results/*/*.json >/dev/null 2>&1; then $(MAKE) asv-publish; fi
+	$(BIN)/python -m rnnbench.report.site docs/site.toml $(SITE_DIR) $$([ -f .asv/html/index.html ] && echo --asv-html .asv/html)
+
 asv-curated: venv
 	$(BIN)/asv continuous --show-stderr -b Curated $(ASV_BASE) HEAD
 

@@ -233,6 +233,26 @@ def render(directory: Path, page: str = "", chromium: str | None = None, wait_ms
         return Rendered(dom=proc.stdout, url=url, page_requests=page_requests, background=background)
 
 
+def screenshot(directory: Path, page: str, png: Path, size: tuple[int, int] = (1400, 2400), wait_ms: int = 5000,
+               chromium: str | None = None, timeout_s: float = 120.0) -> Path:
+    """A PNG of `page` of `directory` as headless Chromium drew it, with the same offline resolver
+    as render() (a page that needs another host shows what it looks like without it)."""
+    chromium = chromium or find_chromium()
+    if chromium is None:
+        raise FileNotFoundError("no Chromium found (looked for " + ", ".join(CHROMIUM_NAMES) + ")")
+    Path(png).parent.mkdir(parents=True, exist_ok=True)
+    with serve(Path(directory)) as base, tempfile.TemporaryDirectory(prefix="offline-html-") as tmp:
+        cmd = [chromium, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--hide-scrollbars",
+               "--disable-extensions", "--disable-background-networking", "--disable-component-update",
+               f"--user-data-dir={tmp}/profile", f"--host-resolver-rules={OFFLINE_RESOLVER}",
+               f"--window-size={size[0]},{size[1]}", f"--virtual-time-budget={wait_ms}",
+               f"--screenshot={png}", base + page]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        if proc.returncode != 0 or not Path(png).is_file():
+            raise OfflineHtmlError(f"chromium exited {proc.returncode} with no screenshot:\n{proc.stderr[-2000:]}")
+    return Path(png)
+
+
 def check(directory: Path, expect: list[str], page: str = "", wait_ms: int = 10000) -> Rendered:
     """render() and fail (OfflineHtmlError) unless every `expect` text is in the DOM and every
     request went to 127.0.0.1."""

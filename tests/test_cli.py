@@ -42,7 +42,7 @@ def rnnbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
         (["run", "--order", "3"], "order must be 1, 2 or auto"),
         (["fuzz", "--losses", "model"], "no model loss of its own"),
         (["versions", "--address", "127.0.0.1:1"], "--address needs --executor ray"),
-        (["run", "--suite", "nightly"], "unknown suite 'nightly'; known: quick, core, bugs, all"),
+        (["run", "--suite", "nightly"], "unknown suite 'nightly'; known: quick, core, bugs, all, realistic, gpu"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(args: list[str], words: str) -> None:

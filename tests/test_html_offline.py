@@ -150,3 +150,97 @@ def test_rnnbench_report_renders_offline(tmp_path: Path, chromium: str) -> None:
     shown = offline_html.check(out, ["rnnbench report", "<table id=\"rows\">", "torch_loop", "jax_lax_scan"])
     pngs = {p.name for p in out.glob("*.png")}
     assert pngs and all(any(u.endswith("/" + name) for u in shown.page_requests) for name in pngs)
+
+
+# ---------------------------------------------------------------------------------------------
+# the site (`make site`, rnnbench.report.site): one folder, every link inside it, rendered offline
+
+RENDER_PROBE = """<!doctype html><html><head><meta charset="utf-8"></head><body><pre id="out">pending</pre><script>
+const pages = %s, results = {};
+let left = pages.length;
+for (const page of pages) {
+  const frame = document.createElement("iframe");
+  frame.style.width = "1400px"; frame.style.height = "900px";
+  frame.onload = () => {
+    const d = frame.contentDocument;
+    results[page] = {title: d.title,
+      images: [...d.images].map(i => [i.getAttribute("src"), i.complete && i.naturalWidth > 0 ? i.naturalWidth : 0]),
+      tables: [...d.querySelectorAll("table")].map(t => [t.id, t.rows.length]),
+      headings: [...d.querySelectorAll("h1, h2")].map(h => h.textContent),
+      width: d.documentElement.scrollWidth};
+    if (--left === 0) document.getElementById("out").textContent = JSON.stringify(results);
+  };
+  frame.src = page;
+  document.body.appendChild(frame);
+}
+</script></body></html>
+"""
+
+
+def _rendered(site: Path, pages: list[str]) -> dict:
+    """What Chromium drew of each page (loaded in iframes of a probe page served with the site):
+    its images with their decoded width (0: not drawn), its tables' row counts, its headings."""
+    import html as html_lib
+
+    (site / "render-probe.html").write_text(RENDER_PROBE % json.dumps(pages))
+    shown = offline_html.check(site, ['<pre id="out">{'], page="render-probe.html")
+    text = shown.dom.split('<pre id="out">', 1)[1].split("</pre>", 1)[0]
+    return json.loads(html_lib.unescape(text))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, asv_site: Path) -> Path:
+    """`make site`'s build from the committed records, with a real (demo) asv page vendored as
+    `make asv-publish` leaves it."""
+    from rnnbench.report import site as site_mod
+
+    offline_html.vendor(asv_site)
+    out = tmp_path_factory.mktemp("site") / "site"
+    site_mod.build(ROOT / "docs" / "site.toml", out, asv_html=asv_site, local=None)
+    return out
+
+
+def test_site_links_all_resolve_inside_it(site: Path) -> None:
+    from rnnbench.report import site as site_mod
+
+    assert site_mod.broken_links(site) == []
+    (site / "reports" / "gone.html").write_text('<a href="nowhere/index.html">x</a><img src="missing.png">')
+    assert site_mod.broken_links(site) == ["reports/gone.html: nowhere/index.html", "reports/gone.html: missing.png"]
+    (site / "reports" / "gone.html").unlink()
+
+
+def test_site_renders_offline_charts_drawn_tables_filled(chromium: str, site: Path, tmp_path: Path) -> None:
+    """Every report page of the site, loaded offline: each chart image decoded (non-zero width),
+    the vendor and all-rows tables hold rows, the bug x version page its table; the index links
+    each report; the asv page's script listed its benchmarks. Screenshots of the index and the
+    first report are not blank (many colours, mostly not white) and are kept in
+    RNNBENCH_SCREENSHOTS when that is set."""
+    from rnnbench.report import site as site_mod
+
+    reports = [f"reports/{r.name}/index.html" for r in site_mod.load(ROOT / "docs" / "site.toml")]
+    drawn = _rendered(site, ["index.html", *reports])
+    index = drawn["index.html"]
+    assert index["headings"][:2] == ["rnnbench results", "Reports"]
+    for page in reports:
+        got = drawn[page]
+        pngs = sorted(p.name for p in (site / page).parent.glob("*.png"))
+        assert pngs and sorted(src for src, _ in got["images"]) == pngs, page
+        assert all(width > 0 for _, width in got["images"]), (page, got["images"])
+        tables = dict(got["tables"])
+        assert tables["rows"] > 1, page
+        assert got["width"] <= 1400 + 50 or page.endswith("bug-versions/index.html"), (page, got["width"])
+    assert dict(drawn["reports/bug-versions/index.html"]["tables"])["versions-table"] > 5
+    assert dict(drawn["reports/cpu-realistic/index.html"]["tables"])["anchors"] > 1
+    offline_html.check(site, ["time_offline_demo_sum"], page="asv/index.html")
+
+    from PIL import Image
+
+    keep = Path(os.environ.get("RNNBENCH_SCREENSHOTS") or tmp_path)
+    keep.mkdir(parents=True, exist_ok=True)
+    for page, name in (("index.html", "site-index.png"), (reports[0], "site-report.png")):
+        png = offline_html.screenshot(site, page, keep / name)
+        image = Image.open(png).convert("RGB")
+        small = image.resize((image.width // 4, image.height // 4))
+        pixels = [tuple(p) for p in __import__("numpy").asarray(small).reshape(-1, 3).tolist()]
+        assert len(set(pixels)) > 50, f"{name}: a page of few colours (blank?)"
+        assert sum(p != (255, 255, 255) for p in pixels) / len(pixels) > 0.02, f"{name}: almost all white"

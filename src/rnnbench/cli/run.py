@@ -22,7 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", help="quick (default: rnn, lstm, lstm2, taylor_exp, newton_sqrt on every core driver, "
                    "main environment), core (every core model, also in the torch 2.9.0 / torch_xla environment), "
                    "bugs (the docs/bugs.md case models: variants, loop bodies, mixed precision, on every driver), "
-                   "all, or gpu (LSTM, RNN, stacked LSTM at real sizes on --device cuda; docs/gpu.md); --models / --drivers / --environments override it on their axis")
+                   "all, realistic (rnn, lstm, lstm2 at T=128,512 x I=H=256,512, B=32: one driver per mechanism and the "
+                   "vendor layers), or gpu (LSTM, RNN, stacked LSTM at real sizes on --device cuda; docs/gpu.md); --models / --drivers / --environments override it on their axis")
     p.add_argument("--models", help="comma-separated model names (default: those of --suite)")
     p.add_argument("--drivers", help="comma-separated driver names (default: those of --suite)")
     p.add_argument("--environments", help="comma-separated environments (`rnnbench env list`; default: those of "

@@ -9,6 +9,7 @@ A series is one driver in one environment (labelled by its records' own env_labe
 "jax 0.10.2") and, when the records come from several machines, on one machine: two machines'
 timings are never drawn as one line, averaged, or divided by each other (a speedup is over the
 torch_loop of the same machine). series_namer() is the one place records are put into series.
+Each chart styles the series it draws (style.styles): colour x marker, so no two look alike.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
+from rnnbench.report.style import VENDOR_HATCH, ink_on, styles, wrap
 from rnnbench.report.table import env_label, machine_of, several_machines
 
 BASELINE = "torch_loop"
@@ -89,26 +91,9 @@ def series_namer(records: list[dict]) -> Callable[[dict], Series]:
     return name
 
 
-def series_colors(records: list[dict]) -> dict[tuple[str, str], Any]:
-    """One fixed colour per (driver, env label), the same in every chart; machines are told apart
-    by marker and by the legend."""
-    plt = _plt()
-    name = series_namer(records)
-    names = sorted({name(r)[:2] for r in records})
-    palette = list(plt.get_cmap("tab10").colors) + ["#000000", "#b5b500", "#00b5b5", "#b500b5"]
-    return {n: palette[i % len(palette)] for i, n in enumerate(names)}
-
-
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-
-
-def _marker(s: Series, records: list[dict]) -> str:
-    machines = sorted({machine_of(r) for r in records}) if s.machine else []
-    return MARKERS[machines.index(s.machine) % len(MARKERS)] if s.machine in machines else "o"
-
-
-def _color(colors: dict, s: Series) -> Any:
-    return colors[(s.driver, s.env)]
+def chart_styles(series_rows: dict[Series, list[dict]]) -> dict:
+    """The styles of the series one chart draws (vendor anchors first: their own colours)."""
+    return styles(series_rows, first=[s for s, rows in series_rows.items() if rows and rows[0].get("anchor")])
 
 
 def axis_records(records: list[dict], model: str, axis: str) -> dict[Series, list[dict]]:
@@ -146,7 +131,7 @@ def _not_run_note(rows: list[dict], key: str) -> str:
     return f" ({'/'.join(statuses)} at {key}={','.join(str(r['sizes'][key]) for r in bad)})"
 
 
-def time_chart(records: list[dict], model: str, axis: str, out: Path, colors: dict) -> Optional[Path]:
+def time_chart(records: list[dict], model: str, axis: str, out: Path) -> Optional[Path]:
     plt = _plt()
     by_series = axis_records(records, model, axis)
     if not by_series:
@@ -154,11 +139,12 @@ def time_chart(records: list[dict], model: str, axis: str, out: Path, colors: di
     keys = LENGTH_KEYS if axis == "length" else HIDDEN_KEYS
     key = _key(next(iter(by_series.values()))[0]["sizes"], keys)
     fig, (ax_t, ax_c) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1.35, 1]})
+    look = chart_styles(by_series)
     for series, rows in sorted(by_series.items()):
         ok = [r for r in rows if r["status"] == "ok" and r.get("fwd_bwd")]
         label = series.label + _not_run_note(rows, key)
-        color = _color(colors, series)
-        style = dict(color=color, marker=_marker(series, records), ms=4, lw=1.6, ls="--" if rows[0].get("anchor") else "-")
+        color = look[series].color
+        style = dict(color=color, marker=look[series].marker, ms=4, lw=1.6, ls="--" if rows[0].get("anchor") else "-")
         if ok:
             x = [r["sizes"][key] for r in ok]
             med = [r["fwd_bwd"]["median_ms"] for r in ok]
@@ -231,7 +217,7 @@ def speedups(records: list[dict], model: str) -> tuple[dict[str, Series], dict[S
     return baselines, out
 
 
-def speedup_chart(records: list[dict], model: str, out: Path, colors: dict) -> Optional[Path]:
+def speedup_chart(records: list[dict], model: str, out: Path) -> Optional[Path]:
     """Bars: torch_loop median / series median (fwd+bwd) at each trip count, each series over the
     torch_loop of its own machine; line at 1."""
     plt = _plt()
@@ -248,9 +234,10 @@ def speedup_chart(records: list[dict], model: str, out: Path, colors: dict) -> O
 
     fig, ax = plt.subplots(figsize=(12, 4.8))
     handles = []
+    look = chart_styles({s: by_series[s] for s in series})
     for i, s in enumerate(series):
         heights, xs = [], []
-        color = _color(colors, s)
+        color = look[s].color
         for j, L in enumerate(lengths):
             v = ratios[s].get(L)
             x = j + (i - (len(series) - 1) / 2) * width
@@ -259,9 +246,9 @@ def speedup_chart(records: list[dict], model: str, out: Path, colors: dict) -> O
                 xs.append(x)
             elif v is not None:
                 ax.text(x, 1.05, v, rotation=90, ha="center", va="bottom", fontsize=7, color=color)
-        hatch = "//" if by_series[s][0].get("anchor") else None
-        ax.bar(xs, heights, width, color=color, edgecolor="black", lw=0.3, hatch=hatch)
-        handles.append(Patch(facecolor=color, edgecolor="black", hatch=hatch, label=s.label))
+        hatch = VENDOR_HATCH if by_series[s][0].get("anchor") else look[s].hatch or None
+        ax.bar(xs, heights, width, color=color, edgecolor="black", lw=0.3, hatch=hatch, hatchcolor=ink_on(color))
+        handles.append(Patch(facecolor=color, edgecolor="black", hatch=hatch, hatchcolor=ink_on(color), label=s.label))
     ax.axhline(1.0, color="black", lw=1)
     ax.set_yscale("log")
     _readable_log_y(ax)
@@ -328,6 +315,22 @@ def heatmap_cells(records: list[dict]) -> Optional[HeatmapCells]:
     return HeatmapCells(dtype, series, models, label, err, sorted(tols))
 
 
+def cell_notes(label: dict[tuple[int, int], str]) -> dict[str, int]:
+    """A footnote number for each registered issue a heatmap cell names (its id is too long for
+    the cell: it would spill over its neighbours)."""
+    issues = sorted({t for t in label.values() if ":" in t})
+    return {t: i + 1 for i, t in enumerate(issues)}
+
+
+def short_status(status: str, notes: dict[str, int]) -> str:
+    """What a heatmap cell says for a status: 'known issue [2]' for 'known_issue:<id>' (the id in
+    footnote 2), 'grad\nmismatch' for 'grad_mismatch': short enough for one cell."""
+    if status in notes:
+        kind = status.split(":", 1)[0].replace("known_issue_fixed", "fixed?").replace("_", " ")
+        return f"{kind}\n[{notes[status]}]"
+    return status.replace("_", "\n", 1)
+
+
 def grad_error_heatmap(records: list[dict], out: Path) -> Optional[Path]:
     """Worst max relative gradient error per (series, model) over all records of the most common
     dtype; a cell whose worst row is not ok shows that status instead (heatmap_cells)."""
@@ -339,13 +342,14 @@ def grad_error_heatmap(records: list[dict], out: Path) -> Optional[Path]:
         return None
     dtype, series, models, label, err, tols = cells
     longest = max(len(s.label) for s in series)
-    fig, ax = plt.subplots(figsize=(1.2 * len(models) + 3 + 0.06 * max(longest - 20, 0), 0.5 * len(series) + 2))
+    notes = cell_notes(label)
+    fig, ax = plt.subplots(figsize=(1.2 * len(models) + 3 + 0.06 * max(longest - 20, 0), 0.5 * len(series) + 2.5
+                                    + 0.18 * len(notes)), layout="constrained")
     masked = np.ma.masked_invalid(err)
     im = ax.imshow(masked, norm=LogNorm(vmin=1e-9, vmax=1.0), cmap="viridis", aspect="auto")
     ax.set_facecolor("#dddddd")
     for (i, j), text in label.items():
-        if text == "ok":
-            text = f"{err[i, j]:.0e}"
+        text = f"{err[i, j]:.0e}" if text == "ok" else short_status(text, notes)
         color = "white" if label[(i, j)] == "ok" and err[i, j] < 1e-4 else "black"
         if label[(i, j)] not in ("ok", "n/a", "skipped"):
             color = "red"
@@ -358,20 +362,22 @@ def grad_error_heatmap(records: list[dict], out: Path) -> Optional[Path]:
         cbar.ax.axhline(t, color="red", lw=2)
     ax.set_title(f"gradient error, {dtype}, worst over all rows\n(red line on the scale: tolerance"
                  f" {', '.join(f'{t:g}' for t in tols)}; n/a: driver does not apply)", fontsize=10)
-    fig.tight_layout()
+    if notes:
+        ax.set_xlabel("\n".join(f"[{n}] {status}" for status, n in notes.items()), fontsize=7, loc="left")
     path = out / "grad_error_heatmap.png"
     _save(fig, path)
     plt.close(fig)
     return path
 
 
-def roofline_chart(records: list[dict], out: Path, colors: dict) -> Optional[Path]:
+def roofline_chart(records: list[dict], out: Path) -> Optional[Path]:
     """Per model: % of the measured GEMM peak reached by fwd+bwd, vs trip count."""
     plt = _plt()
     models = sorted({r["model"] for r in records if r.get("roofline") and r.get("sweep", {}).get("axis") == "length"})
     if not models:
         return None
-    fig, axes = plt.subplots(1, len(models), figsize=(6.5 * len(models), 4.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(models), figsize=(6.5 * len(models), 4.8), squeeze=False, layout="constrained")
+    look = chart_styles({s: rows for m in models for s, rows in axis_records(records, m, "length").items()})
     by_machine = several_machines(records)
     peaks = sorted({(machine_of(r) if by_machine else "", round(r["gemm_peak"]["gflops"]), r["gemm_peak"]["threads"])
                     for r in records if r.get("gemm_peak")})
@@ -382,7 +388,7 @@ def roofline_chart(records: list[dict], out: Path, colors: dict) -> Optional[Pat
                 continue
             key = _key(ok[0]["sizes"], LENGTH_KEYS)
             ax.plot([r["sizes"][key] for r in ok], [100 * r["roofline"]["fwd_bwd"]["fraction_of_peak"] for r in ok],
-                    marker=_marker(series, records), ms=4, color=_color(colors, series),
+                    marker=look[series].marker, ms=4, color=look[series].color,
                     ls="--" if ok[0].get("anchor") else "-", label=series.label)
             ax.set_xlabel(key)
         ax.set(xscale="log", yscale="log", ylabel="% of GEMM peak (fwd+bwd)", title=f"{model}: achieved / peak")
@@ -393,9 +399,8 @@ def roofline_chart(records: list[dict], out: Path, colors: dict) -> Optional[Pat
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     measured = " and ".join(f"{m + ': ' if m else ''}{g} GFLOP/s ({t} thread{'s' if t > 1 else ''})" for m, g, t in peaks)
-    fig.suptitle(f"roofline fraction: analytic FLOPs / median time / float32 GEMM peak measured in the same run"
-                 f"{' on the same machine' if by_machine else ''}\n({measured})", fontsize=10)
-    fig.tight_layout()
+    fig.suptitle(wrap(f"roofline fraction: analytic FLOPs / median time / float32 GEMM peak measured in the same run"
+                      f"{' on the same machine' if by_machine else ''}\n({measured})", 6.5 * len(models)), fontsize=10)
     path = out / "roofline.png"
     _save(fig, path)
     plt.close(fig)
@@ -420,76 +425,29 @@ def latest_rows(records: list[dict]) -> list[dict]:
 
 
 def all_charts(records: list[dict], out: Path) -> list[Path]:
-    colors = series_colors(records)
+    """Every chart the records hold, in reading order: per model its bar chart (rows of `run`) and
+    T-growth chart, then per swept model its time, speedup and hidden-size charts, then the
+    roofline and the gradient-error heatmap."""
+    from rnnbench.report.bars import bar_chart
+    from rnnbench.report.growth import t_growth_chart
+
     paths: list[Optional[Path]] = []
-    models = sorted({r["model"] for r in records if "sweep" in r})
-    for model in models:
-        paths.append(time_chart(records, model, "length", out, colors))
-        paths.append(speedup_chart(records, model, out, colors))
-        paths.append(time_chart(records, model, "hidden", out, colors))
-    paths.append(roofline_chart(records, out, colors))
+    for model in sorted({r["model"] for r in records}):
+        paths += [bar_chart(records, model, out), t_growth_chart(records, model, out)]
+    for model in sorted({r["model"] for r in records if "sweep" in r}):
+        paths.append(time_chart(records, model, "length", out))
+        paths.append(speedup_chart(records, model, out))
+        paths.append(time_chart(records, model, "hidden", out))
+    paths.append(roofline_chart(records, out))
     paths.append(grad_error_heatmap(records, out))
     return [p for p in paths if p is not None]
-
-
-def idiomatic_t_growth_chart(records: list[dict], path: Path) -> Optional[Path]:
-    """The T sweep of the idiomatic comparison (rnnbench.study.idiomatic): fwd+bwd median ms vs T,
-    log-log, one line per driver (IQR band), the baseline families ("idiomatic: ...", each at its
-    fastest variant per T) dashed, with a dotted slope-1 guide through the smallest-T median of the
-    first driver: a line steeper than the guide grows super-linearly in T. Candidates not run at
-    some T (over a budget, or not ok) end with an x and say why in the legend."""
-    plt = _plt()
-    rows = [r for r in records if (r.get("sizes") or {}).get("T")]
-    if not rows:
-        return None
-    by_driver: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        by_driver[r["driver"]].append(r)
-    fig, ax = plt.subplots(figsize=(11, 6.5))
-    cmap, markers = plt.get_cmap("tab10"), "osD^vP*X"
-    all_ms: list[float] = []
-    for i, (driver, recs) in enumerate(sorted(by_driver.items(), key=lambda kv: (kv[0].startswith("idiomatic"), kv[0]))):
-        recs = sorted(recs, key=lambda r: r["sizes"]["T"])
-        ok = [r for r in recs if r["status"] == "ok" and r.get("fwd_bwd")]
-        not_run = [r for r in recs if not (r["status"] == "ok" and r.get("fwd_bwd"))]
-        label = driver + (f" (not run at T={','.join(str(r['sizes']['T']) for r in not_run)})" if not_run else "")
-        style = dict(color=cmap(i % 10), marker=markers[i % len(markers)], ms=5, lw=1.6,
-                     ls="--" if driver.startswith("idiomatic") else "-")
-        if ok:
-            x = [r["sizes"]["T"] for r in ok]
-            med = [r["fwd_bwd"]["median_ms"] for r in ok]
-            all_ms += med
-            ax.plot(x, med, label=label, **style)
-            ax.fill_between(x, [r["fwd_bwd"]["q1_ms"] for r in ok], [r["fwd_bwd"]["q3_ms"] for r in ok],
-                            color=style["color"], alpha=0.15)
-            if not_run:
-                ax.plot([not_run[0]["sizes"]["T"]], [med[-1]], "x", color=style["color"], ms=9, mew=2)
-        else:
-            ax.plot([], [], label=label, **style)
-    ts = sorted({r["sizes"]["T"] for r in rows})
-    if all_ms:
-        lo = min(all_ms)
-        ax.plot(ts, [lo * t / ts[0] for t in ts], ":", color="gray", lw=1, label="slope 1 (linear in T)")
-    first = rows[0]
-    fixed = ", ".join(f"{k}={v}" for k, v in first["sizes"].items() if k != "T")
-    ax.set(xscale="log", yscale="log", xlabel="T (steps)", ylabel="fwd+bwd median ms (band: IQR)",
-           title=f"{first['model']}: fwd+bwd time vs T ({fixed}, {first['dtype']}, "
-                 f"{(first.get('settings') or {}).get('threads', '?')} thread(s))")
-    _readable_log_y(ax)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.set_xticks(ts, [str(t) for t in ts])
-    ax.minorticks_off()
-    ax.legend(fontsize=7.5, loc="upper left")
-    fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
-    return path
 
 
 if __name__ == "__main__":  # python -m rnnbench.report.charts idiomatic-tgrowth RECORDS.jsonl OUT.png
     import sys
 
     from rnnbench import record
+    from rnnbench.report.growth import idiomatic_t_growth_chart
 
     if len(sys.argv) != 4 or sys.argv[1] != "idiomatic-tgrowth":
         sys.exit("usage: python -m rnnbench.report.charts idiomatic-tgrowth RECORDS.jsonl OUT.png")

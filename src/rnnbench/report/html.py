@@ -1,5 +1,7 @@
 """One HTML page: every chart, where the numbers come from (machine, versions, threads, GEMM peak,
-date), and the full table of records. Reads records only.
+date), our drivers against the vendor layers, the bug x version table where the records hold
+several versions of a framework, and the full table of records. Reads records only; needs no
+network (images beside it, no scripts).
 
 Every row is labelled from its own record: its env label ("torch 2.13.0", "jax 0.10.2") and, when
 the records come from several machines, its machine (a leading column; provenance per machine)."""
@@ -74,15 +76,18 @@ def _sizes(r: dict) -> tuple:
 
 def anchor_ratios(records: list[dict]) -> list[tuple[str, ...]]:
     """(model, sizes, driver, env, anchor (its env), driver ms / anchor ms) for fwd+bwd, against
-    the vendor anchor of the same framework family at the same sizes on the same machine: how far
-    our own step and loop are from the framework's hand-written layer (1.0 = as fast). With
-    records from several machines each tuple starts with the machine (ANCHOR_COLUMNS after it)."""
+    the vendor anchor of the same framework family at the same sizes, dtype, device and loss form
+    on the same machine (sweep rows against sweep rows, run rows against run rows): how far our own
+    step and loop are from the framework's hand-written layer (1.0 = as fast). With records from
+    several machines each tuple starts with the machine (ANCHOR_COLUMNS after it)."""
     with_machine = several_machines(records)
-    ok = [r for r in records if r["status"] == "ok" and r.get("fwd_bwd") and "sweep" in r]
-    anchors = {(machine_of(r), r["model"], _family(r), _sizes(r)): r for r in ok if r.get("anchor")}
+    ok = [r for r in records if r["status"] == "ok" and r.get("fwd_bwd")]
+    where = lambda r: (machine_of(r), r["model"], _family(r), _sizes(r), r["dtype"], r.get("device"),
+                       r.get("loss_form", "model"), "sweep" in r)
+    anchors = {where(r): r for r in ok if r.get("anchor")}
     out = []
     for r in sorted(ok, key=lambda r: (r["model"], r["driver"], env_label(r), _sizes(r), machine_of(r))):
-        a = anchors.get((machine_of(r), r["model"], _family(r), _sizes(r)))
+        a = anchors.get(where(r))
         if a is None or r.get("anchor"):
             continue
         row = (r["model"], ",".join(f"{k}={v}" for k, v in r["sizes"].items()), r["driver"], env_label(r),
@@ -109,7 +114,7 @@ def provenance(records: list[dict]) -> str:
     """Where the numbers come from: per machine (each named when there are several) its CPU,
     cores and platform, Python and package versions, threads and GEMM peak, from that machine's
     own records; then the dates and how memory was measured."""
-    timed = [r for r in records if r.get("environment")]
+    timed = [r for r in records if isinstance(r.get("environment"), dict)]  # an errored row's may be just its name
     if not timed:
         return ""
     by_machine = several_machines(records)
@@ -140,6 +145,53 @@ def provenance(records: list[dict]) -> str:
     return "".join(f"<li>{html.escape(p)}</li>" for p in parts if p)
 
 
+SECTIONS = (  # chart file prefix -> the heading of its section, in page order
+    ("bars_", "Speed by model and size (fwd+bwd, by driver)"),
+    ("tgrowth_", "Growth with the sequence length T"),
+    ("length_", "Sweeps: time vs trip count"),
+    ("speedup_", "Sweeps: speed-up over the torch Python loop"),
+    ("hidden_", "Sweeps: time vs hidden size"),
+    ("roofline", "Fraction of the GEMM peak"),
+    ("grad_error_heatmap", "Gradient error"),
+)
+
+
+def chart_sections(charts: list[Path]) -> str:
+    """The charts under one heading per kind (SECTIONS), a contents line first."""
+    parts, contents = [], []
+    for prefix, heading in SECTIONS:
+        mine = [p for p in charts if p.name.startswith(prefix)]
+        if not mine:
+            continue
+        ident = prefix.strip("_")
+        contents.append(f'<a href="#{ident}">{html.escape(heading)}</a>')
+        parts.append(f'<h2 id="{ident}">{html.escape(heading)}</h2>')
+        parts += [f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>'
+                  for p in mine]
+    contents += ['<a href="#vendor">Against the vendor layers</a>', '<a href="#rows">All rows</a>']
+    return '<p class="toc">' + " · ".join(contents) + "</p>\n" + "\n".join(parts)
+
+
+def version_table(records: list[dict]) -> str:
+    """The bug x version table (rnnbench versions) as HTML, when the records hold some framework
+    at more than one version and some registered probe among them; else ""."""
+    from markdown_it import MarkdownIt
+
+    from rnnbench.run import bug_versions
+
+    versions: dict[str, set[str]] = {}
+    for r in records:
+        label = env_label(r).split(" ")
+        if len(label) == 2:
+            versions.setdefault(label[0], set()).add(label[1])
+    if not any(len(v) > 1 for v in versions.values()) or not bug_versions.outcomes(records):
+        return ""
+    table = MarkdownIt("commonmark").enable("table").render(bug_versions.format_table(records))
+    return ('<h2 id="versions">Which bug reproduces on which version (rnnbench versions)</h2>\n'
+            "<p>Per registered bug, the verdicts of its probe rows on each version in these records.</p>\n"
+            + table.replace("<table>", '<table id="versions-table">'))
+
+
 def write_report(records: list[dict], out_dir: Path) -> Path:
     """Write the PNGs and index.html into `out_dir`; return the page's path. A row run more than
     once on one machine (e.g. a sweep re-run with a larger budget) is shown with its latest record;
@@ -149,7 +201,8 @@ def write_report(records: list[dict], out_dir: Path) -> Path:
     with_loss = any(loss_label(r) != "model" for r in records)
     cols = columns(with_machine, with_loss)
     charts = all_charts(records, out_dir)
-    imgs = "\n".join(f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>' for p in charts)
+    imgs = chart_sections(charts)
+    versions = version_table(records)
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>rnnbench report</title>
 <style>
@@ -169,10 +222,11 @@ interquartile range and the number of repeats; first call = trace + compile + on
 process with compilation caches off. Timings on a shared machine are noisy: compare drivers
 within one run (ratios), not across runs.</p>
 {imgs}
-<h2>Our drivers against the vendor layer of the same framework (fwd+bwd time ratio; 1 = as fast)</h2>
+<h2 id="vendor">Our drivers against the vendor layer of the same framework (fwd+bwd time ratio; 1 = as fast)</h2>
 {_html_table(("machine", *ANCHOR_COLUMNS) if with_machine else ANCHOR_COLUMNS, anchor_ratios(records),
              left=len(ANCHOR_COLUMNS) - 1 + with_machine, table_id="anchors")}
-<h2>All rows ({len(records)})</h2>
+{versions}
+<h2 id="rows">All rows ({len(records)})</h2>
 {_html_table(cols, table_rows(records, with_machine, with_loss), status_col=cols.index("status"),
              left=cols.index("status") + 1, table_id="rows")}
 </body></html>

@@ -57,6 +57,13 @@ SUITES: dict[str, dict[str, Any]] = {
     "core": {"models": "core", "drivers": "core", "environments": "default"},
     "bugs": {"models": "bugs", "drivers": "all", "environments": "default"},
     "all": {"models": "all", "drivers": "all", "environments": "default"},
+    # realistic: sizes people train at (docs/cli.md#the-realistic-suite), one driver per mechanism
+    # (no unrolled loops: their compile grows with T) and the vendor layers; "sizes" are the suite's
+    # size sets, each row run at each (--sizes replaces them).
+    "realistic": {"models": ("rnn", "lstm", "lstm2"), "environments": ("main",),
+                  "drivers": ("torch_loop", "torch_scan_compiled", "jax_lax_scan", "flax_scan", "torch_nn_rnn",
+                              "torch_nn_lstm", "flax_simple_cell", "flax_lstm_cell"),
+                  "sizes": tuple({"T": t, "B": 32, "I": h, "H": h} for t in (128, 512) for h in (256, 512))},
     "gpu": gpu_suite.SUITE,  # its own sizes, order, defaults and device check (rnnbench.run.gpu_suite)
 }
 
@@ -145,7 +152,7 @@ def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
         raise InputError(f"unknown device {s['device']!r}; known: {', '.join(DEVICES)}")
     for d in dtypes:
         tolerance(d, "analytic")
-    overrides = sizes(s["sizes"], models)
+    size_sets = [sizes(s["sizes"], models)] if s["sizes"] or "sizes" not in suite else list(suite["sizes"])
     try:
         loss_forms = losses.parse(str(s["losses"]), [losses.MODEL_LOSS])
     except ValueError as exc:
@@ -155,10 +162,11 @@ def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
     check_drivers_runnable(drivers, explicit=bool(s["drivers"]))
     timing = TimingConfig(budget_s=float(s["budget"]))
     planned = [
-        Job(m, d, dtype, s["device"], overrides, int(s["seed"]), int(s["threads"]), timing, timed, env,
+        Job(m, d, dtype, s["device"], dict(overrides), int(s["seed"]), int(s["threads"]), timing, timed, env,
             loss_form, order(str(s["order"]), registry.get_model(m), dtype), s.get("compile_budget"))
         for dtype in dtypes
         for m in models
+        for overrides in size_sets
         for loss_form in loss_forms
         for d in drivers
         for env in envs

@@ -1,0 +1,33 @@
+"""`--suite realistic`: the sizes people train at (docs/cli.md#the-realistic-suite). The selection
+is read from the parser and the job planner, as `rnnbench run` builds it."""
+
+from __future__ import annotations
+
+from rnnbench import cli, registry
+from rnnbench.run import environments
+
+
+def _jobs(*flags: str):
+    args = cli._parser().parse_args(["run", "--no-time", *flags])
+    return cli._jobs(args, cli._settings(args))
+
+
+def test_realistic_runs_every_model_driver_pair_at_each_of_its_sizes() -> None:
+    jobs = _jobs("--suite", "realistic")
+    suite = cli.SUITES["realistic"]
+    sizes = {tuple(sorted(j.sizes.items())) for j in jobs}
+    assert sizes == {tuple(sorted(s.items())) for s in suite["sizes"]}
+    assert all(s["T"] >= 128 and s["H"] >= 256 and s["I"] == s["H"] and s["B"] == 32 for s in suite["sizes"])
+    pairs = {(j.model, j.driver) for j in jobs}
+    assert pairs == {(m, d) for m in suite["models"] for d in suite["drivers"]}
+    assert len(jobs) == len(pairs) * len(suite["sizes"]) and {j.environment for j in jobs} == {"main"}
+    assert {j.dtype for j in jobs} == {"float32"}
+    # the vendor layers of the main environment are all in it (the anchors every bar chart marks)
+    anchors = {n for n, d in registry.drivers().items() if d.anchor and environments.runs(d, "main")}
+    assert anchors <= set(suite["drivers"])
+
+
+def test_sizes_replace_the_suites_sizes_and_quick_stays_the_default() -> None:
+    jobs = _jobs("--suite", "realistic", "--sizes", "T=64")
+    assert {j.sizes["T"] for j in jobs} == {64} and len({tuple(j.sizes.items()) for j in jobs}) == 1
+    assert all(not j.sizes for j in _jobs()) and {j.model for j in _jobs()} == set(cli.SUITES["quick"]["models"])
