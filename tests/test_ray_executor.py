@@ -309,7 +309,8 @@ def test_versions_on_ray(tmp_path: Path, cluster: Cluster, monkeypatch, capsys) 
     from rnnbench.run import bug_versions
 
     every = bug_versions.probe_jobs
-    monkeypatch.setattr(bug_versions, "probe_jobs", lambda envs: [j for j in every(envs) if j.driver == "torch_loop"])
+    monkeypatch.setattr(bug_versions, "probe_jobs",
+                        lambda probes, envs: [j for j in every(probes, envs) if j.driver == "torch_loop"])
     monkeypatch.chdir(tmp_path)
     assert cli.main(["versions", "--environments", "main", "--out", "v.jsonl", "--executor", "ray",
                      "--address", cluster.address]) == 0

@@ -3,18 +3,21 @@ is read from the parser and the job planner, as `rnnbench run` builds it."""
 
 from __future__ import annotations
 
-from rnnbench import cli, registry
+from rnnbench import registry
+from rnnbench.cli import options, run
+from rnnbench.cli.main import parser
+from rnnbench.run import plan
 from rnnbench.run import environments
 
 
 def _jobs(*flags: str):
-    args = cli._parser().parse_args(["run", "--no-time", *flags])
-    return cli._jobs(args, cli._settings(args))
+    args = parser().parse_args(["run", "--no-time", *flags])
+    return run.jobs(args, options.settings(args))
 
 
 def test_realistic_runs_every_model_driver_pair_at_each_of_its_sizes() -> None:
     jobs = _jobs("--suite", "realistic")
-    suite = cli.SUITES["realistic"]
+    suite = plan.SUITES["realistic"]
     sizes = {tuple(sorted(j.sizes.items())) for j in jobs}
     assert sizes == {tuple(sorted(s.items())) for s in suite["sizes"]}
     assert all(s["T"] >= 128 and s["H"] >= 256 and s["I"] == s["H"] and s["B"] == 32 for s in suite["sizes"])
@@ -30,4 +33,4 @@ def test_realistic_runs_every_model_driver_pair_at_each_of_its_sizes() -> None:
 def test_sizes_replace_the_suites_sizes_and_quick_stays_the_default() -> None:
     jobs = _jobs("--suite", "realistic", "--sizes", "T=64")
     assert {j.sizes["T"] for j in jobs} == {64} and len({tuple(j.sizes.items()) for j in jobs}) == 1
-    assert all(not j.sizes for j in _jobs()) and {j.model for j in _jobs()} == set(cli.SUITES["quick"]["models"])
+    assert all(not j.sizes for j in _jobs()) and {j.model for j in _jobs()} == set(plan.SUITES["quick"]["models"])

@@ -26,19 +26,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the probes of rnnbench.run.bug_versions in each environment (created where
-    missing), then print the bug x version table."""
+    """Run the probes of rnnbench.report.bug_table in each environment (created where missing;
+    rnnbench.run.bug_versions), then print the bug x version table."""
+    from rnnbench.report import bug_table
     from rnnbench.report.progress import Progress
     from rnnbench.run import bug_versions
     from rnnbench.run.runner import Runner
 
     if args.from_files:
-        print(bug_versions.format_table(record.load(options.results_files(args.from_files))))
+        print(bug_table.format_table(record.load(options.results_files(args.from_files))))
         return 0
     timeout = options.number("--timeout", args.timeout, maximum=options.MAX_SECONDS)
     executors.check_executor(args.executor, args.address)
     envs = plan.names(args.environments, list(environments.environments()), "environment")
-    jobs = bug_versions.probe_jobs(envs)
+    jobs = bug_versions.probe_jobs(bug_table.probes(), envs)
     out = options.out_path(args.out, "versions-%Y%m%d-%H%M%S.jsonl", args.resume)
     options.create_named_environments(",".join(envs), {j.environment for j in jobs})
     with record.ResultsFile(out, resume=args.resume) as results:
@@ -50,5 +51,5 @@ def run(args: argparse.Namespace) -> int:
         with executors.executor(args.executor if jobs else "local", args.address) as executor:
             Runner(results, timeout, progress.start, progress.done, executor=executor).run(jobs)
         progress.close()
-    print("\n" + bug_versions.format_table(record.load([out])))
+    print("\n" + bug_table.format_table(record.load([out])))
     return 0

@@ -177,16 +177,16 @@ def version_table(records: list[dict]) -> str:
     at more than one version and some registered probe among them; else ""."""
     from markdown_it import MarkdownIt
 
-    from rnnbench.run import bug_versions
+    from rnnbench.report import bug_table
 
     versions: dict[str, set[str]] = {}
     for r in records:
         label = env_label(r).split(" ")
         if len(label) == 2:
             versions.setdefault(label[0], set()).add(label[1])
-    if not any(len(v) > 1 for v in versions.values()) or not bug_versions.outcomes(records):
+    if not any(len(v) > 1 for v in versions.values()) or not bug_table.outcomes(records):
         return ""
-    table = MarkdownIt("commonmark").enable("table").render(bug_versions.format_table(records))
+    table = MarkdownIt("commonmark").enable("table").render(bug_table.format_table(records))
     return ('<h2 id="versions">Which bug reproduces on which version (rnnbench versions)</h2>\n'
             "<p>Per registered bug, the verdicts of its probe rows on each version in these records.</p>\n"
             + table.replace("<table>", '<table id="versions-table">'))

@@ -63,12 +63,15 @@ def _listing(folder: Path) -> None:
     (folder / "index.html").write_text(_page(folder.name, f"<h1>{html.escape(folder.name)}</h1><ul>{items}</ul>"))
 
 
-def render_result_page(src: Path, results: Path, out_dir: Path) -> Path:
+def render_result_page(src: Path, results: Path, out_dir: Path, rendering: Optional[set[Path]] = None) -> Path:
     """docs/results/D/X.md -> out_dir/D/X.html. A link to another page of docs/results points at its
     HTML; a link to a file under docs/results copies that file beside the page; a link elsewhere
-    in the repository becomes plain text naming its path; other sites' links stay links."""
+    in the repository becomes plain text naming its path; other sites' links stay links. A linked
+    page of docs/results is rendered too (`rendering`: the pages under way, so two pages may link
+    each other)."""
     from markdown_it import MarkdownIt
 
+    under_way = (rendering if rendering is not None else set()) | {src.resolve()}
     body = MarkdownIt("commonmark").enable("table").render(src.read_text())
     out = out_dir / src.resolve().relative_to(results.resolve()).with_suffix(".html")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -83,7 +86,10 @@ def render_result_page(src: Path, results: Path, out_dir: Path) -> Path:
         rel = resolved.relative_to(results.resolve())
         fragment = f"#{urlsplit(target).fragment}" if urlsplit(target).fragment else ""
         if resolved.suffix == ".md":
-            return here(out_dir / rel.with_suffix(".html")) + fragment
+            page = out_dir / rel.with_suffix(".html")
+            if not page.exists() and resolved not in under_way:
+                render_result_page(resolved, results, out_dir, under_way)
+            return here(page) + fragment
         dst = out_dir / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         if resolved.suffix == ".html":  # a page (a report): it comes with the images and pages beside it
