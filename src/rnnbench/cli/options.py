@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from rnnbench import inputs
 from rnnbench.errors import InputError
 from rnnbench.run import environments, plan
 
@@ -65,15 +66,9 @@ def shard(value: Optional[str]) -> Optional[tuple[int, int]]:
 def _read_toml(path: str) -> dict[str, Any]:
     import tomllib
 
+    data = inputs.read_regular_file(path, "config file")
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise UsageError(f"config file {path} does not exist") from None
-    except IsADirectoryError:
-        raise UsageError(f"config file {path} is a directory, not a TOML file") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read config file {path}: {exc.strerror}") from None
+        return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
 

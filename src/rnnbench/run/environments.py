@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 from rnnbench.errors import InputError
+from rnnbench.inputs import read_regular_file
 
 REPO = Path(__file__).resolve().parents[3]
 DEFINITIONS = Path(__file__).resolve().parents[1] / "environments.toml"
@@ -172,6 +173,8 @@ def check_definition(name: str, entry: Any, where: str) -> dict[str, Any]:
     reqs = entry.get("requirements")
     if isinstance(reqs, list) and not all(isinstance(r, str) and r.strip() for r in reqs):
         raise InputError(f"{where}: environment {name!r}: requirements must be non-empty strings")
+    if isinstance(reqs, str):  # a requirements file: read now (a FIFO or /dev/zero is refused unread)
+        read_regular_file(REPO / reqs, f"{where}: environment {name!r}: requirements file")
     if not any(k in entry for k in ("requirements", "path")) and name not in _builtin():
         raise InputError(f"{where}: environment {name!r} needs `requirements` (pins to create it from) or `path`")
     if not all(isinstance(v, str) for v in entry.get("variables", {}).values()):
