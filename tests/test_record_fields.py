@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -91,8 +92,9 @@ class _Pyplot:
 
     @staticmethod
     def subplots(nrows: int = 1, ncols: int = 1, squeeze: bool = True, **kwargs: Any) -> tuple[Any, Any]:
-        import numpy as np
         from unittest import mock
+
+        import numpy as np
 
         if squeeze and nrows * ncols == 1:
             return mock.MagicMock(), mock.MagicMock()

@@ -16,7 +16,7 @@ import pkgutil
 from functools import lru_cache
 
 from rnnbench.drivers.base import Driver, Framework
-from rnnbench.errors import InputError
+from rnnbench.errors import InputError, did_you_mean
 from rnnbench.model import Model
 
 
@@ -75,10 +75,12 @@ def _register(found: dict, what: str, items, module) -> None:
     for item in items:
         if item.name in found:
             first, _ = found[item.name]
-            where = f"in {first.__name__} and {module.__name__}" if first is not module else f"twice in {module.__name__}"
-            if module.__name__ in _plugin_names() or first.__name__ in _plugin_names():
-                raise PluginError(f"{what} name {item.name!r} is defined {where} (RNNBENCH_PLUGINS={', '.join(_plugin_names())}); "
-                                  f"rename the plugin's {what}")
+            where = f"in {first.__name__} and {module.__name__}" if first is not module else \
+                f"twice in {module.__name__}"
+            plugins = _plugin_names()
+            if module.__name__ in plugins or first.__name__ in plugins:
+                raise PluginError(f"{what} name {item.name!r} is defined {where} (RNNBENCH_PLUGINS="
+                                  f"{', '.join(plugins)}); rename the plugin's {what}")
             raise RuntimeError(f"{what} name {item.name!r} defined {where}")
         found[item.name] = (module, item)
 
@@ -109,11 +111,13 @@ def get_model(name: str) -> Model:
     try:
         return models()[name]
     except KeyError:
-        raise UnknownName(f"unknown model {name!r}; known: {', '.join(models())}") from None
+        raise UnknownName(f"unknown model {name!r}{did_you_mean(name, models())}; "
+                          f"known: {', '.join(models())}") from None
 
 
 def get_driver(name: str) -> Driver:
     try:
         return drivers()[name]
     except KeyError:
-        raise UnknownName(f"unknown driver {name!r}; known: {', '.join(drivers())}") from None
+        raise UnknownName(f"unknown driver {name!r}{did_you_mean(name, drivers())}; "
+                          f"known: {', '.join(drivers())}") from None

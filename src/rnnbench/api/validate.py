@@ -33,10 +33,11 @@ def validate(step, params, carry0, xs, length, loss, consts, carry0_requires_gra
     what is expected. Checks every argument, every leaf of params, carry0, xs and consts (real
     numeric, params float; not empty; finite, also once rounded to dtype; a list or tuple of Python
     numbers refused: it is a tree of scalar leaves, not an array), the trip count and
-    carry0_requires_grad against carry0, params (empty only where carry0 or xs requires grad); then runs the step over the whole sequence in numpy (the
-    float64 reference ops): the carry keeps carry0's structure and shapes, y_t keeps step 0's, both
-    stay finite, every output leaf is a float array (not a Python number, whose type the
-    frameworks treat differently), and a custom loss returns a finite scalar. The checks run in this order."""
+    carry0_requires_grad against carry0, params (empty only where carry0 or xs requires grad); then
+    runs the step over the whole sequence in numpy (the float64 reference ops): the carry keeps
+    carry0's structure and shapes, y_t keeps step 0's, both stay finite, every output leaf is an
+    array (not a Python number, which the frameworks treat differently) and every y_t leaf a float
+    one, and a custom loss returns a finite scalar. The checks run in this order."""
     from rnnbench.model import numpy_dtype
 
     functions(step, loss)

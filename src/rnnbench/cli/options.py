@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rnnbench import inputs
-from rnnbench.errors import InputError
+from rnnbench.errors import InputError, did_you_mean
 from rnnbench.run import environments, plan
 
 UsageError = InputError  # bad input: one line, exit code 2
@@ -86,7 +86,8 @@ def load_config(path: Optional[str]) -> dict[str, Any]:
         config["environments"] = ",".join(names)
     unknown = sorted(set(config) - set(plan.RUN_DEFAULTS))
     if unknown:
-        raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}; "
+        raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}"
+                         f"{did_you_mean(unknown[0], plan.RUN_DEFAULTS)}; "
                          f"known: {', '.join(plan.RUN_DEFAULTS)}")
     for key, value in config.items():
         where = f"config file {path}: key {key!r}"

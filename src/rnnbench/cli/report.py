@@ -23,8 +23,9 @@ def run(args: argparse.Namespace) -> int:
         import matplotlib  # noqa: F401
         import PIL  # noqa: F401
     except ImportError as exc:
-        raise options.UsageError(f"`rnnbench report` draws charts with matplotlib and Pillow ({exc}); install them: "
-                                 "pip install 'rnnbench[charts]' (pinned: pip install -r requirements/charts.txt)") from None
+        raise options.UsageError(f"`rnnbench report` draws charts with matplotlib and Pillow ({exc}); install "
+                                 "them: pip install 'rnnbench[charts]' (pinned: pip install -r requirements/charts.txt)"
+                                 ) from None
     paths = options.results_files(args.files)
     warnings: list[str] = []
     records = record.load(paths, warn=warnings.append)

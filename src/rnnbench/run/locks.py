@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from rnnbench.errors import InputError
 from rnnbench.run import environments
@@ -47,6 +47,7 @@ def write_lock(name: str, log: Callable[[str], None] = print) -> Path:
     proc = subprocess.run(command, input=inline, capture_output=True, text=True, cwd=environments.REPO)
     if proc.returncode != 0:
         raise RuntimeError(f"uv pip compile failed for {name}: {proc.stderr.strip()[-2000:]}")
-    log(f"locked {name}: {out.relative_to(environments.REPO)} ({sum(1 for l in out.read_text().splitlines() if '==' in l)} "
+    pins = sum(1 for line in out.read_text().splitlines() if "==" in line)
+    log(f"locked {name}: {out.relative_to(environments.REPO)} ({pins} "
         f"packages, from {', '.join(files + ['rnnbench dependencies'])})")
     return out
