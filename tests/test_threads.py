@@ -150,3 +150,23 @@ def test_machine_others_measures_work_now() -> None:
         spinner.kill()
         spinner.wait()
     assert busy is not None and busy >= 0.7  # the spinning process: about one CPU
+
+
+def test_the_plain_progress_log_says_first_how_many_rows_are_unavailable() -> None:
+    """Not a log that starts at [34/75]: its first line counts the rows decided unavailable before
+    any ran, and a row found unavailable later gets a line before the next row's."""
+    import io
+
+    from rnnbench.report.progress import Progress
+
+    out = io.StringIO()
+    progress = Progress(5, stream=out, tty=False, unavailable=2)
+    assert out.getvalue() == ("[0/5] 2 of the 5 rows are unavailable here (not run; listed by reason at the end), "
+                              "3 to run\n")
+    row = {"model": "rnn", "driver": "torch_loop", "dtype": "float32", "env_label": "torch 2.13.0"}
+    for status in ("unavailable", "unavailable", "ok", "unavailable", "ok"):
+        progress.done({**row, "status": status})
+    progress.close()
+    lines = out.getvalue().splitlines()
+    assert [line.split("]")[0] + "]" for line in lines] == ["[0/5]", "[3/5]", "[4/5]", "[5/5]"]
+    assert lines[2] == "[4/5] 1 row(s) unavailable here (not run; listed by reason at the end)"

@@ -52,8 +52,8 @@ class Progress:
             self.stream.flush()
 
     def _announce(self) -> None:
-        """In the plain log, one line for the unavailable rows since the last line (the runner decides
-        most of them before any row runs, so this line comes first): the numbering never jumps."""
+        """In the plain log, one line for the unavailable rows not yet mentioned (those the runner
+        decides before any row runs were counted by the first line): the numbering never jumps."""
         if self.unannounced and not self.tty:
             self.stream.write(f"[{self.done_rows}/{self.total}] {self.unannounced} row(s) unavailable here "
                               "(not run; listed by reason at the end)\n")
@@ -61,6 +61,8 @@ class Progress:
         self.unannounced = 0
 
     def done(self, rec: dict) -> None:
+        if rec["status"] != Status.UNAVAILABLE:
+            self._announce()  # the unavailable rows before this one, numbered before it
         self.done_rows += 1
         if rec["status"] == Status.UNAVAILABLE:  # counted; the final summary gives one line per reason
             self.unavailable += 1
@@ -72,7 +74,6 @@ class Progress:
                 self.stream.write("\r\033[K" + self._bar())
                 self.stream.flush()
             return
-        self._announce()
         err = rec.get("max_rel_error")
         line = (
             f"[{self.done_rows}/{self.total}] {rec['model']:<18} {rec['driver']:<20} "
