@@ -18,18 +18,25 @@ XLA_TESTS = tests/test_gradients.py tests/test_reference_cases.py tests/test_kno
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: requirements/main.txt pyproject.toml
+# The main environment from its lock (every package pinned with its hashes: requirements/locks/main.lock,
+# made from requirements/main.txt and its extras charts, ray and dev): what `make bench` and `make test` need.
+$(VENV)/.installed: requirements/locks/main.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements/main.txt
+	$(BIN)/python -m pip install -q --require-hashes -r requirements/locks/main.lock
 	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $@
+
+# Resolve the lock files again from requirements/*.txt (uv, pip's package sources).
+.PHONY: lock
+lock: venv
+	$(BIN)/rnnbench env lock main xla
 
 venv-xla: $(XLA_VENV)/.installed
 
 # Created by rnnbench from its entry in src/rnnbench/environments.toml (uv; ~1 min, 7 GB); rebuilt
 # when requirements/xla.txt changes.
-$(XLA_VENV)/.installed: requirements/xla.txt pyproject.toml | venv
+$(XLA_VENV)/.installed: requirements/xla.txt requirements/locks/xla.lock pyproject.toml | venv
 	$(BIN)/rnnbench env create xla
 	touch $@
 
@@ -58,14 +65,10 @@ test-xla: venv venv-xla
 	RNNBENCH_REQUIRE_XLA=1 $(BIN)/python -m pytest -m cross_environment
 
 # ruff (pyproject.toml [tool.ruff]): the lint rules, then whether the tree is formatted as ruff would.
-# The tools are pinned in requirements/dev.txt, installed into the main environment on first use.
-lint: $(VENV)/.dev-installed
+# ruff is pinned in requirements/dev.txt, in the main environment's lock.
+lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-
-$(VENV)/.dev-installed: requirements/dev.txt | venv
-	$(BIN)/python -m pip install -q -r requirements/dev.txt
-	touch $@
 
 clean:
 	rm -rf $(VENV) results .pytest_cache

@@ -119,7 +119,8 @@ CASES = [
     ("neither_xs_nor_length", {"xs": None}, InputError, ["xs", "length"]),
     ("xs_leaves_differ_in_T", {**TREE, "xs": {"u": np.ones((3, 2)), "v": np.ones((4, 2))}}, InputError,
      ["leading (time) dimensions", "xs['u'] 3", "xs['v'] 4"]),
-    ("xs_leaf_without_time_axis", {"xs": [1.0, 2.0]}, InputError, ["xs[0]", "leading time dimension", "np.asarray"]),
+    ("xs_leaf_without_time_axis", {"xs": [1.0, 2.0]}, InputError, ["xs is a list of Python numbers", "np.asarray"]),
+    ("xs_leaf_scalar_array", {"xs": [np.float64(1.0), np.ones(2)]}, InputError, ["xs[0]", "leading time dimension"]),
     # the loss and the step's outputs, from one numpy forward
     ("loss_returns_vector", {"loss": vector_loss, "losses": None}, InputError, ["loss", "scalar", "(2,)"]),
     ("loss_returns_one_element", {"loss": one_element_loss, "losses": None}, InputError, ["loss", "scalar", "(1,)"]),

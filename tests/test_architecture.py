@@ -21,7 +21,7 @@ FLOORS = {
     "rnnbench.status": 0,
     "rnnbench.ops": 0,
     "rnnbench.errors": 0,
-    "rnnbench.model": 1,
+    "rnnbench.model": 1, "rnnbench.inputs": 1,
     "rnnbench.drivers": 2, "rnnbench.record": 2, "rnnbench.losses": 2,
     "rnnbench.registry": 3, "rnnbench.check": 3,
     "rnnbench.run": 4, "rnnbench.report": 4,

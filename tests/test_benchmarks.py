@@ -11,7 +11,7 @@ Normal runs pass --benchmark-disable (pyproject addopts): each callable runs onc
 as cheap as a gradient test. Timed:
     .venv/bin/python -m pytest tests/test_benchmarks.py --benchmark-enable --benchmark-json=results/benchmark.json
 --benchmark-histogram=PREFIX also writes one SVG per group (needs pygal and pygaljs,
-requirements/main.txt); test_histogram_and_extra_info runs one benchmark that way.
+requirements/dev.txt); test_histogram_and_extra_info runs one benchmark that way.
 """
 
 from __future__ import annotations
@@ -104,8 +104,8 @@ EXTRA_INFO_KEYS = {"rnnbench_version", "framework", "framework_versions", "threa
 def test_histogram_and_extra_info(tmp_path: Path) -> None:
     """One benchmark timed for real (a child pytest): --benchmark-histogram writes an SVG (pygal
     and pygaljs are installed), and the JSON's extra_info names the versions, threads and machine."""
-    pytest.importorskip("pygal", reason="pygal is in requirements/main.txt: rebuild the environment")
-    pytest.importorskip("pygaljs", reason="pygaljs is in requirements/main.txt: rebuild the environment")
+    pytest.importorskip("pygal", reason="pygal is in requirements/dev.txt: rebuild the environment")
+    pytest.importorskip("pygaljs", reason="pygaljs is in requirements/dev.txt: rebuild the environment")
     case = "rnn-torch_loop"
     out_json, hist = tmp_path / "bench.json", tmp_path / "hist"
     proc = subprocess.run(

@@ -31,7 +31,7 @@ from typing import Iterator, Optional
 
 import pytest
 
-ray = pytest.importorskip("ray", reason="ray is not installed: the --executor ray tests need it (requirements/main.txt)")
+ray = pytest.importorskip("ray", reason="ray is not installed: the --executor ray tests need it (requirements/ray.txt)")
 
 from rnnbench import cli  # noqa: E402
 from rnnbench.run import cpus as run_cpus  # noqa: E402

@@ -6,6 +6,9 @@ its own (over_share, load, contended). These tests assert properties, not speeds
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -73,12 +76,16 @@ def _cpu(**fields) -> dict:
     ({"cpu_ratio": 1.05}, []),
     ({"threads": 2, "affinity": [0, 1], "cpu_ratio": 1.65}, []),  # within a 2-thread share
     ({"threads": 2, "affinity": [0, 1], "cpu_ratio": 2.4}, ["over_share"]),
-    ({"load_start": [2.9, 2.0, 1.0]}, ["load"]),  # ~1.9 cores of other work on 2 cores: < 1 free
-    ({"load_end": [1.5, 1.0, 1.0]}, []),  # 0.5 cores of other work: 1.5 free
-    ({"threads": 2, "affinity": [0, 1], "load_start": [2.9, 2.0, 1.0]}, ["load"]),
+    ({"others_on_machine": 1.5}, ["load"]),  # 1.5 cores of other work on 2 cores, 1 left free
+    ({"others_on_machine": 0.9}, []),  # within the free core
+    ({"threads": 2, "affinity": [0, 1], "others_on_machine": 0.3}, ["load"]),  # no core free
+    ({"threads": 2, "affinity": [0, 1], "others_on_machine": 0.05}, []),  # the kernel's own ticks
+    # the 1-minute load average is recorded, not judged: it lags and counts this run's own rows
+    ({"load_start": [2.9, 2.0, 1.0], "load_end": [3.0, 2.0, 2.0]}, []),
+    ({"threads": 2, "affinity": [0, 1], "load_start": [0.7, 0.5, 0.4], "others_on_machine": 0.02}, []),
     ({"others_on_cpus": 0.3}, ["contended"]),
     ({"others_on_cpus": None}, []),
-    ({"cpu_ratio": 1.65, "others_on_cpus": 0.3, "load_end": [3.0, 2.0, 2.0]}, ["over_share", "load", "contended"]),
+    ({"cpu_ratio": 1.65, "others_on_cpus": 0.3, "others_on_machine": 1.4}, ["over_share", "load", "contended"]),
 ])
 def test_contention_notes(fields: dict, notes: list[str]) -> None:
     assert cpus.contention_notes(_cpu(**fields)) == notes
@@ -126,7 +133,40 @@ def test_pin_process_pins_every_thread() -> None:
 
 
 def test_load_line() -> None:
-    assert cpus.load_line(2, cores=2, load=1.9) == \
-        "load average 1.9 on 2 cores at start: timings may be contended (2 threads per row)"
-    assert cpus.load_line(1, cores=2, load=0.4) == "load average 0.4 on 2 cores at start"
-    assert cpus.load_line(1, cores=2, load=1.9).endswith("timings may be contended (1 thread per row)")
+    assert cpus.load_line(2, cores=2, load=1.9, busy=1.8) == \
+        "load average 1.9 on 2 cores at start, 1.8 cores busy now: timings may be contended (2 threads per row)"
+    assert cpus.load_line(1, cores=2, load=0.4, busy=0.3) == "load average 0.4 on 2 cores at start, 0.3 cores busy now"
+    assert cpus.load_line(1, cores=2, load=1.9, busy=1.5).endswith("timings may be contended (1 thread per row)")
+    # an idle machine whose last minute was busy (the average lags): not contended
+    assert cpus.load_line(2, cores=2, load=0.7, busy=0.02) == "load average 0.7 on 2 cores at start, 0.0 cores busy now"
+
+
+def test_machine_others_measures_work_now() -> None:
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)
+        busy = cpus.machine_others(0.5)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert busy is not None and busy >= 0.7  # the spinning process: about one CPU
+
+
+def test_the_plain_progress_log_says_first_how_many_rows_are_unavailable() -> None:
+    """Not a log that starts at [34/75]: its first line counts the rows decided unavailable before
+    any ran, and a row found unavailable later gets a line before the next row's."""
+    import io
+
+    from rnnbench.report.progress import Progress
+
+    out = io.StringIO()
+    progress = Progress(5, stream=out, tty=False, unavailable=2)
+    assert out.getvalue() == ("[0/5] 2 of the 5 rows are unavailable here (not run; listed by reason at the end), "
+                              "3 to run\n")
+    row = {"model": "rnn", "driver": "torch_loop", "dtype": "float32", "env_label": "torch 2.13.0"}
+    for status in ("unavailable", "unavailable", "ok", "unavailable", "ok"):
+        progress.done({**row, "status": status})
+    progress.close()
+    lines = out.getvalue().splitlines()
+    assert [line.split("]")[0] + "]" for line in lines] == ["[0/5]", "[3/5]", "[4/5]", "[5/5]"]
+    assert lines[2] == "[4/5] 1 row(s) unavailable here (not run; listed by reason at the end)"

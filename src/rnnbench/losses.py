@@ -18,6 +18,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from rnnbench.errors import did_you_mean
 from rnnbench.model import Case, Loss, Model, rollout
 
 MODEL_LOSS = "model"  # the model's own loss, as its module defines it
@@ -132,7 +133,7 @@ def describe(name: str) -> str:
 def form_named(name: str) -> LossForm:
     """The form called `name`; ValueError naming the known ones otherwise."""
     if name not in FORMS:
-        raise ValueError(f"unknown loss {name!r}; known: {', '.join(NAMES)}")
+        raise ValueError(f"unknown loss {name!r}{did_you_mean(name, NAMES)}; known: {', '.join(NAMES)}")
     return FORMS[name]
 
 

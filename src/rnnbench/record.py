@@ -172,9 +172,12 @@ class ResultsFile:
     begins like a record is dropped, a complete last record gets its missing newline. Each append
     writes one line, fsynced; a failed write is undone (the file is cut back to where it was)."""
 
-    def __init__(self, path: Path, resume: bool = False):
+    def __init__(self, path: Path, resume: bool = False, kind: str = "rows"):
+        """kind: the campaign the file holds, "rows" (run, sweep, versions) or "fuzz" (campaign_kind):
+        a resumed file of the other kind is refused before anything is written."""
         self.path = Path(path)
         self.resume = resume
+        self.kind = kind
         self.existing: list[dict[str, Any]] = []
         self.written = 0
         self._fd: Optional[int] = None
@@ -209,6 +212,7 @@ class ResultsFile:
             if size:
                 self.existing, self._cut = _read(self.path, complete_tail=True)
                 self._newline = self._cut is None and not _ends_with_newline(self.path)
+                refuse_other_kind(self.path, self.existing, self.kind)
         except BaseException:
             os.close(fd)
             raise
@@ -252,53 +256,110 @@ def _ends_with_newline(path: Path) -> bool:
         return f.read(1) == b"\n"
 
 
+KINDS = {"rows": "rows of `rnnbench run`, `sweep` or `versions`", "fuzz": "outcomes of an `rnnbench fuzz` campaign"}
+
+
+def campaign_kind(rec: dict[str, Any]) -> str:
+    """"fuzz" for a fuzz campaign's record (rnnbench.fuzz.runner.Campaign: a generated body, model
+    "fuzz:<seed>:<case>"), else "rows": what a resume of one may append to a file of the other would
+    break (each kind's resume reads only its own records)."""
+    return "fuzz" if "body" in rec or str(rec.get("model", "")).startswith("fuzz:") else "rows"
+
+
+def refuse_other_kind(path: Path, existing: list[dict[str, Any]], kind: str) -> None:
+    """InputError where `existing` (the records of `path`) holds records of another kind than `kind`."""
+    other = [rec for rec in existing if campaign_kind(rec) != kind]
+    if other:
+        theirs = campaign_kind(other[0])
+        raise InputError(f"--resume: {path} holds {KINDS[theirs]} ({len(other)} record(s)), and this command writes "
+                         f"{KINDS[kind]}; continue it with the command that wrote it, or choose another --out")
+
+
 class CorruptRecords(InputError):
     """A results file with a line that is not a record."""
 
 
-# Fields every record has, with their JSON types (validated on reading: a table or a resume never
-# trips over a hand-edited or foreign line later). Optional fields are checked when present.
-REQUIRED: dict[str, tuple[type, ...]] = {
-    "model": (str,), "driver": (str,), "dtype": (str,), "status": (str,),
+# Every field a reader of records uses (table, report, charts, HTML, --resume, fuzz, versions), by its
+# dotted path ("*": every key of a dict or item of a list), with its JSON types: checked on reading, so
+# a hand-edited or foreign line is one error naming file:line:field, never a crash in a reader later.
+# "!" marks a field that must be present (at the top: in every record; nested: whenever its parent
+# is a dict). Fields not listed are carried, not read.
+FIELDS: dict[str, str] = {
+    "model": "str!", "driver": "str!", "dtype": "str!", "status": "str!",
+    "schema": "int", "rnnbench_version": "str", "fingerprint": "str", "timestamp": "str",
+    "environment_name": "str", "env_label": "str", "framework": "str", "framework_family": "str",
+    "anchor": "bool", "device": "str", "seed": "int", "loss_form": "str", "report": "str", "reason": "str",
+    "raw_status": "str|null", "max_rel_error": "num|null", "tolerance": "num|null",
+    "first_call_s": "num|null", "fwd_first_call_s": "num|null",
+    "sizes": "dict", "sizes.*": "int",
+    "settings": "dict",
+    "machine": "dict", "machine.hostname": "str", "machine.cpu": "str|null", "machine.cores": "int|null",
+    "machine.platform": "str|null",
+    "fwd_bwd": "dict|null", "fwd_bwd.median_ms": "num!", "fwd_bwd.q1_ms": "num!", "fwd_bwd.q3_ms": "num!",
+    "fwd": "dict|null", "fwd.median_ms": "num!", "fwd.q1_ms": "num!", "fwd.q3_ms": "num!",
+    # the timed samples kept per row (schema 3; rnnbench compare's intervals)
+    "fwd_bwd.samples": "list", "fwd_bwd.samples.*": "num", "fwd.samples": "list", "fwd.samples.*": "num",
+    # a CUDA row's GPU (rnnbench.run.accelerator): two GPUs are two machines
+    "machine.accelerator": "dict|null", "machine.accelerator.name": "str|null", "machine.accelerator.uuid": "str|null",
+    "machine.accelerator.jax_device_kind": "str|null", "machine.accelerator.index": "int|null",
+    "hvp": "dict|null", "hvp.status": "str|null", "hvp.raw_status": "str|null", "hvp.report": "str|null",
+    "cpu": "dict", "cpu.notes": "list|null", "cpu.notes.*": "str",
+    "gemm_peak": "dict", "gemm_peak.gflops": "num!", "gemm_peak.threads": "int!",
+    "roofline": "dict", "roofline.*": "dict", "roofline.*.fraction_of_peak": "num!", "roofline.*.gflops": "num",
+    # a row's environment (rnnbench.record.environment); a worker's error record once carried its name here
+    "environment": "dict|str", "environment.versions": "dict|null", "environment.versions.*": "str",
+    "environment.python": "str|null",
+    "memory": "dict|null", "memory.peak_rss_mb": "num|null", "memory.method": "str|null",
+    "sweep": "dict", "sweep.axis": "str!",
+    "node": "dict",  # the Ray node a row ran on (--executor ray; rnnbench.run.executors)
+    # fuzz records (rnnbench.fuzz.runner.Campaign)
+    "case": "int", "body": "dict", "minimal": "dict|null", "hvp_status": "str|null", "source": "str",
+    "minimal_source": "str", "localization_report": "str", "repro": "str",
 }
-OPTIONAL: dict[str, tuple[type, ...]] = {
-    "schema": (int,), "environment_name": (str,), "env_label": (str,), "device": (str,), "sizes": (dict,),
-    "seed": (int,), "loss_form": (str,), "machine": (dict,), "report": (str,), "reason": (str,),
-    "max_rel_error": (int, float, type(None)), "first_call_s": (int, float, type(None)),
-    "fwd_bwd": (dict, type(None)), "fwd": (dict, type(None)), "hvp": (dict, type(None)),
-    "fingerprint": (str,), "settings": (dict,), "rnnbench_version": (str,), "framework": (str,),
-    "cpu": (dict,), "gemm_peak": (dict,), "roofline": (dict,),
-    "node": (dict,),  # the Ray node a row ran on (--executor ray; rnnbench.run.executors)
-}
+_KINDS: dict[str, tuple[type, ...]] = {"str": (str,), "int": (int,), "num": (int, float), "bool": (bool,),
+                                       "dict": (dict,), "list": (list,), "null": (type(None),)}
 TIMING_FIELDS = ("median_ms", "q1_ms", "q3_ms")
+_MISSING = object()
+
+
+def _is(value: Any, kinds: list[str]) -> bool:
+    """Whether `value` has one of the JSON `kinds` (a bool is never a number)."""
+    return any(isinstance(value, _KINDS[k]) and not (k in ("int", "num") and isinstance(value, bool)) for k in kinds)
+
+
+def _at(value: Any, parts: list[str], prefix: str, required: bool) -> Iterable[tuple[str, Any]]:
+    """(concrete dotted path, value or _MISSING) of every field `parts` names under `value`; nothing
+    under a parent that is not a container (null, or of another type: its own check names it)."""
+    if not parts:
+        yield prefix, value
+        return
+    head, rest = parts[0], parts[1:]
+    if isinstance(value, dict):
+        items = list(value.items()) if head == "*" else [(head, value.get(head, _MISSING))]
+    elif isinstance(value, list) and head == "*":
+        items = list(enumerate(value))
+    else:
+        return
+    for key, child in items:
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if child is _MISSING:
+            if required and not rest:
+                yield path, _MISSING
+            continue
+        yield from _at(child, rest, path, required)
 
 
 def problem(rec: Any) -> Optional[str]:
-    """Why `rec` is not a record this version can read, or None."""
+    """Why `rec` is not a record this version can read (naming the field), or None."""
     if not isinstance(rec, dict):
         return "not a JSON object"
-    for name in REQUIRED:
-        if name not in rec:
-            return f"no {name!r} field"
-    for name, types in {**REQUIRED, **OPTIONAL}.items():
-        value = rec.get(name)
-        if name in rec and (not isinstance(value, types) or isinstance(value, bool)):
-            return f"field {name!r} is {type(value).__name__}, not {' or '.join(t.__name__ for t in types)}"
-    for name, value in (rec.get("sizes") or {}).items():
-        if not isinstance(value, int) or isinstance(value, bool):
-            return f"size {name!r} is not an integer"
-    for name in ("fwd_bwd", "fwd"):
-        timing = rec.get(name)
-        if timing is not None and not all(isinstance(timing.get(k), (int, float)) and not isinstance(timing.get(k), bool)
-                                          for k in TIMING_FIELDS):
-            return f"field {name!r} lacks numeric {', '.join(TIMING_FIELDS)}"
-        samples = (timing or {}).get("samples", [])
-        numbers = isinstance(samples, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in samples)
-        if not numbers:
-            return f"field {name!r}.samples is not a list of numbers"
-    hostname = (rec.get("machine") or {}).get("hostname", "")
-    if not isinstance(hostname, str):
-        return "field 'machine.hostname' is not a string"
+    for path, spec in FIELDS.items():
+        kinds = spec.rstrip("!").split("|")
+        for where, value in _at(rec, path.split("."), "", spec.endswith("!")):
+            if value is _MISSING:
+                return f"no {where!r} field"
+            if not _is(value, kinds):
+                return f"field {where!r} is {type(value).__name__}, not {' or '.join(kinds)}"
     return None
 
 

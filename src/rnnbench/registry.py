@@ -10,12 +10,13 @@ the variable is inherited by worker processes, so plugin drivers run isolated li
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import pkgutil
 from functools import lru_cache
 
 from rnnbench.drivers.base import Driver, Framework
-from rnnbench.errors import InputError
+from rnnbench.errors import InputError, did_you_mean
 from rnnbench.model import Model
 
 
@@ -30,34 +31,75 @@ def _modules(package: str):
             yield importlib.import_module(f"{package}.{info.name}")
 
 
+class PluginError(InputError):
+    """A module named in RNNBENCH_PLUGINS that cannot be used: it fails to import, or it defines a
+    model or driver under a name already taken. The user's code, not ours: one line, exit 2."""
+
+
+def _plugin_names() -> list[str]:
+    return list(filter(None, (n.strip() for n in os.environ.get("RNNBENCH_PLUGINS", "").split(","))))
+
+
 def _plugins():
-    for name in filter(None, (n.strip() for n in os.environ.get("RNNBENCH_PLUGINS", "").split(","))):
+    for name in _plugin_names():
         try:
             yield importlib.import_module(name)
         except ImportError as exc:
-            raise UnknownName(f"cannot import plugin module {name!r} named in RNNBENCH_PLUGINS: {exc}") from None
+            raise PluginError(f"cannot import plugin module {name!r} named in RNNBENCH_PLUGINS: {exc}") from None
+        except Exception as exc:  # the plugin's own code raised while it was imported
+            where = _plugin_frame(exc, name)
+            raise PluginError(f"plugin module {name!r} named in RNNBENCH_PLUGINS raised {type(exc).__name__} at "
+                              f"import{where}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+                              ) from None
+
+
+def _plugin_frame(exc: BaseException, name: str) -> str:
+    """' (file:line)' of the innermost frame of `exc`'s traceback in the plugin's own file."""
+    import traceback
+
+    origin = getattr(importlib.util.find_spec(name), "origin", None) if _importable(name) else None
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if origin and f.filename == origin]
+    return f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _register(found: dict, what: str, items, module) -> None:
+    """Add `items` (models or drivers of `module`) to `found` by name; a name taken twice is the
+    plugin's error when a plugin is involved (PluginError names both modules), else ours."""
+    for item in items:
+        if item.name in found:
+            first, _ = found[item.name]
+            where = f"in {first.__name__} and {module.__name__}" if first is not module else \
+                f"twice in {module.__name__}"
+            plugins = _plugin_names()
+            if module.__name__ in plugins or first.__name__ in plugins:
+                raise PluginError(f"{what} name {item.name!r} is defined {where} (RNNBENCH_PLUGINS="
+                                  f"{', '.join(plugins)}); rename the plugin's {what}")
+            raise RuntimeError(f"{what} name {item.name!r} defined {where}")
+        found[item.name] = (module, item)
 
 
 @lru_cache(maxsize=None)
 def models() -> dict[str, Model]:
-    found: dict[str, Model] = {}
+    found: dict[str, tuple] = {}
     for module in [*_modules("rnnbench_models"), *_plugins()]:
-        for model in getattr(module, "MODELS", ()):
-            if model.name in found:
-                raise RuntimeError(f"model name {model.name!r} defined twice")
-            found[model.name] = model
-    return found
+        _register(found, "model", getattr(module, "MODELS", ()), module)
+    return {name: model for name, (_, model) in found.items()}
 
 
 @lru_cache(maxsize=None)
 def drivers() -> dict[str, Driver]:
-    found: dict[str, Driver] = {}
+    found: dict[str, tuple] = {}
     for module in [*_modules("rnnbench.drivers"), *_plugins()]:
-        for driver in getattr(module, "DRIVERS", ()):
-            if driver.name in found:
-                raise RuntimeError(f"driver name {driver.name!r} defined twice")
-            found[driver.name] = driver
-    return dict(sorted(found.items()))  # by name: listings and run order do not depend on module layout
+        _register(found, "driver", getattr(module, "DRIVERS", ()), module)
+    # by name: listings and run order do not depend on module layout
+    return {name: driver for name, (_, driver) in sorted(found.items())}
 
 
 def frameworks() -> dict[str, Framework]:
@@ -69,11 +111,13 @@ def get_model(name: str) -> Model:
     try:
         return models()[name]
     except KeyError:
-        raise UnknownName(f"unknown model {name!r}; known: {', '.join(models())}") from None
+        raise UnknownName(f"unknown model {name!r}{did_you_mean(name, models())}; "
+                          f"known: {', '.join(models())}") from None
 
 
 def get_driver(name: str) -> Driver:
     try:
         return drivers()[name]
     except KeyError:
-        raise UnknownName(f"unknown driver {name!r}; known: {', '.join(drivers())}") from None
+        raise UnknownName(f"unknown driver {name!r}{did_you_mean(name, drivers())}; "
+                          f"known: {', '.join(drivers())}") from None

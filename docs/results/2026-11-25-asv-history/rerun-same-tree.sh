@@ -2,8 +2,8 @@
 # Two asv runs of the curated set on one tree, one after the other: HEAD~1 and an empty commit on
 # top of it, each built and installed by asv (a wheel in asv's own virtualenv), then asv compare.
 # Usage, from the repository root:
-#   git clone -q . /tmp/rerun && git -C /tmp/rerun commit -q --allow-empty -m "same tree, second run"
-#   ASV=$PWD/.venv/bin/asv docs/results/2026-11-25-asv-history/rerun-same-tree.sh /tmp/rerun
+#   git clone -q . $TMPDIR/rerun && git -C $TMPDIR/rerun commit -q --allow-empty -m "same tree, second run"
+#   ASV=$PWD/.venv/bin/asv docs/results/2026-11-25-asv-history/rerun-same-tree.sh $TMPDIR/rerun
 set -u
 cd "${1:?a scratch clone whose HEAD is an empty commit on the tree to measure}"
 ASV=${ASV:-asv}

@@ -5,7 +5,7 @@
 # the GEMM peak); warm: the same run again with those caches.
 set -u
 REPO=$(cd "$(dirname "$0")/../../.." && pwd)
-OUT=${1:-/tmp/quick-cost}; mkdir -p "$OUT"
+OUT=${1:-$(mktemp -d -t quick-cost-XXXX)}; mkdir -p "$OUT"
 one() {  # label cache
   local label=$1 cache=$2
   local start=$(date +%s.%N) load0=$(cut -d' ' -f1 /proc/loadavg)

@@ -8,12 +8,12 @@ cd "$(dirname "$0")/../../.."
 RB=.venv/bin/rnnbench; RAY=.venv/bin/ray
 RUN="run --models decay,rnn,lstm,loop_mul --drivers torch_loop,torch_scan,jax_lax_scan,jax_loop --environments main --no-time --threads 1"
 FUZZ="fuzz --cases ${CASES:-48} --drivers torch_loop,jax_lax_scan --no-second-order --losses weighted"
-W=$(mktemp -d /tmp/rb-quiet-XXXX)
+W=$(mktemp -d -t rb-quiet-XXXX)
 t() { local name=$1; shift; rm -f $W/out.jsonl; local s=$(date +%s.%N); "$@" --out $W/out.jsonl > $W/$name.out 2>&1; local rc=$?; local e=$(date +%s.%N)
       echo "$name rc=$rc wall=$(echo "$e - $s" | bc) outcomes=$(wc -l < $W/out.jsonl) load=\"$(uptime | sed 's/.*load average: //')\""; }
 cluster() { # $1 cpus: a cluster of its own on a free port, stopped by its process group
   port=$(.venv/bin/python -c "import socket;s=socket.socket();s.bind(('127.0.0.1',0));print(s.getsockname()[1])")
-  tmp=$(mktemp -d /tmp/rb-ray-XXXX)
+  tmp=$(mktemp -d -t rb-ray-XXXX)
   setsid $RAY start --head --block --port $port --num-cpus $1 --temp-dir $tmp --include-dashboard false --disable-usage-stats > $W/cluster.log 2>&1 &
   CPID=$!; until grep -q "Ray runtime started" $W/cluster.log; do sleep 0.5; done; ADDR=127.0.0.1:$port
 }

@@ -1,13 +1,14 @@
 #!/bin/bash
 # the measurements of docs/results/2026-11-25-ray-executor.md
 set -u
-RB=/work/main/.venv/bin/rnnbench; RAY=/work/main/.venv/bin/ray
+cd "$(dirname "$0")/../../.."
+RB=.venv/bin/rnnbench; RAY=.venv/bin/ray
 RUN="run --models decay,rnn,lstm --drivers torch_loop,torch_scan,torch_loop_setitem --environments main --no-time --threads 1"
 FUZZ="fuzz --cases 12 --drivers torch_loop,torch_scan --no-second-order --losses weighted"
 t() { local name=$1; shift; rm -f out.jsonl; local s=$(date +%s.%N); "$@" > /dev/null 2> err.txt; local rc=$?; local e=$(date +%s.%N); echo "$name rc=$rc wall=$(echo "$e - $s" | bc) load=\"$(uptime | sed 's/.*load average: //')\""; }
 cluster() { # $1 cpus: a cluster of its own on a free port, stopped by its process group
-  port=$(/work/main/.venv/bin/python -c "import socket;s=socket.socket();s.bind(('127.0.0.1',0));print(s.getsockname()[1])")
-  tmp=$(mktemp -d /tmp/rb-ray-XXXX)
+  port=$(.venv/bin/python -c "import socket;s=socket.socket();s.bind(('127.0.0.1',0));print(s.getsockname()[1])")
+  tmp=$(mktemp -d -t rb-ray-XXXX)
   setsid $RAY start --head --block --port $port --num-cpus $1 --temp-dir $tmp --include-dashboard false --disable-usage-stats > cluster.log 2>&1 &
   CPID=$!; until grep -q "Ray runtime started" cluster.log; do sleep 0.5; done; ADDR=127.0.0.1:$port
 }

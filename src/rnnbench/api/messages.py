@@ -37,11 +37,15 @@ MESSAGES: dict[str, tuple[type[Exception], str]] = {
     "not_real": (TypeError, "{where} is {what}; expected a real numeric array"),
     "not_float": (TypeError, "{where} is {what}; expected a float array (it is differentiated), "
                              "e.g. np.asarray(value, dtype=float)"),
+    "number_list": (InputError, "{where} is a {type} of Python numbers {value!r:.60}: a list or tuple is a tree "
+                                "of scalar leaves, not an array; give np.asarray({value!r:.40}) (or make each "
+                                "leaf an array)"),
     "zero_size": (InputError, "{where} has zero size (shape {shape}); every array needs at least one entry"),
     "not_finite": (InputError, "{where} is not finite{note}: {value}{at}{count}; {why}"),
     "same_name": (InputError, "{argument}: two leaves are both named {name!r} (keys joined with '.'); rename one"),
     "no_params": (InputError, "params is {params!r}: nothing to differentiate; give at least one float array, "
-                              "e.g. {{'w': np.array([0.5])}}"),
+                              "e.g. {{'w': np.array([0.5])}}, or params={{}} with carry0_requires_grad=True or "
+                              "xs_requires_grad=True"),
     "no_carry": (InputError, "carry0 is {carry0!r}: a recurrence needs a carry; give an array or a tree of arrays, "
                              "e.g. (np.zeros(H),)"),
     # steps: xs and length
@@ -68,6 +72,10 @@ MESSAGES: dict[str, tuple[type[Exception], str]] = {
                                 "leaf's shape{hint}"),
     "y_structure": (InputError, "step {t}'s output y_t has leaves and shapes {got} but step 0's has {want}; y_t "
                                 "must keep one structure and shape over the steps"),
+    "output_number": (InputError, "{where} is the Python {type} {value!r}; the step must return arrays computed "
+                                  "with ops (a Python number is not traced by every framework)"),
+    "output_unreadable": (InputError, "{where} is a {type} that numpy cannot read; the step must return arrays"),
+    "output_dtype": (InputError, "{where} is an array of dtype {dtype}; the step must return {want} array there"),
     "loss_shape": (InputError, "loss must return a scalar (shape ()); it returned shape {shape}: reduce it, "
                                "e.g. with ops.sum"),
 }

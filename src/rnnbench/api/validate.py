@@ -31,10 +31,13 @@ def validate(step, params, carry0, xs, length, loss, consts, carry0_requires_gra
     """Reject bad input to check_recurrence before any driver runs: TypeError for a wrong type,
     InputError (a ValueError) for a bad value, each naming the argument (a leaf as params['W']) and
     what is expected. Checks every argument, every leaf of params, carry0, xs and consts (real
-    numeric, params float; not empty; finite, also once rounded to dtype), the trip count and
-    carry0_requires_grad against carry0; then runs the step over the whole sequence in numpy (the
-    float64 reference ops): the carry keeps carry0's structure and shapes, y_t keeps step 0's, both
-    stay finite, and a custom loss returns a finite scalar. The checks run in this order."""
+    numeric, params float; not empty; finite, also once rounded to dtype; a list or tuple of Python
+    numbers refused: it is a tree of scalar leaves, not an array), the trip count and
+    carry0_requires_grad against carry0, params (empty only where carry0 or xs requires grad); then
+    runs the step over the whole sequence in numpy (the float64 reference ops): the carry keeps
+    carry0's structure and shapes, y_t keeps step 0's, both stay finite, every output leaf is an
+    array (not a Python number, which the frameworks treat differently) and every y_t leaf a float
+    one, and a custom loss returns a finite scalar. The checks run in this order."""
     from rnnbench.model import numpy_dtype
 
     functions(step, loss)
@@ -43,10 +46,10 @@ def validate(step, params, carry0, xs, length, loss, consts, carry0_requires_gra
     driver_names = driver_selection(drivers)
     forms = loss_forms(loss, losses)
     np_dtype = numpy_dtype(dtype)
-    param_values(params, np_dtype)
     carry = carry_values(carry0, np_dtype)
     T = steps(xs, length, np_dtype)
     flags = tuple(carry_flags(carry0_requires_grad, carry))
+    param_values(params, np_dtype, other_grads=any(flags) or bool(xs_requires_grad))
     const_values(consts, loss, np_dtype)
     example_y = forward(step, loss, params, carry, xs, consts, T, np_dtype,
                         bare=not isinstance(carry0, (tuple, list, dict)))
@@ -166,9 +169,26 @@ def names_once(leaf_names: list[str], argument: str) -> None:
         seen.add(name)
 
 
-def param_values(params: Any, np_dtype: Any) -> None:
+def no_number_lists(tree: Any, root: str, path: tuple = ()) -> None:
+    """InputError for a list or tuple of Python numbers anywhere in `tree`: flatten reads it as a tree
+    of scalar leaves (params {"w": [0.5, -0.3]} would be two parameters w.0, w.1), not as the array
+    the user meant. Refused, not converted: in a pytree a list is a container, as in torch and jax."""
+    if isinstance(tree, dict):
+        for k in sorted(tree):
+            no_number_lists(tree[k], root, (*path, k))
+    elif isinstance(tree, (tuple, list)):
+        if tree and all(type(v) in (int, float, bool) for v in tree):
+            raise problem("number_list", where=leaf_name(root, path), type=type(tree).__name__, value=tree)
+        for i, v in enumerate(tree):
+            no_number_lists(v, root, (*path, i))
+
+
+def param_values(params: Any, np_dtype: Any, other_grads: bool = False) -> None:
+    """Every leaf of params a finite float array; params may be empty ({}) only where other_grads
+    (carry0 or xs requires grad: the gradients are then with respect to them only)."""
+    no_number_lists(params, "params")
     items = flatten(params)
-    if not items:
+    if not items and not (isinstance(params, dict) and other_grads):
         raise problem("no_params", params=params)
     for path, leaf in items:
         where = leaf_name("params", path)
@@ -178,6 +198,7 @@ def param_values(params: Any, np_dtype: Any) -> None:
 
 def carry_values(carry0: Any, np_dtype: Any) -> Any:
     """carry0 as the step receives it (a bare array as (carry0,), a list as a tuple), checked."""
+    no_number_lists(carry0, "carry0")
     bare = not isinstance(carry0, (tuple, list, dict))
     carry = (carry0,) if bare else tuple(carry0) if isinstance(carry0, list) else carry0
     items = flatten(carry)
@@ -193,6 +214,7 @@ def carry_values(carry0: Any, np_dtype: Any) -> Any:
 
 def _xs_steps(xs: Any, np_dtype: Any) -> int:
     """T, the one leading dimension of every xs leaf."""
+    no_number_lists(xs, "xs")
     items = flatten(xs)
     if not items:
         raise problem("no_xs", xs=xs)
@@ -260,9 +282,26 @@ def const_values(consts: Any, loss: Any, np_dtype: Any) -> None:
         raise problem("consts_unread")
     if not isinstance(consts, Mapping):
         raise problem("consts_type", type=type(consts).__name__)
+    no_number_lists(dict(consts), "consts")
     for name, value in consts.items():
         where = leaf_name("consts", (name,))
         finite(real_array(value, where), where, np_dtype)
+
+
+def output_array(leaf: Any, where: str, floats: bool) -> np.ndarray:
+    """A leaf the step returned (`where` names the step, its time index and the leaf), as an array:
+    InputError for a Python number (numpy computes on it, torch's drivers cannot stack it, jax's
+    can: refused here so that no driver sees it) and for an output y_t that is not a float array
+    (floats: it is differentiated), or not numeric at all."""
+    if type(leaf) in (int, float, bool, complex):
+        raise problem("output_number", where=where, value=leaf, type=type(leaf).__name__)
+    try:
+        a = np.asarray(leaf)
+    except Exception:
+        raise problem("output_unreadable", where=where, type=type(leaf).__name__) from None
+    if a.dtype.kind not in ("f" if floats else "fiu"):
+        raise problem("output_dtype", where=where, dtype=a.dtype, want="a float" if floats else "a real numeric")
+    return a
 
 
 def _new_carry(t: int, new: Any, carry: Any, hint: str) -> Any:
@@ -277,7 +316,7 @@ def _new_carry(t: int, new: Any, carry: Any, hint: str) -> Any:
     leaves = []
     for (_, leaf), (p0, want_leaf) in zip(new_items, want_items):
         where = label("new_carry", t=t, leaf=leaf_name("carry", p0))
-        a = real_array(leaf, where)
+        a = output_array(leaf, where, floats=False)
         if a.shape != np.shape(want_leaf):
             raise problem("carry_shape", where=where, shape=a.shape, want=np.shape(want_leaf), hint=hint)
         leaves.append(finite(a, where, why=label("carry_finite")))
@@ -294,7 +333,7 @@ def _output(t: int, y: Any, first: Optional[list]) -> list:
         want = {leaf_name("y", q): np.shape(leaf) for q, leaf in first}
         raise problem("y_structure", t=t, got=got, want=want)
     wheres = [label("output", t=t, leaf=leaf_name("y", q)) for q, _ in items]
-    return [finite(real_array(leaf, where), where, why=label("outputs_finite"))
+    return [finite(output_array(leaf, where, floats=True), where, why=label("outputs_finite"))
             for where, (_, leaf) in zip(wheres, items)]
 
 

@@ -1,4 +1,4 @@
-"""`rnnbench env list | create NAME...`: the Python environments rows run in."""
+"""`rnnbench env list | create NAME... | lock NAME...`: the Python environments rows run in."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import argparse
 from rnnbench.run import environments, plan
 
 NAME = "env"
-HELP = "the Python environments rows run in (src/rnnbench/environments.toml): list, create"
+HELP = "the Python environments rows run in (src/rnnbench/environments.toml): list, create, lock"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=("list", "create"))
-    p.add_argument("names", nargs="*", help="environments to create (created once, then reused)")
+    p.add_argument("action", choices=("list", "create", "lock"))
+    p.add_argument("names", nargs="*", help="environments to create (created once, then reused) or lock "
+                   "(requirements/locks/NAME.lock: every package pinned with its hashes)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -24,6 +25,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:<14} {'default' if env.default else 'matrix':<8} {state}\n{'':<24}{env.python}")
         return 0
     names = plan.names(",".join(args.names), list(envs), "environment", required=True)
+    if args.action == "lock":
+        from rnnbench.run.locks import write_lock
+
+        for name in names:
+            write_lock(name, log=lambda line: print(f"rnnbench: {line}", flush=True))
+        return 0
     for name in names:
         env = environments.create(name, log=lambda line: print(f"rnnbench: {line}", flush=True))
         print(f"{name}: {env.python}")

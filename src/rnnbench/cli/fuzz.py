@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     out = options.out_path(args.out, "fuzz-%Y%m%d-%H%M%S.jsonl", args.resume)
     start = time.time()
     failures = errors = 0
-    with record.ResultsFile(out, resume=args.resume) as results:
+    with record.ResultsFile(out, resume=args.resume, kind="fuzz") as results:
         parent.results_file(out, resumable=True)  # an interruption names the file and how to continue it
         done = resume(out, results.existing, campaigns) if args.resume else {dtype: [] for dtype in dtypes}
         already = sum(map(len, done.values()))

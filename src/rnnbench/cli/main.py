@@ -10,6 +10,7 @@ by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP); 141 stdout's reader went away
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import signal
@@ -30,8 +31,17 @@ from rnnbench.run import parent
 COMMANDS = (run, list_, versions, env, table, sweep, fuzz, report, compare, bugs)
 
 
+class _Version(argparse.Action):
+    """--version: the package version, with the commit when rnnbench runs from a git checkout."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"rnnbench {record.rnnbench_version()}", flush=True)
+        parser.exit()
+
+
 def parser() -> options.Parser:
     p = options.Parser(prog="rnnbench", description=__doc__)
+    p.add_argument("--version", action=_Version, nargs=0, help="print rnnbench's version (and commit) and exit")
     sub = p.add_subparsers(dest="command", parser_class=options.Parser)
     for command in COMMANDS:
         command.add_arguments(sub.add_parser(command.NAME, help=command.HELP))
@@ -93,7 +103,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     went away (`rnnbench ... | head`). Every way out ends the workers (their process groups) and
     removes the run's temporary files (rnnbench.run.tmpdirs)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
         argv = ["run", *argv]
     try:
         return _dispatch(argv)

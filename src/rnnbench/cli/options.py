@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from rnnbench.errors import InputError
+from rnnbench import inputs
+from rnnbench.errors import InputError, did_you_mean
 from rnnbench.run import environments, plan
 
 UsageError = InputError  # bad input: one line, exit code 2
@@ -65,15 +66,9 @@ def shard(value: Optional[str]) -> Optional[tuple[int, int]]:
 def _read_toml(path: str) -> dict[str, Any]:
     import tomllib
 
+    data = inputs.read_regular_file(path, "config file")
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise UsageError(f"config file {path} does not exist") from None
-    except IsADirectoryError:
-        raise UsageError(f"config file {path} is a directory, not a TOML file") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read config file {path}: {exc.strerror}") from None
+        return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
 
@@ -91,7 +86,8 @@ def load_config(path: Optional[str]) -> dict[str, Any]:
         config["environments"] = ",".join(names)
     unknown = sorted(set(config) - set(plan.RUN_DEFAULTS))
     if unknown:
-        raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}; "
+        raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}"
+                         f"{did_you_mean(unknown[0], plan.RUN_DEFAULTS)}; "
                          f"known: {', '.join(plan.RUN_DEFAULTS)}")
     for key, value in config.items():
         where = f"config file {path}: key {key!r}"

@@ -19,6 +19,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:  # the charts' libraries, an extra: asked for first, before any file is read or made
+        import matplotlib  # noqa: F401
+        import PIL  # noqa: F401
+    except ImportError as exc:
+        raise options.UsageError(f"`rnnbench report` draws charts with matplotlib and Pillow ({exc}); install "
+                                 "them: pip install 'rnnbench[charts]' (pinned: pip install -r requirements/charts.txt)"
+                                 ) from None
     paths = options.results_files(args.files)
     warnings: list[str] = []
     records = record.load(paths, warn=warnings.append)

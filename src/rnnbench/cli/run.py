@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             for dtype in sorted({j.dtype for j in selected})}
         roofline = Roofline(int(s["threads"]), timed) if s["device"] == "cpu" else DeviceRoofline(s["device"], timed)
         roofline.measure(warn=lambda message: print(message, flush=True))
-        progress = Progress(len(selected))
+        progress = Progress(len(selected), unavailable=plan.unavailable_here(selected))
         # Compile caches persist across runs (caches.warm_cache_env, called where the rows run): a
         # repeated run recompiles nothing it compiled before; `sweep` and the idiomatic comparison
         # time cold first calls instead.

@@ -6,7 +6,7 @@ import argparse
 
 from rnnbench import record
 from rnnbench.cli import options
-from rnnbench.report.table import failure_reports, format_table
+from rnnbench.report.table import FORMATS, failure_reports, format_as
 
 NAME = "table"
 HELP = "print the table of one or more results files (several machines merge)"
@@ -15,11 +15,17 @@ HELP = "print the table of one or more results files (several machines merge)"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+")
     p.add_argument("--all", action="store_true", help="list unavailable rows in the table too")
+    p.add_argument("--format", choices=FORMATS, default="text",
+                   help="text (default: the table, then the failures' reports), markdown (a GitHub table), csv or "
+                   "json (the table's rows only)")
 
 
 def run(args: argparse.Namespace) -> int:
     records = record.load(options.results_files(args.files))
-    print(format_table(records, include_unavailable=args.all))
+    if args.format != "text":
+        print(format_as(records, args.format, include_unavailable=args.all))
+        return 0
+    print(format_as(records, "text", include_unavailable=args.all))
     reports = failure_reports(records)
     if reports:
         print("\n" + reports)

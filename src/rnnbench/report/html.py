@@ -114,7 +114,7 @@ def provenance(records: list[dict]) -> str:
     """Where the numbers come from: per machine (each named when there are several) its CPU,
     cores and platform, Python and package versions, threads and GEMM peak, from that machine's
     own records; then the dates and how memory was measured."""
-    timed = [r for r in records if isinstance(r.get("environment"), dict)]  # an errored row's may be just its name
+    timed = [r for r in records if isinstance(r.get("environment"), dict)]  # a str: an environment's name only
     if not timed:
         return ""
     by_machine = several_machines(records)

@@ -17,8 +17,11 @@ def _clock(seconds: float) -> str:
 class Progress:
     """Call start(job) when a row begins and done(record) when it ends."""
 
-    def __init__(self, total: int, stream: Optional[TextIO] = None, tty: Optional[bool] = None):
-        """stream: default the current sys.stdout (looked up now, not when this module was imported)."""
+    def __init__(self, total: int, stream: Optional[TextIO] = None, tty: Optional[bool] = None,
+                 unavailable: int = 0):
+        """stream: default the current sys.stdout (looked up now, not when this module was imported).
+        unavailable: how many of the rows are known to be unavailable before any runs (the runner
+        decides those first): the plain log says so on its first line."""
         self.total = total
         self.stream = stream if stream is not None else sys.stdout
         self.tty = self.stream.isatty() if tty is None else tty
@@ -26,6 +29,12 @@ class Progress:
         self.begin = time.perf_counter()
         self.current = ""
         self.unavailable = 0
+        self.unannounced = 0  # unavailable rows the plain log has not mentioned yet
+        self.preannounced = unavailable  # ... and those its first line mentioned
+        if unavailable and not self.tty:
+            self.stream.write(f"[0/{total}] {unavailable} of the {total} rows are unavailable here (not run; listed by "
+                              f"reason at the end), {total - unavailable} to run\n")
+            self.stream.flush()
 
     def _bar(self) -> str:
         elapsed = time.perf_counter() - self.begin
@@ -42,10 +51,25 @@ class Progress:
             self.stream.write("\r\033[K" + self._bar())
             self.stream.flush()
 
+    def _announce(self) -> None:
+        """In the plain log, one line for the unavailable rows not yet mentioned (those the runner
+        decides before any row runs were counted by the first line): the numbering never jumps."""
+        if self.unannounced and not self.tty:
+            self.stream.write(f"[{self.done_rows}/{self.total}] {self.unannounced} row(s) unavailable here "
+                              "(not run; listed by reason at the end)\n")
+            self.stream.flush()
+        self.unannounced = 0
+
     def done(self, rec: dict) -> None:
+        if rec["status"] != Status.UNAVAILABLE:
+            self._announce()  # the unavailable rows before this one, numbered before it
         self.done_rows += 1
         if rec["status"] == Status.UNAVAILABLE:  # counted; the final summary gives one line per reason
             self.unavailable += 1
+            if self.preannounced:
+                self.preannounced -= 1
+            else:
+                self.unannounced += 1
             if self.tty:
                 self.stream.write("\r\033[K" + self._bar())
                 self.stream.flush()
@@ -64,6 +88,7 @@ class Progress:
         self.stream.flush()
 
     def close(self) -> None:
+        self._announce()
         if self.tty:
             self.stream.write("\r\033[K")
             self.stream.flush()

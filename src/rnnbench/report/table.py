@@ -11,6 +11,7 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from rnnbench import record
+from rnnbench.errors import InputError
 from rnnbench.status import Status, is_known
 
 
@@ -54,7 +55,7 @@ def contention_legend(records: Iterable[dict[str, Any]]) -> list[str]:
             counts[note] += 1
     if not marked:
         return []
-    why = {"over_share": "used more cores than its threads", "load": "the load average left fewer free cores than its threads",
+    why = {"over_share": "used more cores than its threads", "load": "other work on the machine exceeded the cores it left free",
            "contended": "other work ran on its CPUs meanwhile"}
     parts = ", ".join(f"{n} {note} ({why.get(note, note)})" for note, n in sorted(counts.items()))
     return [f"{CONTENDED_MARK} {marked} row(s) timed under contention, compare them with care: {parts} "
@@ -155,6 +156,56 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
     """One line per row that ran (every row with include_unavailable), then one line per reason
     for the rows that could not run here. Records from several machines (merged results files) get
     a leading machine column, each row's from its own record."""
+    columns, body = table_data(records, include_unavailable)
+    widths = [max(len(c), *(len(row[i]) for row in body)) if body else len(c) for i, c in enumerate(columns)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+    text = [line(columns), line(tuple("-" * w for w in widths))] + [line(r) for r in body]
+    return "\n".join(text + notes(records, include_unavailable))
+
+
+def notes(records: list[dict[str, Any]], include_unavailable: bool = False) -> list[str]:
+    """The lines under the table: the contention legend, and (unless every row is in the table) one
+    line per reason rows were unavailable."""
+    return contention_legend(records) + ([] if include_unavailable else unavailable_summary(records))
+
+
+FORMATS = ("text", "markdown", "csv", "json")
+
+
+def format_as(records: list[dict[str, Any]], fmt: str, include_unavailable: bool = False) -> str:
+    """The table in `fmt` (FORMATS): text (format_table), markdown (a GitHub table by tabulate, then
+    the notes as a list), csv (the header and one line per row; nothing else), json (a list of
+    objects, one per row, keyed by the column names; the cells as the table shows them)."""
+    if fmt == "text":
+        return format_table(records, include_unavailable)
+    columns, body = table_data(records, include_unavailable)
+    if fmt == "markdown":
+        try:
+            from tabulate import tabulate
+        except ImportError:
+            raise InputError("--format markdown needs tabulate: pip install 'rnnbench[charts]' "
+                             "(pinned: pip install -r requirements/charts.txt)") from None
+
+        text = tabulate(body, headers=columns, tablefmt="github", disable_numparse=True)
+        below = notes(records, include_unavailable)
+        return text + ("\n\n" + "\n".join(f"- {n}" for n in below) if below else "")
+    if fmt == "csv":
+        import csv
+        import io
+
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows([columns, *body])
+        return buf.getvalue().rstrip("\n")
+    if fmt == "json":
+        import json
+
+        return json.dumps([dict(zip(columns, row)) for row in body], indent=1)
+    raise ValueError(f"unknown table format {fmt!r}")
+
+
+def table_data(records: list[dict[str, Any]], include_unavailable: bool = False
+               ) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The table's column names and its rows of cells (format_table's, whatever the format)."""
     with_machine = several_machines(records)
     with_loss = any(loss_label(r) != "model" for r in records)
     with_hvp = any("hvp" in r for r in records)
@@ -165,14 +216,7 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
         columns = (columns[0], "loss", *columns[1:])
     if with_machine:
         columns = ("machine", *columns)
-    body = rows(records, include_unavailable, with_machine, with_loss, with_hvp)
-    widths = [max(len(c), *(len(row[i]) for row in body)) if body else len(c) for i, c in enumerate(columns)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-    text = [line(columns), line(tuple("-" * w for w in widths))] + [line(r) for r in body]
-    text += contention_legend(records)
-    if not include_unavailable:
-        text += unavailable_summary(records)
-    return "\n".join(text)
+    return columns, rows(records, include_unavailable, with_machine, with_loss, with_hvp)
 
 
 def unavailable_summary(records: list[dict[str, Any]]) -> list[str]:

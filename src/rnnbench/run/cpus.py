@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
 OVER_SHARE = 1.1  # a row whose CPU time / wall exceeds threads * this used more cores than it was given
-LOAD_SLACK = 0.25  # cores: an idle machine's load average is rarely 0
 CONTENDED_CPUS = 0.1  # other work on the row's CPUs above this many CPUs' worth: its times are not its own
 MIN_OTHERS_WALL_S = 0.5  # /proc/stat counts 10 ms ticks: other work is measured over timed loops at least this long
 NOTES = {
     "over_share": f"CPU time / wall over the timed loops above threads x {OVER_SHARE:g}: it used more cores than --threads",
-    "load": "the machine's load average left fewer free cores than the row's threads",
+    "load": "other work on the machine while the row was timed exceeded the cores the row left free",
     "contended": f"other work used more than {CONTENDED_CPUS:g} of the row's CPUs while it was timed",
 }
 
@@ -161,10 +160,12 @@ class CpuClock:
     cpu_s: float
     wall_s: float
     cpus_busy_s: Optional[float]
+    machine_busy_s: Optional[float] = None  # the same over every CPU of the machine
 
 
-def _cpus_busy_s(cpus: Iterable[int]) -> Optional[float]:
-    wanted = {f"cpu{c}" for c in cpus}
+def _busy_s(cpus: Optional[Iterable[int]]) -> Optional[float]:
+    """Busy seconds of `cpus` (None: the whole machine, /proc/stat's "cpu" line) since boot."""
+    wanted = {"cpu"} if cpus is None else {f"cpu{c}" for c in cpus}
     try:
         lines = Path("/proc/stat").read_text().splitlines()
         tick = os.sysconf("SC_CLK_TCK")
@@ -180,9 +181,25 @@ def _cpus_busy_s(cpus: Iterable[int]) -> Optional[float]:
     return busy / tick if found == len(wanted) else None
 
 
+def _cpus_busy_s(cpus: Iterable[int]) -> Optional[float]:
+    return _busy_s(cpus)
+
+
 def cpu_clock() -> CpuClock:
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return CpuClock(usage.ru_utime + usage.ru_stime, time.perf_counter(), _cpus_busy_s(allowed_cpus()))
+    return CpuClock(usage.ru_utime + usage.ru_stime, time.perf_counter(), _busy_s(allowed_cpus()), _busy_s(None))
+
+
+def machine_others(interval_s: float = 0.3) -> Optional[float]:
+    """CPUs' worth of work on the whole machine over the next `interval_s` seconds (this process
+    sleeps meanwhile): what is busy now, not a minute's average. None where /proc/stat is unreadable."""
+    before = _busy_s(None)
+    start = time.perf_counter()
+    time.sleep(interval_s)
+    after = _busy_s(None)
+    if before is None or after is None:
+        return None
+    return max(0.0, after - before) / (time.perf_counter() - start)
 
 
 def load_average() -> list[float]:
@@ -204,6 +221,9 @@ def cpu_record(threads: int, affinity: Sequence[int], spans: Sequence[tuple[CpuC
     busy = [b.cpus_busy_s - a.cpus_busy_s for a, b in spans if a.cpus_busy_s is not None and b.cpus_busy_s is not None]
     measurable = bool(spans) and len(busy) == len(spans) and wall >= MIN_OTHERS_WALL_S
     others = max(0.0, sum(busy) - cpu) / wall if measurable else None
+    machine = [b.machine_busy_s - a.machine_busy_s for a, b in spans
+               if a.machine_busy_s is not None and b.machine_busy_s is not None]
+    on_machine = max(0.0, sum(machine) - cpu) / wall if measurable and len(machine) == len(spans) else None
     rec: dict[str, Any] = {
         "threads": threads,
         "affinity": sorted(int(c) for c in affinity),
@@ -212,12 +232,14 @@ def cpu_record(threads: int, affinity: Sequence[int], spans: Sequence[tuple[CpuC
         "timed_wall_s": wall if spans else None,
         "cpu_ratio": cpu / wall if spans and wall > 0 else None,
         "others_on_cpus": others,
+        "others_on_machine": on_machine,
         "load_start": list(load_start),
         "load_end": list(load_end),
         "method": "cpu_ratio: process CPU time (getrusage user+system) / wall over the timed loops (warm-ups "
                   "included); others_on_cpus: busy time of the affinity's CPUs (/proc/stat, steal included) less "
                   f"the process's own, / wall, in CPUs (null when the loops took under {MIN_OTHERS_WALL_S:g} s: "
-                  "10 ms ticks); load: 1/5/15-minute load averages",
+                  "10 ms ticks); others_on_machine: the same over every CPU of the machine; load: 1/5/15-minute "
+                  "load averages (recorded, not judged: a minute's average counts this run's own earlier rows)",
     }
     rec["notes"] = contention_notes(rec)
     return rec
@@ -226,9 +248,11 @@ def cpu_record(threads: int, affinity: Sequence[int], spans: Sequence[tuple[CpuC
 def contention_notes(cpu: Mapping[str, Any]) -> list[str]:
     """Why a row's times may not be its own (keys of NOTES), from its `cpu` record:
     over_share: cpu_ratio > threads * OVER_SHARE (it ran on more cores than it was given);
-    load: the 1-minute load average, at the row's start or end, minus the row's own threads (a
-        running worker counts in the load it reads) left fewer than its threads free, by more
-        than LOAD_SLACK, of the machine's CPUs (a lagging estimate: a minute's average);
+    load: other work on the whole machine while the row was timed (others_on_machine, measured
+        from /proc/stat like `contended`) exceeded the cores the row left free (machine_cpus -
+        threads) by more than CONTENDED_CPUS: it cannot all have run beside the row. The 1-minute
+        load average is not judged: it lags, and counts this run's own earlier rows and compiles,
+        so it marked rows on an idle machine;
     contended: other work (other processes, the kernel's interrupts, a hypervisor's steal) used
         more than CONTENDED_CPUS of the row's own CPUs during its timed loops (measured, not a load
         estimate: /proc/stat per CPU, 10 ms ticks)."""
@@ -237,24 +261,30 @@ def contention_notes(cpu: Mapping[str, Any]) -> list[str]:
     ratio = cpu.get("cpu_ratio")
     if ratio is not None and ratio > threads * OVER_SHARE:
         notes.append("over_share")
-    loads = [load[0] for load in (cpu.get("load_start"), cpu.get("load_end")) if load]
-    if loads:
-        others = max(0.0, max(loads) - threads)
-        if (cpu.get("machine_cpus") or 1) - others < threads - LOAD_SLACK:
-            notes.append("load")
+    on_machine = cpu.get("others_on_machine")
+    if on_machine is not None and on_machine > (cpu.get("machine_cpus") or 1) - threads + CONTENDED_CPUS:
+        notes.append("load")
     others = cpu.get("others_on_cpus")
     if others is not None and others > CONTENDED_CPUS:
         notes.append("contended")
     return notes
 
 
-def load_line(threads: int, cores: Optional[int] = None, load: Optional[float] = None) -> str:
-    """'load average 1.9 on 2 cores at start: timings may be contended': the one line a run says
-    about the machine before it times (contended when the load leaves fewer free cores than threads)."""
+def load_line(threads: int, cores: Optional[int] = None, load: Optional[float] = None,
+              busy: Optional[float] = None) -> str:
+    """'load average 1.9 on 2 cores at start, 1.8 cores busy now: timings may be contended': the one
+    line a run says about the machine before it times. Contended when the work measured now (busy:
+    machine_others, CPUs' worth over a moment) exceeds the cores the rows leave free by more than
+    CONTENDED_CPUS, as a row's `load` note judges; the 1-minute load average is only reported (it
+    lags: on an idle machine it still counts the last minute's work)."""
     cores = cores or os.cpu_count() or 1
     if load is None:
         averages = load_average()
         load = averages[0] if averages else 0.0
-    busy = cores - load < threads - LOAD_SLACK
-    return (f"load average {load:.1f} on {cores} cores at start" +
-            (f": timings may be contended ({threads} thread{'s' if threads != 1 else ''} per row)" if busy else ""))
+    if busy is None:
+        busy = machine_others()
+    contended = busy is not None and busy > cores - threads + CONTENDED_CPUS
+    now = f", {busy:.1f} cores busy now" if busy is not None else ""
+    plural = "s" if threads != 1 else ""
+    return (f"load average {load:.1f} on {cores} cores at start{now}" +
+            (f": timings may be contended ({threads} thread{plural} per row)" if contended else ""))

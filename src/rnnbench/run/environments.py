@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 from rnnbench.errors import InputError
+from rnnbench.inputs import read_regular_file
 
 REPO = Path(__file__).resolve().parents[3]
 DEFINITIONS = Path(__file__).resolve().parents[1] / "environments.toml"
@@ -76,7 +77,9 @@ class Environment:
             made = json.loads((self.prefix / COMPLETE_MARK).read_text())
         except (OSError, ValueError):
             return not (self.prefix / ".rnnbench-partial").exists()
+        # a mark from before lock files has no "lock": built from the same pins, it stands
         return isinstance(made, dict) and made.get("requirements") == list(self.requirements) and \
+            made.get("lock", lock_digest(self.name)) == lock_digest(self.name) and \
             made.get("rnnbench_dependencies") == list(rnnbench_dependencies()) and made.get("recipe") == RECIPE
 
     def packages(self) -> set[str]:
@@ -154,7 +157,7 @@ def _builtin() -> dict[str, dict[str, Any]]:
         return tomllib.load(f)
 
 
-DEFINITION_KEYS = {"about": str, "requirements": (str, list), "path": str, "python_variable": str,
+DEFINITION_KEYS = {"about": str, "requirements": (str, list), "lock_with": list, "path": str, "python_variable": str,
                    "variables": dict, "default": bool, "interpreter": str, "create": str, "purpose": str}
 
 
@@ -172,6 +175,8 @@ def check_definition(name: str, entry: Any, where: str) -> dict[str, Any]:
     reqs = entry.get("requirements")
     if isinstance(reqs, list) and not all(isinstance(r, str) and r.strip() for r in reqs):
         raise InputError(f"{where}: environment {name!r}: requirements must be non-empty strings")
+    if isinstance(reqs, str):  # a requirements file: read now (a FIFO or /dev/zero is refused unread)
+        read_regular_file(REPO / reqs, f"{where}: environment {name!r}: requirements file")
     if not any(k in entry for k in ("requirements", "path")) and name not in _builtin():
         raise InputError(f"{where}: environment {name!r} needs `requirements` (pins to create it from) or `path`")
     if not all(isinstance(v, str) for v in entry.get("variables", {}).values()):
@@ -221,9 +226,26 @@ def rnnbench_dependencies() -> tuple[str, ...]:
         return tuple(r for r in metadata.requires("rnnbench") or () if "extra ==" not in r)
 
 
-def _hash(requirements: tuple[str, ...]) -> str:
-    what = json.dumps([sorted(requirements), list(rnnbench_dependencies()), RECIPE, list(sys.version_info[:2])])
-    return hashlib.sha256(what.encode()).hexdigest()[:10]
+LOCKS = REPO / "requirements" / "locks"
+
+
+def lock_path(name: str) -> Path:
+    """Where environment `name`'s lock file is (`rnnbench env lock`, rnnbench.run.locks): every
+    package it installs pinned with its hashes. Where it exists, `create` installs from it alone."""
+    return LOCKS / f"{name}.lock"
+
+
+def lock_digest(name: str) -> str:
+    """A short hash of `name`'s lock file ("" without one): part of the environment's identity."""
+    try:
+        return hashlib.sha256(lock_path(name).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return ""
+
+
+def _hash(requirements: tuple[str, ...], lock: str = "") -> str:
+    what = [sorted(requirements), list(rnnbench_dependencies()), RECIPE, list(sys.version_info[:2])]
+    return hashlib.sha256(json.dumps(what + ([lock] if lock else [])).encode()).hexdigest()[:10]
 
 
 def _environment(name: str, entry: Mapping[str, Any]) -> Environment:
@@ -232,7 +254,7 @@ def _environment(name: str, entry: Mapping[str, Any]) -> Environment:
     if "path" in entry:
         python = str(REPO / entry["path"] / "bin" / "python")
     else:
-        python = str(cache_root() / f"{name}-{_hash(requirements)}" / "bin" / "python")
+        python = str(cache_root() / f"{name}-{_hash(requirements, lock_digest(name))}" / "bin" / "python")
     override = os.environ.get(entry["python_variable"]) if entry.get("python_variable") else None
     if override:
         python = override
@@ -350,7 +372,8 @@ def create(name: str, log: Callable[[str], None] = print) -> Environment:
                          + (f" ({env.requirements_file} is missing)" if env.requirements_file else ""))
     uv = _uv()
     if uv is None:
-        raise InputError("creating an environment needs uv (`pip install uv`; requirements/main.txt pins it)")
+        raise InputError("creating an environment needs uv: `pip install uv` (requirements/dev.txt pins it; "
+                         "`make venv` installs it)")
     prefix = env.prefix
     prefix.parent.mkdir(parents=True, exist_ok=True)
     with open(_lock_path(prefix), "w") as lock:
@@ -366,11 +389,15 @@ def create(name: str, log: Callable[[str], None] = print) -> Environment:
         (prefix / ".rnnbench-partial").touch()
         python = str(prefix / "bin" / "python")
         reqs = ["-r", env.requirements_file] if env.requirements_file else list(env.requirements)
-        # The pins and rnnbench's own dependencies in one resolution (the pins win), then rnnbench
-        # itself: an editable install of this checkout, nothing else changed.
-        _run([uv, "pip", "install", "-q", "--python", python, *pip_sources(), *reqs, *rnnbench_dependencies()], uv_env)
+        if lock_path(name).is_file():  # every package pinned with its hashes, rnnbench's dependencies too
+            reqs = ["--require-hashes", "-r", str(lock_path(name))]
+        else:  # the pins and rnnbench's own dependencies in one resolution (the pins win)
+            reqs += list(rnnbench_dependencies())
+        # then rnnbench itself: an editable install of this checkout, nothing else changed.
+        _run([uv, "pip", "install", "-q", "--python", python, *pip_sources(), *reqs], uv_env)
         _run([uv, "pip", "install", "-q", "--python", python, "--no-deps", "-e", str(REPO)], uv_env)
         (prefix / COMPLETE_MARK).write_text(json.dumps({"requirements": list(env.requirements),
+                                                         "lock": lock_digest(name),
                                                          "rnnbench_dependencies": list(rnnbench_dependencies()),
                                                          "recipe": RECIPE,
                                                          "seconds": round(time.perf_counter() - start, 1)}) + "\n")

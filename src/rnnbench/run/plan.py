@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 from rnnbench import losses, record, registry
 from rnnbench.check.tolerance import tolerance
-from rnnbench.errors import InputError
+from rnnbench.errors import InputError, did_you_mean
 from rnnbench.model import Model
 from rnnbench.run import environments, gpu_suite
 from rnnbench.run.row import Job, unavailable_reason
@@ -78,7 +78,7 @@ def names(value: Optional[str], known: Sequence[str], what: str, required: bool 
         raise InputError(f"the {what} selection {value!r} names nothing; known: {', '.join(known)}")
     for n in chosen:
         if n not in known:
-            raise InputError(f"unknown {what} {n!r}; known: {', '.join(known)}")
+            raise InputError(f"unknown {what} {n!r}{did_you_mean(n, known)}; known: {', '.join(known)}")
     return chosen
 
 
@@ -136,7 +136,7 @@ def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
     strings, numbers checked): every dtype x model x loss form x driver x environment the driver
     runs in, in that order. timed=False: check gradients only."""
     if s["suite"] not in SUITES:
-        raise InputError(f"unknown suite {s['suite']!r}; known: {', '.join(SUITES)}")
+        raise InputError(f"unknown suite {s['suite']!r}{did_you_mean(s['suite'], SUITES)}; known: {', '.join(SUITES)}")
     suite = SUITES[s["suite"]]
     models = (names(s["models"], list(registry.models()), "model") if s["models"]
               else suite_names(suite["models"], registry.models()))
@@ -195,6 +195,13 @@ def not_yet_recorded(planned: list[Job], out: Path, results: record.ResultsFile)
               for j in planned]
     todo = record.resume_plan(out, results.existing, wanted)
     return len(planned) - len(todo), [planned[i] for i in todo]
+
+
+def unavailable_here(jobs: list[Job]) -> int:
+    """How many of `jobs` are unavailable as decided before any worker starts (the runner decides
+    them first, with the same rnnbench.run.row.unavailable_reason): the progress log says so first."""
+    return sum(unavailable_reason(registry.get_model(j.model), registry.get_driver(j.driver), j) is not None
+               for j in jobs)
 
 
 def fuzz_drivers(value: Optional[str], dtype: str, device: str, probe: Model) -> list:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -171,14 +172,10 @@ def peak_for(dtype: str, threads: int, sizes: Iterable[Mapping[str, int]] = (), 
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            cache = json.loads(path.read_text())
-            entries = cache["entries"] if isinstance(cache.get("entries"), dict) else {}
-        except (OSError, ValueError, AttributeError):
-            entries = {}
+        entries = _cached_entries(path)
         entry = entries.get(key_text)
-        if not isinstance(entry, dict) or time.time() - entry.get("measured_epoch", 0) > PEAK_MAX_AGE_DAYS * 86400:
-            entry = {"key": key, "by_framework": {}}
+        if not _valid_entry(entry) or time.time() - entry.get("measured_epoch", 0) > PEAK_MAX_AGE_DAYS * 86400:
+            entry = {"key": key, "by_framework": {}}  # of another shape, or old: measured again
         done = set.intersection(*(set(r) for r in entry["by_framework"].values())) if entry["by_framework"] else set()
         missing = [s for s in shapes if _shape_name(s) not in done]
         if (entry.get("others_on_cpus") or 0.0) > CONTENDED_CPUS:
@@ -202,6 +199,41 @@ def peak_for(dtype: str, threads: int, sizes: Iterable[Mapping[str, int]] = (), 
             tmp.write_text(json.dumps({"entries": entries}, indent=1, sort_keys=True))
             os.replace(tmp, path)
     return _peak_summary(entry, dtype, threads, cpus, path)
+
+
+def _cached_entries(path: Path) -> dict[str, Any]:
+    """The cache file's entries by key text; {} for a missing file or one of another shape (another
+    version's, hand-edited, cut short): the peak is then measured again, and the file rewritten."""
+    try:
+        cache = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    entries = cache.get("entries") if isinstance(cache, dict) else None
+    return entries if isinstance(entries, dict) else {}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def _valid_entry(entry: Any) -> bool:
+    """Whether a cached entry has the shape peak_for reads: by_framework {framework: {"mxkxn":
+    GFLOP/s > 0}} with shape names of three integers, a numeric measured_epoch, others_on_cpus a
+    number or absent/null, errors a dict or absent, cpus a list of integers or absent."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("by_framework"), dict):
+        return False
+    for rates in entry["by_framework"].values():
+        if not isinstance(rates, dict) or not all(
+                isinstance(shape, str) and re.fullmatch(r"\d+x\d+x\d+", shape) and _number(rate) and rate > 0
+                for shape, rate in rates.items()):
+            return False
+    if not _number(entry.get("measured_epoch", 0)) or not (entry.get("others_on_cpus") is None
+                                                           or _number(entry["others_on_cpus"])):
+        return False
+    if not isinstance(entry.get("errors", {}), dict) or not isinstance(entry.get("measured", ""), str):
+        return False
+    cpus = entry.get("cpus", [])
+    return isinstance(cpus, list) and all(isinstance(c, int) and not isinstance(c, bool) for c in cpus)
 
 
 def _measure_in_worker(request: dict[str, Any], python: str, timeout_s: float) -> dict[str, Any]:
