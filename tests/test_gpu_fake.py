@@ -128,6 +128,7 @@ def test_a_gpu_row_is_contended_by_another_gpu_process_or_a_starved_launch_threa
         "machine_cpus": 16,
         "threads": 16,
         "others_on_cpus": 0.3,
+        "others_on_machine": 0.3,
         "load_start": [0.3, 0.3, 0.3],
         "load_end": [0.3, 0.3, 0.3],
         "notes": ["load", "contended"],
@@ -136,7 +137,7 @@ def test_a_gpu_row_is_contended_by_another_gpu_process_or_a_starved_launch_threa
     assert rec["notes"] == [] and rec["host_notes"] == ["load", "contended"]  # the H100 run's false alarm
     assert accelerator.gpu_cpu_record(calm, shared=True)["notes"] == ["gpu_shared"]
     assert "launch_starved" in accelerator.gpu_cpu_record({**calm, "others_on_cpus": 15.5}, shared=False)["notes"]
-    busy = {**calm, "load_start": [17.5, 10, 5]}
+    busy = {**calm, "others_on_machine": 15.5}  # other work measured on the whole machine during the row
     assert "launch_starved" in accelerator.gpu_cpu_record(busy, shared=False)["notes"]
     assert "starved" not in accelerator.load_line(cores=16, load=0.3)
     assert "starved" in accelerator.load_line(cores=16, load=16.0)

@@ -304,7 +304,7 @@ FIELDS: dict[str, str] = {
     "machine.accelerator.jax_device_kind": "str|null", "machine.accelerator.index": "int|null",
     "hvp": "dict|null", "hvp.status": "str|null", "hvp.raw_status": "str|null", "hvp.report": "str|null",
     "cpu": "dict", "cpu.notes": "list|null", "cpu.notes.*": "str",
-    "gemm_peak": "dict", "gemm_peak.gflops": "num!", "gemm_peak.threads": "int!",
+    "gemm_peak": "dict", "gemm_peak.gflops": "num!", "gemm_peak.threads": "int",  # a GPU peak has none
     "roofline": "dict", "roofline.*": "dict", "roofline.*.fraction_of_peak": "num!", "roofline.*.gflops": "num",
     # a row's environment (rnnbench.record.environment); a worker's error record once carried its name here
     "environment": "dict|str", "environment.versions": "dict|null", "environment.versions.*": "str",

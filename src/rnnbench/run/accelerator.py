@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rnnbench.run.cpus import CONTENDED_CPUS, LOAD_SLACK, load_average
+from rnnbench.run.cpus import CONTENDED_CPUS, load_average
 
 GPU_SQUARES = (4096, 8192)  # a GPU reaches its GEMM rate only on large products: measured besides timing's squares
 SMI_TIMEOUT_S = 20.0
@@ -204,9 +204,9 @@ def gpu_cpu_record(cpu: dict[str, Any], shared: bool) -> dict[str, Any]:
     out = {**cpu, "host_notes": list(cpu.get("notes") or [])}
     notes = ["gpu_shared"] if shared else []
     free_cpus = len(cpu.get("affinity") or [1]) - (cpu.get("others_on_cpus") or 0.0)
-    loads = [load[0] for load in (cpu.get("load_start"), cpu.get("load_end")) if load]
-    free_machine = (cpu.get("machine_cpus") or 1) - max([0.0, *(x - 1 for x in loads)])
-    if free_cpus < 1 - CONTENDED_CPUS or free_machine < 1 - LOAD_SLACK:
+    # measured like the CPU rows' load note (others_on_machine), not from the lagging load average
+    free_machine = (cpu.get("machine_cpus") or 1) - (cpu.get("others_on_machine") or 0.0)
+    if free_cpus < 1 - CONTENDED_CPUS or free_machine < 1 - CONTENDED_CPUS:
         notes.append("launch_starved")
     out["notes"] = notes
     return out
@@ -218,7 +218,7 @@ def load_line(cores: int | None = None, load: float | None = None) -> str:
     if load is None:
         averages = load_average()
         load = averages[0] if averages else 0.0
-    starved = cores - load < 1 - LOAD_SLACK
+    starved = cores - load < 1 - CONTENDED_CPUS
     return f"load average {load:.1f} on {cores} cores at start" + (
         ": GPU rows' launch threads may be starved" if starved else " (GPU rows need one free core each)"
     )
