@@ -76,9 +76,9 @@ def _set(rec: dict[str, Any], path: tuple, value: Any) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _probes() -> list:
-    from rnnbench.run import bug_versions
+    from rnnbench.report import bug_table
 
-    return bug_versions.probes()
+    return bug_table.probes()
 
 
 class _Pyplot:
@@ -118,7 +118,7 @@ def _read_everything(records: list[dict[str, Any]], tmp: Path) -> None:
     from rnnbench.report.html import write_report
     from rnnbench.report.progress import Progress
     from rnnbench.report.table import contention_legend, failure_reports, format_table
-    from rnnbench.run import bug_versions
+    from rnnbench.report import bug_table
 
     format_table(records, include_unavailable=True)
     failure_reports(records)
@@ -127,11 +127,11 @@ def _read_everything(records: list[dict[str, Any]], tmp: Path) -> None:
     for r in records:
         progress.done(r)
     probes = _probes()  # of the registry alone, not of the records: computed once
-    with mock.patch.object(bug_versions, "probes", lambda: probes), \
+    with mock.patch.object(bug_table, "probes", lambda: probes), \
             mock.patch.object(charts, "_plt", _Pyplot), mock.patch.object(charts, "_save", lambda fig, path: None), \
             mock.patch.object(charts, "_readable_log_y", lambda ax: None):  # reads the drawn axis' limits
         write_report(records, tmp)
-        bug_versions.format_table(records)
+        bug_table.format_table(records)
 
 
 def _cases() -> list[tuple[str, int, tuple, Any]]:
