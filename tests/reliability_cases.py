@@ -380,6 +380,16 @@ _case("list_closed_pipe", "list", 141, "", pipe_closed=True)
 _case("table_closed_pipe", "table {t}/r.jsonl", 141, "", ("results",), pipe_closed=True)
 _case("help_closed_pipe", "--help", 141, "", pipe_closed=True)
 
+# -- processes, streams and outputs (issue: the contract beyond the command line) -------------------
+# A matrix of drivers x environments with no row in it; outputs where nothing can be written (a
+# sysfs directory refuses new files, to root too).
+_case("run_empty_matrix", (*R[:1], "--models", "rnn", "--drivers", "torch_xla_loop", "--environments", "main", *OUT),
+      2, "no selected driver runs in the selected environments")
+_case("run_out_unwritable_directory", (*R, "--out", "/sys/r.jsonl"), 2, "cannot write results file")
+_case("report_out_dir_unwritable", ("report", "{t}/r.jsonl", "--out-dir", "/sys"), 2, "cannot write there",
+      ("results",))
+_case("fuzz_repro_dir_unwritable", ("fuzz", "--cases", "1", "--repro-dir", "/sys"), 2, "cannot write there")
+
 
 def snapshot(root: Path) -> dict[str, bytes]:
     out = {}

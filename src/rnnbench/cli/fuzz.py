@@ -68,12 +68,7 @@ def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, 
     if not all(drivers.values()):
         raise options.UsageError(f"no driver can fuzz here on {args.device} "
                                  "(install the main environment with `make venv`)")
-    repro_dir = Path(args.repro_dir) if args.repro_dir else None
-    if repro_dir is not None:
-        try:
-            repro_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise options.UsageError(f"cannot create {repro_dir}: {exc.strerror}") from None
+    repro_dir = options.writable_dir(Path(args.repro_dir), "--repro-dir") if args.repro_dir else None
     return dtypes, loss_forms, drivers, repro_dir
 
 
