@@ -453,6 +453,17 @@ for path, value, words in [
         _case(f"{command[0]}_{name}", command, 2, f"r.jsonl:1: not an rnnbench record ({words})", (name,))
     _case(f"resume_{name}", RESUME, 2, f"r.jsonl:1: not an rnnbench record ({words})", (name,))
 
+# -- processes, streams and outputs (issue: the contract beyond the command line) -------------------
+# A matrix of drivers x environments with no row in it; outputs where nothing can be written (a
+# sysfs directory refuses new files, to root too).
+_case("run_empty_matrix", (*R[:1], "--models", "rnn", "--drivers", "torch_xla_loop", "--environments", "main", *OUT),
+      2, "no selected driver runs in the selected environments")
+_case("run_out_unwritable_directory", (*R, "--out", "/sys/r.jsonl"), 2, "cannot write results file")
+_case("report_out_dir_unwritable", ("report", "{t}/r.jsonl", "--out-dir", "/sys"), 2, "cannot write there",
+      ("results",))
+_case("fuzz_repro_dir_unwritable", ("fuzz", "--cases", "1", "--repro-dir", "/sys"), 2, "cannot write there")
+
+
 def snapshot(root: Path) -> dict[str, bytes]:
     out = {}
     for path in sorted(root.rglob("*")):

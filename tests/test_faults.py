@@ -273,3 +273,17 @@ def test_internal_error_prints_the_traceback_where_it_cannot_be_saved(tmp_path: 
 def test_input_error_is_exit_2(capsys) -> None:
     assert cli.main(["table", "/nonexistent/r.jsonl"]) == 2
     assert capsys.readouterr().err.startswith("rnnbench: error: ")
+
+
+def test_a_run_started_with_stdout_closed_records_its_rows(tmp_path: Path) -> None:
+    """`rnnbench run ... >&-` (a daemon or CI step without a console): nothing is written to the
+    console, nothing breaks, the rows are recorded and the exit code is the run's."""
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TMPDIR": str(tmp_path / "tmp")}
+    proc = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-m", "rnnbench.cli", "run", "--models",
+                           "decay", "--drivers", "torch_loop", "--environments", "main", "--no-time", "--out", "r.jsonl"],
+                          cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [(r["model"], r["driver"], r["status"]) for r in rows] == [("decay", "torch_loop", "ok")]

@@ -3,7 +3,9 @@ its item only, later items run in a fresh worker, and no worker outlives the cal
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -138,14 +140,138 @@ def test_the_workers_watchdog_ends_its_group_when_its_parent_goes() -> None:
     a session of its own) exits; the worker's watchdog kills it and its child."""
     marker, env = _marked_env()
     parent = f"""
-import os, pickle, subprocess, sys, time
+import os, pickle, struct, subprocess, sys, time
 w = subprocess.Popen([sys.executable, "-c", {WORKER!r}], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                      start_new_session=True, env={{**os.environ, "RNNBENCH_PARENT_PID": str(os.getpid())}})
 pickle.dump((None, ["hang"]), w.stdin)
 w.stdin.close()
-assert pickle.load(w.stdout) == ("start", 0)
+(size,) = struct.unpack("<Q", w.stdout.read(8))  # rnnbench.run.protocol: one length-framed event
+assert pickle.loads(w.stdout.read(size))[:2] == ("start", 0)
 time.sleep(0.5)  # the child is started
 os._exit(0)
 """
     subprocess.run([sys.executable, "-c", parent], env=env, timeout=60, check=True)
     _gone(marker)
+
+
+# Daemons: a step that double-forks and calls setsid leaves the worker's process group and session.
+
+
+def _daemons(folder: Path) -> list[int]:
+    return [int(p.name.split("-")[1]) for p in folder.glob("daemon-*")]
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a killed orphan is a zombie until its new parent reaps it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+def _none_running(pids: list[int], within_s: float = 5.0) -> None:
+    deadline = time.monotonic() + within_s
+    while [p for p in pids if _running(p)]:
+        assert time.monotonic() < deadline, f"still running: {[p for p in pids if _running(p)]}"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("item, outcome", [("daemonize", "result"), ("daemonize_then_hang", Status.TIMEOUT),
+                                           ("daemonize_then_segfault", Status.CRASH),
+                                           ("daemonize_then_sigkill", Status.CRASH)])
+def test_a_daemon_a_row_started_does_not_outlive_its_worker(tmp_path: Path, monkeypatch, item: str,
+                                                            outcome: str) -> None:
+    """Whether the row ends with a result, a timeout (the parent stops and kills the worker's
+    tree) or the worker's own death (its orphans already gone to init: their token finds them)."""
+    monkeypatch.setenv("ISOLATION_DAEMON_DIR", str(tmp_path))
+    results, failures, _ = _run([item, "a"], timeout_s=3.0)
+    assert (0 in results) if outcome == "result" else failures[0][0] == outcome
+    assert results[1][0] == "a"
+    daemons = _daemons(tmp_path)
+    assert len(daemons) == 1
+    _none_running(daemons)
+
+
+def test_a_daemon_does_not_outlive_a_killed_parent(tmp_path: Path) -> None:
+    """SIGKILL of the parent while the row hangs: the worker dies by its death signal at once (its
+    orphans go to init), and the guard kills what carries the worker's token."""
+    parent = f"""
+import os, sys
+sys.path.insert(0, {str(PLUGINS)!r})
+from rnnbench.run.isolation import run_isolated
+run_isolated([sys.executable, "-m", "isolation_worker"], ["daemonize_then_hang"], 600.0,
+             on_result=lambda i, r: None, on_failure=lambda i, s, r: None,
+             env={{**os.environ, "PYTHONPATH": {str(PLUGINS)!r}}})
+"""
+    env = {**os.environ, "ISOLATION_DAEMON_DIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-c", parent], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not _daemons(tmp_path):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+    finally:
+        proc.kill()
+        proc.wait()
+    _none_running(_daemons(tmp_path))
+
+
+def test_the_parent_reads_a_bounded_tail_of_a_worker_s_stderr() -> None:
+    """32 MiB of stderr before the worker fails: the report holds the last lines, and the parent's
+    memory (Python allocations, traced) stays far below what the worker wrote."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        _, failures, _ = _run(["stderr_flood", "a"], timeout_s=60.0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    status, report = failures[0]
+    assert status == Status.CRASH and "the last line" in report and "after the flood" in report
+    assert len(report) < 32 * 1024
+    assert peak < 4 * 2**20, f"the parent's peak traced memory was {peak / 2**20:.1f} MiB"
+
+
+# Deadlines: a stopped parent (Ctrl-Z, SIGSTOP) must not turn a finished row into a timeout.
+PARENT = f"""
+import json, os, sys
+from rnnbench.run.isolation import run_isolated
+out = {{}}
+run_isolated([sys.executable, "-m", "isolation_worker"], sys.argv[2:], float(sys.argv[1]),
+             on_start=lambda i: print("start", i, flush=True),
+             on_result=lambda i, r: out.__setitem__(i, "ok"),
+             on_failure=lambda i, s, r: out.__setitem__(i, s),
+             env={{**os.environ, "PYTHONPATH": {str(PLUGINS)!r}}})
+print(json.dumps(out), flush=True)
+"""
+
+
+def _stopped_around_a_row(items: list[str], timeout_s: float, stopped_s: float) -> dict[str, str]:
+    """Run items in a parent process; once the last item starts, SIGSTOP the parent for stopped_s."""
+    proc = subprocess.Popen([sys.executable, "-c", PARENT, str(timeout_s), *items], stdout=subprocess.PIPE, text=True)
+    try:
+        while proc.stdout.readline().strip() != f"start {len(items) - 1}":
+            assert proc.poll() is None
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(stopped_s)
+        os.kill(proc.pid, signal.SIGCONT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("item", ["sleep_0.5", "big_0.5", "big_0.25"])
+def test_a_row_that_finished_while_the_parent_was_stopped_is_its_result(item: str) -> None:
+    """The row ends long before the parent wakes; its result (big_: 64 MiB, more than the pipe
+    holds, so the worker is still writing it when the parent wakes) is found before the deadline
+    is judged."""
+    assert _stopped_around_a_row(["a", item], timeout_s=2.0, stopped_s=5.0) == {"0": "ok", "1": "ok"}
+
+
+def test_a_row_still_running_past_its_deadline_after_the_stop_times_out() -> None:
+    """The deadline runs on the row's clock: the stop does not extend it either."""
+    assert _stopped_around_a_row(["a", "sleep_30"], timeout_s=2.0, stopped_s=4.0) == {"0": "ok", "1": "timeout"}

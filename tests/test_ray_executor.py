@@ -197,6 +197,111 @@ def test_ray_missing_is_one_line_exit_2(command: str, tmp_path: Path, monkeypatc
     assert list(tmp_path.iterdir()) == []
 
 
+# ---------------------------------------------------------------------------------------------
+# Connecting to --address (no cluster: listeners of this test process that are no Ray head)
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that accepts and then says nothing (`grpc=False`) or greets each
+    connection as a gRPC server does (an HTTP/2 SETTINGS frame) and then says nothing more: what a
+    Ray client then waits for never comes. `accepted` counts connections."""
+
+    def __init__(self, grpc: bool):
+        import threading
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
+        self.grpc, self.accepted, self.conns = grpc, 0, []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            self.accepted += 1
+            if self.grpc:
+                conn.sendall(bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.conns:
+            conn.close()
+
+
+def _connect_run(tmp_path: Path, address: str, **popen) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "rnnbench.cli", "run", "--models", "rnn", "--drivers",
+                             "torch_nn_lstm", "--out", "r.jsonl", "--executor", "ray", "--address", address],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}, **popen)
+
+
+@pytest.mark.parametrize("what", ["nothing_listens", "silent_listener"])
+def test_an_address_without_a_cluster_is_one_line_exit_2_and_no_file(tmp_path: Path, what: str) -> None:
+    """Refused by the probe before ray.init (which retries such an address for many minutes) and
+    before the results file is created."""
+    listener = Listener(grpc=False) if what == "silent_listener" else None
+    address = listener.address if listener else f"127.0.0.1:{_free_port()}"
+    proc = _connect_run(tmp_path, address)
+    try:
+        out, err = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+        if listener:
+            listener.close()
+    (line,) = err.splitlines()
+    assert line.startswith(f"rnnbench: error: --address {address}: no Ray cluster there"), err
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_connect_that_never_completes_is_bounded(tmp_path: Path) -> None:
+    """A gRPC greeting passes the probe; ray.init then waits for answers that never come: given up
+    after CONNECT_S (3 s here), exit 2, no results file."""
+    listener = Listener(grpc=True)
+    script = ("import sys; from rnnbench.run import executors; executors.CONNECT_S = 3.0; "
+              "from rnnbench.cli.main import main; sys.exit(main(sys.argv[1:]))")
+    try:
+        proc = subprocess.run([sys.executable, "-c", script, "run", "--models", "rnn", "--drivers", "torch_nn_lstm",
+                               "--out", "r.jsonl", "--executor", "ray", "--address", listener.address],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=90)
+    finally:
+        listener.close()
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith(f"rnnbench: error: --address {listener.address}: something "
+                                                   "answers there, but no Ray cluster connected within 3 s")
+    assert listener.accepted >= 2  # the probe, then Ray's own connection
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_sigterm_during_the_connect_is_143_with_a_line(tmp_path: Path) -> None:
+    """rnnbench's handlers are in force while ray.init connects (Ray installs its own SIGTERM
+    handler when called from the main thread, which exited 15 with no line after ~30 s)."""
+    listener = Listener(grpc=True)
+    proc = _connect_run(tmp_path, listener.address, preexec_fn=_default_signals(()))
+    try:
+        deadline = time.monotonic() + 60
+        while listener.accepted < 2:  # the probe's connection, then ray.init's
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        listener.close()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err.splitlines()[-1] == "rnnbench: interrupted by SIGTERM" and "Traceback" not in err
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("address, target", [("10.0.0.5:6379", ("10.0.0.5", 6379)), ("ray://h", ("h", 10001)),
+                                             ("[::1]:7000", ("::1", 7000)), ("h", ("h", 6379)), ("auto", None)])
+def test_address_forms(address: str, target) -> None:
+    assert executors.host_port(address) == target
+
+
 def test_cpu_claims_are_distinct_and_released(tmp_path: Path, monkeypatch) -> None:
     """Two concurrent claims on one machine get distinct CPUs; a claim that cannot be met is None
     at once without wait; a released claim is free again."""

@@ -68,12 +68,7 @@ def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, 
     if not all(drivers.values()):
         raise options.UsageError(f"no driver can fuzz here on {args.device} "
                                  "(install the main environment with `make venv`)")
-    repro_dir = Path(args.repro_dir) if args.repro_dir else None
-    if repro_dir is not None:
-        try:
-            repro_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise options.UsageError(f"cannot create {repro_dir}: {exc.strerror}") from None
+    repro_dir = options.writable_dir(Path(args.repro_dir), "--repro-dir") if args.repro_dir else None
     return dtypes, loss_forms, drivers, repro_dir
 
 
@@ -89,24 +84,24 @@ def run(args: argparse.Namespace) -> int:
     out = options.out_path(args.out, "fuzz-%Y%m%d-%H%M%S.jsonl", args.resume)
     start = time.time()
     failures = errors = 0
-    with record.ResultsFile(out, resume=args.resume, kind="fuzz") as results:
+    with executors.executor(args.executor, args.address) as executor, \
+            record.ResultsFile(out, resume=args.resume, kind="fuzz") as results:
         parent.results_file(out, resumable=True)  # an interruption names the file and how to continue it
         done = resume(out, results.existing, campaigns) if args.resume else {dtype: [] for dtype in dtypes}
         already = sum(map(len, done.values()))
         print(f"rnnbench: fuzz -> {out}" + (f" ({already} records already there, not run again)" if already else ""),
               flush=True)
-        with executors.executor(args.executor, args.address) as executor:
-            for dtype in dtypes:
-                summary = fuzz_isolated(args.cases, args.seed, names[dtype], dtype, args.second_order,
-                                        args.shrink, repro_dir, args.timeout,
-                                        progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)   ", end="",
-                                                                 file=sys.stderr, flush=True),
-                                        device=args.device, losses=loss_forms, write=results.append, done=done[dtype],
-                                        executor=executor)
-                print(file=sys.stderr)
-                print(summary.format())
-                failures += len(summary.failures)
-                errors += sum(o.errored for o in summary.outcomes)
+        for dtype in dtypes:
+            summary = fuzz_isolated(args.cases, args.seed, names[dtype], dtype, args.second_order,
+                                    args.shrink, repro_dir, args.timeout,
+                                    progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)   ", end="",
+                                                             file=sys.stderr, flush=True),
+                                    device=args.device, losses=loss_forms, write=results.append, done=done[dtype],
+                                    executor=executor)
+            print(file=sys.stderr)
+            print(summary.format())
+            failures += len(summary.failures)
+            errors += sum(o.errored for o in summary.outcomes)
         written = results.written
     print(f"\nrnnbench fuzz: {failures} mismatches, {errors} driver errors in {time.time() - start:.0f} s; "
           f"{written} records written now" + (f", {already} from before" if already else "") + f"; records in {out}",

@@ -80,6 +80,24 @@ def _internal_error(exc: BaseException, argv: list[str]) -> int:
     return 1
 
 
+def _closed_streams_to_devnull() -> None:
+    """A standard stream its starter closed (`rnnbench run >&-`, a daemon or CI step) becomes
+    /dev/null: rnnbench then says nothing there and keeps working, and no file it opens (the
+    results file) can take descriptor 0, 1 or 2, where a child would write its output into it."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: fd itself when 0..fd-1 are open
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        if getattr(sys, name) is None:  # the interpreter found the descriptor closed at start-up
+            setattr(sys, name, open(fd, mode, closefd=False))
+
+
 def _dispatch(argv: list[str]) -> int:
     """Parse `argv` and run its command, inside the parent's signal and stream handling."""
     with parent.handle_signals(), parent.watch_stdout(), parent.track_stderr():
@@ -102,6 +120,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     129 SIGHUP: one line saying what is kept and how to continue) and 141 when stdout's reader
     went away (`rnnbench ... | head`). Every way out ends the workers (their process groups) and
     removes the run's temporary files (rnnbench.run.tmpdirs)."""
+    _closed_streams_to_devnull()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
         argv = ["run", *argv]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -166,6 +167,21 @@ def out_path(value: Optional[str], default_name: str, resume: bool = False) -> P
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot write results file {path}: {exc.strerror}") from None
+    return path
+
+
+def writable_dir(path: Path, flag: str) -> Path:
+    """An output directory, created if missing and proven writable before any work: a file is
+    created in it and removed (a read-only file system or directory is refused up front)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot create it ({exc.strerror or exc}); choose another {flag}") from None
+    try:
+        with tempfile.TemporaryFile(dir=path, prefix=".rnnbench-probe-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot write there ({exc.strerror or exc}); choose another {flag}") from None
     return path
 
 

@@ -36,11 +36,7 @@ def run(args: argparse.Namespace) -> int:
         print(warning, file=sys.stderr)
     from rnnbench.report.html import write_report
 
-    out_dir = Path(args.out_dir)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise options.UsageError(f"cannot create {out_dir}: {exc.strerror}") from None
+    out_dir = options.writable_dir(Path(args.out_dir), "--out-dir")
     page = write_report(records, out_dir)
     print(f"rnnbench: report -> {page}")
     return 0

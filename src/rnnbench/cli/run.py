@@ -72,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
     selected = jobs(args, s)
     out = options.out_path(args.out, "run-%Y%m%d-%H%M%S.jsonl", args.resume)
     options.create_named_environments(s["environments"], {j.environment for j in selected})
-    with record.ResultsFile(out, resume=args.resume) as results:
+    # The executor first: a cluster that cannot be reached leaves no results file behind.
+    with executors.executor(args.executor if selected else "local", args.address) as executor, \
+            record.ResultsFile(out, resume=args.resume) as results:
         parent.results_file(out, resumable=True)  # an interruption says what is kept and how to continue
         skipped, selected = plan.not_yet_recorded(selected, out, results) if args.resume else (0, selected)
         start = time.perf_counter()
@@ -92,12 +94,11 @@ def run(args: argparse.Namespace) -> int:
         # Compile caches persist across runs (caches.warm_cache_env, called where the rows run): a
         # repeated run recompiles nothing it compiled before; `sweep` and the idiomatic comparison
         # time cold first calls instead.
-        with executors.executor(args.executor if selected else "local", args.address) as executor:
-            runner = Runner(results, float(s["timeout"]), progress.start, progress.done, s["memory_limit_gb"],
-                            extra_env=warm_cache_env, annotate=roofline, executor=executor)
-            for stage in plan.stages(s["suite"], selected):  # gpu: one stage at a time, cheap sizes first
-                runner.run(stage)
-            records = runner.records
+        runner = Runner(results, float(s["timeout"]), progress.start, progress.done, s["memory_limit_gb"],
+                        extra_env=warm_cache_env, annotate=roofline, executor=executor)
+        for stage in plan.stages(s["suite"], selected):  # gpu: one stage at a time, cheap sizes first
+            runner.run(stage)
+        records = runner.records
         progress.close()
         if args.resume:
             records = record.latest_per_row(results.existing + records)

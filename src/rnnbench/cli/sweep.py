@@ -74,10 +74,9 @@ def run(args: argparse.Namespace) -> int:
                        TimingConfig(budget_s=args.budget), args.driver_budget, args.timeout) for dtype in dtypes]
     out = options.out_path(args.out, "sweep-%Y%m%d-%H%M%S.jsonl")
     start = time.perf_counter()
-    with record.ResultsFile(out) as results:
+    with executors.executor(args.executor, args.address) as executor, record.ResultsFile(out) as results:
         parent.results_file(out, resumable=False)
         print(f"rnnbench: sweep -> {out}", flush=True)
-        with executors.executor(args.executor, args.address) as executor:
-            records = [rec for p in plans for rec in run_sweep(p, results, _progress, executor)]
+        records = [rec for p in plans for rec in run_sweep(p, results, _progress, executor)]
     print(f"\n{summary(records)} in {time.perf_counter() - start:.0f} s; records in {out}")
     return 1 if any(is_failing(r["status"]) for r in records) else 0

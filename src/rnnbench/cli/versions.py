@@ -42,14 +42,14 @@ def run(args: argparse.Namespace) -> int:
     jobs = bug_versions.probe_jobs(bug_table.probes(), envs)
     out = options.out_path(args.out, "versions-%Y%m%d-%H%M%S.jsonl", args.resume)
     options.create_named_environments(",".join(envs), {j.environment for j in jobs})
-    with record.ResultsFile(out, resume=args.resume) as results:
+    with executors.executor(args.executor if jobs else "local", args.address) as executor, \
+            record.ResultsFile(out, resume=args.resume) as results:
         parent.results_file(out, resumable=True)
         skipped, jobs = plan.not_yet_recorded(jobs, out, results) if args.resume else (0, jobs)
         print(f"rnnbench: {len(jobs)} rows in {len(envs)} environments -> {out}"
               + (f" ({skipped} already done, skipped)" if skipped else ""), flush=True)
         progress = Progress(len(jobs))
-        with executors.executor(args.executor if jobs else "local", args.address) as executor:
-            Runner(results, timeout, progress.start, progress.done, executor=executor).run(jobs)
+        Runner(results, timeout, progress.start, progress.done, executor=executor).run(jobs)
         progress.close()
     print("\n" + bug_table.format_table(record.load([out])))
     return 0

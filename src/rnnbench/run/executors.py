@@ -66,6 +66,9 @@ RETRIES = 1  # Ray's retries of a lost task, and of an OOM-killed one
 CANCEL_GRACE_S = 5.0  # a cancelled task's time to end its workers itself before it is killed
 CANCEL_WAIT_S = 10.0  # then how long to wait for the kill
 WAIT_S = 0.2  # ray.wait's timeout: signals and deadlines are looked at this often
+PROBE_S = 3.0  # --address: how long the TCP probe waits for the address to accept a connection
+CONNECT_S = 120.0  # then how long ray.init may take to connect (a head reached over a slow network included)
+DEFAULT_PORTS = {"": 6379, "ray://": 10001}  # a Ray head's GCS port; Ray Client's port
 LOCAL_SOCKET_ROOM = 48  # a local instance's temp dir path at most this long (unix socket paths end near 107)
 # Variables of this process a task does not take: they name this process or are set per worker.
 NOT_FORWARDED = {isolation.PARENT_VAR, isolation.DEATH_SIGNAL_VAR, isolation.MEMORY_VAR, run_cpus.CPUS_VAR}
@@ -97,6 +100,63 @@ def ray_module():
         raise InputError(f"--executor ray needs the ray package, which cannot be imported here ({exc}); "
                          "install it (requirements/main.txt pins it) or leave out --executor") from None
     return ray
+
+
+def host_port(address: str) -> Optional[tuple[str, int]]:
+    """The (host, port) an --address names: HOST:PORT, [IPV6]:PORT, HOST (Ray's default port) or
+    ray://HOST[:PORT] (Ray Client); None for `auto` / `local` (found or started by Ray itself)."""
+    if address in ("auto", "local"):
+        return None
+    scheme = "ray://" if address.startswith("ray://") else ""
+    rest = address[len(scheme):].rstrip("/")
+    if rest.startswith("["):  # [IPV6]:PORT
+        host, _, tail = rest[1:].partition("]")
+        port = tail[1:] if tail.startswith(":") else tail
+    elif rest.count(":") == 1:
+        host, port = rest.split(":")
+    else:  # a bare host (a bare IPv6 address included): Ray's default port
+        host, port = rest, ""
+    if not host or (port and not port.isdigit()) or (port and not 0 < int(port) < 65536):
+        raise InputError(f"--address {address!r} is not HOST:PORT (e.g. 10.0.0.5:6379 or ray://10.0.0.5:10001)")
+    return host, int(port) if port else DEFAULT_PORTS[scheme]
+
+
+# A client's HTTP/2 connection preface and an empty SETTINGS frame: a gRPC server (a Ray head's GCS,
+# a Ray Client server) answers with a SETTINGS frame of its own (frame type 4, the header's 4th byte).
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+HTTP2_SETTINGS = 4
+
+
+def _speaks_grpc(target: tuple[str, int]) -> str:
+    """Why `target` is no gRPC server answering within PROBE_S ("" when it is one)."""
+    try:
+        with socket.create_connection(target, timeout=PROBE_S) as sock:
+            sock.settimeout(PROBE_S)
+            sock.sendall(HTTP2_PREFACE)
+            header = b""
+            while len(header) < 9:
+                chunk = sock.recv(9 - len(header))
+                if not chunk:
+                    return "the connection was closed without an answer"
+                header += chunk
+    except TimeoutError:
+        return "no answer"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return "" if header[3] == HTTP2_SETTINGS else "what answers there does not speak gRPC"
+
+
+def probe(address: str) -> None:
+    """Refuse, within a few seconds and before any file is created, an --address where no gRPC
+    server answers (Ray itself retries such an address for many minutes): a TCP connection and an
+    HTTP/2 greeting, each given PROBE_S."""
+    target = host_port(address)
+    if target is None:
+        return
+    why = _speaks_grpc(target)
+    if why:
+        raise InputError(f"--address {address}: no Ray cluster there ({why}, {target[0]} port {target[1]}, "
+                         f"within {PROBE_S:g} s); start one with `ray start --head` or fix the address")
 
 
 def forwarded_env() -> dict[str, str]:
@@ -228,12 +288,36 @@ class RayExecutor:
             ray.init(address="local", num_cpus=len(run_cpus.allowed_cpus()), _temp_dir=str(self.temp_dir),
                      _system_config={"task_oom_retries": RETRIES}, **options)
         else:
+            self._connect(ray, options)
+        self.task = ray.remote(run_unit)
+
+    def _connect(self, ray: Any, options: dict[str, Any]) -> None:
+        """ray.init(address) in a thread of its own, waited for here in slices: rnnbench's signal
+        handlers stay in force (Ray installs its SIGTERM handler only when called from the main
+        thread, and a Python handler would run only once a blocking connect returns), and the
+        connect is bounded by CONNECT_S. A connect given up on is left to its daemon thread."""
+        probe(self.address)
+        outcome: list[BaseException] = []
+
+        def connect() -> None:
             try:
                 ray.init(address=self.address, **options)
-            except (ConnectionError, ValueError, RuntimeError) as exc:
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                raise InputError(f"--address {self.address}: cannot connect to a Ray cluster there ({first})") from None
-        self.task = ray.remote(run_unit)
+            except BaseException as exc:  # handed to the waiting thread
+                outcome.append(exc)
+
+        thread = threading.Thread(target=connect, daemon=True, name="rnnbench-ray-connect")
+        thread.start()
+        deadline = time.monotonic() + CONNECT_S
+        while thread.is_alive():
+            if time.monotonic() > deadline:
+                raise InputError(f"--address {self.address}: something answers there, but no Ray cluster connected "
+                                 f"within {CONNECT_S:g} s; check the address and the cluster's version")
+            thread.join(WAIT_S)
+        if outcome and isinstance(outcome[0], (ConnectionError, ValueError, RuntimeError)):
+            first = (str(outcome[0]).strip().splitlines() or [type(outcome[0]).__name__])[0]
+            raise InputError(f"--address {self.address}: cannot connect to a Ray cluster there ({first})")
+        if outcome:
+            raise outcome[0]
 
     def __exit__(self, *exc_info) -> None:
         with parent.signals_deferred():
@@ -334,3 +418,5 @@ def check_executor(name: str, address: Optional[str]) -> None:
         raise InputError("--address needs --executor ray (it names the Ray cluster to send work to)")
     if name == "ray":
         ray_module()
+        if address is not None:
+            probe(address)

@@ -10,11 +10,16 @@ worker is killed), then starts a fresh worker for the items after it.
 Events are pickled: items and results are any picklable data (records, fuzz outcomes with their
 bodies); the parent and every environment's interpreter run the same rnnbench source.
 
-No worker outlives its parent, however the parent ends:
+No worker outlives its parent, however the parent ends, and nothing a worker started outlives the
+worker (rnnbench.run.descendants):
 
 - each worker leads a session (and process group) of its own, so whatever it starts (inductor's
   compile workers, jax's helpers) is in its group, and the parent ends a worker by killing the
   whole group; a terminal's Ctrl-C reaches the parent only, which then ends its workers;
+- each worker is a child subreaper: what leaves its group (a daemon's setsid) stays in its tree,
+  which the parent stops and kills before the group, and the worker itself before it exits;
+  after a worker died by itself, whatever still carries its token is killed (the guard does the
+  same when the parent dies);
 - on Linux the worker arms PR_SET_PDEATHSIG = SIGKILL as its first act, before it reads work or
   imports a framework (then checks that its parent is still the one that started it, which
   closes the race with a parent that died first; the guard below covers that window too);
@@ -25,18 +30,21 @@ No worker outlives its parent, however the parent ends:
   the protocol pipe closes (the portable layer, where there is no PDEATHSIG);
 - the parent's own exits are exceptions that every `finally` sees (rnnbench.run.parent).
 
-Temporary files (workers' stderr) live in the parent process's run directory (rnnbench.run.tmpdirs).
+A worker's stderr goes to a temporary file in the parent process's run directory
+(rnnbench.run.tmpdirs), of which the parent reads only the end: a bounded tail, however much the
+worker wrote. Events travel on a pipe of their own (rnnbench.run.protocol); a row's deadline runs
+on the row's clock, and a result the worker wrote before it is never lost to a deadline the
+parent noticed late (stopped by Ctrl-Z or SIGSTOP).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import pickle
-import queue
 import resource
 import select
+import secrets
 import signal
 import subprocess
 import sys
@@ -48,19 +56,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Mapping
 
+from rnnbench.run import descendants, protocol
+from rnnbench.run.descendants import PR_SET_PDEATHSIG, PRCTL
 from rnnbench.run.parent import HANDLED_SIGNALS, signals_deferred
 from rnnbench.run.tmpdirs import run_tmpdir
 from rnnbench.status import Status
 
 WORKER_START_GRACE_S = 120.0  # importing torch / jax / torch_xla on a loaded 2-core machine can take a minute
 STDERR_TAIL_LINES = 20
+STDERR_TAIL_BYTES = 16384  # the most of a worker's stderr the parent reads (its last lines within this)
 EXIT_WAIT_S = 10.0  # after its pipe closed, how long a worker may take to exit before its group is killed
 PARENT_VAR = "RNNBENCH_PARENT_PID"  # the worker's expected parent, for its watchdog
 WATCH_INTERVAL_S = 0.25
 
 # The guard: waits for EOF on stdin (the parent gone, or done with the worker), then kills the
-# worker's process group. Signals a terminal or a CI runner sends to a process group do not stop it.
-GUARD_SCRIPT = 'trap "" INT TERM HUP; read _ ; kill -KILL "-$1" 2>/dev/null; exit 0'
+# worker's process group and every process carrying the worker's token ($2: what left the group).
+# Signals a terminal or a CI runner sends to a process group do not stop it.
+GUARD_SCRIPT = ('trap "" INT TERM HUP; read _ ; kill -KILL "-$1" 2>/dev/null; '
+                'for f in $(grep -lsxzF "$2" /proc/[0-9]*/environ 2>/dev/null); do '
+                'p=${f#/proc/}; kill -KILL "${p%/environ}" 2>/dev/null; done; exit 0')
 
 
 def exit_description(returncode: Optional[int]) -> str:
@@ -76,27 +90,6 @@ def exit_description(returncode: Optional[int]) -> str:
 # Starting and ending a worker
 
 
-def _load_prctl() -> Optional[Callable[..., int]]:
-    if not sys.platform.startswith("linux"):
-        return None
-    prctl = None
-    for name in (None, "libc.so.6"):  # None: the symbols already loaded, libc's among them
-        try:
-            prctl = ctypes.CDLL(name, use_errno=True).prctl
-            break
-        except (OSError, AttributeError):
-            continue
-    if prctl is None:
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    prctl.restype = ctypes.c_int
-    return prctl
-
-
-_PRCTL = _load_prctl()
-PR_SET_PDEATHSIG = 1
-
-
 MEMORY_VAR = "RNNBENCH_MEMORY_LIMIT_GB"  # the worker's address-space limit, set by the worker itself
 DEATH_SIGNAL_VAR = "RNNBENCH_PARENT_DEATH_SIGNAL"  # "1": arm PR_SET_PDEATHSIG (run_isolated asks for it)
 
@@ -108,14 +101,16 @@ def _arm_worker() -> None:
     if it died between our start and the arming, exit. Done here rather than in a preexec_fn,
     which would run Python in a forked copy of a possibly multithreaded parent (jax, torch
     thread pools). PR_SET_PDEATHSIG fires when the *thread* that started us exits: run_isolated
-    starts workers from the thread that calls it, which waits for them."""
+    starts workers from the thread that calls it, which waits for them. The worker also becomes
+    the subreaper of what it starts (rnnbench.run.descendants)."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED_SIGNALS)
+    descendants.become_subreaper()
     limit_gb = os.environ.get(MEMORY_VAR)
     if limit_gb:
         limit = int(float(limit_gb) * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    if _PRCTL is not None and os.environ.get(DEATH_SIGNAL_VAR) == "1":
-        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if PRCTL is not None and os.environ.get(DEATH_SIGNAL_VAR) == "1":
+        PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     expected = os.environ.get(PARENT_VAR)
     if expected and expected.isdigit() and os.getppid() != int(expected):
         os._exit(70)
@@ -126,17 +121,21 @@ class _Worker:
     proc: subprocess.Popen
     guard: Optional[subprocess.Popen]
     guard_pipe: Optional[int]  # the write end; closing it tells the guard to kill the group
+    token: str  # in the worker's environment, inherited by whatever it starts (descendants.TOKEN_VAR)
 
 
 def _start_worker(command: Sequence[str], env: Mapping[str, str], err_file, memory_limit_gb: Optional[float]) -> _Worker:
     limit = {MEMORY_VAR: repr(float(memory_limit_gb))} if memory_limit_gb else {}
+    token = secrets.token_hex(16)
     proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file,
-                            env={**env, PARENT_VAR: str(os.getpid()), DEATH_SIGNAL_VAR: "1", **limit},
+                            env={**env, PARENT_VAR: str(os.getpid()), DEATH_SIGNAL_VAR: "1",
+                                 descendants.TOKEN_VAR: token, **limit},
                             start_new_session=True)
     guard = guard_pipe = None
     read_end, write_end = os.pipe()  # both close-on-exec: only the guard gets the read end, as stdin
     try:
-        guard = subprocess.Popen(["/bin/sh", "-c", GUARD_SCRIPT, "rnnbench-guard", str(proc.pid)], stdin=read_end,
+        guard = subprocess.Popen(["/bin/sh", "-c", GUARD_SCRIPT, "rnnbench-guard", str(proc.pid),
+                                  f"{descendants.TOKEN_VAR}={token}"], stdin=read_end,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(env),
                                  start_new_session=True)
         guard_pipe = write_end
@@ -144,7 +143,7 @@ def _start_worker(command: Sequence[str], env: Mapping[str, str], err_file, memo
         os.close(write_end)
     finally:
         os.close(read_end)
-    return _Worker(proc, guard, guard_pipe)
+    return _Worker(proc, guard, guard_pipe, token)
 
 
 def _exit_status(proc: subprocess.Popen, timeout_s: float) -> Optional[int]:
@@ -170,12 +169,17 @@ def _exit_status(proc: subprocess.Popen, timeout_s: float) -> Optional[int]:
 
 
 def _end_worker(worker: _Worker) -> None:
-    """Kill the worker's process group (the worker and whatever it started), release the guard
-    and reap both. Safe to call on a worker that already exited."""
+    """Kill the worker's process group and whatever else it started, release the guard and reap
+    both. A live worker's group is stopped first, then its tree (what left the group stays in it:
+    the worker is their subreaper) is stopped and killed; once the worker is reaped, whatever still
+    carries its token (orphans of a worker that died by itself). Safe on a worker that exited."""
     with signals_deferred():
         proc = worker.proc
         try:
             if proc.returncode is None:  # not reaped: its pid still names its group
+                if _exit_status(proc, 0.0) is None:  # alive: its tree holds everything it started
+                    os.killpg(proc.pid, signal.SIGSTOP)
+                    descendants.end_tree(proc.pid)
                 os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
@@ -189,6 +193,7 @@ def _end_worker(worker: _Worker) -> None:
                 worker.guard.kill()
                 worker.guard.wait()
         proc.wait()
+        descendants.end_carrying(worker.token)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,10 +201,18 @@ def _end_worker(worker: _Worker) -> None:
 
 
 def _tail(path: Path) -> str:
+    """The last STDERR_TAIL_LINES lines of the file within its last STDERR_TAIL_BYTES: memory
+    bounded however much the worker wrote (a line cut by that bound starts with "...")."""
     try:
-        lines = path.read_text(errors="replace").splitlines()
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - STDERR_TAIL_BYTES))
+            data = f.read(STDERR_TAIL_BYTES)
     except OSError:
         return ""
+    lines = data.decode(errors="replace").splitlines()
+    if size > STDERR_TAIL_BYTES and lines:
+        lines[0] = "..." + lines[0]
     return "\n".join(lines[-STDERR_TAIL_LINES:])
 
 
@@ -230,21 +243,10 @@ def run_isolated(
                                  context(), env, memory_limit_gb)
 
 
-def _next_event(events: "queue.Queue[Optional[tuple]]", timeout_s: float) -> Optional[tuple]:
-    """events.get(timeout=timeout_s), waiting in slices: an exception set in this thread without a
-    signal (a Ray task's cancellation raises KeyboardInterrupt so) lands within a slice, and the
-    finally below ends the worker's group."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return events.get(timeout=max(0.0, min(WATCH_INTERVAL_S, deadline - time.monotonic())))
-        except queue.Empty:
-            if time.monotonic() >= deadline:
-                raise
-
-
 def _one_worker(command, items, first, timeout_s, on_result, on_failure, on_start, context, env, memory_limit_gb) -> int:
-    """One worker over items[first:]; returns the index the next worker starts at."""
+    """One worker over items[first:]; returns the index the next worker starts at. A row's deadline
+    is its start (the worker's stamp) plus timeout_s; before its first row, a worker also has
+    WORKER_START_GRACE_S to start."""
     fd, err_name = tempfile.mkstemp(prefix="worker-", suffix=".stderr", dir=run_tmpdir())
     err_path = Path(err_name)
     worker = None
@@ -257,25 +259,17 @@ def _one_worker(command, items, first, timeout_s, on_result, on_failure, on_star
             proc.stdin.close()
         except BrokenPipeError:  # died before reading its work: judged below like any early death
             pass
-        events: "queue.Queue[Optional[tuple]]" = queue.Queue()
-
-        def reader() -> None:
-            try:
-                while True:
-                    events.put(pickle.load(proc.stdout))
-            except (EOFError, pickle.UnpicklingError, OSError, ValueError):
-                events.put(None)
-
-        threading.Thread(target=reader, daemon=True, name="rnnbench-worker-reader").start()
+        events = protocol.Events(proc.stdout.fileno())
         started: Optional[int] = None
         done = first
+        deadline = time.monotonic() + timeout_s + WORKER_START_GRACE_S
         while True:
-            wait = timeout_s if started is not None else timeout_s + WORKER_START_GRACE_S
             try:
-                event = _next_event(events, wait)
-            except queue.Empty:
+                event = events.next(deadline)
+            except protocol.Expired:
                 _end_worker(worker)
                 failed = done if started is None else started
+                wait = timeout_s if started is not None else timeout_s + WORKER_START_GRACE_S
                 on_failure(failed, Status.TIMEOUT, f"no result within {wait:g} s; worker killed\n"
                                                    f"--- last stderr lines ---\n{_tail(err_path)}")
                 return failed + 1
@@ -289,12 +283,14 @@ def _one_worker(command, items, first, timeout_s, on_result, on_failure, on_star
                                                  f"--- last stderr lines ---\n{_tail(err_path)}")
                 return failed + 1
             kind, index = event[0], first + event[1]
-            if kind == "start":
+            if kind == "start":  # ("start", i, the worker's time.monotonic() when it began item i)
                 started = index
+                deadline = event[2] + timeout_s
                 on_start(index)
             else:  # ("result", i, value)
                 on_result(index, event[2])
                 done, started = index + 1, None
+                deadline = time.monotonic() + timeout_s + WORKER_START_GRACE_S
     finally:
         if worker is not None:  # a callback raised or the parent is leaving: no orphans
             _end_worker(worker)
@@ -311,27 +307,27 @@ def serve(handle: Callable[[Any, Any], Any], setup: Callable[[Any, list], None] 
     worker (the parent records the item as a crash, with the traceback in its stderr tail):
     handlers turn the failures they expect into results themselves."""
     _arm_worker()
-    protocol = os.fdopen(os.dup(1), "wb")
+    stream = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # framework chatter on stdout would corrupt the protocol
-    _watch_parent(protocol.fileno())
+    _watch_parent(stream.fileno())
     context, items = pickle.load(sys.stdin.buffer)
     setup(context, items)
     for i, item in enumerate(items):
-        pickle.dump(("start", i), protocol)
-        protocol.flush()
+        protocol.send(stream, ("start", i, time.monotonic()))
         try:
             result = handle(context, item)
         except Exception:
             traceback.print_exc()
             return 1
-        pickle.dump(("result", i, result), protocol)
-        protocol.flush()
+        protocol.send(stream, ("result", i, result))
+    descendants.end_tree(os.getpid())  # what the rows started, daemons included: not past this worker
     return 0
 
 
 def _die_with_group() -> None:
     """End this worker and, when it leads its own group (started by run_isolated), everything it started."""
     with contextlib.suppress(OSError):
+        descendants.end_tree(os.getpid())
         if os.getpgrp() == os.getpid():
             os.killpg(os.getpid(), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)

@@ -161,6 +161,11 @@ def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
         raise InputError(f"order must be 1, 2 or auto, got {s['order']!r}")
     check_drivers_runnable(drivers, explicit=bool(s["drivers"]))
     timing = TimingConfig(budget_s=float(s["budget"]))
+    pairs = [(d, env) for d in drivers for env in envs if environments.runs(registry.get_driver(d), env)]
+    if not pairs:  # a run of nothing would exit 0 with an empty results file
+        raise InputError(f"no selected driver runs in the selected environments ({', '.join(envs)}): "
+                         + "; ".join(f"{d} runs in {', '.join(registry.get_driver(d).environments)}"
+                                     for d in drivers[:5]) + ("; ..." if len(drivers) > 5 else ""))
     planned = [
         Job(m, d, dtype, s["device"], dict(overrides), int(s["seed"]), int(s["threads"]), timing, timed, env,
             loss_form, order(str(s["order"]), registry.get_model(m), dtype), s.get("compile_budget"))
@@ -168,9 +173,7 @@ def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
         for m in models
         for overrides in size_sets
         for loss_form in loss_forms
-        for d in drivers
-        for env in envs
-        if environments.runs(registry.get_driver(d), env)
+        for d, env in pairs
     ]
     if "plan" in suite:  # the suite's own sizes and order, on a device it checks
         suite["check_device"](s["device"], planned)
