@@ -37,8 +37,8 @@ import os
 import time
 
 try:  # an rnnbench too old for these entry points: every benchmark is n/a, with the reason
-    from rnnbench.run.environments import thread_env
     from rnnbench.run.caches import cold_cache_env
+    from rnnbench.run.environments import thread_env
 
     os.environ.update(thread_env(1))
     os.environ.update(cold_cache_env())
@@ -92,17 +92,37 @@ DRIVERS = (
 # and the flax cell are the model's own class (torch.nn.LSTM / nn.RNN, OptimizedLSTMCell /
 # SimpleCell), so those two mechanisms are a different driver name per model.
 CURATED = {
-    "rnn": ("torch_loop", "torch_loop_compiled", "torch_scan", "torch_scan_compiled", "jax_loop",
-            "jax_lax_scan", "flax_scan", "torch_nn_rnn", "flax_simple_cell"),
-    "lstm": ("torch_loop", "torch_loop_compiled", "torch_scan", "torch_scan_compiled", "jax_loop",
-             "jax_lax_scan", "flax_scan", "torch_nn_lstm", "flax_lstm_cell"),
+    "rnn": (
+        "torch_loop",
+        "torch_loop_compiled",
+        "torch_scan",
+        "torch_scan_compiled",
+        "jax_loop",
+        "jax_lax_scan",
+        "flax_scan",
+        "torch_nn_rnn",
+        "flax_simple_cell",
+    ),
+    "lstm": (
+        "torch_loop",
+        "torch_loop_compiled",
+        "torch_scan",
+        "torch_scan_compiled",
+        "jax_loop",
+        "jax_lax_scan",
+        "flax_scan",
+        "torch_nn_lstm",
+        "flax_lstm_cell",
+    ),
 }
 CURATED_MODELS = tuple(CURATED)
 # Curated drivers whose time differs from process to process by more than the 10 % a rerun must
 # agree within (eager torch scan re-traces its body on every call; measured: docs/measuring.md#asv).
 # Two rounds (processes) are too few for them, so CuratedManyRounds times them in eight.
 CURATED_MANY_ROUNDS = ("torch_scan",)
-CURATED_DRIVERS = tuple(dict.fromkeys(d for drivers in CURATED.values() for d in drivers if d not in CURATED_MANY_ROUNDS))
+CURATED_DRIVERS = tuple(
+    dict.fromkeys(d for drivers in CURATED.values() for d in drivers if d not in CURATED_MANY_ROUNDS)
+)
 
 # (model, driver, size) -> (Check, Prepared), filled by the first setup of this process.
 _checked = {}

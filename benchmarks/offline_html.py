@@ -50,33 +50,54 @@ VENDOR_SUBDIR = "vendor"  # under the published html dir
 # build); stupidtable 1.0.1 is not on npm, so 1.1.3 (same API: $(table).stupidtable(sort_fns)).
 # Sources, versions and licences: asv_www_vendor/README.md.
 VENDORED = {
-    "https://code.jquery.com/jquery-3.3.1.min.js":
-        ("jquery-3.3.1.min.js", "160a426ff2894252cd7cebbdd6d6b7da8fcd319c65b70468f10b6690c45d02ef"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.min.js":
-        ("jquery.flot-0.8.3.js", "b7b931f273c38b1277b9c6c1f4e05c4ec09885a487bddaf3279e2d7e49a38e12"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.time.min.js":
-        ("jquery.flot.time-0.8.3.js", "a582c832adc7138a6b05aaf61f16ebac274701f1be4afea77e739a1c34b9c41a"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.selection.min.js":
-        ("jquery.flot.selection-0.8.3.js", "e6c85f6c1ebe4b4da29d8ae238c7c5060283f05f7ef054f6b91817d02c092918"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.categories.min.js":
-        ("jquery.flot.categories-0.8.3.js", "6e81664b28ea795c734906f4aa15614640a75ac7fbd399a7fb9084040698351a"),
-    "https://cdn.jsdelivr.net/npm/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js":
-        ("jquery.flot.orderBars-1.0.0.js", "39735b4f46f96ff4e082572401f47c55a2767b366fd1d1e821e44a8d830a12bf"),
-    "https://cdnjs.cloudflare.com/ajax/libs/stupidtable/1.0.1/stupidtable.min.js":
-        ("stupidtable-1.1.3.min.js", "4642380f28ebe9ed7cac251793b281ef8620c4386205d92788f9b12f5cceb4e0"),
-    "https://cdnjs.cloudflare.com/ajax/libs/blueimp-md5/2.19.0/js/md5.min.js":
-        ("md5-2.19.0.min.js", "64d7ded388c562e4bde9e58ce205e5fa01b9734fcd434d496eb7b4fbfe9b927d"),
-    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/js/bootstrap.min.js":
-        ("bootstrap-3.1.1.min.js", "898d05a17f2cfc5120ddcdba47a885c378c0b466f30f0700e502757e24b403a1"),
-    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css":
-        ("bootstrap-3.1.1.min.css", "e9503448692b738dd260fbd7f7cabf2e11f09b600fa97e6eb3a56eba5b1a7e9b"),
+    "https://code.jquery.com/jquery-3.3.1.min.js": (
+        "jquery-3.3.1.min.js",
+        "160a426ff2894252cd7cebbdd6d6b7da8fcd319c65b70468f10b6690c45d02ef",
+    ),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.min.js": (
+        "jquery.flot-0.8.3.js",
+        "b7b931f273c38b1277b9c6c1f4e05c4ec09885a487bddaf3279e2d7e49a38e12",
+    ),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.time.min.js": (
+        "jquery.flot.time-0.8.3.js",
+        "a582c832adc7138a6b05aaf61f16ebac274701f1be4afea77e739a1c34b9c41a",
+    ),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.selection.min.js": (
+        "jquery.flot.selection-0.8.3.js",
+        "e6c85f6c1ebe4b4da29d8ae238c7c5060283f05f7ef054f6b91817d02c092918",
+    ),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.categories.min.js": (
+        "jquery.flot.categories-0.8.3.js",
+        "6e81664b28ea795c734906f4aa15614640a75ac7fbd399a7fb9084040698351a",
+    ),
+    "https://cdn.jsdelivr.net/npm/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js": (
+        "jquery.flot.orderBars-1.0.0.js",
+        "39735b4f46f96ff4e082572401f47c55a2767b366fd1d1e821e44a8d830a12bf",
+    ),
+    "https://cdnjs.cloudflare.com/ajax/libs/stupidtable/1.0.1/stupidtable.min.js": (
+        "stupidtable-1.1.3.min.js",
+        "4642380f28ebe9ed7cac251793b281ef8620c4386205d92788f9b12f5cceb4e0",
+    ),
+    "https://cdnjs.cloudflare.com/ajax/libs/blueimp-md5/2.19.0/js/md5.min.js": (
+        "md5-2.19.0.min.js",
+        "64d7ded388c562e4bde9e58ce205e5fa01b9734fcd434d496eb7b4fbfe9b927d",
+    ),
+    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/js/bootstrap.min.js": (
+        "bootstrap-3.1.1.min.js",
+        "898d05a17f2cfc5120ddcdba47a885c378c0b466f30f0700e502757e24b403a1",
+    ),
+    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css": (
+        "bootstrap-3.1.1.min.css",
+        "e9503448692b738dd260fbd7f7cabf2e11f09b600fa97e6eb3a56eba5b1a7e9b",
+    ),
 }
 
 # An opening <script>/<link>/<img>/<iframe>/<source> tag with a src= or href= naming another host
 # (http:, https: or protocol-relative). <a href> is navigation, not a fetch, and is left alone.
 _EXTERNAL_TAG = re.compile(
     r"<(script|link|img|iframe|source)\b[^>]*?\b(?:src|href)\s*=\s*[\"']((?:https?:)?//[^\"']+)[\"'][^>]*>",
-    re.IGNORECASE | re.DOTALL)
+    re.IGNORECASE | re.DOTALL,
+)
 _ONERROR = re.compile(r"\bonerror\s*=\s*([\"'])(.*?)\1", re.IGNORECASE | re.DOTALL)
 
 
@@ -96,8 +117,9 @@ def external_tags(html: str) -> list[str]:
 def _local_tag(match: re.Match) -> str:
     tag, url = match.group(1).lower(), match.group(2)
     if url not in VENDORED:
-        raise OfflineHtmlError(f"{url}: an external <{tag}> with no vendored copy "
-                               "(add it to benchmarks/asv_www_vendor and VENDORED)")
+        raise OfflineHtmlError(
+            f"{url}: an external <{tag}> with no vendored copy (add it to benchmarks/asv_www_vendor and VENDORED)"
+        )
     src = f"{VENDOR_SUBDIR}/{VENDORED[url][0]}"
     if tag == "link":
         return f'<link rel="stylesheet" href="{src}">'
@@ -163,8 +185,11 @@ class Rendered:
 
     def non_local(self) -> list[str]:
         """URLs the page asked for whose host is not 127.0.0.1 (data:/blob: URLs are no requests)."""
-        return [u for u in self.page_requests
-                if urlsplit(u).scheme not in ("data", "blob", "about") and urlsplit(u).hostname != "127.0.0.1"]
+        return [
+            u
+            for u in self.page_requests
+            if urlsplit(u).scheme not in ("data", "blob", "about") and urlsplit(u).hostname != "127.0.0.1"
+        ]
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -206,8 +231,9 @@ def _started_requests(netlog: Path) -> list[tuple[str, str]]:
     return out
 
 
-def render(directory: Path, page: str = "", chromium: str | None = None, wait_ms: int = 10000,
-           timeout_s: float = 120.0) -> Rendered:
+def render(
+    directory: Path, page: str = "", chromium: str | None = None, wait_ms: int = 10000, timeout_s: float = 120.0
+) -> Rendered:
     """Load `page` of `directory` from a local server in headless Chromium that can resolve no host
     but 127.0.0.1; return the DOM after `wait_ms` of virtual time and every URL requested."""
     chromium = chromium or find_chromium()
@@ -216,25 +242,47 @@ def render(directory: Path, page: str = "", chromium: str | None = None, wait_ms
     with serve(Path(directory)) as base, tempfile.TemporaryDirectory(prefix="offline-html-") as tmp:
         netlog = Path(tmp) / "netlog.json"
         url = base + page
-        cmd = [chromium, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
-               "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--disable-default-apps",
-               "--metrics-recording-only", "--disable-breakpad", f"--user-data-dir={tmp}/profile",
-               f"--host-resolver-rules={OFFLINE_RESOLVER}", f"--log-net-log={netlog}",
-               f"--virtual-time-budget={wait_ms}", "--dump-dom", url]
+        cmd = [
+            chromium,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--metrics-recording-only",
+            "--disable-breakpad",
+            f"--user-data-dir={tmp}/profile",
+            f"--host-resolver-rules={OFFLINE_RESOLVER}",
+            f"--log-net-log={netlog}",
+            f"--virtual-time-budget={wait_ms}",
+            "--dump-dom",
+            url,
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
         if proc.returncode != 0 or not proc.stdout.strip():
             raise OfflineHtmlError(f"chromium exited {proc.returncode} with no DOM:\n{proc.stderr[-2000:]}")
         origin = base.rstrip("/")
         page_requests, background = [], []
-        for req, initiator in (_started_requests(netlog) if netlog.exists() else []):
+        for req, initiator in _started_requests(netlog) if netlog.exists() else []:
             mine = initiator == origin or req == url
             (page_requests if mine else background).append(req)
         return Rendered(dom=proc.stdout, url=url, page_requests=page_requests, background=background)
 
 
-def screenshot(directory: Path, page: str, png: Path, size: tuple[int, int] = (1400, 2400), wait_ms: int = 5000,
-               chromium: str | None = None, timeout_s: float = 120.0) -> Path:
+def screenshot(
+    directory: Path,
+    page: str,
+    png: Path,
+    size: tuple[int, int] = (1400, 2400),
+    wait_ms: int = 5000,
+    chromium: str | None = None,
+    timeout_s: float = 120.0,
+) -> Path:
     """A PNG of `page` of `directory` as headless Chromium drew it, with the same offline resolver
     as render() (a page that needs another host shows what it looks like without it)."""
     chromium = chromium or find_chromium()
@@ -242,11 +290,23 @@ def screenshot(directory: Path, page: str, png: Path, size: tuple[int, int] = (1
         raise FileNotFoundError("no Chromium found (looked for " + ", ".join(CHROMIUM_NAMES) + ")")
     Path(png).parent.mkdir(parents=True, exist_ok=True)
     with serve(Path(directory)) as base, tempfile.TemporaryDirectory(prefix="offline-html-") as tmp:
-        cmd = [chromium, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--hide-scrollbars",
-               "--disable-extensions", "--disable-background-networking", "--disable-component-update",
-               f"--user-data-dir={tmp}/profile", f"--host-resolver-rules={OFFLINE_RESOLVER}",
-               f"--window-size={size[0]},{size[1]}", f"--virtual-time-budget={wait_ms}",
-               f"--screenshot={png}", base + page]
+        cmd = [
+            chromium,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--disable-component-update",
+            f"--user-data-dir={tmp}/profile",
+            f"--host-resolver-rules={OFFLINE_RESOLVER}",
+            f"--window-size={size[0]},{size[1]}",
+            f"--virtual-time-budget={wait_ms}",
+            f"--screenshot={png}",
+            base + page,
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
         if proc.returncode != 0 or not Path(png).is_file():
             raise OfflineHtmlError(f"chromium exited {proc.returncode} with no screenshot:\n{proc.stderr[-2000:]}")
@@ -280,8 +340,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "vendor":
             pages = vendor(args.html_dir)
-            print(f"vendored {len(set(VENDORED.values()))} files into {args.html_dir / VENDOR_SUBDIR}; "
-                  f"rewrote {', '.join(p.name for p in pages)}")
+            print(
+                f"vendored {len(set(VENDORED.values()))} files into {args.html_dir / VENDOR_SUBDIR}; "
+                f"rewrote {', '.join(p.name for p in pages)}"
+            )
             return 0
         if not args.directory.is_dir():
             print(f"error: {args.directory} is not a directory", file=sys.stderr)
@@ -290,9 +352,11 @@ def main(argv: list[str] | None = None) -> int:
             print("error: no Chromium installed (apt-get install chromium)", file=sys.stderr)
             return 2
         shown = check(args.directory, args.expect, args.page, args.wait_ms)
-        print(f"ok: {shown.url} rendered with no network: the page made {len(shown.page_requests)} requests, "
-              f"all to 127.0.0.1; the DOM has {', '.join(map(repr, args.expect)) or 'no expected text'} "
-              f"({len(shown.background)} requests of the browser's own, e.g. update checks, failed to resolve)")
+        print(
+            f"ok: {shown.url} rendered with no network: the page made {len(shown.page_requests)} requests, "
+            f"all to 127.0.0.1; the DOM has {', '.join(map(repr, args.expect)) or 'no expected text'} "
+            f"({len(shown.background)} requests of the browser's own, e.g. update checks, failed to resolve)"
+        )
         return 0
     except OfflineHtmlError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -12,7 +12,7 @@ scan_reference: carry_t = carry_{t-1} + x_t, y_t = carry_{t-1} * x_t, loss = sum
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

@@ -14,8 +14,8 @@ Hessian of the loss w.r.t. (x, acc0) has one 2x2 block per entry.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 import numpy as np
 
@@ -40,27 +40,62 @@ class Body:
 
 
 BODIES = (
-    Body("mul", "acc * x", lambda ops, a, x: a * x,
-         lambda a, x: (a * x, x, a, 0 * a, 1 + 0 * a, 0 * a), X_NEAR_ZERO),
-    Body("div", "acc / x", lambda ops, a, x: a / x,
-         lambda a, x: (a / x, 1 / x, -a / x**2, 0 * a, -1 / x**2, 2 * a / x**3), X_DIVISION),
-    Body("sin_mul", "sin(acc * x)", lambda ops, a, x: ops.sin(a * x),
-         lambda a, x: (np.sin(a * x), x * np.cos(a * x), a * np.cos(a * x), -x * x * np.sin(a * x),
-                       np.cos(a * x) - a * x * np.sin(a * x), -a * a * np.sin(a * x)), X_NEAR_ZERO),
-    Body("acc_plus_acc_mul", "acc + acc * x", lambda ops, a, x: a + a * x,
-         lambda a, x: (a + a * x, 1 + x, a, 0 * a, 1 + 0 * a, 0 * a), X_NEAR_ZERO),
-    Body("add", "acc + x", lambda ops, a, x: a + x,
-         lambda a, x: (a + x, 1 + 0 * a, 1 + 0 * a, 0 * a, 0 * a, 0 * a), X_NEAR_ZERO),
-    Body("add_sq", "acc + x * x", lambda ops, a, x: a + x * x,
-         lambda a, x: (a + x * x, 1 + 0 * a, 2 * x, 0 * a, 0 * a, 2 + 0 * a), X_NEAR_ZERO),
+    Body("mul", "acc * x", lambda ops, a, x: a * x, lambda a, x: (a * x, x, a, 0 * a, 1 + 0 * a, 0 * a), X_NEAR_ZERO),
+    Body(
+        "div",
+        "acc / x",
+        lambda ops, a, x: a / x,
+        lambda a, x: (a / x, 1 / x, -a / x**2, 0 * a, -1 / x**2, 2 * a / x**3),
+        X_DIVISION,
+    ),
+    Body(
+        "sin_mul",
+        "sin(acc * x)",
+        lambda ops, a, x: ops.sin(a * x),
+        lambda a, x: (
+            np.sin(a * x),
+            x * np.cos(a * x),
+            a * np.cos(a * x),
+            -x * x * np.sin(a * x),
+            np.cos(a * x) - a * x * np.sin(a * x),
+            -a * a * np.sin(a * x),
+        ),
+        X_NEAR_ZERO,
+    ),
+    Body(
+        "acc_plus_acc_mul",
+        "acc + acc * x",
+        lambda ops, a, x: a + a * x,
+        lambda a, x: (a + a * x, 1 + x, a, 0 * a, 1 + 0 * a, 0 * a),
+        X_NEAR_ZERO,
+    ),
+    Body(
+        "add",
+        "acc + x",
+        lambda ops, a, x: a + x,
+        lambda a, x: (a + x, 1 + 0 * a, 1 + 0 * a, 0 * a, 0 * a, 0 * a),
+        X_NEAR_ZERO,
+    ),
+    Body(
+        "add_sq",
+        "acc + x * x",
+        lambda ops, a, x: a + x * x,
+        lambda a, x: (a + x * x, 1 + 0 * a, 2 * x, 0 * a, 0 * a, 2 + 0 * a),
+        X_NEAR_ZERO,
+    ),
 )
 
 
 def derivatives(body: Body, case: Case) -> dict[str, np.ndarray]:
     """Forward propagation of acc_T's first and second derivatives w.r.t. x and acc0 (per entry)."""
     x, a = case.params["x"], case.carry0[0]
-    d = {"x": np.zeros_like(a), "0": np.ones_like(a), "xx": np.zeros_like(a), "x0": np.zeros_like(a),
-         "00": np.zeros_like(a)}
+    d = {
+        "x": np.zeros_like(a),
+        "0": np.ones_like(a),
+        "xx": np.zeros_like(a),
+        "x0": np.zeros_like(a),
+        "00": np.zeros_like(a),
+    }
     for _ in range(case.length):
         f, fa, fx, faa, fax, fxx = body.partials(a, x)
         d = {
@@ -77,8 +112,12 @@ def derivatives(body: Body, case: Case) -> dict[str, np.ndarray]:
 def hessian(body: Body, case: Case) -> dict[tuple[str, str], np.ndarray]:
     """Diagonal blocks of d^2 loss / d(x, acc0)^2: {(i, j): (n,)} for i, j in ("x", "carry0.acc")."""
     w, d = case.consts["w"], derivatives(body, case)
-    return {("x", "x"): w * d["xx"], ("x", "carry0.acc"): w * d["x0"], ("carry0.acc", "x"): w * d["x0"],
-            ("carry0.acc", "carry0.acc"): w * d["00"]}
+    return {
+        ("x", "x"): w * d["xx"],
+        ("x", "carry0.acc"): w * d["x0"],
+        ("carry0.acc", "x"): w * d["x0"],
+        ("carry0.acc", "carry0.acc"): w * d["00"],
+    }
 
 
 def _model(body: Body) -> Model:

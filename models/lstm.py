@@ -10,7 +10,7 @@ whose initial value is trainable, the other side of docs/bugs.md §1).
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -61,8 +61,17 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
-def bptt(W_ih: np.ndarray, W_hh: np.ndarray, b: np.ndarray, xs: np.ndarray, h0: np.ndarray, c0: np.ndarray,
-         dys: np.ndarray, dhT: np.ndarray, dcT: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+def bptt(
+    W_ih: np.ndarray,
+    W_hh: np.ndarray,
+    b: np.ndarray,
+    xs: np.ndarray,
+    h0: np.ndarray,
+    c0: np.ndarray,
+    dys: np.ndarray,
+    dhT: np.ndarray,
+    dcT: np.ndarray,
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
     """Hand-derived float64 BPTT through the gates of one LSTM layer for given output cotangents.
 
     xs (T, B, I), h0, c0 (B, H); dys (T, B, H), dhT, dcT (B, H).
@@ -94,7 +103,9 @@ def bptt(W_ih: np.ndarray, W_hh: np.ndarray, b: np.ndarray, xs: np.ndarray, h0: 
     return {"W_ih": dW_ih, "W_hh": dW_hh, "b": db}, dxs, dh, dc
 
 
-def outputs(W_ih: np.ndarray, W_hh: np.ndarray, b: np.ndarray, xs: np.ndarray, h0: np.ndarray, c0: np.ndarray) -> np.ndarray:
+def outputs(
+    W_ih: np.ndarray, W_hh: np.ndarray, b: np.ndarray, xs: np.ndarray, h0: np.ndarray, c0: np.ndarray
+) -> np.ndarray:
     """ys (T, B, H) of one LSTM layer, float64 numpy (for oracles of models built from layers)."""
     ys, h, c = [], h0, c0
     for x in xs:

@@ -16,7 +16,7 @@ Without autocast (every other driver) the model is a plain Elman RNN without bia
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

@@ -13,12 +13,12 @@ the converged closed forms d sqrt(a)/da = 1/(2 sqrt a), d(1/a)/da = -1/a^2, dA^-
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
 from rnnbench.model import Case, Model
-from rnnbench_models._common import iteration_case, iterates_cotangent_consts, rng_for, uniform, weighted_iterates_loss
+from rnnbench_models._common import iterates_cotangent_consts, iteration_case, rng_for, weighted_iterates_loss
 from rnnbench_models._flops import count
 
 

@@ -8,7 +8,7 @@ Canonical parameters: W_ih (H, I), W_hh (H, H), b (H). h0 does not require grad.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -48,8 +48,9 @@ def make_case(sizes: Mapping[str, int], seed: int) -> Case:
     )
 
 
-def bptt(W_ih: np.ndarray, W_hh: np.ndarray, b: np.ndarray, xs: np.ndarray, h0: np.ndarray, dys: np.ndarray,
-         dhT: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+def bptt(
+    W_ih: np.ndarray, W_hh: np.ndarray, b: np.ndarray, xs: np.ndarray, h0: np.ndarray, dys: np.ndarray, dhT: np.ndarray
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     """Hand-derived float64 BPTT of one Elman layer for given output cotangents.
 
     xs (T, B, I), h0 (B, H); dys (T, B, H) = d loss / d ys, dhT (B, H) = d loss / d h_T.
@@ -92,7 +93,11 @@ def flops(sizes: Mapping[str, int]) -> dict[str, float]:
     """Projection 2TBIH, recurrence 2TBH^2 forward. Backward: dW_ih (xs needs no grad), dW_hh, and
     dh through T-1 steps (h0 needs no grad). Elementwise: bias, add, tanh, then loss 2TBH + 2BH."""
     T, B, I, H = sizes["T"], sizes["B"], sizes["I"], sizes["H"]
-    return count(2 * T * B * I * H + 2 * T * B * H * H, 2 * T * B * I * H + 2 * (2 * T - 1) * B * H * H, 5 * T * B * H + 2 * B * H)
+    return count(
+        2 * T * B * I * H + 2 * T * B * H * H,
+        2 * T * B * I * H + 2 * (2 * T - 1) * B * H * H,
+        5 * T * B * H + 2 * B * H,
+    )
 
 
 MODELS = (

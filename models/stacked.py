@@ -16,7 +16,7 @@ loss = sum(ys * wy) + sum_k sum(carry_k * w_<carry name>), fixed random weights.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -60,8 +60,14 @@ def weighted_loss(carry_names: tuple[str, ...]):
     return loss
 
 
-def case_maker(name: str, gates: int, carry_names: tuple[str, ...], carry0_requires_grad: tuple[bool, ...],
-               layers: tuple[tuple[str, str], ...] = tuple(zip(LAYERS, ("I", "H"))), directions: int = 1):
+def case_maker(
+    name: str,
+    gates: int,
+    carry_names: tuple[str, ...],
+    carry0_requires_grad: tuple[bool, ...],
+    layers: tuple[tuple[str, str], ...] = tuple(zip(LAYERS, ("I", "H"))),
+    directions: int = 1,
+):
     """layers: (parameter suffix, the size naming its input width); ys is (T, B, directions * H)."""
 
     def make_case(sizes: Mapping[str, int], seed: int) -> Case:
@@ -70,13 +76,25 @@ def case_maker(name: str, gates: int, carry_names: tuple[str, ...], carry0_requi
         k = 1.0 / np.sqrt(H)  # torch.nn's default init range
         params = {}
         for layer, width in ((suffix, sizes[size]) for suffix, size in layers):
-            params.update({f"W_ih{layer}": uniform(rng, (gates * H, width), k),
-                           f"W_hh{layer}": uniform(rng, (gates * H, H), k), f"b{layer}": uniform(rng, (gates * H,), k)})
+            params.update(
+                {
+                    f"W_ih{layer}": uniform(rng, (gates * H, width), k),
+                    f"W_hh{layer}": uniform(rng, (gates * H, H), k),
+                    f"b{layer}": uniform(rng, (gates * H,), k),
+                }
+            )
         return Case(
-            model=name, sizes=dict(sizes), seed=seed, params=params,
+            model=name,
+            sizes=dict(sizes),
+            seed=seed,
+            params=params,
             carry0=tuple(uniform(rng, (B, H), 0.5) for _ in carry_names),
-            xs=uniform(rng, (T, B, I)), length=T,
-            consts={"wy": uniform(rng, (T, B, directions * H)), **{f"w_{n}": uniform(rng, (B, H)) for n in carry_names}},
+            xs=uniform(rng, (T, B, I)),
+            length=T,
+            consts={
+                "wy": uniform(rng, (T, B, directions * H)),
+                **{f"w_{n}": uniform(rng, (B, H)) for n in carry_names},
+            },
             carry0_requires_grad=carry0_requires_grad,
         )
 
@@ -133,8 +151,9 @@ def lstm2_oracle(case: Case) -> dict[str, np.ndarray]:
     return {**_named(g1, 1), **_named(g2, 2), **_carry_grads(case, ("h1", "c1", "h2", "c2"), (dh1, dc1, dh2, dc2))}
 
 
-def flops_counter(gates: int, elementwise_per_step: int, carry_leaves: int, carry0_needs_grad: bool,
-                  bidirectional: bool = False):
+def flops_counter(
+    gates: int, elementwise_per_step: int, carry_leaves: int, carry0_needs_grad: bool, bidirectional: bool = False
+):
     """Per layer as models/rnn.py and models/lstm.py count one layer, with layer 2's projection
     reading ys1 (width H) and needing the input gradient too, since ys1 depends on layer 1's params.
     The recurrent dh matmul runs through T steps when carry0 needs grad, else T-1."""
@@ -157,20 +176,49 @@ def flops_counter(gates: int, elementwise_per_step: int, carry_leaves: int, carr
 SIZES = {"T": 16, "B": 4, "I": 8, "H": 16}
 RNN2_CARRY, LSTM2_CARRY, BIRNN_CARRY = ("h1", "h2"), ("h1", "c1", "h2", "c2"), ("h_f", "h_b")
 MODELS = (
-    Model(name="rnn2", summary="2 stacked Elman layers, layer 2 scans layer 1's outputs", carry_names=RNN2_CARRY,
-          default_sizes=SIZES, make_case=case_maker("rnn2", 1, RNN2_CARRY, (False, False)), step=rnn.step,
-          loss=weighted_loss(RNN2_CARRY), forward=rnn2_forward, oracle=rnn2_oracle, oracle_kind="hand_bptt",
-          cotangent_consts=cotangent_consts(RNN2_CARRY),
-          kind="elman_tanh_2layer", flops=flops_counter(1, 3, len(RNN2_CARRY), False)),
-    Model(name="lstm2", summary="2 stacked LSTM layers, layer 2 scans layer 1's outputs", carry_names=LSTM2_CARRY,
-          default_sizes=SIZES, make_case=case_maker("lstm2", 4, LSTM2_CARRY, (True,) * 4), step=lstm.step,
-          loss=weighted_loss(LSTM2_CARRY), forward=lstm2_forward, oracle=lstm2_oracle, oracle_kind="hand_bptt",
-          cotangent_consts=cotangent_consts(LSTM2_CARRY),
-          kind="lstm_2layer", flops=flops_counter(4, 17, len(LSTM2_CARRY), True)),
-    Model(name="birnn", summary="bidirectional Elman layer: one recurrence over xs, one over the flipped sequence",
-          carry_names=BIRNN_CARRY, default_sizes=SIZES,
-          make_case=case_maker("birnn", 1, BIRNN_CARRY, (True, True), layers=(("_f", "I"), ("_b", "I")), directions=2),
-          step=rnn.step, loss=weighted_loss(BIRNN_CARRY), forward=birnn_forward, oracle=birnn_oracle,
-          oracle_kind="hand_bptt", cotangent_consts=cotangent_consts(BIRNN_CARRY), kind="elman_tanh_bidirectional",
-          flops=flops_counter(1, 3, len(BIRNN_CARRY), True, bidirectional=True)),
+    Model(
+        name="rnn2",
+        summary="2 stacked Elman layers, layer 2 scans layer 1's outputs",
+        carry_names=RNN2_CARRY,
+        default_sizes=SIZES,
+        make_case=case_maker("rnn2", 1, RNN2_CARRY, (False, False)),
+        step=rnn.step,
+        loss=weighted_loss(RNN2_CARRY),
+        forward=rnn2_forward,
+        oracle=rnn2_oracle,
+        oracle_kind="hand_bptt",
+        cotangent_consts=cotangent_consts(RNN2_CARRY),
+        kind="elman_tanh_2layer",
+        flops=flops_counter(1, 3, len(RNN2_CARRY), False),
+    ),
+    Model(
+        name="lstm2",
+        summary="2 stacked LSTM layers, layer 2 scans layer 1's outputs",
+        carry_names=LSTM2_CARRY,
+        default_sizes=SIZES,
+        make_case=case_maker("lstm2", 4, LSTM2_CARRY, (True,) * 4),
+        step=lstm.step,
+        loss=weighted_loss(LSTM2_CARRY),
+        forward=lstm2_forward,
+        oracle=lstm2_oracle,
+        oracle_kind="hand_bptt",
+        cotangent_consts=cotangent_consts(LSTM2_CARRY),
+        kind="lstm_2layer",
+        flops=flops_counter(4, 17, len(LSTM2_CARRY), True),
+    ),
+    Model(
+        name="birnn",
+        summary="bidirectional Elman layer: one recurrence over xs, one over the flipped sequence",
+        carry_names=BIRNN_CARRY,
+        default_sizes=SIZES,
+        make_case=case_maker("birnn", 1, BIRNN_CARRY, (True, True), layers=(("_f", "I"), ("_b", "I")), directions=2),
+        step=rnn.step,
+        loss=weighted_loss(BIRNN_CARRY),
+        forward=birnn_forward,
+        oracle=birnn_oracle,
+        oracle_kind="hand_bptt",
+        cotangent_consts=cotangent_consts(BIRNN_CARRY),
+        kind="elman_tanh_bidirectional",
+        flops=flops_counter(1, 3, len(BIRNN_CARRY), True, bidirectional=True),
+    ),
 )

@@ -15,12 +15,12 @@ of the truncated sine series the truncated cosine series; for the matrix series,
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
 from rnnbench.model import Case, Model
-from rnnbench_models._common import iteration_case, iterates_cotangent_consts, rng_for, uniform, weighted_iterates_loss
+from rnnbench_models._common import iterates_cotangent_consts, iteration_case, rng_for, uniform, weighted_iterates_loss
 from rnnbench_models._flops import count
 
 
@@ -36,7 +36,15 @@ def exp_step(ops, params, carry, _x):
 def exp_case(sizes: Mapping[str, int], seed: int) -> Case:
     rng = rng_for("taylor_exp", seed)
     n = sizes["n"]
-    return iteration_case("taylor_exp", uniform(rng, (n,), 2.0), (np.ones(n), np.ones(n), np.zeros(n)), (False, False, False), rng, sizes, seed)
+    return iteration_case(
+        "taylor_exp",
+        uniform(rng, (n,), 2.0),
+        (np.ones(n), np.ones(n), np.zeros(n)),
+        (False, False, False),
+        rng,
+        sizes,
+        seed,
+    )
 
 
 def _exp_partial(a: np.ndarray, m: int) -> np.ndarray:
@@ -62,7 +70,15 @@ def sin_step(ops, params, carry, _x):
 def sin_case(sizes: Mapping[str, int], seed: int) -> Case:
     rng = rng_for("taylor_sin", seed)
     n = sizes["n"]
-    return iteration_case("taylor_sin", uniform(rng, (n,), 3.0), (np.ones(n), np.ones(n), np.zeros(n)), (False, False, False), rng, sizes, seed)
+    return iteration_case(
+        "taylor_sin",
+        uniform(rng, (n,), 3.0),
+        (np.ones(n), np.ones(n), np.zeros(n)),
+        (False, False, False),
+        rng,
+        sizes,
+        seed,
+    )
 
 
 def _cos_partial(a: np.ndarray, m: int) -> np.ndarray:
@@ -88,7 +104,9 @@ def expm_case(sizes: Mapping[str, int], seed: int) -> Case:
     rng = rng_for("taylor_expm", seed)
     n = sizes["n"]
     A = rng.standard_normal((n, n)) / np.sqrt(n)  # spectral norm ~2: the series needs all its terms
-    return iteration_case("taylor_expm", A, (np.eye(n), np.eye(n), np.zeros(1)), (False, False, False), rng, sizes, seed)
+    return iteration_case(
+        "taylor_expm", A, (np.eye(n), np.eye(n), np.zeros(1)), (False, False, False), rng, sizes, seed
+    )
 
 
 def _expm_partial(M: np.ndarray, m: int) -> np.ndarray:

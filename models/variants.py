@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 
@@ -63,13 +63,16 @@ def _variant(base: Model, tag: str, summary: str, **changes) -> Model:
 def carry0_requires_grad(base: Model, flag: bool) -> Model:
     def make_case(sizes, seed):
         case = base.make_case(sizes, seed)
-        return dataclasses.replace(case, model=f"{base.name}{SEPARATOR}{tag}", carry0_requires_grad=(flag,) * len(case.carry0))
+        return dataclasses.replace(
+            case, model=f"{base.name}{SEPARATOR}{tag}", carry0_requires_grad=(flag,) * len(case.carry0)
+        )
 
     tag = "carry0_grad" if flag else "carry0_nograd"
     # The base oracle, where it covers the newly differentiated leaves; rnnbench fills the rest by
     # finite differences (and then judges with their tolerance).
-    return _variant(base, tag, f"every initial-carry leaf {'requires' if flag else 'without'} grad",
-                    make_case=make_case)
+    return _variant(
+        base, tag, f"every initial-carry leaf {'requires' if flag else 'without'} grad", make_case=make_case
+    )
 
 
 # ---- parameters through the carry --------------------------------------------------------------
@@ -110,10 +113,18 @@ def params_in_carry(base: Model, param_names: tuple[str, ...]) -> Model:
     def cotangent_consts(dys, dcarry):  # the parameter leaves are not in the base loss
         return base.cotangent_consts(dys, tuple(dcarry[:n])) if not any(np.any(d) for d in dcarry[n:]) else None
 
-    return _variant(base, "params_in_carry", "parameters passed through the carry", carry_names=carry_names,
-                    step=step, loss=loss, prologue=None, make_case=make_case,
-                    oracle=oracle if base.oracle is not None else None,
-                    cotangent_consts=cotangent_consts if base.cotangent_consts is not None else None)
+    return _variant(
+        base,
+        "params_in_carry",
+        "parameters passed through the carry",
+        carry_names=carry_names,
+        step=step,
+        loss=loss,
+        prologue=None,
+        make_case=make_case,
+        oracle=oracle if base.oracle is not None else None,
+        cotangent_consts=cotangent_consts if base.cotangent_consts is not None else None,
+    )
 
 
 # ---- parameter as a per-step input -------------------------------------------------------------
@@ -129,11 +140,23 @@ def params_as_xs(base: Model, param: str, stacked: bool) -> Model:
         case = base.make_case(sizes, seed)
         p = np.broadcast_to(case.params[param], (case.length,) + case.params[param].shape)
         xs = np.stack([case.xs, p], axis=1) if stacked else p
-        return dataclasses.replace(case, model=f"{base.name}{SEPARATOR}params_as_xs", params={},
-                                   xs=np.ascontiguousarray(xs), xs_requires_grad=True)
+        return dataclasses.replace(
+            case,
+            model=f"{base.name}{SEPARATOR}params_as_xs",
+            params={},
+            xs=np.ascontiguousarray(xs),
+            xs_requires_grad=True,
+        )
 
-    return _variant(base, "params_as_xs", "the parameter fed as a per-step scan input", step=step,
-                    make_case=make_case, oracle=None, oracle_kind="finite_differences")
+    return _variant(
+        base,
+        "params_as_xs",
+        "the parameter fed as a per-step scan input",
+        step=step,
+        make_case=make_case,
+        oracle=None,
+        oracle_kind="finite_differences",
+    )
 
 
 def variants_of(base: Model) -> list[Model]:
@@ -148,7 +171,7 @@ def variants_of(base: Model) -> list[Model]:
     if case.params:
         out.append(params_in_carry(base, tuple(case.params)))
     if len(case.params) == 1 and base.prologue is None:
-        (name, value), = case.params.items()
+        ((name, value),) = case.params.items()
         if case.xs is None:
             out.append(params_as_xs(base, name, stacked=False))
         elif case.xs.shape[1:] == value.shape:

@@ -14,9 +14,7 @@ weights on every output and final carry leaf. The oracle is float64 finite diffe
 
 from __future__ import annotations
 
-from typing import Mapping
-
-import numpy as np
+from collections.abc import Mapping
 
 from rnnbench.model import Case, Model
 from rnnbench_models._common import rng_for, uniform
@@ -35,12 +33,28 @@ def _model(name: str, summary: str, step, carry_names: tuple[str, ...]) -> Model
         n, T = sizes["n"], sizes["T"]
         carry0 = tuple(uniform(rng, (n,)) for _ in carry_names)
         consts = {"wy": uniform(rng, (T, n)), **{f"wc{i}": uniform(rng, (n,)) for i in range(len(carry_names))}}
-        return Case(model=name, sizes=dict(sizes), seed=seed, params={"a": uniform(rng, (n,), 0.9)}, carry0=carry0,
-                    xs=uniform(rng, (T, n)), length=T, consts=consts,
-                    carry0_requires_grad=tuple(False for _ in carry_names))
+        return Case(
+            model=name,
+            sizes=dict(sizes),
+            seed=seed,
+            params={"a": uniform(rng, (n,), 0.9)},
+            carry0=carry0,
+            xs=uniform(rng, (T, n)),
+            length=T,
+            consts=consts,
+            carry0_requires_grad=tuple(False for _ in carry_names),
+        )
 
-    return Model(name=name, summary=summary, carry_names=carry_names, default_sizes={"T": 4, "n": 3},
-                 make_case=make_case, step=step, loss=_weighted, suite="bugs")
+    return Model(
+        name=name,
+        summary=summary,
+        carry_names=carry_names,
+        default_sizes={"T": 4, "n": 3},
+        make_case=make_case,
+        step=step,
+        loss=_weighted,
+        suite="bugs",
+    )
 
 
 def _output_without_grad(ops, params, carry, x):
@@ -54,7 +68,11 @@ def _unread_carry(ops, params, carry, x):
 
 
 MODELS = (
-    _model("xla_output_without_grad", "h <- a*h + x, y = 2x: a step output that needs no grad (torch_xla scan)",
-           _output_without_grad, ("h",)),
+    _model(
+        "xla_output_without_grad",
+        "h <- a*h + x, y = 2x: a step output that needs no grad (torch_xla scan)",
+        _output_without_grad,
+        ("h",),
+    ),
     _model("xla_unread_carry", "carry (h, k), k never read by the step (torch_xla scan)", _unread_carry, ("h", "k")),
 )

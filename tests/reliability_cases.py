@@ -18,9 +18,9 @@ import os
 import subprocess
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
 
 # A row decided in the parent (the vendor LSTM layer does not compute an Elman RNN): commands that
 # get past every check finish at once, without a worker.
@@ -77,6 +77,7 @@ def _write(name: str, text: str | bytes) -> Callable[[Path], None]:
         path = t / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(text if isinstance(text, bytes) else text.encode())
+
     return setup
 
 
@@ -99,7 +100,8 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "blank_lines": _write("r.jsonl", "\n\n  \n"),
     "bad_middle": lambda t: (t / "r.jsonl").write_text(_lines(_record()) + "oops\n" + _lines(_record())),
     "bad_middle_complete_tail": lambda t: (t / "r.jsonl").write_text(
-        _lines(_record()) + "oops\n" + _lines(_record()).rstrip("\n")),
+        _lines(_record()) + "oops\n" + _lines(_record()).rstrip("\n")
+    ),
     "truncated_tail": lambda t: (t / "r.jsonl").write_text(_lines(_record()) + '{"model": "rnn", "dri'),
     "complete_tail_no_newline": lambda t: (t / "r.jsonl").write_text(_lines(_record()).rstrip("\n")),
     "array_line": _write("r.jsonl", "[1, 2, 3]\n"),
@@ -113,18 +115,35 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "nan_literal": _write("r.jsonl", json.dumps({**REC, "max_rel_error": float("nan")}) + "\n"),
     "null_timing": _write("r.jsonl", json.dumps({**REC, "fwd_bwd": None}) + "\n"),
     **{f"missing_{k}": _write("r.jsonl", json.dumps({f: v for f, v in REC.items() if f != k}) + "\n") for k in REC},
-    **{f"wrong_{k}": _write("r.jsonl", json.dumps({**REC, k: v}) + "\n") for k, v in (
-        ("status", 5), ("model", None), ("driver", ["a"]), ("dtype", {"x": 1}), ("sizes", "T=3"), ("seed", "0"),
-        ("machine", "host"), ("max_rel_error", "small"), ("fwd_bwd", {"median_ms": "fast"}), ("fwd", [1, 2]),
-        ("report", 3), ("loss_form", 1), ("schema", "2"), ("first_call_s", True), ("hvp", "ok"),
-        ("environment_name", 0))},
+    **{
+        f"wrong_{k}": _write("r.jsonl", json.dumps({**REC, k: v}) + "\n")
+        for k, v in (
+            ("status", 5),
+            ("model", None),
+            ("driver", ["a"]),
+            ("dtype", {"x": 1}),
+            ("sizes", "T=3"),
+            ("seed", "0"),
+            ("machine", "host"),
+            ("max_rel_error", "small"),
+            ("fwd_bwd", {"median_ms": "fast"}),
+            ("fwd", [1, 2]),
+            ("report", 3),
+            ("loss_form", 1),
+            ("schema", "2"),
+            ("first_call_s", True),
+            ("hvp", "ok"),
+            ("environment_name", 0),
+        )
+    },
     "wrong_size_value": _write("r.jsonl", json.dumps({**REC, "sizes": {"T": "64"}}) + "\n"),
     "wrong_hostname": _write("r.jsonl", json.dumps({**REC, "machine": {"hostname": 3}}) + "\n"),
     "other_schema": lambda t: _other(t, schema=1),
     "no_schema": lambda t: (t / "r.jsonl").write_text(_lines({k: v for k, v in _record().items() if k != "schema"})),
     "other_version": lambda t: _other(t, rnnbench_version="0.0.1"),
-    "other_settings": lambda t: _other(t, status="ok", fingerprint="0" * 16,
-                                       settings={**_record()["settings"], "threads": 99}),
+    "other_settings": lambda t: _other(
+        t, status="ok", fingerprint="0" * 16, settings={**_record()["settings"], "threads": 99}
+    ),
     "unavailable_other_settings": lambda t: _other(t, fingerprint="0" * 16),
     "config_dir": lambda t: (t / "c.toml").mkdir(),
     "outdir_is_file": _write("o", "a file, not a directory\n"),
@@ -142,19 +161,44 @@ CONFIG_CASES = [  # (id, TOML text, exit, words)
     ("config_models_list_of_ints", "models = [1, 2]", 2, "key 'models' must be a string or a list of strings"),
     ("config_environments_list", 'environments = ["main"]', 0, "1 unavailable"),
     ("config_environments_unknown", 'environments = ["moon"]', 2, "unknown environment 'moon'"),
-    ("config_environment_table_not_a_table", 'environments = { moon = 3 }', 2, "environment 'moon' must be a table, got int"),
-    ("config_environment_unknown_key", '[environments.moon]\nrequirements = ["numpy==2.4.6"]\ncolour = "red"', 2,
-     "environment 'moon': unknown key 'colour'"),
-    ("config_environment_requirements_int", '[environments.moon]\nrequirements = 3', 2,
-     "environment 'moon': 'requirements' has the wrong type (int)"),
-    ("config_environment_empty_requirement", '[environments.moon]\nrequirements = [""]', 2,
-     "requirements must be non-empty strings"),
-    ("config_environment_nothing_to_create_from", '[environments.moon]\nabout = "x"', 2,
-     "environment 'moon' needs `requirements` (pins to create it from) or `path`"),
-    ("config_environment_bad_name", '[environments."a b"]\nrequirements = ["numpy==2.4.6"]', 2,
-     "environment name 'a b' must be letters, digits"),
-    ("config_environment_empty_table", 'environments = {}', 2, "the [environments] table defines no environment"),
-    ("config_environment_builtin_by_name", '[environments.main]', 0, "1 unavailable"),
+    (
+        "config_environment_table_not_a_table",
+        "environments = { moon = 3 }",
+        2,
+        "environment 'moon' must be a table, got int",
+    ),
+    (
+        "config_environment_unknown_key",
+        '[environments.moon]\nrequirements = ["numpy==2.4.6"]\ncolour = "red"',
+        2,
+        "environment 'moon': unknown key 'colour'",
+    ),
+    (
+        "config_environment_requirements_int",
+        "[environments.moon]\nrequirements = 3",
+        2,
+        "environment 'moon': 'requirements' has the wrong type (int)",
+    ),
+    (
+        "config_environment_empty_requirement",
+        '[environments.moon]\nrequirements = [""]',
+        2,
+        "requirements must be non-empty strings",
+    ),
+    (
+        "config_environment_nothing_to_create_from",
+        '[environments.moon]\nabout = "x"',
+        2,
+        "environment 'moon' needs `requirements` (pins to create it from) or `path`",
+    ),
+    (
+        "config_environment_bad_name",
+        '[environments."a b"]\nrequirements = ["numpy==2.4.6"]',
+        2,
+        "environment name 'a b' must be letters, digits",
+    ),
+    ("config_environment_empty_table", "environments = {}", 2, "the [environments] table defines no environment"),
+    ("config_environment_builtin_by_name", "[environments.main]", 0, "1 unavailable"),
     ("config_memory_string", 'memory_limit_gb = "2"', 2, "key 'memory_limit_gb' must be a number, got str '2'"),
     ("config_memory_negative", "memory_limit_gb = -1", 2, "key 'memory_limit_gb' must be a finite number > 0"),
     ("config_memory_zero", "memory_limit_gb = 0", 2, "must be a finite number > 0"),
@@ -194,17 +238,30 @@ CONFIG_CASES = [  # (id, TOML text, exit, words)
     ("config_binary", "\x00\x01\x02", 2, "is not valid TOML"),
     ("config_empty", "", 0, "1 unavailable"),
     ("config_datetime", "seed = 1979-05-27", 2, "key 'seed' must be an integer, got date"),
-    ("config_valid", 'models = "rnn"\ndrivers = ["torch_nn_lstm"]\nthreads = 1\nbudget = 0.1\ntimeout = 60\n'
-     'memory_limit_gb = 8\nseed = 3\norder = 1\nsizes = {T = 4}', 0, "1 unavailable"),
+    (
+        "config_valid",
+        'models = "rnn"\ndrivers = ["torch_nn_lstm"]\nthreads = 1\nbudget = 0.1\ntimeout = 60\n'
+        "memory_limit_gb = 8\nseed = 3\norder = 1\nsizes = {T = 4}",
+        0,
+        "1 unavailable",
+    ),
 ]
 
 CASES: list[Case] = []
 
 
-def _case(id: str, argv: str | tuple[str, ...], exit: int, words: str = "", setup: tuple[str, ...] = (),
-          unchanged: bool = True, pipe_closed: bool = False) -> None:
-    CASES.append(Case(id, tuple(argv.split()) if isinstance(argv, str) else argv, exit, words, setup, unchanged,
-                      pipe_closed))
+def _case(
+    id: str,
+    argv: str | tuple[str, ...],
+    exit: int,
+    words: str = "",
+    setup: tuple[str, ...] = (),
+    unchanged: bool = True,
+    pipe_closed: bool = False,
+) -> None:
+    CASES.append(
+        Case(id, tuple(argv.split()) if isinstance(argv, str) else argv, exit, words, setup, unchanged, pipe_closed)
+    )
 
 
 R = ("run", *QUICK)
@@ -263,8 +320,13 @@ for name, flag, value, words in [
 _case("run_unknown_flag", "run --bogus-flag", 2, "unrecognized arguments")
 _case("run_unknown_command", "bogus", 2, "invalid choice")
 _case("run_flag_without_value", "run --models", 2, "expected one argument")
-_case("run_duplicates_run_once", (*R, "--models", "rnn,rnn", "--drivers", "torch_nn_lstm,torch_nn_lstm", *OUT), 0,
-      "1 unavailable", unchanged=False)
+_case(
+    "run_duplicates_run_once",
+    (*R, "--models", "rnn,rnn", "--drivers", "torch_nn_lstm,torch_nn_lstm", *OUT),
+    0,
+    "1 unavailable",
+    unchanged=False,
+)
 _case("run_quick_ok", (*R, *OUT), 0, "1 unavailable", unchanged=False)
 
 # -- run: the results file ---------------------------------------------------------------------------
@@ -293,8 +355,13 @@ _case("resume_done", RESUME, 0, "0 rows", ("results",))
 _case("resume_empty_file", RESUME, 0, "1 rows", ("empty",), unchanged=False)
 _case("resume_blank_lines", RESUME, 0, "1 rows", ("blank_lines",), unchanged=False)
 _case("resume_notes", (*R, "--resume", "--out", "{t}/notes.txt"), 2, "notes.txt:1: not a JSON record", ("notes",))
-_case("resume_notes_no_newline", (*R, "--resume", "--out", "{t}/notes.txt"), 2, "notes.txt:1: not a JSON record",
-      ("notes_no_newline",))
+_case(
+    "resume_notes_no_newline",
+    (*R, "--resume", "--out", "{t}/notes.txt"),
+    2,
+    "notes.txt:1: not a JSON record",
+    ("notes_no_newline",),
+)
 _case("resume_bad_middle_line", RESUME, 2, "r.jsonl:2: not a JSON record", ("bad_middle",))
 _case("resume_bad_middle_complete_tail", RESUME, 2, "r.jsonl:2: not a JSON record", ("bad_middle_complete_tail",))
 _case("resume_truncated_tail", RESUME, 0, "0 rows", ("truncated_tail",), unchanged=False)
@@ -304,16 +371,37 @@ _case("resume_no_schema", RESUME, 2, "schema 1", ("no_schema",))
 _case("resume_other_version", RESUME, 2, "written by rnnbench 0.0.1", ("other_version",))
 _case("resume_other_settings", RESUME, 2, "threads 99 ->", ("other_settings",))
 _case("resume_unavailable_reruns", RESUME, 0, "1 rows", ("unavailable_other_settings",), unchanged=False)
-_case("resume_other_threads", (*RESUME, "--threads", "1"), 0, "rows", ("results",),
-      unchanged=False)  # a row recorded as unavailable is decided again: never a conflict
-for name in ("array_line", "string_line", "number_line", "empty_object", "missing_model", "missing_status",
-             "wrong_status", "wrong_sizes", "binary", "latin1", "deep_nesting"):
+_case(
+    "resume_other_threads", (*RESUME, "--threads", "1"), 0, "rows", ("results",), unchanged=False
+)  # a row recorded as unavailable is decided again: never a conflict
+for name in (
+    "array_line",
+    "string_line",
+    "number_line",
+    "empty_object",
+    "missing_model",
+    "missing_status",
+    "wrong_status",
+    "wrong_sizes",
+    "binary",
+    "latin1",
+    "deep_nesting",
+):
     _case(f"resume_{name}", RESUME, 2, "r.jsonl:1:", (name,))
 
 # -- table and report: any file ------------------------------------------------------------------------
 for name in [n for n in SETUPS if n.startswith(("missing_", "wrong_"))] + [
-        "array_line", "string_line", "number_line", "empty_object", "deep_nesting", "binary", "latin1", "bom",
-        "bad_middle", "bad_middle_complete_tail"]:
+    "array_line",
+    "string_line",
+    "number_line",
+    "empty_object",
+    "deep_nesting",
+    "binary",
+    "latin1",
+    "bom",
+    "bad_middle",
+    "bad_middle_complete_tail",
+]:
     line = "2" if name.startswith("bad_middle") else "1"
     _case(f"table_{name}", ("table", "{t}/r.jsonl"), 2, f"r.jsonl:{line}:", (name,))
     _case(f"report_{name}", ("report", "{t}/r.jsonl", "--out-dir", "{t}/rep"), 2, f"r.jsonl:{line}:", (name,))
@@ -333,8 +421,13 @@ _case("table_directory", "table {t}/d", 2, "does not exist", ("dir",))
 _case("table_no_files", "table", 2, "the following arguments are required")
 _case("report_missing", "report {t}/none.jsonl", 2, "does not exist")
 _case("report_empty", ("report", "{t}/r.jsonl", "--out-dir", "{t}/rep"), 2, "no records", ("empty",))
-_case("report_out_dir_is_file", ("report", "{t}/r.jsonl", "--out-dir", "{t}/o"), 2, "cannot create",
-      ("results", "outdir_is_file"))
+_case(
+    "report_out_dir_is_file",
+    ("report", "{t}/r.jsonl", "--out-dir", "{t}/o"),
+    2,
+    "cannot create",
+    ("results", "outdir_is_file"),
+)
 
 # -- run --config -----------------------------------------------------------------------------------
 _case("config_missing", (*R, *OUT, "--config", "{t}/none.toml"), 2, "does not exist")
@@ -372,8 +465,13 @@ for name, argv, words in [
     ("fuzz_empty_drivers", "fuzz --drivers ,", "names nothing"),
 ]:
     _case(name, argv, 2, words)
-_case("fuzz_repro_dir_is_file", ("fuzz", "--cases", "1", "--repro-dir", "{t}/repro"), 2, "cannot create",
-      ("repro_is_file",))
+_case(
+    "fuzz_repro_dir_is_file",
+    ("fuzz", "--cases", "1", "--repro-dir", "{t}/repro"),
+    2,
+    "cannot create",
+    ("repro_is_file",),
+)
 
 # -- closed pipes: the reader of stdout went away (`rnnbench list | head -1`) ------------------------------
 _case("list_closed_pipe", "list", 141, "", pipe_closed=True)
@@ -387,32 +485,46 @@ def _fuzz_record() -> dict:
     """A fuzz campaign's outcome record, as `rnnbench fuzz` writes it."""
     from rnnbench.fuzz.runner import Campaign, Outcome
 
-    campaign = Campaign(cases=1, seed=0, drivers=["torch_loop"], dtype="float64", device="cpu", losses=("sum",),
-                        settings={})
+    campaign = Campaign(
+        cases=1, seed=0, drivers=["torch_loop"], dtype="float64", device="cpu", losses=("sum",), settings={}
+    )
     return campaign.to_record(Outcome(0, "torch_loop", "ok", None, "", campaign.body(0), None, "", ""))
 
 
 def _nested(path: str, value: object) -> Callable[[Path], None]:
     """A timed run record whose field at dotted `path` is `value`."""
+
     def setup(t: Path) -> None:
-        rec = {**REC, "fwd_bwd": {"median_ms": 1.0, "q1_ms": 0.9, "q3_ms": 1.1}, "cpu": {"notes": []},
-               "roofline": {"fwd_bwd": {"fraction_of_peak": 0.5, "gflops": 1.0}},
-               "gemm_peak": {"gflops": 2.0, "threads": 1}, "environment": {"versions": {"torch": "2.13.0"}},
-               "sizes": {"T": 4}, "hvp": {"status": "ok"}}
+        rec = {
+            **REC,
+            "fwd_bwd": {"median_ms": 1.0, "q1_ms": 0.9, "q3_ms": 1.1},
+            "cpu": {"notes": []},
+            "roofline": {"fwd_bwd": {"fraction_of_peak": 0.5, "gflops": 1.0}},
+            "gemm_peak": {"gflops": 2.0, "threads": 1},
+            "environment": {"versions": {"torch": "2.13.0"}},
+            "sizes": {"T": 4},
+            "hvp": {"status": "ok"},
+        }
         node = rec
         *parents, last = path.split(".")
         for key in parents:
             node = node[key]
         node[last] = value
         (t / "r.jsonl").write_text(json.dumps(rec) + "\n")
+
     return setup
 
 
 SETUPS["fuzz_results"] = lambda t: (t / "r.jsonl").write_text(_lines(_fuzz_record()))
 SETUPS["config_huge"] = _write("c.toml", "# padding\n" * 110000 + 'models = "rnn"\n')
 _case("resume_fuzz_campaign_file", RESUME, 2, "holds outcomes of an `rnnbench fuzz` campaign", ("fuzz_results",))
-_case("fuzz_resume_run_file", ("fuzz", "--cases", "1", "--drivers", "torch_loop", "--resume", *OUT), 2,
-      "holds rows of `rnnbench run`, `sweep` or `versions`", ("results",))
+_case(
+    "fuzz_resume_run_file",
+    ("fuzz", "--cases", "1", "--drivers", "torch_loop", "--resume", *OUT),
+    2,
+    "holds rows of `rnnbench run`, `sweep` or `versions`",
+    ("results",),
+)
 _case("config_over_size_limit", (*R, *OUT, "--config", "{t}/c.toml"), 2, "bytes, over the", ("config_huge",))
 for name, flag, value, words in [
     ("model", "--models", "lsmt", "unknown model 'lsmt' (did you mean 'lstm' or 'lstm2'?)"),
@@ -423,9 +535,18 @@ for name, flag, value, words in [
 ]:
     _case(f"run_mistyped_{name}", (*R, *OUT, flag, value), 2, words)
 _config("config_mistyped_key", "modles = 'rnn'")
-_case("config_mistyped_key", (*R, *OUT, "--config", "{t}/c.toml"), 2, "unknown key(s) modles (did you mean 'models'?)",
-      ("config_mistyped_key",))
-for fmt, words in [("markdown", "| model "), ("csv", "model,driver,env,dtype,status"), ("json", '"driver": "torch_nn_lstm"')]:
+_case(
+    "config_mistyped_key",
+    (*R, *OUT, "--config", "{t}/c.toml"),
+    2,
+    "unknown key(s) modles (did you mean 'models'?)",
+    ("config_mistyped_key",),
+)
+for fmt, words in [
+    ("markdown", "| model "),
+    ("csv", "model,driver,env,dtype,status"),
+    ("json", '"driver": "torch_nn_lstm"'),
+]:
     _case(f"table_format_{fmt}", ("table", "{t}/r.jsonl", "--format", fmt, "--all"), 0, words, ("results",))
 _case("table_format_unknown", ("table", "{t}/r.jsonl", "--format", "html"), 2, "invalid choice: 'html'", ("results",))
 for path, value, words in [
@@ -456,11 +577,16 @@ for path, value, words in [
 # -- processes, streams and outputs (issue: the contract beyond the command line) -------------------
 # A matrix of drivers x environments with no row in it; outputs where nothing can be written (a
 # sysfs directory refuses new files, to root too).
-_case("run_empty_matrix", (*R[:1], "--models", "rnn", "--drivers", "torch_xla_loop", "--environments", "main", *OUT),
-      2, "no selected driver runs in the selected environments")
+_case(
+    "run_empty_matrix",
+    (*R[:1], "--models", "rnn", "--drivers", "torch_xla_loop", "--environments", "main", *OUT),
+    2,
+    "no selected driver runs in the selected environments",
+)
 _case("run_out_unwritable_directory", (*R, "--out", "/sys/r.jsonl"), 2, "cannot write results file")
-_case("report_out_dir_unwritable", ("report", "{t}/r.jsonl", "--out-dir", "/sys"), 2, "cannot write there",
-      ("results",))
+_case(
+    "report_out_dir_unwritable", ("report", "{t}/r.jsonl", "--out-dir", "/sys"), 2, "cannot write there", ("results",)
+)
 _case("fuzz_repro_dir_unwritable", ("fuzz", "--cases", "1", "--repro-dir", "/sys"), 2, "cannot write there")
 
 
@@ -484,8 +610,9 @@ def run_case(case: Case, t: Path) -> Observed:
         # Close the read end before the command writes: every write to stdout fails (EPIPE).
         r, w = os.pipe()
         os.close(r)
-        proc = subprocess.run([sys.executable, "-m", "rnnbench.cli", *argv], stdout=w, stderr=subprocess.PIPE,
-                              text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "rnnbench.cli", *argv], stdout=w, stderr=subprocess.PIPE, text=True, timeout=120
+        )
         os.close(w)
         code, out, err = proc.returncode, "", proc.stderr
     else:
@@ -537,13 +664,23 @@ def _expected(case: Case) -> str:
 
 # Test modules whose cases need processes, signals or the library API: listed in the document
 # with the outcome of one pytest run each.
-FAULT_MODULES = ("tests/test_faults.py", "tests/test_isolation.py", "tests/test_results_file.py", "tests/test_api_validation.py",
-                 "tests/test_merged_views.py", "tests/test_fuzz_records.py", "tests/test_reliability.py::test_any_bytes_as_a_results_file",
-                 "tests/test_reliability.py::test_any_toml_document_as_a_config",
-                 # input classes beyond flags (issue 31); test_record_fields.py's 750 generated cases are
-                 # summarised by its base case (docs/reliability.md's class table names the module)
-                 "tests/test_inputs.py", "tests/test_api_inputs.py", "tests/test_packaging.py",
-                 "tests/test_repository_paths.py", "tests/test_record_fields.py::test_the_base_records_are_read_whole")
+FAULT_MODULES = (
+    "tests/test_faults.py",
+    "tests/test_isolation.py",
+    "tests/test_results_file.py",
+    "tests/test_api_validation.py",
+    "tests/test_merged_views.py",
+    "tests/test_fuzz_records.py",
+    "tests/test_reliability.py::test_any_bytes_as_a_results_file",
+    "tests/test_reliability.py::test_any_toml_document_as_a_config",
+    # input classes beyond flags (issue 31); test_record_fields.py's 750 generated cases are
+    # summarised by its base case (docs/reliability.md's class table names the module)
+    "tests/test_inputs.py",
+    "tests/test_api_inputs.py",
+    "tests/test_packaging.py",
+    "tests/test_repository_paths.py",
+    "tests/test_record_fields.py::test_the_base_records_are_read_whole",
+)
 
 
 def matrix_table() -> tuple[str, int]:
@@ -556,22 +693,30 @@ def matrix_table() -> tuple[str, int]:
             seen = run_case(case, Path(tmp))
         bad = problems(case, seen)
         failing += bool(bad)
-        cells = [case.id, f"`{case.command}`", _expected(case),
-                 ("PASS" if not bad else "FAIL: " + "; ".join(bad)) + " — " + seen.summary.replace(tmp, "{t}")]
+        cells = [
+            case.id,
+            f"`{case.command}`",
+            _expected(case),
+            ("PASS" if not bad else "FAIL: " + "; ".join(bad)) + " — " + seen.summary.replace(tmp, "{t}"),
+        ]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "| case | command | expected | observed |\n|---|---|---|---|\n" + "\n".join(rows) + "\n", failing
 
 
 def fault_table() -> tuple[str, int]:
     """The fault, API and property tests, each with its outcome and duration from one pytest run."""
-    import xml.etree.ElementTree as ET
     import tempfile
+    import xml.etree.ElementTree as ET
 
     with tempfile.TemporaryDirectory(prefix="rnnbench-reliability-") as tmp:
         junit = Path(tmp) / "junit.xml"
         targets = [m for m in FAULT_MODULES if Path(m.split("::")[0]).exists()]
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", *targets],
-                       capture_output=True, text=True, timeout=1800)
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", *targets],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         suite = ET.parse(junit).getroot()
     rows, failing = [], 0
     for case in suite.iter("testcase"):
@@ -579,7 +724,9 @@ def fault_table() -> tuple[str, int]:
         for tag in ("failure", "error", "skipped"):
             node = case.find(tag)
             if node is not None:
-                outcome = f"{tag.upper()}: {(node.get('message') or '').splitlines()[0][:120] if node.get('message') else ''}"
+                outcome = (
+                    f"{tag.upper()}: {(node.get('message') or '').splitlines()[0][:120] if node.get('message') else ''}"
+                )
         failing += outcome.startswith(("FAILURE", "ERROR"))
         module = case.get("classname", "").replace(".", "/") + ".py"
         rows.append(f"| `{module}::{case.get('name')}` | {outcome} | {float(case.get('time', 0)):.1f} s |")
@@ -597,8 +744,12 @@ def write_document(path: Path) -> int:
     faults, failing_faults = fault_table()
     stamp = f"<!-- generated by `python tests/reliability_cases.py {path}` on {time.strftime('%Y-%m-%d')} -->\n"
     for name, table in (("matrix", matrix), ("faults", faults)):
-        text = re.sub(f"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)",
-                      lambda m: m.group(1) + stamp + table + m.group(2), text, flags=re.S)
+        text = re.sub(
+            f"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)",
+            lambda m, table=table: m.group(1) + stamp + table + m.group(2),
+            text,
+            flags=re.S,
+        )
     Path(path).write_text(text)
     return failing + failing_faults
 

@@ -15,15 +15,21 @@ def tanh_step(ops, params, carry, x):
 
 
 def test_readme_example_agrees_on_every_driver() -> None:
-    report = rnnbench.check_recurrence(tanh_step, params={"w": np.array([0.5, -0.3])}, carry0=(np.zeros(2),),
-                                       xs=np.ones((6, 2)))
+    report = rnnbench.check_recurrence(
+        tanh_step, params={"w": np.array([0.5, -0.3])}, carry0=(np.zeros(2),), xs=np.ones((6, 2))
+    )
     assert report.ok, str(report)
     ran = {r.driver for r in report.results if r.status == "ok"}
     assert {"torch_loop", "jax_lax_scan", "jax_loop"} <= ran
     # eager torch scan: gradients right, H v the registered second-order bug, under every loss form
     scan = [r for r in report.results if r.driver == "torch_scan"]
-    assert all(r.max_rel_error < 1e-9 and r.hvp_status == "known_issue:torch-scan-double-backward-drops-saved-values"
-               for r in scan) and len(scan) == 4, str(report)
+    assert (
+        all(
+            r.max_rel_error < 1e-9 and r.hvp_status == "known_issue:torch-scan-double-backward-drops-saved-values"
+            for r in scan
+        )
+        and len(scan) == 4
+    ), str(report)
     assert report.oracle_kind == "dual"  # exact: dual numbers over the numpy step (check/oracle.py)
 
 
@@ -32,9 +38,14 @@ def test_pytree_carry_without_xs_and_trainable_init() -> None:
         u, v = carry
         return (u * ops.cos(params["t"]) - v * ops.sin(params["t"]), u * params["t"] + v), u * v
 
-    report = rnnbench.check_recurrence(step, params={"t": np.array([0.3, -0.2, 0.7])},
-                                       carry0=(np.ones(3), np.full(3, 0.5)), length=5, carry0_requires_grad=True,
-                                       drivers=["torch_loop", "torch_scan", "jax_lax_scan"])
+    report = rnnbench.check_recurrence(
+        step,
+        params={"t": np.array([0.3, -0.2, 0.7])},
+        carry0=(np.ones(3), np.full(3, 0.5)),
+        length=5,
+        carry0_requires_grad=True,
+        drivers=["torch_loop", "torch_scan", "jax_lax_scan"],
+    )
     assert report.ok, str(report)
     names = {e.name for e in report.results[0].grad_errors}
     assert names == {"t", "carry0.c0", "carry0.c1"}
@@ -52,12 +63,16 @@ def test_a_wrong_custom_gradient_is_reported() -> None:
             h = ops.tanh(params["w"] * h + x)
         return (h,), h
 
-    report = rnnbench.check_recurrence(step, params={"w": np.array([0.5, -0.3])}, carry0=(np.zeros(2),),
-                                       xs=np.ones((6, 2)), drivers=["torch_loop", "jax_lax_scan"])
+    report = rnnbench.check_recurrence(
+        step,
+        params={"w": np.array([0.5, -0.3])},
+        carry0=(np.zeros(2),),
+        xs=np.ones((6, 2)),
+        drivers=["torch_loop", "jax_lax_scan"],
+    )
     status = {r.driver: r.status for r in report.results}
     assert status == {"torch_loop": "grad_mismatch", "jax_lax_scan": "ok"}
     assert not report.ok and "grad_mismatch" in str(report)
-
 
 
 import torch  # noqa: E402
@@ -96,9 +111,16 @@ def _tree_problem():
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_pytrees_on_every_driver(dtype: str) -> None:
     params, carry0, xs = _tree_problem()
-    report = rnnbench.check_recurrence(_tree_step, params=params, carry0=carry0, xs=xs,
-                                       carry0_requires_grad={"h": True, "acc": {"s": False}}, xs_requires_grad=True,
-                                       dtype=dtype, losses=["weighted", "last_y"])
+    report = rnnbench.check_recurrence(
+        _tree_step,
+        params=params,
+        carry0=carry0,
+        xs=xs,
+        carry0_requires_grad={"h": True, "acc": {"s": False}},
+        xs_requires_grad=True,
+        dtype=dtype,
+        losses=["weighted", "last_y"],
+    )
     ran = [r for r in report.results if r.status != "unavailable"]
     assert len({r.driver for r in ran}) >= 8 and report.ok, str(report)
     names = {e.name for r in ran for e in r.grad_errors}
@@ -112,6 +134,7 @@ def test_a_user_loss_reads_the_trees() -> None:
         squares, extra = ys  # (T, 3) and {"m": (T, 1, 3)}
         return ops.sum(squares) + ops.sum(extra["m"] * extra["m"]) + ops.sum(carry["acc"]["s"])
 
-    report = rnnbench.check_recurrence(_tree_step, params=params, carry0=carry0, xs=xs, loss=loss,
-                                       drivers=["torch_loop", "jax_lax_scan"])
+    report = rnnbench.check_recurrence(
+        _tree_step, params=params, carry0=carry0, xs=xs, loss=loss, drivers=["torch_loop", "jax_lax_scan"]
+    )
     assert report.ok and {r.loss for r in report.results} == {"model"}, str(report)

@@ -16,8 +16,11 @@ from rnnbench.run.environments import current, runs
 from rnnbench.status import Status, is_known
 
 # every driver that runs an arbitrary step here without a slow compile (as `rnnbench fuzz` picks them)
-EAGER = [d.name for d in registry.drivers().values()
-         if runs(d, current()) and not d.anchor and not (d.compiled and d.framework.slow_compile)]
+EAGER = [
+    d.name
+    for d in registry.drivers().values()
+    if runs(d, current()) and not d.anchor and not (d.compiled and d.framework.slow_compile)
+]
 
 
 def combine(ops, params, carry, x):
@@ -36,9 +39,15 @@ def tanh_step(ops, params, carry, x):
 CARRY0, XS = (np.array([0.3, -0.2]),), np.linspace(0.1, 0.9, 8).reshape(4, 2)
 
 
-@pytest.mark.parametrize("grads", [{"carry0_requires_grad": True}, {"xs_requires_grad": True},
-                                   {"carry0_requires_grad": True, "xs_requires_grad": True}],
-                         ids=["carry0", "xs", "both"])
+@pytest.mark.parametrize(
+    "grads",
+    [
+        {"carry0_requires_grad": True},
+        {"xs_requires_grad": True},
+        {"carry0_requires_grad": True, "xs_requires_grad": True},
+    ],
+    ids=["carry0", "xs", "both"],
+)
 def test_params_empty_is_accepted_whenever_something_requires_grad(grads: dict) -> None:
     report = rnnbench.check_recurrence(combine, params={}, carry0=CARRY0, xs=XS, drivers=EAGER, order=1, **grads)
     assert {r.driver for r in report.results} == set(EAGER)
@@ -46,8 +55,9 @@ def test_params_empty_is_accepted_whenever_something_requires_grad(grads: dict) 
         assert r.status in (Status.OK, Status.UNAVAILABLE) or is_known(r.status), (r.driver, r.loss, r.status, r.report)
     assert {"torch_loop", "jax_loop"} <= {r.driver for r in report.results if r.status == Status.OK}
     names = {e.name for r in report.results for e in r.grad_errors}
-    assert names == ({"carry0.c0"} if "xs_requires_grad" not in grads else {"xs"} if len(grads) == 1
-                     else {"carry0.c0", "xs"}), names
+    assert names == (
+        {"carry0.c0"} if "xs_requires_grad" not in grads else {"xs"} if len(grads) == 1 else {"carry0.c0", "xs"}
+    ), names
 
 
 def test_params_empty_with_nothing_to_differentiate_is_refused() -> None:
@@ -55,14 +65,17 @@ def test_params_empty_with_nothing_to_differentiate_is_refused() -> None:
         rnnbench.check_recurrence(combine, params={}, carry0=CARRY0, xs=XS, drivers=["torch_loop"])
 
 
-@pytest.mark.parametrize("argument, where", [
-    ({"params": {"w": [0.5, -0.3]}}, "params['w'] is a list of Python numbers"),
-    ({"params": {"w": (0.5,)}}, "params['w'] is a tuple of Python numbers"),
-    ({"params": {"layer": {"w": [1, 2]}}}, "params['layer']['w'] is a list of Python numbers"),
-    ({"carry0": [0.0, 0.0]}, "carry0 is a list of Python numbers"),
-    ({"carry0": (np.zeros(2), [0.0, 1.0])}, "carry0[1] is a list of Python numbers"),
-    ({"xs": [[1.0, 2.0]] * 4}, "xs[0] is a list of Python numbers"),
-])
+@pytest.mark.parametrize(
+    "argument, where",
+    [
+        ({"params": {"w": [0.5, -0.3]}}, "params['w'] is a list of Python numbers"),
+        ({"params": {"w": (0.5,)}}, "params['w'] is a tuple of Python numbers"),
+        ({"params": {"layer": {"w": [1, 2]}}}, "params['layer']['w'] is a list of Python numbers"),
+        ({"carry0": [0.0, 0.0]}, "carry0 is a list of Python numbers"),
+        ({"carry0": (np.zeros(2), [0.0, 1.0])}, "carry0[1] is a list of Python numbers"),
+        ({"xs": [[1.0, 2.0]] * 4}, "xs[0] is a list of Python numbers"),
+    ],
+)
 def test_lists_of_python_numbers_are_refused_naming_the_leaf(argument: dict, where: str) -> None:
     given = {"params": {"w": np.array([0.5, -0.3])}, "carry0": CARRY0, "xs": XS, **argument}
     with pytest.raises(InputError, match="np.asarray") as info:
@@ -75,8 +88,15 @@ def test_consts_lists_are_refused() -> None:
         return ops.sum(ys * consts["w"])
 
     with pytest.raises(InputError, match=r"consts\['w'\] is a list of Python numbers"):
-        rnnbench.check_recurrence(tanh_step, params={"w": np.array([0.5, -0.3])}, carry0=CARRY0, xs=XS, loss=loss,
-                                  consts={"w": [1.0, 2.0]}, drivers=["torch_loop"])
+        rnnbench.check_recurrence(
+            tanh_step,
+            params={"w": np.array([0.5, -0.3])},
+            carry0=CARRY0,
+            xs=XS,
+            loss=loss,
+            consts={"w": [1.0, 2.0]},
+            drivers=["torch_loop"],
+        )
 
 
 def _python_float_y(ops, params, carry, x):
@@ -102,20 +122,25 @@ def _python_float_carry(ops, params, carry, x):
     return 0.5, h
 
 
-@pytest.mark.parametrize("step, words", [
-    (_python_float_y, "step 0's output y is the Python float 1.0"),
-    (_python_float_y_at_2, "step 2's output y['b'] is the Python float 2.0"),
-    (_int_y, "step 0's output y is an array of dtype int64; the step must return a float array there"),
-    (_python_float_carry, "step 0's new carry carry[0] is the Python float 0.5"),
-])
-def test_step_outputs_are_checked_on_the_numpy_forward_before_any_driver(step, words: str,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "step, words",
+    [
+        (_python_float_y, "step 0's output y is the Python float 1.0"),
+        (_python_float_y_at_2, "step 2's output y['b'] is the Python float 2.0"),
+        (_int_y, "step 0's output y is an array of dtype int64; the step must return a float array there"),
+        (_python_float_carry, "step 0's new carry carry[0] is the Python float 0.5"),
+    ],
+)
+def test_step_outputs_are_checked_on_the_numpy_forward_before_any_driver(
+    step, words: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from rnnbench import api
 
     ran = []
     monkeypatch.setattr(api, "_run_drivers", lambda *a, **k: ran.append(a))
     with pytest.raises(InputError) as info:
-        rnnbench.check_recurrence(step, params={"w": np.array([0.5, -0.3])}, carry0=CARRY0, xs=XS,
-                                  drivers=["torch_loop", "jax_loop"])
+        rnnbench.check_recurrence(
+            step, params={"w": np.array([0.5, -0.3])}, carry0=CARRY0, xs=XS, drivers=["torch_loop", "jax_loop"]
+        )
     assert str(info.value).startswith(words), str(info.value)
     assert ran == []

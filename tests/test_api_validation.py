@@ -80,8 +80,15 @@ TREE = {"step": tree_step, "carry0": TREE_CARRY, "xs": {"u": np.ones((3, 2))}}
 
 def base_kwargs() -> dict:
     """The smallest valid call: one parameter, a one-leaf carry, three steps, one eager driver."""
-    return {"step": tanh_step, "params": {"W": np.array([0.5, -0.3])}, "carry0": (np.zeros(2),),
-            "xs": np.ones((3, 2)), "drivers": ["torch_loop"], "losses": ["weighted"], "order": 1}
+    return {
+        "step": tanh_step,
+        "params": {"W": np.array([0.5, -0.3])},
+        "carry0": (np.zeros(2),),
+        "xs": np.ones((3, 2)),
+        "drivers": ["torch_loop"],
+        "losses": ["weighted"],
+        "order": 1,
+    }
 
 
 def _with(a: np.ndarray, index: tuple, value: float) -> np.ndarray:
@@ -93,18 +100,42 @@ def _with(a: np.ndarray, index: tuple, value: float) -> np.ndarray:
 # (id, changes to base_kwargs(), exception type, words the message must contain)
 CASES = [
     # non-finite inputs: the leaf's path and the first bad index
-    ("nan_in_params", {"params": {"W": np.array([0.5, np.nan])}}, InputError,
-     ["params['W']", "not finite", "nan", "index (1,)"]),
-    ("inf_in_xs", {"xs": _with(np.ones((3, 2)), (2, 1), np.inf)}, InputError,
-     ["xs", "not finite", "inf", "index (2, 1)"]),
-    ("nan_in_nested_carry", {**TREE, "carry0": {"h": np.zeros(2), "acc": {"s": np.array([0.0, np.nan])}}}, InputError,
-     ["carry0['acc']['s']", "index (1,)"]),
-    ("inf_in_xs_tree", {**TREE, "xs": {"u": _with(np.ones((3, 2)), (1, 0), -np.inf)}}, InputError,
-     ["xs['u']", "-inf", "index (1, 0)"]),
-    ("overflows_float32", {"params": {"W": np.array([0.5, 1e39])}, "dtype": "float32"}, InputError,
-     ["params['W']", "once rounded to float32", "index (1,)"]),
-    ("nan_in_consts", {"loss": scalar_loss, "losses": None, "consts": {"w": np.array([np.nan, 1.0])}}, InputError,
-     ["consts['w']", "index (0,)"]),
+    (
+        "nan_in_params",
+        {"params": {"W": np.array([0.5, np.nan])}},
+        InputError,
+        ["params['W']", "not finite", "nan", "index (1,)"],
+    ),
+    (
+        "inf_in_xs",
+        {"xs": _with(np.ones((3, 2)), (2, 1), np.inf)},
+        InputError,
+        ["xs", "not finite", "inf", "index (2, 1)"],
+    ),
+    (
+        "nan_in_nested_carry",
+        {**TREE, "carry0": {"h": np.zeros(2), "acc": {"s": np.array([0.0, np.nan])}}},
+        InputError,
+        ["carry0['acc']['s']", "index (1,)"],
+    ),
+    (
+        "inf_in_xs_tree",
+        {**TREE, "xs": {"u": _with(np.ones((3, 2)), (1, 0), -np.inf)}},
+        InputError,
+        ["xs['u']", "-inf", "index (1, 0)"],
+    ),
+    (
+        "overflows_float32",
+        {"params": {"W": np.array([0.5, 1e39])}, "dtype": "float32"},
+        InputError,
+        ["params['W']", "once rounded to float32", "index (1,)"],
+    ),
+    (
+        "nan_in_consts",
+        {"loss": scalar_loss, "losses": None, "consts": {"w": np.array([np.nan, 1.0])}},
+        InputError,
+        ["consts['w']", "index (0,)"],
+    ),
     # empty and zero-size
     ("zero_steps", {"xs": np.ones((0, 2))}, InputError, ["xs", "zero steps"]),
     ("xs_without_arrays", {"xs": {}}, InputError, ["xs", "no arrays", "length"]),
@@ -117,22 +148,42 @@ CASES = [
     ("length_zero", {"xs": None, "length": 0}, InputError, ["length", "positive"]),
     ("length_not_int", {"xs": None, "length": 2.5}, TypeError, ["length", "int"]),
     ("neither_xs_nor_length", {"xs": None}, InputError, ["xs", "length"]),
-    ("xs_leaves_differ_in_T", {**TREE, "xs": {"u": np.ones((3, 2)), "v": np.ones((4, 2))}}, InputError,
-     ["leading (time) dimensions", "xs['u'] 3", "xs['v'] 4"]),
+    (
+        "xs_leaves_differ_in_T",
+        {**TREE, "xs": {"u": np.ones((3, 2)), "v": np.ones((4, 2))}},
+        InputError,
+        ["leading (time) dimensions", "xs['u'] 3", "xs['v'] 4"],
+    ),
     ("xs_leaf_without_time_axis", {"xs": [1.0, 2.0]}, InputError, ["xs is a list of Python numbers", "np.asarray"]),
     ("xs_leaf_scalar_array", {"xs": [np.float64(1.0), np.ones(2)]}, InputError, ["xs[0]", "leading time dimension"]),
     # the loss and the step's outputs, from one numpy forward
     ("loss_returns_vector", {"loss": vector_loss, "losses": None}, InputError, ["loss", "scalar", "(2,)"]),
     ("loss_returns_one_element", {"loss": one_element_loss, "losses": None}, InputError, ["loss", "scalar", "(1,)"]),
     ("loss_not_finite", {"loss": nan_loss, "losses": None}, InputError, ["loss", "not finite", "nan"]),
-    ("forward_overflows", {"step": exploding_step}, InputError,
-     ["step 0's new carry carry[0]", "not finite", "inf", "2 non-finite entries"]),
-    ("bare_carry_step_changes_shape", {"step": bare_carry_step, "carry0": np.zeros(2)}, InputError,
-     ["carry[0]", "(1, 2)", "(2,)", "1-tuple"]),
-    ("step_changes_carry_structure", {**TREE, "step": flattening_step}, InputError,
-     ["carry['acc']['s']", "carry['s']", "carry0's structure"]),
-    ("output_shape_changes", {"step": ragged_output_step, "xs": np.array([[1.0, 1.0], [-1.0, -1.0], [1.0, 1.0]])},
-     InputError, ["step 1", "y_t", "{'y': (1,)}", "{'y': (2,)}"]),
+    (
+        "forward_overflows",
+        {"step": exploding_step},
+        InputError,
+        ["step 0's new carry carry[0]", "not finite", "inf", "2 non-finite entries"],
+    ),
+    (
+        "bare_carry_step_changes_shape",
+        {"step": bare_carry_step, "carry0": np.zeros(2)},
+        InputError,
+        ["carry[0]", "(1, 2)", "(2,)", "1-tuple"],
+    ),
+    (
+        "step_changes_carry_structure",
+        {**TREE, "step": flattening_step},
+        InputError,
+        ["carry['acc']['s']", "carry['s']", "carry0's structure"],
+    ),
+    (
+        "output_shape_changes",
+        {"step": ragged_output_step, "xs": np.array([[1.0, 1.0], [-1.0, -1.0], [1.0, 1.0]])},
+        InputError,
+        ["step 1", "y_t", "{'y': (1,)}", "{'y': (2,)}"],
+    ),
     ("step_returns_no_output", {"step": carry_only}, TypeError, ["step must return (carry, y_t)", "step 0"]),
     # names
     ("unknown_dtype", {"dtype": "float16"}, InputError, ["dtype", "'float16'", "float64, float32, bfloat16"]),
@@ -140,8 +191,12 @@ CASES = [
     ("losses_as_string", {"losses": "weighted"}, TypeError, ["losses", "list of names"]),
     ("no_loss_form", {"losses": []}, InputError, ["losses=[]", "selects nothing"]),
     ("model_form_without_loss", {"losses": ["model"]}, InputError, ["'model'", "loss function"]),
-    ("loss_and_losses", {"loss": scalar_loss, "consts": {"w": np.ones((3, 2))}}, InputError,
-     ["`loss`", "`losses`", "not both"]),
+    (
+        "loss_and_losses",
+        {"loss": scalar_loss, "consts": {"w": np.ones((3, 2))}},
+        InputError,
+        ["`loss`", "`losses`", "not both"],
+    ),
     ("unknown_driver", {"drivers": ["torch_lop"]}, InputError, ["drivers", "'torch_lop'", "known:", "torch_loop, "]),
     ("unknown_driver_after_a_valid_one", {"drivers": ["torch_loop", "nope"]}, InputError, ["drivers", "'nope'"]),
     ("no_driver", {"drivers": []}, InputError, ["drivers=[]", "selects nothing"]),
@@ -155,19 +210,39 @@ CASES = [
     ("params_names_clash", {"params": {"a": {"b": np.ones(2)}, "a.b": np.ones(2)}}, InputError, ["params", "'a.b'"]),
     ("carry_leaf_not_numeric", {"carry0": ("zeros",)}, TypeError, ["carry0[0]", "real numeric"]),
     # carry0_requires_grad against carry0
-    ("flags_too_many", {"carry0_requires_grad": (True, False)}, InputError,
-     ["carry0_requires_grad", "2 entries", "carry0 has 1"]),
-    ("flags_unknown_key", {**TREE, "carry0_requires_grad": {"h": True, "acc": False, "extra": True}}, InputError,
-     ["carry0_requires_grad", "'extra'", "not in carry0"]),
-    ("flags_nested_key_mismatch", {**TREE, "carry0_requires_grad": {"h": True, "acc": {"t": True}}}, InputError,
-     ["carry0_requires_grad['acc']", "carry0['acc']", "not in carry0: ['t']", "missing: ['s']"]),
+    (
+        "flags_too_many",
+        {"carry0_requires_grad": (True, False)},
+        InputError,
+        ["carry0_requires_grad", "2 entries", "carry0 has 1"],
+    ),
+    (
+        "flags_unknown_key",
+        {**TREE, "carry0_requires_grad": {"h": True, "acc": False, "extra": True}},
+        InputError,
+        ["carry0_requires_grad", "'extra'", "not in carry0"],
+    ),
+    (
+        "flags_nested_key_mismatch",
+        {**TREE, "carry0_requires_grad": {"h": True, "acc": {"t": True}}},
+        InputError,
+        ["carry0_requires_grad['acc']", "carry0['acc']", "not in carry0: ['t']", "missing: ['s']"],
+    ),
     ("flags_not_bool", {"carry0_requires_grad": (1,)}, TypeError, ["carry0_requires_grad[0]", "bool"]),
     ("flags_string", {"carry0_requires_grad": "yes"}, TypeError, ["carry0_requires_grad", "'yes'", "bool"]),
-    ("flags_dict_for_tuple_carry", {"carry0_requires_grad": {"h": True}}, InputError,
-     ["carry0_requires_grad", "dict", "carry0 is a tuple"]),
+    (
+        "flags_dict_for_tuple_carry",
+        {"carry0_requires_grad": {"h": True}},
+        InputError,
+        ["carry0_requires_grad", "dict", "carry0 is a tuple"],
+    ),
     # the other arguments
-    ("xs_requires_grad_without_xs", {"xs": None, "length": 3, "xs_requires_grad": True}, InputError,
-     ["xs_requires_grad", "xs is None"]),
+    (
+        "xs_requires_grad_without_xs",
+        {"xs": None, "length": 3, "xs_requires_grad": True},
+        InputError,
+        ["xs_requires_grad", "xs is None"],
+    ),
     ("xs_requires_grad_not_bool", {"xs_requires_grad": "yes"}, TypeError, ["xs_requires_grad", "bool"]),
     ("consts_without_loss", {"consts": {"w": np.ones(2)}}, InputError, ["consts", "loss"]),
     ("step_not_callable", {"step": None}, TypeError, ["step", "function"]),
@@ -189,8 +264,7 @@ def no_driver_runs(monkeypatch: pytest.MonkeyPatch) -> list:
 
 
 @pytest.mark.parametrize(("changes", "error", "words"), [pytest.param(c, e, w, id=i) for i, c, e, w in CASES])
-def test_bad_input_is_rejected_before_any_driver(no_driver_runs: list, changes: dict, error: type,
-                                                  words: list) -> None:
+def test_bad_input_is_rejected_before_any_driver(no_driver_runs: list, changes: dict, error: type, words: list) -> None:
     with pytest.raises(error) as raised:
         rnnbench.check_recurrence(**{**base_kwargs(), **changes})
     message = str(raised.value)
@@ -205,6 +279,7 @@ def test_case_ids_are_unique() -> None:
 
 # -- valid input still runs ------------------------------------------------------------------------
 
+
 def test_the_smallest_valid_call_runs() -> None:
     """One step, a 0-d parameter, a bare 0-d carry (a one-leaf carry: the step gets (h,) and may
     return h bare), every default loss form, second order: torch_loop agrees with the oracle."""
@@ -214,8 +289,14 @@ def test_the_smallest_valid_call_runs() -> None:
         h = ops.tanh(params["w"] * h + x)
         return h, h
 
-    report = rnnbench.check_recurrence(step, params={"w": np.array(0.5)}, carry0=np.array(0.25), xs=np.array([1.0]),
-                                       carry0_requires_grad=True, drivers=["torch_loop"])
+    report = rnnbench.check_recurrence(
+        step,
+        params={"w": np.array(0.5)},
+        carry0=np.array(0.25),
+        xs=np.array([1.0]),
+        carry0_requires_grad=True,
+        drivers=["torch_loop"],
+    )
     assert report.ok, str(report)
     assert [r.driver for r in report.results] == ["torch_loop"] * 4
     assert {e.name for e in report.results[0].grad_errors} == {"w", "carry0.c0"}
@@ -223,11 +304,17 @@ def test_the_smallest_valid_call_runs() -> None:
 
 def test_duplicate_drivers_run_once_and_consistent_arguments_pass() -> None:
     """length equal to len(xs), a list carry, flags as a prefix tree, int xs: all valid."""
-    report = rnnbench.check_recurrence(tree_step, params={"W": np.array([0.5, -0.3])},
-                                       carry0={"h": np.array([0.1, 0.2]), "acc": {"s": np.zeros(2)}},
-                                       xs={"u": np.ones((2, 2), dtype=int)}, length=2,
-                                       carry0_requires_grad={"h": True, "acc": False},
-                                       drivers=["torch_loop", "torch_loop"], losses=["weighted", "weighted"], order=1)
+    report = rnnbench.check_recurrence(
+        tree_step,
+        params={"W": np.array([0.5, -0.3])},
+        carry0={"h": np.array([0.1, 0.2]), "acc": {"s": np.zeros(2)}},
+        xs={"u": np.ones((2, 2), dtype=int)},
+        length=2,
+        carry0_requires_grad={"h": True, "acc": False},
+        drivers=["torch_loop", "torch_loop"],
+        losses=["weighted", "weighted"],
+        order=1,
+    )
     assert report.ok, str(report)
     assert [(r.driver, r.loss) for r in report.results] == [("torch_loop", "weighted")]
     assert {e.name for e in report.results[0].grad_errors} == {"W", "carry0.h"}
@@ -238,7 +325,20 @@ def test_docs_state_what_is_validated() -> None:
     match = re.search(r"^## Input validation\n(.*?)(?=^## |\Z)", text, re.S | re.M)
     assert match, "docs/api.md has no '## Input validation' section"
     section = match.group(1)
-    for phrase in ("before any driver runs", "InputError", "TypeError", "NaN", "zero steps", "length",
-                   "scalar", "dtype", "drivers=[]", "once", "params={}", "float array", "bare array",
-                   "carry0_requires_grad"):
+    for phrase in (
+        "before any driver runs",
+        "InputError",
+        "TypeError",
+        "NaN",
+        "zero steps",
+        "length",
+        "scalar",
+        "dtype",
+        "drivers=[]",
+        "once",
+        "params={}",
+        "float array",
+        "bare array",
+        "carry0_requires_grad",
+    ):
         assert phrase in section, f"the Input validation section does not mention {phrase!r}"

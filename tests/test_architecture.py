@@ -21,11 +21,17 @@ FLOORS = {
     "rnnbench.status": 0,
     "rnnbench.ops": 0,
     "rnnbench.errors": 0,
-    "rnnbench.model": 1, "rnnbench.inputs": 1,
-    "rnnbench.drivers": 2, "rnnbench.record": 2, "rnnbench.losses": 2,
-    "rnnbench.registry": 3, "rnnbench.check": 3,
-    "rnnbench.run": 4, "rnnbench.report": 4,
-    "rnnbench.fuzz": 5, "rnnbench.study": 5,
+    "rnnbench.model": 1,
+    "rnnbench.inputs": 1,
+    "rnnbench.drivers": 2,
+    "rnnbench.record": 2,
+    "rnnbench.losses": 2,
+    "rnnbench.registry": 3,
+    "rnnbench.check": 3,
+    "rnnbench.run": 4,
+    "rnnbench.report": 4,
+    "rnnbench.fuzz": 5,
+    "rnnbench.study": 5,
     "rnnbench.api": 6,
     "rnnbench.cli": 7,
     "rnnbench": 7,
@@ -152,16 +158,27 @@ def _outside_the_framework_layer() -> list[Path]:
 def test_framework_names_are_data_only_in_the_framework_layer() -> None:
     """A framework fact outside drivers/_<framework>.py and ops.py is a place that "add a framework"
     would have to touch: ask the driver's Framework instead."""
-    found = [f"{path.relative_to(SRC.parents[1])}:{line}" for path in _outside_the_framework_layer()
-             for line in _framework_string_tests(path)]
+    found = [
+        f"{path.relative_to(SRC.parents[1])}:{line}"
+        for path in _outside_the_framework_layer()
+        for line in _framework_string_tests(path)
+    ]
     assert not found, f"framework names used as data outside the framework layer: {', '.join(found)}"
 
 
 def test_the_framework_scanner_finds_each_kind_of_use(tmp_path: Path) -> None:
     """The scanner above is the test: it must see each form a framework table takes."""
-    cases = {'if f.name == "torch": pass': 1, 'x = f in ("jax", "flax")': 1, 'GEMMS = (("torch", 1), ("numpy", 2))': 1,
-             'T = {"torch": 1, "jax": 2}': 1, 'V = ["numpy", "jaxlib"]': 1, 'S = {"torch_xla"}': 1,
-             'settings = {"flax": "linen nn.scan"}': 0, 'name = "torch"': 0, 'call("jax")': 0}
+    cases = {
+        'if f.name == "torch": pass': 1,
+        'x = f in ("jax", "flax")': 1,
+        'GEMMS = (("torch", 1), ("numpy", 2))': 1,
+        'T = {"torch": 1, "jax": 2}': 1,
+        'V = ["numpy", "jaxlib"]': 1,
+        'S = {"torch_xla"}': 1,
+        'settings = {"flax": "linen nn.scan"}': 0,
+        'name = "torch"': 0,
+        'call("jax")': 0,
+    }
     for source, expected in cases.items():
         path = tmp_path / "case.py"
         path.write_text(source + "\n")

@@ -40,8 +40,12 @@ def bench_pairs() -> list:
         model = registry.get_model(m)
         case = model.make_case(model.sizes_with_defaults(), 0)
         for d in registry.drivers().values():
-            if ("main" in d.environments and "cpu" in d.devices and d.supports(model) is None
-                    and not known_issue_marks(d.name, model, case, "float32")):
+            if (
+                "main" in d.environments
+                and "cpu" in d.devices
+                and d.supports(model) is None
+                and not known_issue_marks(d.name, model, case, "float32")
+            ):
                 pairs.append(pytest.param(m, d.name, id=f"{m}-{d.name}"))
     return pairs
 
@@ -86,8 +90,12 @@ def test_fwd_bwd(benchmark, one_torch_thread: int, bench_model: str, bench_drive
     )
     loss, grads = benchmark(prepared.loss_and_grads)
     judged = verify(bench_model, loss, grads, driver_name=bench_driver)
-    benchmark.extra_info.update(max_rel_error=judged.max_rel_error, tolerance=judged.tolerance.max_rel_error,
-                                oracle=judged.oracle_kind, status=judged.status)
+    benchmark.extra_info.update(
+        max_rel_error=judged.max_rel_error,
+        tolerance=judged.tolerance.max_rel_error,
+        oracle=judged.oracle_kind,
+        status=judged.status,
+    )
     assert judged.status == "ok", judged.report
 
 
@@ -97,8 +105,17 @@ def _torch_threads() -> int:
     return torch.get_num_threads()
 
 
-EXTRA_INFO_KEYS = {"rnnbench_version", "framework", "framework_versions", "threads", "threads_in_use",
-                   "thread_env", "machine", "max_rel_error", "status"}
+EXTRA_INFO_KEYS = {
+    "rnnbench_version",
+    "framework",
+    "framework_versions",
+    "threads",
+    "threads_in_use",
+    "thread_env",
+    "machine",
+    "max_rel_error",
+    "status",
+}
 
 
 def test_histogram_and_extra_info(tmp_path: Path) -> None:
@@ -109,10 +126,26 @@ def test_histogram_and_extra_info(tmp_path: Path) -> None:
     case = "rnn-torch_loop"
     out_json, hist = tmp_path / "bench.json", tmp_path / "hist"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{__file__}::test_fwd_bwd[{case}]",
-         "--benchmark-enable", "--benchmark-warmup=off", "--benchmark-min-rounds=3", "--benchmark-max-time=0.05",
-         f"--benchmark-json={out_json}", f"--benchmark-histogram={hist}"],
-        capture_output=True, text=True, timeout=600, cwd=Path(__file__).parent.parent)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"{__file__}::test_fwd_bwd[{case}]",
+            "--benchmark-enable",
+            "--benchmark-warmup=off",
+            "--benchmark-min-rounds=3",
+            "--benchmark-max-time=0.05",
+            f"--benchmark-json={out_json}",
+            f"--benchmark-histogram={hist}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=Path(__file__).parent.parent,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     svgs = list(tmp_path.glob("hist*.svg"))
     assert svgs, f"no histogram SVG in {sorted(p.name for p in tmp_path.iterdir())}\n{proc.stdout[-2000:]}"
@@ -164,7 +197,9 @@ def test_asv_parameters_are_literal_names_covering_the_registry(bench_module) ->
     assert list(bench_module.Recurrence.params) == [list(models), list(drivers), ["small", "medium"]]
     many = _literal("CURATED_MANY_ROUNDS")
     assert list(bench_module.Curated.params) == [
-        list(curated), list(dict.fromkeys(d for ds in curated.values() for d in ds if d not in many))]
+        list(curated),
+        list(dict.fromkeys(d for ds in curated.values() for d in ds if d not in many)),
+    ]
     assert list(bench_module.CuratedManyRounds.params) == [list(curated), list(many)]
     assert set(many) <= {d for ds in curated.values() for d in ds} and bench_module.CuratedManyRounds.rounds > 2
     missing = sorted(set(registry.drivers()) - set(drivers))
@@ -187,18 +222,45 @@ def test_rnnbench_installed_from_a_wheel_runs_a_checked_row(tmp_path: Path) -> N
     requirements/): preparing a checked row must not need the checkout (it once read
     pyproject.toml for the environments' hashes, and every asv benchmark failed)."""
     repo = Path(__file__).resolve().parents[1]
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                    str(tmp_path / "wheel"), str(repo)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path / "wheel"),
+            str(repo),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = (tmp_path / "wheel").glob("rnnbench-*.whl")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "site"),
-                    str(wheel)], check=True, capture_output=True, timeout=300)
-    code = ("import rnnbench, json; from rnnbench.run import environments; "
-            "from rnnbench.run.checked import prepare_checked; "
-            "check, prepared = prepare_checked('rnn', 'torch_loop', {'T': 3}); "
-            "print(json.dumps([rnnbench.__file__, check.status, environments.current(), "
-            "list(environments.rnnbench_dependencies())]))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(tmp_path / "site")})
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "site"), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    code = (
+        "import rnnbench, json; from rnnbench.run import environments; "
+        "from rnnbench.run.checked import prepare_checked; "
+        "check, prepared = prepare_checked('rnn', 'torch_loop', {'T': 3}); "
+        "print(json.dumps([rnnbench.__file__, check.status, environments.current(), "
+        "list(environments.rnnbench_dependencies())]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "site")},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     where, status, env, deps = json.loads(proc.stdout.splitlines()[-1])
     assert where.startswith(str(tmp_path / "site")) and status == "ok" and env == "main"

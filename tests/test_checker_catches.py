@@ -6,11 +6,11 @@ import dataclasses
 
 import numpy as np
 import pytest
+from rnnbench_faulty import faulty_loop
 
 from rnnbench import registry
 from rnnbench.drivers.base import Driver
 from rnnbench.run.row import check_gradients
-from rnnbench_faulty import faulty_loop
 
 TORCH_LOOP = registry.get_driver("torch_loop")
 
@@ -42,7 +42,9 @@ def test_dropped_carry_cotangent_is_grad_mismatch(name: str, dtype: str) -> None
     broken = dataclasses.replace(TORCH_LOOP, name="detached_carry", prepare=_detached_carry_prepare)
     result = _check(broken, name, dtype)
     # With a trainable initial carry the cut also leaves d loss/d carry0 as None: missing_grad.
-    carry0_trainable = any(registry.get_model(name).make_case(registry.get_model(name).default_sizes, 0).carry0_requires_grad)
+    carry0_trainable = any(
+        registry.get_model(name).make_case(registry.get_model(name).default_sizes, 0).carry0_requires_grad
+    )
     assert result.status == ("missing_grad" if carry0_trainable else "grad_mismatch"), result.report
     assert any(e.status == "mismatch" for e in result.errors), result.report
     assert result.loss_error <= result.tolerance.max_rel_error  # forward still right: the bug class
@@ -53,7 +55,9 @@ def test_reference_case_drop_gives_the_bugs_md_number() -> None:
     """On the exact docs/bugs.md §1 case the detached loop reproduces scan 2.9.0's wrong 0.1907469335."""
     from rnnbench_models.linear import bugs_section1_case
 
-    loss, grads = _detached_carry_prepare(registry.get_model("decay"), bugs_section1_case(), "float64", "cpu").loss_and_grads()
+    loss, grads = _detached_carry_prepare(
+        registry.get_model("decay"), bugs_section1_case(), "float64", "cpu"
+    ).loss_and_grads()
     assert grads["a"][0] == pytest.approx(0.1907469335, abs=5e-11)
 
 
@@ -90,6 +94,7 @@ def test_driver_exception_is_error_and_compile_failure_is_compile_error() -> Non
     def raises(exc):
         def prepare(*args):
             raise exc
+
         return prepare
 
     plain = dataclasses.replace(TORCH_LOOP, prepare=raises(RuntimeError("boom")))

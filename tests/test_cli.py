@@ -12,7 +12,9 @@ import pytest
 
 
 def rnnbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rnnbench.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
 
 
 @pytest.mark.parametrize(
@@ -64,8 +66,19 @@ def test_corrupt_results_file_is_one_line_exit_2(tmp_path: Path) -> None:
 
 def test_run_writes_records_and_table(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
-    proc = rnnbench("run", "--models", "rnn,newton_sqrt", "--drivers", "torch_loop,jax_lax_scan,torch_nn_rnn",
-                    "--environments", "main", "--budget", "0.05", "--out", str(out))
+    proc = rnnbench(
+        "run",
+        "--models",
+        "rnn,newton_sqrt",
+        "--drivers",
+        "torch_loop,jax_lax_scan,torch_nn_rnn",
+        "--environments",
+        "main",
+        "--budget",
+        "0.05",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 6
@@ -90,9 +103,21 @@ def test_timed_out_row_fails_the_run_and_has_no_speed(tmp_path: Path) -> None:
 
 
 def _record(model: str, driver: str, status: str, host: str = "a", **extra) -> dict:
-    return {"schema": 1, "model": model, "driver": driver, "framework": "torch", "environment_name": "main",
-            "env_label": "torch 2.13.0", "dtype": "float32", "device": "cpu", "sizes": {"T": 4}, "seed": 0,
-            "status": status, "machine": {"hostname": host}, **extra}
+    return {
+        "schema": 1,
+        "model": model,
+        "driver": driver,
+        "framework": "torch",
+        "environment_name": "main",
+        "env_label": "torch 2.13.0",
+        "dtype": "float32",
+        "device": "cpu",
+        "sizes": {"T": 4},
+        "seed": 0,
+        "status": status,
+        "machine": {"hostname": host},
+        **extra,
+    }
 
 
 def _table(tmp_path: Path, records: list[dict], *args: str) -> subprocess.CompletedProcess:
@@ -102,12 +127,19 @@ def _table(tmp_path: Path, records: list[dict], *args: str) -> subprocess.Comple
 
 
 def test_table_summarizes_unavailable_rows_and_known_issues_in_one_line_each(tmp_path: Path) -> None:
-    traceback_report = ("known upstream issue some-bug: inductor refuses it (upstream: not known)\n"
-                        "Traceback (most recent call last):\n  File x\nRuntimeError: long story")
-    records = [_record("rnn", "torch_loop", "ok", max_rel_error=1e-7),
-               *[_record(m, "flax_lstm_cell", "unavailable", reason="vendor layer computes lstm only") for m in ("rnn", "decay")],
-               _record("rnn", "torch_xla_loop", "unavailable", reason="run `make venv-xla`"),
-               *[_record(m, "torch_scan_compiled", "known_issue:some-bug", report=traceback_report) for m in ("rnn", "lstm")]]
+    traceback_report = (
+        "known upstream issue some-bug: inductor refuses it (upstream: not known)\n"
+        "Traceback (most recent call last):\n  File x\nRuntimeError: long story"
+    )
+    records = [
+        _record("rnn", "torch_loop", "ok", max_rel_error=1e-7),
+        *[
+            _record(m, "flax_lstm_cell", "unavailable", reason="vendor layer computes lstm only")
+            for m in ("rnn", "decay")
+        ],
+        _record("rnn", "torch_xla_loop", "unavailable", reason="run `make venv-xla`"),
+        *[_record(m, "torch_scan_compiled", "known_issue:some-bug", report=traceback_report) for m in ("rnn", "lstm")],
+    ]
     proc = _table(tmp_path, records)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
@@ -126,8 +158,11 @@ def test_a_failure_report_is_printed_in_full(tmp_path: Path) -> None:
 
 def test_merged_tables_name_each_rows_own_machine(tmp_path: Path) -> None:
     """Rows are sorted for the table; each keeps the machine of its own record."""
-    records = [_record("zeta", "torch_loop", "crash", host="host-b"), _record("alpha", "torch_loop", "ok", host="host-a"),
-               _record("beta", "jax_loop", "unavailable", host="host-c", reason="no jax")]
+    records = [
+        _record("zeta", "torch_loop", "crash", host="host-b"),
+        _record("alpha", "torch_loop", "ok", host="host-a"),
+        _record("beta", "jax_loop", "unavailable", host="host-c", reason="no jax"),
+    ]
     lines = _table(tmp_path, records).stdout.splitlines()
     assert any(line.startswith("host-b") and "zeta" in line and "crash" in line for line in lines), lines
     assert any(line.startswith("host-a") and "alpha" in line and "ok" in line for line in lines), lines
@@ -171,7 +206,9 @@ def test_suites_select_what_they_say() -> None:
     assert {d for _, d, _ in core} == core_drivers
     every = _selected("--suite", "all")
     assert {m for m, _, _ in every} == set(registry.models()) and {d for _, d, _ in every} == set(registry.drivers())
-    assert {m for m, _, _ in _selected("--suite", "bugs")} == {n for n, m in registry.models().items() if m.suite == "bugs"}
+    assert {m for m, _, _ in _selected("--suite", "bugs")} == {
+        n for n, m in registry.models().items() if m.suite == "bugs"
+    }
     assert {(m, e) for m, _, e in _selected("--models", "decay", "--environments", "xla")} == {("decay", "xla")}
     # a named driver runs in each of its default environments, whatever the suite's
     assert {e for _, _, e in _selected("--drivers", "torch_loop")} == set(environments.default_names())

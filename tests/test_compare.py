@@ -12,8 +12,8 @@ import pytest
 
 from rnnbench import record
 from rnnbench.cli import main
-from rnnbench.report.compare_inputs import from_pytest_benchmark, trim
 from rnnbench.record import SAMPLES_KEPT, kept_samples
+from rnnbench.report.compare_inputs import from_pytest_benchmark, trim
 from rnnbench.report.compare_pairs import REGRESSION, compare, status_verdict
 
 DATA = Path(__file__).parent / "data" / "compare"
@@ -25,18 +25,44 @@ def _timing(rng: np.random.Generator, median_ms: float, spread: float, n: int = 
     """A timing dict as a record keeps it: samples log-normally spread by `spread` around median_ms."""
     samples = median_ms * np.exp(rng.normal(0.0, spread, n))
     q1, med, q3 = np.percentile(samples, [25, 50, 75])
-    return {"median_ms": float(med), "q1_ms": float(q1), "q3_ms": float(q3), "min_ms": float(samples.min()),
-            "max_ms": float(samples.max()), "repeats": n, "samples": [float(x) for x in samples]}
+    return {
+        "median_ms": float(med),
+        "q1_ms": float(q1),
+        "q3_ms": float(q3),
+        "min_ms": float(samples.min()),
+        "max_ms": float(samples.max()),
+        "repeats": n,
+        "samples": [float(x) for x in samples],
+    }
 
 
-def _record(driver: str, status: str = "ok", timing: dict | None = None, fwd: dict | None = None,
-            machine: dict = MACHINE, version: str = "0.1.0+gplanted", env: str = "main",
-            label: str = "torch 2.13.0") -> dict:
-    rec = {"schema": record.SCHEMA, "model": "lstm", "driver": driver, "framework": driver.split("_")[0],
-           "dtype": "float32",
-           "device": "cpu", "sizes": {"T": 16, "B": 4}, "seed": 0, "loss_form": "model", "environment_name": env,
-           "env_label": label, "status": status, "machine": dict(machine), "rnnbench_version": version,
-           "settings": {"threads": 1, "versions": {"torch": label.split()[-1]}}}
+def _record(
+    driver: str,
+    status: str = "ok",
+    timing: dict | None = None,
+    fwd: dict | None = None,
+    machine: dict = MACHINE,
+    version: str = "0.1.0+gplanted",
+    env: str = "main",
+    label: str = "torch 2.13.0",
+) -> dict:
+    rec = {
+        "schema": record.SCHEMA,
+        "model": "lstm",
+        "driver": driver,
+        "framework": driver.split("_")[0],
+        "dtype": "float32",
+        "device": "cpu",
+        "sizes": {"T": 16, "B": 4},
+        "seed": 0,
+        "loss_form": "model",
+        "environment_name": env,
+        "env_label": label,
+        "status": status,
+        "machine": dict(machine),
+        "rnnbench_version": version,
+        "settings": {"threads": 1, "versions": {"torch": label.split()[-1]}},
+    }
     if status == "ok":
         rec["fwd_bwd"], rec["fwd"] = timing, fwd
     return rec
@@ -52,8 +78,14 @@ def _planted(tmp_path: Path) -> tuple[Path, Path]:
     slower inside its own (10 %) spread, jax_lax_scan went ok -> grad_mismatch, and the other rows
     are drawn afresh from the base's distributions."""
     rng = np.random.default_rng(7)
-    medians = {"torch_loop": 1.0, "torch_scan": 50.0, "jax_lax_scan": 0.2, "flax_scan": 0.25, "torch_nn_lstm": 0.3,
-               "jax_loop": 0.22}
+    medians = {
+        "torch_loop": 1.0,
+        "torch_scan": 50.0,
+        "jax_lax_scan": 0.2,
+        "flax_scan": 0.25,
+        "torch_nn_lstm": 0.3,
+        "jax_loop": 0.22,
+    }
     spread = {"torch_scan": 0.10}
     change = {"torch_loop": 1.30, "torch_scan": 1.03}
     base, new = [], []
@@ -62,8 +94,11 @@ def _planted(tmp_path: Path) -> tuple[Path, Path]:
         base.append(_record(d, timing=_timing(rng, medians[d], s), fwd=_timing(rng, medians[d] / 3, s)))
         factor = change.get(d, 1.0)
         status = "grad_mismatch" if d == "jax_lax_scan" else "ok"
-        new.append(_record(d, status, timing=_timing(rng, medians[d] * factor, s),
-                           fwd=_timing(rng, medians[d] * factor / 3, s)))
+        new.append(
+            _record(
+                d, status, timing=_timing(rng, medians[d] * factor, s), fwd=_timing(rng, medians[d] * factor / 3, s)
+            )
+        )
     return _write(tmp_path / "base.jsonl", base), _write(tmp_path / "new.jsonl", new)
 
 
@@ -102,24 +137,28 @@ def test_two_runs_of_one_tree_compare_same_or_noisy() -> None:
     assert all(r.get("fwd_bwd", {}).get("samples") for r in records if r["status"] == "ok")
     result = compare(record.load(base), record.load(new), threshold=0.10, alpha=0.01)
     timed = [p for p in result.pairs if p.times]
-    assert timed and all(p.verdict in ("same", "noisy") for p in result.pairs), \
-        [(p.key[:2], p.verdict, {q: round(t.estimate.ratio, 3) for q, t in p.times.items()}) for p in result.pairs]
+    assert timed and all(p.verdict in ("same", "noisy") for p in result.pairs), [
+        (p.key[:2], p.verdict, {q: round(t.estimate.ratio, 3) for q, t in p.times.items()}) for p in result.pairs
+    ]
     assert all(p.times["fwd_bwd"].estimate.runs[0] >= 2 for p in timed)  # rounds: process-to-process noise covered
     assert result.exit_code == 0
 
 
-@pytest.mark.parametrize(("base", "new", "verdict"), [
-    ("ok", "grad_mismatch", "regression"),
-    ("ok", "crash", "regression"),
-    ("ok", "known_issue:x", "regression"),
-    ("known_issue_fixed:x", "known_issue:x", "regression"),
-    ("known_issue:x", "ok", "fixed"),
-    ("known_issue:x", "known_issue_fixed:x", "known_issue_fixed"),
-    ("grad_mismatch", "ok", "fixed"),
-    ("grad_mismatch", "crash", "changed"),
-    ("ok", "cannot_decide", "changed"),
-    ("ok", "unavailable", "unavailable"),
-])
+@pytest.mark.parametrize(
+    ("base", "new", "verdict"),
+    [
+        ("ok", "grad_mismatch", "regression"),
+        ("ok", "crash", "regression"),
+        ("ok", "known_issue:x", "regression"),
+        ("known_issue_fixed:x", "known_issue:x", "regression"),
+        ("known_issue:x", "ok", "fixed"),
+        ("known_issue:x", "known_issue_fixed:x", "known_issue_fixed"),
+        ("grad_mismatch", "ok", "fixed"),
+        ("grad_mismatch", "crash", "changed"),
+        ("ok", "cannot_decide", "changed"),
+        ("ok", "unavailable", "unavailable"),
+    ],
+)
 def test_status_changes_are_verdicts(base: str, new: str, verdict: str) -> None:
     assert status_verdict(base, new)[0] == verdict
     assert status_verdict(base, base) is None
@@ -178,8 +217,14 @@ def test_two_machines_need_across_machines(tmp_path: Path, capsys) -> None:
 def test_normalize_divides_out_a_uniformly_slower_machine(tmp_path: Path, capsys) -> None:
     rng = np.random.default_rng(3)
     base = [_record(d, timing=_timing(rng, 1.0, 0.03)) for d in DRIVERS]
-    slow = [_record(d, timing=_timing(rng, 2.0 * (1.5 if d == "torch_loop" else 1.0), 0.03),
-                    machine={**MACHINE, "hostname": "ci"}) for d in DRIVERS]
+    slow = [
+        _record(
+            d,
+            timing=_timing(rng, 2.0 * (1.5 if d == "torch_loop" else 1.0), 0.03),
+            machine={**MACHINE, "hostname": "ci"},
+        )
+        for d in DRIVERS
+    ]
     a, b = _write(tmp_path / "a.jsonl", base), _write(tmp_path / "b.jsonl", slow)
     assert main(["compare", str(a), str(b), "--across-machines", "--format", "json"]) == 1
     assert {r["verdict"] for r in json.loads(capsys.readouterr().out)["rows"]} == {"slower"}
@@ -192,8 +237,10 @@ def test_environments_of_one_file(tmp_path: Path, capsys) -> None:
     """--environments splits one file: by environment name or framework-version label."""
     rng = np.random.default_rng(4)
     rows = [_record(d, timing=_timing(rng, 1.0, 0.03)) for d in ("torch_loop", "torch_scan")]
-    rows += [_record(d, timing=_timing(rng, 1.0, 0.03), env="torch-2.14.1", label="torch 2.14.1")
-             for d in ("torch_loop", "torch_scan")]
+    rows += [
+        _record(d, timing=_timing(rng, 1.0, 0.03), env="torch-2.14.1", label="torch 2.14.1")
+        for d in ("torch_loop", "torch_scan")
+    ]
     rows += [_record("jax_loop", timing=_timing(rng, 1.0, 0.03), label="jax 0.10.2")]
     path = _write(tmp_path / "matrix.jsonl", rows)
     assert main(["compare", str(path), "--environments", "torch-2.13.0,torch-2.14.1", "--format", "json"]) == 0
@@ -207,11 +254,21 @@ def test_pytest_benchmark_json_and_its_trimmed_baseline(tmp_path: Path, capsys) 
     rng = np.random.default_rng(5)
     data = list(1e-3 * np.exp(rng.normal(0, 0.03, 500)))
     q1, med, q3 = np.percentile(data, [25, 50, 75])
-    bench = {"fullname": "tests/test_benchmarks.py::test_fwd_bwd[lstm-torch_loop]",
-             "stats": {"median": med, "q1": q1, "q3": q3, "rounds": 500, "data": data},
-             "extra_info": {"model": "lstm", "driver": "torch_loop", "dtype": "float32", "sizes": {"T": 16},
-                            "status": "ok", "framework": "torch", "framework_versions": {"torch": "2.13.0+cpu"},
-                            "machine": MACHINE, "rnnbench_version": "0.1.0+gabc"}}
+    bench = {
+        "fullname": "tests/test_benchmarks.py::test_fwd_bwd[lstm-torch_loop]",
+        "stats": {"median": med, "q1": q1, "q3": q3, "rounds": 500, "data": data},
+        "extra_info": {
+            "model": "lstm",
+            "driver": "torch_loop",
+            "dtype": "float32",
+            "sizes": {"T": 16},
+            "status": "ok",
+            "framework": "torch",
+            "framework_versions": {"torch": "2.13.0+cpu"},
+            "machine": MACHINE,
+            "rnnbench_version": "0.1.0+gabc",
+        },
+    }
     src = tmp_path / "bench.json"
     src.write_text(json.dumps({"benchmarks": [bench]}))
     [rec] = from_pytest_benchmark(json.loads(src.read_text()), src)
@@ -232,14 +289,17 @@ def test_kept_samples_are_bounded_spread_and_in_order() -> None:
     assert kept_samples([1.0, 2.0]) == (1.0, 2.0)
 
 
-@pytest.mark.parametrize("argv", [
-    ["compare", "only-one.jsonl"],
-    ["compare", "a.jsonl", "b.jsonl", "--threshold", "-5%"],
-    ["compare", "a.jsonl", "b.jsonl", "--threshold", "ten"],
-    ["compare", "a.jsonl", "b.jsonl", "--alpha", "0.7"],
-    ["compare", "a.jsonl", "b.jsonl", "--models", "rnn"],
-    ["compare", "--commits", "HEAD", "no-such-commit-xyz"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", "only-one.jsonl"],
+        ["compare", "a.jsonl", "b.jsonl", "--threshold", "-5%"],
+        ["compare", "a.jsonl", "b.jsonl", "--threshold", "ten"],
+        ["compare", "a.jsonl", "b.jsonl", "--alpha", "0.7"],
+        ["compare", "a.jsonl", "b.jsonl", "--models", "rnn"],
+        ["compare", "--commits", "HEAD", "no-such-commit-xyz"],
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     rng = np.random.default_rng(6)
@@ -269,8 +329,11 @@ def test_commits_curated_selection_is_asvs() -> None:
     from rnnbench.run.commits import CURATED_DRIVERS, CURATED_MODELS
 
     tree = ast.parse((Path(__file__).parents[1] / "benchmarks" / "bench_recurrence.py").read_text())
-    [curated] = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-                 and any(isinstance(t, ast.Name) and t.id == "CURATED" for t in n.targets)]
+    [curated] = [
+        ast.literal_eval(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CURATED" for t in n.targets)
+    ]
     assert tuple(curated) == CURATED_MODELS
     assert set(CURATED_DRIVERS) == {d for drivers in curated.values() for d in drivers}
 
@@ -278,8 +341,11 @@ def test_commits_curated_selection_is_asvs() -> None:
 def test_a_side_may_be_several_files(tmp_path: Path, capsys) -> None:
     """BASE and NEW may each join several results files with commas: their runs of a row are pooled."""
     rng = np.random.default_rng(8)
-    files = [_write(tmp_path / f"{side}{i}.jsonl", [_record("torch_loop", timing=_timing(rng, 1.0, 0.03))])
-             for side in ("a", "b") for i in (1, 2)]
+    files = [
+        _write(tmp_path / f"{side}{i}.jsonl", [_record("torch_loop", timing=_timing(rng, 1.0, 0.03))])
+        for side in ("a", "b")
+        for i in (1, 2)
+    ]
     a, b = f"{files[0]},{files[1]}", f"{files[2]},{files[3]}"
     assert main(["compare", a, b, "--format", "json"]) == 0
     [row] = json.loads(capsys.readouterr().out)["rows"]

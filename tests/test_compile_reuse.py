@@ -14,9 +14,15 @@ MODEL = "decay"  # every compiled torch configuration compiles it (rnn/lstm trip
 
 
 def _compiled_torch_drivers() -> list[str]:
-    return [name for name, d in registry.drivers().items()
-            if d.compiled and d.framework.name == "torch" and d.autocast is None and "cpu" in d.devices
-            and d.supports(registry.get_model(MODEL)) is None]
+    return [
+        name
+        for name, d in registry.drivers().items()
+        if d.compiled
+        and d.framework.name == "torch"
+        and d.autocast is None
+        and "cpu" in d.devices
+        and d.supports(registry.get_model(MODEL)) is None
+    ]
 
 
 @pytest.mark.parametrize("name", _compiled_torch_drivers())

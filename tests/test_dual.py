@@ -128,12 +128,15 @@ def test_elementwise_rules_at_fifty_digits(op: str) -> None:
             assert abs(out.tangent[i, i] - want) <= mpmath.mpf(10) ** -40 * max(1, abs(want))
 
 
-@pytest.mark.parametrize(("what", "make"), [
-    ("abs at 0", lambda ops, x: ops.abs(x)),
-    ("a tie in maximum", lambda ops, x: ops.maximum(x, np.array([0.0, 5.0]))),
-    ("where on its boundary", lambda ops, x: ops.where(x > 0, x, 0.0 * x)),
-    ("sqrt at 0", lambda ops, x: ops.sqrt(x)),  # sqrt(x * x) gives 0 * inf = nan: a non-finite entry
-])
+@pytest.mark.parametrize(
+    ("what", "make"),
+    [
+        ("abs at 0", lambda ops, x: ops.abs(x)),
+        ("a tie in maximum", lambda ops, x: ops.maximum(x, np.array([0.0, 5.0]))),
+        ("where on its boundary", lambda ops, x: ops.where(x > 0, x, 0.0 * x)),
+        ("sqrt at 0", lambda ops, x: ops.sqrt(x)),  # sqrt(x * x) gives 0 * inf = nan: a non-finite entry
+    ],
+)
 def test_points_without_a_derivative_are_reported(what: str, make) -> None:
     x = dual.Dual(np.array([0.0, 1.0]), np.eye(2))
     with dual.kinks() as found:
@@ -170,8 +173,9 @@ def test_nested_dual_hvp_matches_gradient_differences(name: str) -> None:
     assert oracle.kind in ("dual_hvp", "dual_mp_hvp") and oracle.reason is None
     by_gradient = gradient_difference_hvp(model, case, v)
     names = case.wrt_names(model.carry_names)
-    errors = compare_grads(by_gradient, oracle.want, names, hvp_tolerance("gradient_differences_hvp",
-                                                                          reference_loss(model, case)))
+    errors = compare_grads(
+        by_gradient, oracle.want, names, hvp_tolerance("gradient_differences_hvp", reference_loss(model, case))
+    )
     assert all(e.status == "ok" for e in errors), errors
 
 
@@ -181,25 +185,41 @@ def test_the_ladder_records_its_rung() -> None:
     assert oracle_grads(rnn, case).kind == "hand_bptt"
     assert oracle_grads(rnn, case, "dual").kind == "dual"
     assert oracle_grads(rnn, case, "finite_differences").kind == "finite_differences"
-    forced = oracle_grads(registry.get_model("decay"), registry.get_model("decay").make_case({"T": 4, "n": 2}, 0),
-                          "dual_mp")
+    forced = oracle_grads(
+        registry.get_model("decay"), registry.get_model("decay").make_case({"T": 4, "n": 2}, 0), "dual_mp"
+    )
     assert forced.kind == "dual_mp" and forced.reason.startswith("50 digits")
     with pytest.raises(ValueError, match="unknown oracle"):
         oracle_grads(rnn, case, "nope")
 
 
 def test_a_kink_falls_back_to_finite_differences_for_its_entries_only() -> None:
-    from rnnbench.model import Case, Model
     from rnnbench.losses import weighted
+    from rnnbench.model import Case, Model
 
     def step(ops, params, carry, x):
         (h,) = carry
         return (ops.tanh(h * params["a"]) + ops.abs(params["b"]),), h
 
-    case = Case("kink", {"T": 3}, 0, {"a": np.array([0.5, -0.3]), "b": np.array([0.0, 0.7])}, (np.array([0.1, 0.2]),),
-                None, 3, {"wy": np.ones((3, 2)), "wc0": np.ones(2)})
-    model = Model(name="kink", summary="", carry_names=("h",), default_sizes={"T": 3}, make_case=lambda s, seed: case,
-                  step=step, loss=weighted)
+    case = Case(
+        "kink",
+        {"T": 3},
+        0,
+        {"a": np.array([0.5, -0.3]), "b": np.array([0.0, 0.7])},
+        (np.array([0.1, 0.2]),),
+        None,
+        3,
+        {"wy": np.ones((3, 2)), "wc0": np.ones(2)},
+    )
+    model = Model(
+        name="kink",
+        summary="",
+        carry_names=("h",),
+        default_sizes={"T": 3},
+        make_case=lambda s, seed: case,
+        step=step,
+        loss=weighted,
+    )
     oracle = oracle_grads(model, case)
     assert oracle.kind == "finite_differences" and "abs at 0" in oracle.reason
     assert np.all(oracle.error_of("a") == 0)  # dual values where the derivative exists
@@ -237,8 +257,14 @@ def test_check_recurrence_takes_an_oracle() -> None:
         (h,) = carry
         return (ops.tanh(params["w"] * h + x),), h
 
-    args = dict(params={"w": np.array([0.5, -0.3])}, carry0=(np.zeros(2),), xs=np.ones((4, 2)), drivers=["torch_loop"],
-                order=1, losses=["weighted"])
+    args = dict(
+        params={"w": np.array([0.5, -0.3])},
+        carry0=(np.zeros(2),),
+        xs=np.ones((4, 2)),
+        drivers=["torch_loop"],
+        order=1,
+        losses=["weighted"],
+    )
     assert rnnbench.check_recurrence(step, **args).oracle_kind == "dual"
     forced = rnnbench.check_recurrence(step, oracle="finite_differences", **args)
     assert forced.ok and forced.oracle_kind == "finite_differences", str(forced)

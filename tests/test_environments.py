@@ -15,14 +15,30 @@ from rnnbench.run import environments
 
 
 def rnnbench(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rnnbench.cli", *args], capture_output=True, text=True,
-                          timeout=900, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_missing_xla_environment_rows_say_how_to_create_it(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
-    proc = rnnbench("run", "--models", "decay", "--drivers", "torch_xla_scan,torch_loop", "--environments", "xla",
-                    "--no-time", "--out", str(out), env={environments.XLA_PYTHON_VAR: str(tmp_path / "no" / "python")})
+    proc = rnnbench(
+        "run",
+        "--models",
+        "decay",
+        "--drivers",
+        "torch_xla_scan,torch_loop",
+        "--environments",
+        "xla",
+        "--no-time",
+        "--out",
+        str(out),
+        env={environments.XLA_PYTHON_VAR: str(tmp_path / "no" / "python")},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["status"] for r in records] == ["unavailable", "unavailable"]
@@ -46,12 +62,25 @@ def test_one_report_holds_both_torch_versions_and_torch_xla(tmp_path: Path, xla_
     """docs/bugs.md §1 side by side: torch_scan on `decay` is ok on torch 2.13.0 and a known issue
     (raw grad_mismatch, no speed number) on torch 2.9.0; torch_xla's loop and scan are ok and timed."""
     out = tmp_path / "r.jsonl"
-    proc = rnnbench("run", "--models", "decay", "--drivers", "torch_scan,torch_xla_loop,torch_xla_scan_cached",
-                    "--budget", "0.05", "--out", str(out))
+    proc = rnnbench(
+        "run",
+        "--models",
+        "decay",
+        "--drivers",
+        "torch_scan,torch_xla_loop,torch_xla_scan_cached",
+        "--budget",
+        "0.05",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr  # a known issue does not fail the run
     rows = {(r["driver"], r["environment_name"]): r for r in map(json.loads, out.read_text().splitlines())}
-    assert set(rows) == {("torch_scan", "main"), ("torch_scan", "xla"), ("torch_xla_loop", "xla"),
-                         ("torch_xla_scan_cached", "xla")}
+    assert set(rows) == {
+        ("torch_scan", "main"),
+        ("torch_scan", "xla"),
+        ("torch_xla_loop", "xla"),
+        ("torch_xla_scan_cached", "xla"),
+    }
     new, old = rows[("torch_scan", "main")], rows[("torch_scan", "xla")]
     assert (new["env_label"], new["status"]) == ("torch 2.13.0", "ok") and new["fwd_bwd"]["median_ms"] > 0
     assert (old["env_label"], old["status"]) == ("torch 2.9.0", "known_issue:torch-scan-drops-carry-cotangent")
@@ -67,6 +96,7 @@ def test_one_report_holds_both_torch_versions_and_torch_xla(tmp_path: Path, xla_
 
 
 # --- environments as data (src/rnnbench/environments.toml, [environments.<name>] in a config) ---
+
 
 def test_the_builtin_definitions_name_main_xla_and_the_version_matrix() -> None:
     envs = environments.environments()
@@ -95,13 +125,24 @@ def test_a_default_environment_runs_its_named_drivers_a_matrix_one_every_driver_
 
 
 def test_pip_sources_become_uv_flags(monkeypatch) -> None:
-    out = ("global.extra-index-url='file:///a/simple file:///b/simple'\nglobal.find-links='/w'\n"
-           ":env:.find-links='/w'\nglobal.constraint='/nonexistent/c.txt'\n")
-    monkeypatch.setattr(environments.subprocess, "run",
-                        lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=out, stderr=""))
+    out = (
+        "global.extra-index-url='file:///a/simple file:///b/simple'\nglobal.find-links='/w'\n"
+        ":env:.find-links='/w'\nglobal.constraint='/nonexistent/c.txt'\n"
+    )
+    monkeypatch.setattr(
+        environments.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=out, stderr="")
+    )
     flags = environments.pip_sources()
-    assert flags == ["--extra-index-url", "file:///a/simple", "--extra-index-url", "file:///b/simple",
-                     "--find-links", "/w", "--index-strategy", "unsafe-best-match"]  # a missing constraint file is left out
+    assert flags == [
+        "--extra-index-url",
+        "file:///a/simple",
+        "--extra-index-url",
+        "file:///b/simple",
+        "--find-links",
+        "/w",
+        "--index-strategy",
+        "unsafe-best-match",
+    ]  # a missing constraint file is left out
 
 
 def _config_env(tmp_path: Path, name: str, requirements: list[str]) -> Path:
@@ -117,8 +158,19 @@ def test_a_config_defines_an_environment_that_is_created_on_first_use_and_reused
     config = _config_env(tmp_path, "jax-only", pins)
     cache = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     out = tmp_path / "r.jsonl"
-    proc = rnnbench("run", "--config", str(config), "--models", "decay", "--drivers", "jax_lax_scan,flax_scan,torch_loop",
-                    "--no-time", "--out", str(out), env=cache)
+    proc = rnnbench(
+        "run",
+        "--config",
+        str(config),
+        "--models",
+        "decay",
+        "--drivers",
+        "jax_lax_scan,flax_scan,torch_loop",
+        "--no-time",
+        "--out",
+        str(out),
+        env=cache,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "creating environment jax-only" in proc.stdout
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -129,8 +181,19 @@ def test_a_config_defines_an_environment_that_is_created_on_first_use_and_reused
     assert "torch" not in versions and "flax" not in versions
     (prefix,) = (tmp_path / "cache" / "rnnbench" / "envs").glob("jax-only-*/")
     assert (prefix / environments.COMPLETE_MARK).is_file()
-    again = rnnbench("run", "--config", str(config), "--models", "decay", "--drivers", "jax_lax_scan", "--no-time",
-                     "--out", str(tmp_path / "r2.jsonl"), env=cache)
+    again = rnnbench(
+        "run",
+        "--config",
+        str(config),
+        "--models",
+        "decay",
+        "--drivers",
+        "jax_lax_scan",
+        "--no-time",
+        "--out",
+        str(tmp_path / "r2.jsonl"),
+        env=cache,
+    )
     assert again.returncode == 0 and "creating environment" not in again.stdout, again.stdout + again.stderr
 
 
@@ -160,13 +223,16 @@ def test_a_creation_cut_short_is_missing_and_built_again(tmp_path: Path, monkeyp
         monkeypatch.delenv(environments.DEFINITIONS_VAR, raising=False)
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["env", "create", "nosuch"], "unknown environment 'nosuch'"),
-    (["env", "create"], "names nothing"),
-    (["env", "frobnicate"], "invalid choice"),
-    (["versions", "--environments", "nosuch"], "unknown environment 'nosuch'"),
-    (["versions", "--from", "/nonexistent.jsonl"], "does not exist"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["env", "create", "nosuch"], "unknown environment 'nosuch'"),
+        (["env", "create"], "names nothing"),
+        (["env", "frobnicate"], "invalid choice"),
+        (["versions", "--environments", "nosuch"], "unknown environment 'nosuch'"),
+        (["versions", "--from", "/nonexistent.jsonl"], "does not exist"),
+    ],
+)
 def test_env_and_versions_bad_input_is_one_line_exit_2(argv: list[str], words: str) -> None:
     proc = rnnbench(*argv)
     assert proc.returncode == 2 and words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -28,8 +28,13 @@ def user_step_drivers() -> list[str]:
     """Every driver that runs a user's step here without compiling it (compiled ones take seconds
     per case; the campaign in docs/results covers them)."""
     probe = registry.get_model("decay")
-    return [name for name, d in registry.drivers().items()
-            if not d.compiled and not d.anchor and unavailable_reason(probe, d, Job("decay", name, "float64", environment=current())) is None]
+    return [
+        name
+        for name, d in registry.drivers().items()
+        if not d.compiled
+        and not d.anchor
+        and unavailable_reason(probe, d, Job("decay", name, "float64", environment=current())) is None
+    ]
 
 
 DRIVERS = user_step_drivers()
@@ -48,14 +53,20 @@ def temperature(ops, params, carry, x):
 def test_step_follows_the_scale_of_small_inputs(dtype: str) -> None:
     rng = np.random.default_rng(0)
     report = rnnbench.check_recurrence(
-        temperature, params={"p": np.array([1e-2, 3e-2, 0.1]), "a": np.array([1e-3, 5e-3, 1e-2])},
-        carry0=(np.array([0.3, -0.2, 0.1]),), xs=0.01 * rng.uniform(-1, 1, (16, 3)), carry0_requires_grad=True,
-        dtype=dtype, drivers=DRIVERS)
+        temperature,
+        params={"p": np.array([1e-2, 3e-2, 0.1]), "a": np.array([1e-3, 5e-3, 1e-2])},
+        carry0=(np.array([0.3, -0.2, 0.1]),),
+        xs=0.01 * rng.uniform(-1, 1, (16, 3)),
+        carry0_requires_grad=True,
+        dtype=dtype,
+        drivers=DRIVERS,
+    )
     assert report.ok, str(report)
 
 
-@pytest.mark.parametrize("name", [n for n, m in registry.models().items()
-                                  if m.oracle is not None and m.oracle_kind != "finite_differences"])
+@pytest.mark.parametrize(
+    "name", [n for n, m in registry.models().items() if m.oracle is not None and m.oracle_kind != "finite_differences"]
+)
 def test_error_bounds_cover_the_oracle_error(name: str) -> None:
     """On every model with an exact oracle, finite differences are within their own error bounds
     of the exact gradient, entry by entry (up to the exact oracle's float64 roundoff)."""
@@ -78,8 +89,13 @@ def unused(ops, params, carry, x):
 
 def test_an_unused_parameter_has_a_zero_gradient() -> None:
     """torch said "gradient is None" -> missing_grad; jax's zeros were compared with FD roundoff."""
-    report = rnnbench.check_recurrence(unused, params={"w": np.array([0.5, -0.3]), "u": np.array([1.0, 2.0])},
-                                       carry0=(np.zeros(2),), xs=np.ones((6, 2)), drivers=DRIVERS)
+    report = rnnbench.check_recurrence(
+        unused,
+        params={"w": np.array([0.5, -0.3]), "u": np.array([1.0, 2.0])},
+        carry0=(np.zeros(2),),
+        xs=np.ones((6, 2)),
+        drivers=DRIVERS,
+    )
     assert report.ok, str(report)
     for r in report.results:
         u = next(e for e in r.grad_errors if e.name == "u")
@@ -93,8 +109,13 @@ def no_parameter_reaches(ops, params, carry, x):
 
 def test_no_input_reaching_the_loss_is_all_zero_gradients() -> None:
     """torch raised "element 0 of tensors does not require grad" (error); jax was missing_grad."""
-    report = rnnbench.check_recurrence(no_parameter_reaches, params={"u": np.array([1.0, 2.0])},
-                                       carry0=(np.zeros(2),), xs=np.ones((4, 2)), drivers=DRIVERS)
+    report = rnnbench.check_recurrence(
+        no_parameter_reaches,
+        params={"u": np.array([1.0, 2.0])},
+        carry0=(np.zeros(2),),
+        xs=np.ones((4, 2)),
+        drivers=DRIVERS,
+    )
     assert report.ok, str(report)
 
 
@@ -110,8 +131,15 @@ def final_carry(ops, consts, ys, carry):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_a_stationary_point_is_compared_absolutely(dtype: str) -> None:
     """d/dx cos(x) at x = pi is ~1e-16: compared relative to itself, any roundoff was a mismatch."""
-    report = rnnbench.check_recurrence(cos_of_param, params={"x": np.array(np.pi)}, carry0=(np.array(0.0),),
-                                       length=1, loss=final_carry, dtype=dtype, drivers=DRIVERS)
+    report = rnnbench.check_recurrence(
+        cos_of_param,
+        params={"x": np.array(np.pi)},
+        carry0=(np.array(0.0),),
+        length=1,
+        loss=final_carry,
+        dtype=dtype,
+        drivers=DRIVERS,
+    )
     assert report.ok, str(report)
 
 
@@ -149,9 +177,14 @@ def test_a_loss_not_smooth_at_the_step_cannot_be_decided(dtype: str) -> None:
     rounding alone explains it (the condition number is unbounded), so not forward_mismatch either.
     The default oracle takes the 50-digit rung (condition number ~1e9): still cannot_decide, now
     because float64 (or float32) rounding alone moves the gradient that far."""
-    args = dict(params={"p": np.array([1.0, -0.85]), "W": np.array([[-0.08, -0.1], [-0.25, 0.26]])},
-                carry0=(np.array([-1.57, 1e-3]), np.array([-0.78, 0.2])), length=12, drivers=DRIVERS, dtype=dtype,
-                losses=["weighted", "sum_carry"])  # the forms the chaotic final carry reaches (mean, last_y: ok)
+    args = dict(
+        params={"p": np.array([1.0, -0.85]), "W": np.array([[-0.08, -0.1], [-0.25, 0.26]])},
+        carry0=(np.array([-1.57, 1e-3]), np.array([-0.78, 0.2])),
+        length=12,
+        drivers=DRIVERS,
+        dtype=dtype,
+        losses=["weighted", "sum_carry"],
+    )  # the forms the chaotic final carry reaches (mean, last_y: ok)
     exact = rnnbench.check_recurrence(chaotic, **args)
     assert {r.status for r in exact.results} == {Status.CANNOT_DECIDE} and exact.oracle_kind == "dual_mp", str(exact)
     assert all("rounding alone" in r.report for r in exact.results), str(exact)
@@ -200,10 +233,14 @@ def _tampered(name: str, transform):
 PLANTS = {
     # every gradient 0.1% too large: far beyond the float64 tolerance, and the error bounds must
     # stay tight enough to say so
-    "scaled_gradients": _tampered("scaled", lambda loss, g: (loss, {k: None if v is None else v * 1.001 for k, v in g.items()})),
+    "scaled_gradients": _tampered(
+        "scaled", lambda loss, g: (loss, {k: None if v is None else v * 1.001 for k, v in g.items()})
+    ),
     # every gradient truncated to bfloat16's 8-bit mantissa (up to 4e-3 relative): the float32
     # rounding bound (10x an independent float32 computation's error) must not absorb it
-    "bf16_rounded": _tampered("bf16_rounded", lambda loss, g: (loss, {k: None if v is None else _to_bf16(v) for k, v in g.items()})),
+    "bf16_rounded": _tampered(
+        "bf16_rounded", lambda loss, g: (loss, {k: None if v is None else _to_bf16(v) for k, v in g.items()})
+    ),
     # the carry cotangent cut between steps (truncated BPTT to one step)
     "cut_carry": None,
 }
@@ -216,9 +253,10 @@ def test_plants_on_fuzzed_bodies_are_still_caught(plant: str, dtype: str) -> Non
     parameters and stationary points): a planted bug is a wrong gradient on every body where it
     changes the gradient, never ok and never cannot_decide (at float32 too, where a failing row
     is re-judged with the float32 rounding bound)."""
+    from rnnbench_faulty import faulty_loop
+
     from rnnbench.fuzz.cases import build
     from rnnbench.fuzz.grammar import generate
-    from rnnbench_faulty import faulty_loop
 
     driver = PLANTS[plant] or faulty_loop("cut", cut_carry_from=1)
     caught = 0
@@ -229,10 +267,16 @@ def test_plants_on_fuzzed_bodies_are_still_caught(plant: str, dtype: str) -> Non
         honest, _ = check_gradients(fc.model, TORCH_LOOP, fc.case, dtype, "cpu", oracle=fc.oracle)
         planted, _ = check_gradients(fc.model, driver, fc.case, dtype, "cpu", oracle=fc.oracle)
         assert honest.status == Status.OK, honest.report
-        changed = any(np.max(np.abs(np.asarray(planted.grads[n] if planted.grads[n] is not None else 0.0)
-                                    - np.asarray(honest.grads[n] if honest.grads[n] is not None else 0.0)))
-                      > 1e-3 * max(1.0, float(np.max(np.abs(fc.oracle.grads[n])))) * 1e-2
-                      for n in fc.oracle.grads)
+        changed = any(
+            np.max(
+                np.abs(
+                    np.asarray(planted.grads[n] if planted.grads[n] is not None else 0.0)
+                    - np.asarray(honest.grads[n] if honest.grads[n] is not None else 0.0)
+                )
+            )
+            > 1e-3 * max(1.0, float(np.max(np.abs(fc.oracle.grads[n])))) * 1e-2
+            for n in fc.oracle.grads
+        )
         if changed:
             caught += 1
             assert planted.status in (Status.GRAD_MISMATCH, Status.MISSING_GRAD), planted.report
@@ -243,8 +287,9 @@ def test_a_zero_dim_mismatch_shows_got_and_want() -> None:
     """A 0-d input has index (): its values were left out of the report."""
     model = registry.get_model("decay_scalar")
     case = model.make_case(model.sizes_with_defaults(), 0)
-    chk, _ = check_gradients(model, _tampered("scaled", lambda loss, g: (loss, {k: v * 1.5 for k, v in g.items()})),
-                             case, "float64", "cpu")
+    chk, _ = check_gradients(
+        model, _tampered("scaled", lambda loss, g: (loss, {k: v * 1.5 for k, v in g.items()})), case, "float64", "cpu"
+    )
     bad = [line for line in chk.report.splitlines() if line.startswith("!!")]
     assert bad and all("got " in line and "want " in line for line in bad), chk.report
 
@@ -255,7 +300,9 @@ def test_a_compile_error_shows_the_framework_message() -> None:
         try:
             raise NotImplementedError("Pointwise lowering of while_loop is not supported")
         except NotImplementedError as inner:
-            raise RuntimeError("backend='inductor' raised:\nLoweringException: NotImplementedError: Pointwise") from inner
+            raise RuntimeError(
+                "backend='inductor' raised:\nLoweringException: NotImplementedError: Pointwise"
+            ) from inner
     except RuntimeError as exc:
         head = failure_report(exc).splitlines()[:2]
     assert "LoweringException: NotImplementedError: Pointwise" in head[0]
@@ -288,13 +335,19 @@ FUNCTIONS = {  # f(ops, p) and its exact derivative, elementwise
     "sin(a p)": (lambda ops, p, a: ops.sin(a * p), lambda p, a: a * np.cos(a * p)),
     "tanh(a / p)": (lambda ops, p, a: ops.tanh(a / p), lambda p, a: -a / p**2 / np.cosh(a / p) ** 2),
     "p^9": (lambda ops, p, a: a * p**9, lambda p, a: 9 * a * p**8),
-    "exp(tanh(a p))": (lambda ops, p, a: ops.exp(ops.tanh(a * p)), lambda p, a: a * np.exp(np.tanh(a * p)) / np.cosh(a * p) ** 2),
+    "exp(tanh(a p))": (
+        lambda ops, p, a: ops.exp(ops.tanh(a * p)),
+        lambda p, a: a * np.exp(np.tanh(a * p)) / np.cosh(a * p) ** 2,
+    ),
 }
 
 
 @settings(max_examples=60, deadline=None)
-@given(name=st.sampled_from(sorted(FUNCTIONS)), a=st.floats(0.1, 50.0),
-       p=st.floats(1e-3, 2.0).flatmap(lambda v: st.sampled_from([v, -v])))
+@given(
+    name=st.sampled_from(sorted(FUNCTIONS)),
+    a=st.floats(0.1, 50.0),
+    p=st.floats(1e-3, 2.0).flatmap(lambda v: st.sampled_from([v, -v])),
+)
 def test_the_error_bound_covers_the_true_error(name: str, a: float, p: float) -> None:
     """Whatever the scale of the parameter (down to 1e-3) and of the function's features, the
     oracle's value is within its own bound of the exact derivative."""
@@ -304,11 +357,21 @@ def test_the_error_bound_covers_the_true_error(name: str, a: float, p: float) ->
         (c,) = carry
         return (c + f(ops, params["p"], a),), c
 
-    model = Model(name="prop", summary="", carry_names=("c",), default_sizes={}, make_case=None, step=step,
-                  loss=lambda ops, consts, ys, carry: ops.sum(carry[0]))
+    model = Model(
+        name="prop",
+        summary="",
+        carry_names=("c",),
+        default_sizes={},
+        make_case=None,
+        step=step,
+        loss=lambda ops, consts, ys, carry: ops.sum(carry[0]),
+    )
     case = Case(model="prop", sizes={}, seed=0, params={"p": np.array([p])}, carry0=(np.zeros(1),), xs=None, length=1)
     oracle = finite_difference_oracle(model, case)
     with np.errstate(over="ignore"):  # cosh(a / p) overflows where the derivative is 0
         exact = df(np.array([p]), a)
-    assert np.all(np.abs(oracle.grads["p"] - exact) <= oracle.error_of("p") + 1e-13 * max(1.0, np.abs(exact).max())), \
-        (oracle.grads["p"], exact, oracle.error_of("p"))
+    assert np.all(np.abs(oracle.grads["p"] - exact) <= oracle.error_of("p") + 1e-13 * max(1.0, np.abs(exact).max())), (
+        oracle.grads["p"],
+        exact,
+        oracle.error_of("p"),
+    )

@@ -17,9 +17,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -30,8 +30,20 @@ PLUGIN_DIR = Path(__file__).parent / "plugins"
 HANG_ON_RNN = "faulty_hang_with_child_on_rnn"  # decay finishes, rnn starts a child and hangs
 HANG_HOLDING_GIL = "faulty_hang_holding_gil_on_rnn"  # the same, hanging in C code that holds the GIL
 HANG_AT_3 = "faulty_hang_with_child_at_length_3"  # fuzz body 3 (3 steps) hangs; bodies 0-2 finish
-RUN = ("run", "--models", "decay,rnn", "--drivers", HANG_ON_RNN, "--environments", "main", "--no-time",
-       "--timeout", "60", "--out", "r.jsonl")
+RUN = (
+    "run",
+    "--models",
+    "decay,rnn",
+    "--drivers",
+    HANG_ON_RNN,
+    "--environments",
+    "main",
+    "--no-time",
+    "--timeout",
+    "60",
+    "--out",
+    "r.jsonl",
+)
 FUZZ = ("fuzz", "--cases", "4", "--drivers", HANG_AT_3, "--no-second-order", "--losses", "weighted", "--timeout", "60")
 GONE_WITHIN_S = 5.0
 
@@ -55,23 +67,38 @@ def _default_signals(ignored: tuple[signal.Signals, ...]) -> Callable[[], None]:
     """For the child: the signals these tests send at their default disposition, whatever the test
     runner inherited (under `nohup` SIGHUP is ignored, and rnnbench keeps an ignored signal ignored),
     except those in `ignored`."""
+
     def set_dispositions() -> None:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN if sig in ignored else signal.SIG_DFL)
+
     return set_dispositions
 
 
-def start(tmp_path: Path, *args: str, stdout=subprocess.PIPE, ignored: tuple[signal.Signals, ...] = (),
-          **extra_env: str) -> Run:
+def start(
+    tmp_path: Path, *args: str, stdout=subprocess.PIPE, ignored: tuple[signal.Signals, ...] = (), **extra_env: str
+) -> Run:
     marker = uuid.uuid4().hex
     (tmp_path / "tmp").mkdir(exist_ok=True)
     (tmp_path / "sentinel").mkdir(exist_ok=True)
-    env = {**os.environ, "RNNBENCH_PLUGINS": "rnnbench_faulty", "TMPDIR": str(tmp_path / "tmp"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")])),
-           "RNNBENCH_TEST_MARKER": marker, "RNNBENCH_FAULTY_SENTINEL": str(tmp_path / "sentinel"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache"), **extra_env}
-    proc = subprocess.Popen([sys.executable, "-m", "rnnbench.cli", *args], stdout=stdout, stderr=subprocess.PIPE,
-                            env=env, cwd=tmp_path, preexec_fn=_default_signals(ignored))
+    env = {
+        **os.environ,
+        "RNNBENCH_PLUGINS": "rnnbench_faulty",
+        "TMPDIR": str(tmp_path / "tmp"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")])),
+        "RNNBENCH_TEST_MARKER": marker,
+        "RNNBENCH_FAULTY_SENTINEL": str(tmp_path / "sentinel"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        **extra_env,
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rnnbench.cli", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+        preexec_fn=_default_signals(ignored),
+    )
     return Run(proc, marker, tmp_path)
 
 
@@ -115,7 +142,9 @@ def finish(run: Run, timeout_s: float = 30.0) -> tuple[int, list[str]]:
     _, err = run.proc.communicate(timeout=timeout_s)
     text = err.decode()
     assert "Traceback" not in text, text
-    lines = [seg for seg in re.split(r"[\r\n]", text) if seg.strip() and not re.search(r": case \d+/\d+ \(\d+ s\)", seg)]
+    lines = [
+        seg for seg in re.split(r"[\r\n]", text) if seg.strip() and not re.search(r": case \d+/\d+ \(\d+ s\)", seg)
+    ]
     return run.proc.returncode, lines
 
 
@@ -137,8 +166,9 @@ def test_signal_to_the_run_alone(tmp_path: Path, sig: signal.Signals) -> None:
     os.kill(run.proc.pid, sig)
     code, lines = finish(run)
     assert code == 128 + sig
-    assert lines == [f"rnnbench: interrupted by {sig.name}; 1 record kept in r.jsonl; "
-                     "continue with --resume --out r.jsonl"]
+    assert lines == [
+        f"rnnbench: interrupted by {sig.name}; 1 record kept in r.jsonl; continue with --resume --out r.jsonl"
+    ]
     gone_after(run.marker)
     assert_records_kept(run)
     assert rnnbench_temp_files(run.tmpdir) == []
@@ -167,8 +197,11 @@ def test_signal_to_the_fuzzer_alone(tmp_path: Path, sig: signal.Signals) -> None
     code, lines = finish(run)
     assert code == 128 + sig
     (line,) = lines
-    match = re.fullmatch(rf"rnnbench: interrupted by {sig.name}(?:; (\d+) records? kept in (\S+); "
-                         r"continue with --resume --out \2)?", line)
+    match = re.fullmatch(
+        rf"rnnbench: interrupted by {sig.name}(?:; (\d+) records? kept in (\S+); "
+        r"continue with --resume --out \2)?",
+        line,
+    )
     assert match, line
     if match.group(2):  # the fuzzer's results file: bodies 0-2 finished before body 3 hung
         data = (tmp_path / match.group(2)).read_bytes()
@@ -188,8 +221,19 @@ def test_sigkill_of_the_run(tmp_path: Path) -> None:
     assert_records_kept(run)
     (left,) = rnnbench_temp_files(run.tmpdir)  # no chance to clean up ...
     assert left.startswith(f"rnnbench-run-{run.proc.pid}-")
-    after = start(tmp_path, "run", "--models", "decay", "--drivers", "torch_loop", "--environments", "main",
-                  "--no-time", "--out", "next.jsonl")
+    after = start(
+        tmp_path,
+        "run",
+        "--models",
+        "decay",
+        "--drivers",
+        "torch_loop",
+        "--environments",
+        "main",
+        "--no-time",
+        "--out",
+        "next.jsonl",
+    )
     code, _ = finish(after)
     assert code == 0
     assert rnnbench_temp_files(run.tmpdir) == []  # ... the next run removed it
@@ -280,9 +324,32 @@ def test_a_run_started_with_stdout_closed_records_its_rows(tmp_path: Path) -> No
     console, nothing breaks, the rows are recorded and the exit code is the run's."""
     (tmp_path / "tmp").mkdir()
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TMPDIR": str(tmp_path / "tmp")}
-    proc = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-m", "rnnbench.cli", "run", "--models",
-                           "decay", "--drivers", "torch_loop", "--environments", "main", "--no-time", "--out", "r.jsonl"],
-                          cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            "sh",
+            "-c",
+            'exec "$@" >&-',
+            "sh",
+            sys.executable,
+            "-m",
+            "rnnbench.cli",
+            "run",
+            "--models",
+            "decay",
+            "--drivers",
+            "torch_loop",
+            "--environments",
+            "main",
+            "--no-time",
+            "--out",
+            "r.jsonl",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]

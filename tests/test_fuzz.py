@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from rnnbench_faulty import faulty_loop
 
 from rnnbench import registry
 from rnnbench.check.known_issues import is_known
@@ -16,7 +17,6 @@ from rnnbench.fuzz.cases import build
 from rnnbench.fuzz.grammar import Body, body_valid, body_wrt, generate, reaching, shrink_candidates, size
 from rnnbench.fuzz.report import explain_failure
 from rnnbench.fuzz.runner import fuzz, run_driver
-from rnnbench_faulty import faulty_loop
 
 CORRECT = ("torch_loop", "jax_loop")
 
@@ -33,8 +33,16 @@ def test_bodies_are_reproducible_and_valid() -> None:
 def test_input_that_cannot_reach_the_loss_is_not_compared() -> None:
     """c0' = c1, c1' = p0, y = p1 with T = 2: c1's initial value goes to c0, which step 1 overwrites
     unread (torch rightly returns None for it); at T = 1 it is the final c0, in the loss."""
-    body = Body(updates=(("leaf", "c1"), ("leaf", "p0")), output=("leaf", "p1"), n=1, length=2, has_xs=False,
-                carry_grad=(True, True), xs_grad=False, data_seed=0)
+    body = Body(
+        updates=(("leaf", "c1"), ("leaf", "p0")),
+        output=("leaf", "p1"),
+        n=1,
+        length=2,
+        has_xs=False,
+        carry_grad=(True, True),
+        xs_grad=False,
+        data_seed=0,
+    )
     assert "carry0.c1" not in reaching(body) and "carry0.c1" not in body_wrt(body)
     assert "carry0.c1" in body_wrt(dataclasses.replace(body, length=1))
     fc = build(body)
@@ -60,7 +68,9 @@ def test_correct_drivers_have_no_false_alarms() -> None:
 def test_planted_bug_is_caught_shrunk_and_located(tmp_path) -> None:
     broken = faulty_loop("cut_carry", cut_carry_from=1)
     seen = []
-    summary = fuzz(6, 0, [broken], on_failure=lambda o, fc, d: (explain_failure(o, fc, d, "float64", tmp_path, 0), seen.append(o)))
+    summary = fuzz(
+        6, 0, [broken], on_failure=lambda o, fc, d: (explain_failure(o, fc, d, "float64", tmp_path, 0), seen.append(o))
+    )
     assert summary.failures, summary.format()
     out = seen[0]
     assert out.minimal is not None and size(out.minimal) <= size(out.body)
@@ -77,13 +87,17 @@ def test_torch_scan_second_order_is_the_registered_issue() -> None:
 
 
 def test_repro_script_fails_while_the_bug_is_there_and_passes_on_a_correct_driver(tmp_path) -> None:
-    from rnnbench.fuzz.repro import export
     from rnnbench.check.tolerance import hvp_tolerance
+    from rnnbench.fuzz.repro import export
     from rnnbench.model import reference_loss
 
     fc = build(generate(0, 1))  # torch_scan's H v is wrong on this body (the registered issue)
     tol = hvp_tolerance(fc.hvp_oracle().kind, reference_loss(fc.model, fc.case))
-    for driver, expected_rc, expected in (("torch_scan", 1, "MISMATCH"), ("torch_loop", 0, "OK"), ("jax_lax_scan", 0, "OK")):
+    for driver, expected_rc, expected in (
+        ("torch_scan", 1, "MISMATCH"),
+        ("torch_loop", 0, "OK"),
+        ("jax_lax_scan", 0, "OK"),
+    ):
         path = export(tmp_path / f"{driver}.py", fc, driver, True, "test", tol.max_rel_error, tol.absolute_scale)
         run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert run.returncode == expected_rc and expected in run.stdout, run.stdout + run.stderr
@@ -93,17 +107,23 @@ def test_repro_script_fails_while_the_bug_is_there_and_passes_on_a_correct_drive
 def test_cli_fuzz_prints_the_summary(capsys, tmp_path) -> None:
     assert main(["fuzz", "--cases", "2", "--drivers", "torch_loop,jax_loop", "--out", str(tmp_path / "f.jsonl")]) == 0
     out = capsys.readouterr().out
-    assert "fuzz: 2 bodies x 4 losses (weighted, sum_carry, mean, last_y; seed 0, float64, cpu)" in out and "0 mismatches" in out
+    assert (
+        "fuzz: 2 bodies x 4 losses (weighted, sum_carry, mean, last_y; seed 0, float64, cpu)" in out
+        and "0 mismatches" in out
+    )
     for name in CORRECT:
         assert name in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["fuzz", "--cases", "0"], "--cases must be a finite number > 0"),
-    (["fuzz", "--drivers", "torch_nn_rnn"], "cannot fuzz here"),
-    (["fuzz", "--drivers", "nope"], "unknown driver"),
-    (["fuzz", "--dtype", "bfloat16"], "unknown fuzzing dtype 'bfloat16'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["fuzz", "--cases", "0"], "--cases must be a finite number > 0"),
+        (["fuzz", "--drivers", "torch_nn_rnn"], "cannot fuzz here"),
+        (["fuzz", "--drivers", "nope"], "unknown driver"),
+        (["fuzz", "--dtype", "bfloat16"], "unknown fuzzing dtype 'bfloat16'"),
+    ],
+)
 def test_cli_fuzz_bad_input_is_one_line(argv, message, capsys) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -115,7 +135,8 @@ def test_committed_repro_still_reproduces_the_registered_bug() -> None:
     has the bug; once torch fixes it the script exits 0 and this test fails, like a strict xfail."""
     from pathlib import Path
 
-    from rnnbench.check.known_issues import installed_version, registry as known, version_matches
+    from rnnbench.check.known_issues import installed_version, version_matches
+    from rnnbench.check.known_issues import registry as known
 
     entry = next(i for i in known() if i.id == "torch-scan-double-backward-drops-saved-values")
     torch_version = installed_version("torch")
@@ -145,12 +166,27 @@ def test_committed_repro_is_what_the_exporter_writes(tmp_path) -> None:
     from rnnbench.fuzz.repro import export
     from rnnbench.model import reference_loss
 
-    minimal = Body(updates=(("matvec", ("leaf", "p1")),), output=("leaf", "c0"), n=1, length=1, has_xs=False,
-                   carry_grad=(True,), xs_grad=False, data_seed=generate(0, 1).data_seed)
+    minimal = Body(
+        updates=(("matvec", ("leaf", "p1")),),
+        output=("leaf", "c0"),
+        n=1,
+        length=1,
+        has_xs=False,
+        carry_grad=(True,),
+        xs_grad=False,
+        data_seed=generate(0, 1).data_seed,
+    )
     fc = build(minimal)
     tol = hvp_tolerance(fc.hvp_oracle().kind, reference_loss(fc.model, fc.case))
-    path = export(tmp_path / "repro.py", fc, "torch_scan", True,
-                  "known_issue:torch-scan-double-backward-drops-saved-values", tol.max_rel_error, tol.absolute_scale)
+    path = export(
+        tmp_path / "repro.py",
+        fc,
+        "torch_scan",
+        True,
+        "known_issue:torch-scan-double-backward-drops-saved-values",
+        tol.max_rel_error,
+        tol.absolute_scale,
+    )
     committed = Path(__file__).resolve().parents[1] / "docs" / "repros" / "torch_scan_double_backward.py"
     assert path.read_text() == committed.read_text()
 

@@ -23,15 +23,34 @@ import pytest
 
 from rnnbench import record
 from rnnbench.fuzz.grammar import generate, judged_body
-from rnnbench.fuzz.runner import (ILL_DRIVER, Campaign, FuzzSummary, Outcome, fuzz_settings, outcome_from_record,
-                                  shrunk_from_records)
+from rnnbench.fuzz.runner import (
+    ILL_DRIVER,
+    Campaign,
+    FuzzSummary,
+    Outcome,
+    fuzz_settings,
+    outcome_from_record,
+    shrunk_from_records,
+)
 from rnnbench.status import Status, known
 
 PLUGIN_DIR = Path(__file__).parent / "plugins"
 DRIVERS = ("faulty_cut_carry", "faulty_crash_at_length_3", "torch_loop")
 SEED, CASES, ILL_BODY = 9, 36, 33
-ARGS = ("fuzz", "--seed", str(SEED), "--cases", str(CASES), "--losses", "weighted", "--drivers", ",".join(DRIVERS),
-        "--no-second-order", "--timeout", "60")
+ARGS = (
+    "fuzz",
+    "--seed",
+    str(SEED),
+    "--cases",
+    str(CASES),
+    "--losses",
+    "weighted",
+    "--drivers",
+    ",".join(DRIVERS),
+    "--no-second-order",
+    "--timeout",
+    "60",
+)
 OUTCOMES = (CASES - 1) * len(DRIVERS) + 1  # every well-conditioned body on every driver, and the ill one once
 
 
@@ -39,8 +58,11 @@ def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "rnnbench.cli", *args]
 
 
-ENV = {**os.environ, "RNNBENCH_PLUGINS": "rnnbench_faulty",
-       "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")]))}
+ENV = {
+    **os.environ,
+    "RNNBENCH_PLUGINS": "rnnbench_faulty",
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")])),
+}
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -94,8 +116,22 @@ def test_uninterrupted_campaign_writes_one_valid_record_per_outcome(reference, t
     by = Counter(r["driver"] for r in records)
     assert by == {**{d: CASES - 1 for d in DRIVERS}, ILL_DRIVER: 1}
     for r in records:
-        for name in ("model", "driver", "dtype", "status", "loss_form", "source", "body", "report", "rnnbench_version",
-                     "schema", "machine", "timestamp", "settings", "fingerprint"):
+        for name in (
+            "model",
+            "driver",
+            "dtype",
+            "status",
+            "loss_form",
+            "source",
+            "body",
+            "report",
+            "rnnbench_version",
+            "schema",
+            "machine",
+            "timestamp",
+            "settings",
+            "fingerprint",
+        ):
             assert name in r, name
         assert "hvp_status" in r and r["hvp_status"] is None  # --no-second-order
         body = judged_body(SEED, r["case"], ("weighted",))
@@ -125,8 +161,9 @@ def test_killed_campaign_resumes_to_the_uninterrupted_summary(reference, tmp_pat
     ref_proc, ref_path = reference
     out = tmp_path / "r.jsonl"
     with open(tmp_path / "first.out", "w") as so, open(tmp_path / "first.err", "w") as se:
-        proc = subprocess.Popen(command(*ARGS, "--out", str(out)), stdout=so, stderr=se, env=ENV, cwd=tmp_path,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            command(*ARGS, "--out", str(out)), stdout=so, stderr=se, env=ENV, cwd=tmp_path, start_new_session=True
+        )
         deadline = time.monotonic() + 120
         try:  # kill once the first driver has shrunk a failure and a few more outcomes are in
             while time.monotonic() < deadline and proc.poll() is None:
@@ -145,7 +182,7 @@ def test_killed_campaign_resumes_to_the_uninterrupted_summary(reference, tmp_pat
     resumed = run_cli(*ARGS, "--out", str(out), "--resume", cwd=tmp_path)
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr
     final = record.load([out])
-    assert out.read_bytes().startswith(before[:before.rfind(b"\n") + 1])  # what was written stays as it was
+    assert out.read_bytes().startswith(before[: before.rfind(b"\n") + 1])  # what was written stays as it was
     assert len(final) == OUTCOMES and len({record.row_key(r) for r in final}) == OUTCOMES  # each exactly once
     assert {record.row_key(r) for r in final} == {record.row_key(r) for r in lines(ref_path)}
     assert counts_table(resumed.stdout) == counts_table(ref_proc.stdout)
@@ -154,8 +191,9 @@ def test_killed_campaign_resumes_to_the_uninterrupted_summary(reference, tmp_pat
     again = computed(resumed.stderr)
     assert len(again) == len(set(again)) == OUTCOMES - len(first)
     missing = [r for r in final if (r["driver"], r["case"]) not in pairs(first)]
-    assert {(d, i) for d, i in again if i != ILL_BODY} == {(r["driver"], r["case"]) for r in missing
-                                                          if r["driver"] != ILL_DRIVER}
+    assert {(d, i) for d, i in again if i != ILL_BODY} == {
+        (r["driver"], r["case"]) for r in missing if r["driver"] != ILL_DRIVER
+    }
     assert sum(i == ILL_BODY for _, i in again) == ((ILL_DRIVER, ILL_BODY) not in pairs(first))
     # kinds shrunk before the kill are not shrunk again: the same bodies carry a minimal one as uninterrupted
     assert shrunk(final) == shrunk(lines(ref_path)) and len(shrunk(final)) == len(shrunk_from_records(final))
@@ -174,11 +212,14 @@ def test_resuming_a_finished_campaign_runs_nothing_and_fails_as_it_did(reference
     assert "0 records written now" in proc.stderr
 
 
-@pytest.mark.parametrize("change, words", [
-    (("--seed", "10"), "seed 9 -> 10"),
-    (("--losses", "weighted,sum_carry"), "losses ['weighted'] -> ['weighted', 'sum_carry']"),
-    (("--cases", "4"), "not a row of this run"),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (("--seed", "10"), "seed 9 -> 10"),
+        (("--losses", "weighted,sum_carry"), "losses ['weighted'] -> ['weighted', 'sum_carry']"),
+        (("--cases", "4"), "not a row of this run"),
+    ],
+)
 def test_resume_with_other_arguments_is_refused_unchanged(reference, tmp_path: Path, change, words) -> None:
     out = tmp_path / "r.jsonl"
     shutil.copy(reference[1], out)
@@ -201,8 +242,9 @@ def test_existing_file_without_resume_and_resume_without_out_are_refused(referen
     assert proc.returncode == 2 and "already exists" in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert out.read_bytes() == before
     proc = run_cli(*ARGS, "--resume", cwd=tmp_path)
-    assert proc.returncode == 2 and proc.stderr.splitlines() == ["rnnbench: error: --resume needs --out FILE "
-                                                                 "(the results file to continue)"], proc.stderr
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        "rnnbench: error: --resume needs --out FILE (the results file to continue)"
+    ], proc.stderr
     assert list(tmp_path.iterdir()) == [out]  # nothing written
 
 
@@ -213,11 +255,22 @@ def test_outcome_record_round_trip() -> None:
     body = judged_body(3, 5, losses)
     minimal = judged_body(3, 0, losses)
     outcomes = [
-        Outcome(5, "torch_loop", Status.GRAD_MISMATCH, None, "grad of W differs", body, minimal,
-                "first divergence at step 1", "repros/repro_torch_loop.py"),
+        Outcome(
+            5,
+            "torch_loop",
+            Status.GRAD_MISMATCH,
+            None,
+            "grad of W differs",
+            body,
+            minimal,
+            "first divergence at step 1",
+            "repros/repro_torch_loop.py",
+        ),
         Outcome(1, "jax_loop", Status.OK, Status.HVP_MISMATCH, "H v differs", judged_body(3, 1, losses)),
         Outcome(2, "jax_loop", known("some-entry"), None, "known", judged_body(3, 2, losses)),
-        Outcome(3, "torch_loop", Status.CRASH, report="crash: worker killed by SIGSEGV", body=judged_body(3, 3, losses)),
+        Outcome(
+            3, "torch_loop", Status.CRASH, report="crash: worker killed by SIGSEGV", body=judged_body(3, 3, losses)
+        ),
         Outcome(4, "torch_loop", Status.OK, Status.OK, "", judged_body(3, 4, losses)),
     ]
     records = []
@@ -225,16 +278,25 @@ def test_outcome_record_round_trip() -> None:
         rec = json.loads(record.dumps(campaign.to_record(o)))  # through the file format
         assert record.problem(rec) is None
         assert rec["model"] == f"fuzz:3:{o.index // 2}" and rec["loss_form"] == o.body.loss
-        assert rec["status"] == str(o.status) and rec["hvp_status"] == (None if o.hvp_status is None else str(o.hvp_status))
+        assert rec["status"] == str(o.status) and rec["hvp_status"] == (
+            None if o.hvp_status is None else str(o.hvp_status)
+        )
         back = outcome_from_record(rec)
         assert back == o
         assert (back.failed, back.known, back.errored, back.kind) == (o.failed, o.known, o.errored, o.kind)
         records.append(rec)
     ill = json.loads(record.dumps(campaign.ill_record(6, "loss 1e+50 is not finite or exceeds 1e+06")))
     assert record.problem(ill) is None and ill["driver"] == ILL_DRIVER and ill["status"] == "ill_conditioned"
-    direct = FuzzSummary(campaign.drivers, 4, 3, "float64", "cpu", losses,
-                         Counter({"loss 1e+50 is not finite or exceeds 1e+06": 1}),
-                         sorted(outcomes, key=lambda o: (campaign.drivers.index(o.driver), o.index)))
+    direct = FuzzSummary(
+        campaign.drivers,
+        4,
+        3,
+        "float64",
+        "cpu",
+        losses,
+        Counter({"loss 1e+50 is not finite or exceeds 1e+06": 1}),
+        sorted(outcomes, key=lambda o: (campaign.drivers.index(o.driver), o.index)),
+    )
     assert campaign.summary(records[::-1] + [ill]).format() == direct.format()
     assert shrunk_from_records(records) == Counter({("torch_loop", "grad_mismatch"): 1})
     wanted = campaign.wanted()

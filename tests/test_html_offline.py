@@ -28,8 +28,11 @@ _spec.loader.exec_module(offline_html)
 
 CHROMIUM = offline_html.find_chromium()
 REQUIRE = bool(os.environ.get("RNNBENCH_REQUIRE_CHROMIUM"))
-NO_CHROMIUM = ("no Chromium installed (looked for " + ", ".join(offline_html.CHROMIUM_NAMES)
-               + "): `apt-get install chromium` to run the offline browser checks")
+NO_CHROMIUM = (
+    "no Chromium installed (looked for "
+    + ", ".join(offline_html.CHROMIUM_NAMES)
+    + "): `apt-get install chromium` to run the offline browser checks"
+)
 
 
 def _need_chromium() -> str:
@@ -74,12 +77,13 @@ def test_an_unknown_external_script_is_refused() -> None:
 
 def _asv(*args: str, cwd: Path, home: Path) -> None:
     env = {**os.environ, "HOME": str(home)}  # asv keeps its machine file in $HOME
-    proc = subprocess.run([sys.executable, "-m", "asv", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "asv", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, f"asv {' '.join(args)}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
 
 
-DEMO_BENCH = '''
+DEMO_BENCH = """
 class OfflineDemo:
     params = [["small", "large"]]
     param_names = ["size"]
@@ -90,7 +94,7 @@ class OfflineDemo:
 
 def track_offline_demo_value():
     return 42.0
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -102,19 +106,43 @@ def asv_site(tmp_path_factory) -> Path:
     (proj / "benchmarks").mkdir()
     (proj / "benchmarks" / "__init__.py").write_text("")
     (proj / "benchmarks" / "bench_offline_demo.py").write_text(DEMO_BENCH)
-    (proj / "asv.conf.json").write_text(json.dumps({
-        "version": 1, "project": "offline-demo", "project_url": "http://127.0.0.1/", "repo": ".",
-        "branches": ["HEAD"], "dvcs": "git", "environment_type": "existing", "benchmark_dir": "benchmarks", "results_dir": "results",
-        "html_dir": "html", "env_dir": "env"}))
+    (proj / "asv.conf.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "project": "offline-demo",
+                "project_url": "http://127.0.0.1/",
+                "repo": ".",
+                "branches": ["HEAD"],
+                "dvcs": "git",
+                "environment_type": "existing",
+                "benchmark_dir": "benchmarks",
+                "results_dir": "results",
+                "html_dir": "html",
+                "env_dir": "env",
+            }
+        )
+    )
     git = ["git", "-c", "user.email=t@localhost", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=proj, check=True)
     subprocess.run(["git", "add", "."], cwd=proj, check=True)
     subprocess.run([*git, "commit", "-q", "-m", "demo"], cwd=proj, check=True)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=proj, check=True, capture_output=True,
-                         text=True).stdout.strip()
+    sha = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=proj, check=True, capture_output=True, text=True
+    ).stdout.strip()
     _asv("machine", "--yes", "--machine", "offline-test", cwd=proj, home=proj)
-    _asv("run", "--quick", "--machine", "offline-test", "--environment", f"existing:{sys.executable}",
-         "--set-commit-hash", sha, cwd=proj, home=proj)
+    _asv(
+        "run",
+        "--quick",
+        "--machine",
+        "offline-test",
+        "--environment",
+        f"existing:{sys.executable}",
+        "--set-commit-hash",
+        sha,
+        cwd=proj,
+        home=proj,
+    )
     _asv("publish", cwd=proj, home=proj)
     return proj / "html"
 
@@ -137,17 +165,24 @@ def test_rnnbench_report_renders_offline(tmp_path: Path, chromium: str) -> None:
     """rnnbench's report (real records: the 2026-11-25 default run, rnn and lstm rows) is one
     self-contained page: its tables and charts come from 127.0.0.1 only."""
     src = ROOT / "docs" / "results" / "2026-11-25-default-run.jsonl"
-    rows = [line for line in src.read_text().splitlines()
-            if line.strip() and json.loads(line).get("model") in ("rnn", "lstm")]
+    rows = [
+        line
+        for line in src.read_text().splitlines()
+        if line.strip() and json.loads(line).get("model") in ("rnn", "lstm")
+    ]
     assert rows
     records = tmp_path / "records.jsonl"
     records.write_text("\n".join(rows) + "\n")
     out = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "rnnbench.cli", "report", str(records), "--out-dir", str(out)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", "report", str(records), "--out-dir", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert offline_html.external_tags((out / "index.html").read_text()) == []
-    shown = offline_html.check(out, ["rnnbench report", "<table id=\"rows\">", "torch_loop", "jax_lax_scan"])
+    shown = offline_html.check(out, ["rnnbench report", '<table id="rows">', "torch_loop", "jax_lax_scan"])
     pngs = {p.name for p in out.glob("*.png")}
     assert pngs and all(any(u.endswith("/" + name) for u in shown.page_requests) for name in pngs)
 

@@ -25,8 +25,12 @@ def quick(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     pytest.importorskip("torch")
     pytest.importorskip("flax")
     out = tmp_path_factory.mktemp("idiomatic") / "quick"
-    proc = subprocess.run([sys.executable, "-m", "rnnbench.study.idiomatic", "--quick", "--out", str(out)],
-                          capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rnnbench.study.idiomatic", "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     return out, proc
 
 
@@ -88,6 +92,7 @@ def test_each_mechanism_has_its_own_idiomatic_family() -> None:
 
 
 # ---- the loops differentiate in O(T) ---------------------------------------------------------------
+
 
 def _autograd_nodes(loss) -> Counter:
     seen, stack, names = set(), [loss.grad_fn], Counter()

@@ -28,8 +28,14 @@ def _limit_memory() -> None:  # a reader of /dev/zero fails here instead of fill
 
 
 def _rnnbench(*argv: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rnnbench.cli", *argv], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **env}, preexec_fn=_limit_memory)
+    return subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **env},
+        preexec_fn=_limit_memory,
+    )
 
 
 def _one_line_exit_2(proc: subprocess.CompletedProcess, words: str) -> None:
@@ -101,8 +107,11 @@ PLUGIN_WORDS = {
 def test_a_failing_plugin_is_named_in_one_line(name: str, command: str, tmp_path: Path) -> None:
     (tmp_path / f"p_{name}.py").write_text(textwrap.dedent(PLUGINS[name]))
     argv = ["list"] if command == "list" else [*QUICK, "--out", str(tmp_path / "r.jsonl")]
-    proc = _rnnbench(*argv, RNNBENCH_PLUGINS=f"p_{name}",
-                     PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    proc = _rnnbench(
+        *argv,
+        RNNBENCH_PLUGINS=f"p_{name}",
+        PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    )
     _one_line_exit_2(proc, PLUGIN_WORDS[name])
     assert not (tmp_path / "r.jsonl").exists()
 
@@ -110,8 +119,11 @@ def test_a_failing_plugin_is_named_in_one_line(name: str, command: str, tmp_path
 def _fake_measurement(calls: list):
     def measure(request: dict, python: str, timeout_s: float) -> dict:
         calls.append(request)
-        return {"by_framework": {"numpy": {"x".join(map(str, s)): 5.0 for s in request["shapes"]}}, "errors": {},
-                "others_on_cpus": 0.0}
+        return {
+            "by_framework": {"numpy": {"x".join(map(str, s)): 5.0 for s in request["shapes"]}},
+            "errors": {},
+            "others_on_cpus": 0.0,
+        }
 
     return measure
 
@@ -132,8 +144,9 @@ FILE_SHAPES = {"entries_a_list": {"entries": [1]}, "top_a_list": [1, 2], "not_js
 
 
 @pytest.mark.parametrize("shape", [*ENTRY_SHAPES, *FILE_SHAPES])
-def test_a_peak_cache_of_another_shape_is_measured_again(shape: str, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_peak_cache_of_another_shape_is_measured_again(
+    shape: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls: list = []
     monkeypatch.setattr(roofline, "_measure_in_worker", _fake_measurement(calls))

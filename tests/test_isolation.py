@@ -23,15 +23,24 @@ PLUGINS = Path(__file__).parent / "plugins"
 def _run(items, timeout_s=5.0, context=lambda: "ctx", memory_limit_gb=None):
     results, failures, started = {}, {}, []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH")]))}
-    run_isolated([sys.executable, "-m", "isolation_worker"], items, timeout_s,
-                 on_result=lambda i, r: results.__setitem__(i, r),
-                 on_failure=lambda i, status, report: failures.__setitem__(i, (status, report)),
-                 on_start=started.append, context=context, env=env, memory_limit_gb=memory_limit_gb)
+    run_isolated(
+        [sys.executable, "-m", "isolation_worker"],
+        items,
+        timeout_s,
+        on_result=lambda i, r: results.__setitem__(i, r),
+        on_failure=lambda i, status, report: failures.__setitem__(i, (status, report)),
+        on_start=started.append,
+        context=context,
+        env=env,
+        memory_limit_gb=memory_limit_gb,
+    )
     return results, failures, started
 
 
 def _alive(pids) -> list[int]:
-    return [p for p in pids if Path(f"/proc/{p}").exists() and "isolation_worker" in Path(f"/proc/{p}/cmdline").read_text()]
+    return [
+        p for p in pids if Path(f"/proc/{p}").exists() and "isolation_worker" in Path(f"/proc/{p}/cmdline").read_text()
+    ]
 
 
 def test_each_failure_costs_its_item_only() -> None:
@@ -69,8 +78,13 @@ def test_context_is_sent_to_every_new_worker() -> None:
 
 def test_a_worker_that_cannot_start_is_a_crash_of_its_first_item() -> None:
     failures = {}
-    run_isolated([sys.executable, "-c", "import sys; sys.exit(3)"], ["x", "y"], 5.0,
-                 on_result=lambda i, r: None, on_failure=lambda i, s, r: failures.__setitem__(i, (s, r)))
+    run_isolated(
+        [sys.executable, "-c", "import sys; sys.exit(3)"],
+        ["x", "y"],
+        5.0,
+        on_result=lambda i, r: None,
+        on_failure=lambda i, s, r: failures.__setitem__(i, (s, r)),
+    )
     assert failures[0][0] == Status.CRASH and "exited with code 3" in failures[0][1]
     assert failures[1][0] == Status.CRASH
 
@@ -117,8 +131,14 @@ def _marked_env() -> tuple[str, dict[str, str]]:
 def test_a_worker_is_ended_with_everything_it_started() -> None:
     marker, env = _marked_env()
     results, failures = {}, {}
-    run_isolated([sys.executable, "-c", WORKER], ["spawn", "hang", "spawn"], 3.0,
-                 on_result=results.__setitem__, on_failure=lambda i, s, r: failures.__setitem__(i, s), env=env)
+    run_isolated(
+        [sys.executable, "-c", WORKER],
+        ["spawn", "hang", "spawn"],
+        3.0,
+        on_result=results.__setitem__,
+        on_failure=lambda i, s, r: failures.__setitem__(i, s),
+        env=env,
+    )
     assert results == {0: "spawn", 2: "spawn"} and failures == {1: "timeout"}
     _gone(marker)  # the hanging worker, both workers' children, the guards
 
@@ -130,8 +150,14 @@ def test_a_raising_callback_ends_the_worker_and_its_children() -> None:
         raise RuntimeError("callback bug")
 
     with pytest.raises(RuntimeError, match="callback bug"):
-        run_isolated([sys.executable, "-c", WORKER], ["spawn", "hang"], 30.0, on_result=on_result,
-                     on_failure=lambda i, s, r: None, env=env)
+        run_isolated(
+            [sys.executable, "-c", WORKER],
+            ["spawn", "hang"],
+            30.0,
+            on_result=on_result,
+            on_failure=lambda i, s, r: None,
+            env=env,
+        )
     _gone(marker)
 
 
@@ -177,11 +203,18 @@ def _none_running(pids: list[int], within_s: float = 5.0) -> None:
         time.sleep(0.02)
 
 
-@pytest.mark.parametrize("item, outcome", [("daemonize", "result"), ("daemonize_then_hang", Status.TIMEOUT),
-                                           ("daemonize_then_segfault", Status.CRASH),
-                                           ("daemonize_then_sigkill", Status.CRASH)])
-def test_a_daemon_a_row_started_does_not_outlive_its_worker(tmp_path: Path, monkeypatch, item: str,
-                                                            outcome: str) -> None:
+@pytest.mark.parametrize(
+    "item, outcome",
+    [
+        ("daemonize", "result"),
+        ("daemonize_then_hang", Status.TIMEOUT),
+        ("daemonize_then_segfault", Status.CRASH),
+        ("daemonize_then_sigkill", Status.CRASH),
+    ],
+)
+def test_a_daemon_a_row_started_does_not_outlive_its_worker(
+    tmp_path: Path, monkeypatch, item: str, outcome: str
+) -> None:
     """Whether the row ends with a result, a timeout (the parent stops and kills the worker's
     tree) or the worker's own death (its orphans already gone to init: their token finds them)."""
     monkeypatch.setenv("ISOLATION_DAEMON_DIR", str(tmp_path))

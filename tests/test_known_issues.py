@@ -46,8 +46,9 @@ def test_every_entry_covers_some_registered_case() -> None:
 
     for issue in known_issues.registry():
         models = [registry.get_model(m) for m in (issue.models or registry.models())]
-        assert any(covered(issue, m) for m in models
-                   if any(registry.get_driver(d).supports(m) is None for d in issue.drivers)), issue.id
+        assert any(
+            covered(issue, m) for m in models if any(registry.get_driver(d).supports(m) is None for d in issue.drivers)
+        ), issue.id
 
 
 @pytest.mark.parametrize(
@@ -78,8 +79,16 @@ def test_malformed_specifier_is_rejected(spec: str) -> None:
 
 
 def _issue(**overrides) -> KnownIssue:
-    base = KnownIssue(id="demo", title="demo bug", upstream=None, symptom="wrong", drivers=("torch_scan",),
-                      versions={"torch": "==2.9.0"}, conditions=(), statuses=("grad_mismatch",))
+    base = KnownIssue(
+        id="demo",
+        title="demo bug",
+        upstream=None,
+        symptom="wrong",
+        drivers=("torch_scan",),
+        versions={"torch": "==2.9.0"},
+        conditions=(),
+        statuses=("grad_mismatch",),
+    )
     return dataclasses.replace(base, **overrides)
 
 
@@ -122,15 +131,39 @@ def test_coverage_follows_driver_version_model_and_condition() -> None:
     "broken",
     [
         {"id": "x"},  # fields missing
-        {"id": "x", "title": "t", "upstream": None, "symptom": "s", "affects": {"drivers": ["torch_scan"], "conditions": ["no_such_condition"]},
-         "produces": {"statuses": ["grad_mismatch"]}},
-        {"id": "x", "title": "t", "upstream": None, "symptom": "s", "affects": {"drivers": ["torch_scan"]},
-         "produces": {"statuses": ["slow"]}},
-        {"id": "x", "title": "t", "upstream": None, "symptom": "s", "affects": {"drivers": ["torch_scan"], "versions": {"torch": "latest"}},
-         "produces": {"statuses": ["error"]}},
+        {
+            "id": "x",
+            "title": "t",
+            "upstream": None,
+            "symptom": "s",
+            "affects": {"drivers": ["torch_scan"], "conditions": ["no_such_condition"]},
+            "produces": {"statuses": ["grad_mismatch"]},
+        },
+        {
+            "id": "x",
+            "title": "t",
+            "upstream": None,
+            "symptom": "s",
+            "affects": {"drivers": ["torch_scan"]},
+            "produces": {"statuses": ["slow"]},
+        },
+        {
+            "id": "x",
+            "title": "t",
+            "upstream": None,
+            "symptom": "s",
+            "affects": {"drivers": ["torch_scan"], "versions": {"torch": "latest"}},
+            "produces": {"statuses": ["error"]},
+        },
         # not certain, and nothing to keep it from going stale
-        {"id": "x", "title": "t", "upstream": None, "symptom": "s", "affects": {"drivers": ["torch_scan"]},
-         "produces": {"statuses": ["grad_mismatch"], "certain": False}},
+        {
+            "id": "x",
+            "title": "t",
+            "upstream": None,
+            "symptom": "s",
+            "affects": {"drivers": ["torch_scan"]},
+            "produces": {"statuses": ["grad_mismatch"], "certain": False},
+        },
     ],
 )
 def test_malformed_entries_are_rejected(broken: dict) -> None:
@@ -141,21 +174,35 @@ def test_malformed_entries_are_rejected(broken: dict) -> None:
 def test_second_order_entries_cover_only_the_second_order_check() -> None:
     decay = registry.get_model("decay")
     case = decay.make_case(decay.sizes_with_defaults(), 0)
-    entry = {"id": "x", "title": "t", "upstream": None, "symptom": "s",
-             "affects": {"drivers": ["torch_scan"], "order": 2}, "produces": {"statuses": ["hvp_mismatch"]}}
+    entry = {
+        "id": "x",
+        "title": "t",
+        "upstream": None,
+        "symptom": "s",
+        "affects": {"drivers": ["torch_scan"], "order": 2},
+        "produces": {"statuses": ["hvp_mismatch"]},
+    }
     (issue,) = parse({"issues": [entry]})
     assert known_issues.covering("torch_scan", decay, case, "float64", issues=[issue], order=2) == [issue]
     assert not known_issues.covering("torch_scan", decay, case, "float64", issues=[issue])  # the row check
-    for bad in ({**entry, "produces": {"statuses": ["grad_mismatch"]}},  # a row status on a second-order entry
-                {**entry, "affects": {"drivers": ["torch_scan"]}},  # an hvp status on a first-order entry
-                {**entry, "affects": {"drivers": ["torch_scan"], "order": 3}}):
+    for bad in (
+        {**entry, "produces": {"statuses": ["grad_mismatch"]}},  # a row status on a second-order entry
+        {**entry, "affects": {"drivers": ["torch_scan"]}},  # an hvp status on a first-order entry
+        {**entry, "affects": {"drivers": ["torch_scan"], "order": 3}},
+    ):
         with pytest.raises(RegistryError):
             parse({"issues": [bad]})
 
 
 def test_duplicate_ids_are_rejected() -> None:
-    entry = {"id": "x", "title": "t", "upstream": None, "symptom": "s", "affects": {"drivers": ["torch_scan"]},
-             "produces": {"statuses": ["error"]}}
+    entry = {
+        "id": "x",
+        "title": "t",
+        "upstream": None,
+        "symptom": "s",
+        "affects": {"drivers": ["torch_scan"]},
+        "produces": {"statuses": ["error"]},
+    }
     with pytest.raises(RegistryError):
         parse({"issues": [entry, entry]})
 
@@ -168,13 +215,23 @@ def test_swapped_carries_show_section1_as_a_missing_gradient() -> None:
     from rnnbench.fuzz.grammar import Body
     from rnnbench.run.row import check_gradients
 
-    body = Body(updates=(("leaf", "c1"), ("leaf", "c0")), output=("leaf", "p1"), n=1, length=2, has_xs=True,
-                carry_grad=(True, False), xs_grad=False, data_seed=5)
+    body = Body(
+        updates=(("leaf", "c1"), ("leaf", "c0")),
+        output=("leaf", "p1"),
+        n=1,
+        length=2,
+        has_xs=True,
+        carry_grad=(True, False),
+        xs_grad=False,
+        data_seed=5,
+    )
     fc = build(body)
     driver = registry.get_driver("torch_scan")
     chk, _ = check_gradients(fc.model, driver, fc.case, "float64", "cpu")
     if known_issues.covering(driver.name, fc.model, fc.case, "float64"):
-        assert chk.status == "known_issue:torch-scan-drops-carry-cotangent" and chk.raw_status == "missing_grad", chk.report
+        assert chk.status == "known_issue:torch-scan-drops-carry-cotangent" and chk.raw_status == "missing_grad", (
+            chk.report
+        )
     else:
         assert chk.status == "ok", chk.report
 
@@ -192,14 +249,17 @@ def _model(name: str, sizes: dict):
     return model, model.make_case(model.sizes_with_defaults(sizes), 0)
 
 
-@pytest.mark.parametrize("name, sizes, covered", [
-    ("rnn", {"I": 3, "H": 3}, True),  # W_hh (body) and W_ih (prologue) both 9 entries
-    ("lstm", {"I": 3, "H": 3}, True),
-    ("rnn", {}, False),  # I=8, H=16: nothing of equal size across the loop boundary
-    ("rnn@params_in_carry", {"I": 3, "H": 3}, False),  # nothing differentiated upstream of the loop
-    ("rnn@carry0_grad", {"I": 3, "H": 3, "T": 5}, True),
-    ("decay", {}, False),  # no prologue, xs without grad: no upstream gradient at all
-])
+@pytest.mark.parametrize(
+    "name, sizes, covered",
+    [
+        ("rnn", {"I": 3, "H": 3}, True),  # W_hh (body) and W_ih (prologue) both 9 entries
+        ("lstm", {"I": 3, "H": 3}, True),
+        ("rnn", {}, False),  # I=8, H=16: nothing of equal size across the loop boundary
+        ("rnn@params_in_carry", {"I": 3, "H": 3}, False),  # nothing differentiated upstream of the loop
+        ("rnn@carry0_grad", {"I": 3, "H": 3, "T": 5}, True),
+        ("decay", {}, False),  # no prologue, xs without grad: no upstream gradient at all
+    ],
+)
 def test_the_donated_buffer_condition_follows_the_mechanism(name: str, sizes: dict, covered: bool) -> None:
     """A differentiated tensor the step reads, and one upstream of the loop, of equal element count
     (docs/bugs.md#torch-inductor-scan-body-grad-reuses-donated-buffer); equal shapes are irrelevant."""
@@ -218,13 +278,22 @@ def _witness_rows():
         for k, witness in enumerate(issue.witnesses):
             for driver in issue.drivers:
                 loss = witness.get("loss", "model")
-                yield pytest.param(issue.id, k, driver, witness["model"], witness["dtype"], witness.get("sizes", {}), loss,
-                                   id=f"{issue.id}-{driver}-{witness['model']}-{witness['dtype']}-{loss}")
+                yield pytest.param(
+                    issue.id,
+                    k,
+                    driver,
+                    witness["model"],
+                    witness["dtype"],
+                    witness.get("sizes", {}),
+                    loss,
+                    id=f"{issue.id}-{driver}-{witness['model']}-{witness['dtype']}-{loss}",
+                )
 
 
 @pytest.mark.parametrize("issue_id, k, witness_driver, witness_model, dtype, sizes, loss", list(_witness_rows()))
-def test_entries_reproduce_on_their_witnesses(issue_id: str, k: int, witness_driver: str, witness_model: str, dtype: str,
-                                              sizes: dict, loss: str) -> None:
+def test_entries_reproduce_on_their_witnesses(
+    issue_id: str, k: int, witness_driver: str, witness_model: str, dtype: str, sizes: dict, loss: str
+) -> None:
     """An entry that is not certain stays honest through its witnesses: where its versions are
     installed, each witness row reproduces it (a fix upstream fails this test, so the entry is
     narrowed or removed)."""
@@ -233,10 +302,15 @@ def test_entries_reproduce_on_their_witnesses(issue_id: str, k: int, witness_dri
 
     issue = next(i for i in known_issues.registry() if i.id == issue_id)
     model, driver = registry.get_model(witness_model), registry.get_driver(witness_driver)
-    if unavailable_reason(model, driver, Job(witness_model, witness_driver, dtype, sizes=sizes, environment=current())) is not None:
+    if (
+        unavailable_reason(model, driver, Job(witness_model, witness_driver, dtype, sizes=sizes, environment=current()))
+        is not None
+    ):
         pytest.skip(f"{witness_driver} does not run {witness_model} here")
-    if not all(known_issues.installed_version(p) and version_matches(known_issues.installed_version(p), spec)
-               for p, spec in issue.versions.items()):
+    if not all(
+        known_issues.installed_version(p) and version_matches(known_issues.installed_version(p), spec)
+        for p, spec in issue.versions.items()
+    ):
         pytest.skip(f"{issue_id} claims {issue.versions}; installed here: another version")
     witness_versions = issue.witnesses[k].get("versions", {})
     if not all(version_matches(known_issues.installed_version(p) or "", spec) for p, spec in witness_versions.items()):
@@ -259,7 +333,10 @@ def test_every_driver_of_an_uncertain_entry_has_a_witness_it_runs() -> None:
             continue
         for name in issue.drivers:
             driver = registry.get_driver(name)
-            assert any(driver.supports(registry.get_model(w["model"])) is None for w in issue.witnesses), (issue.id, name)
+            assert any(driver.supports(registry.get_model(w["model"])) is None for w in issue.witnesses), (
+                issue.id,
+                name,
+            )
 
 
 def test_a_covered_case_where_the_symptom_cannot_show_is_ok() -> None:
@@ -275,9 +352,14 @@ def test_a_covered_case_where_the_symptom_cannot_show_is_ok() -> None:
         c = ops.tanh(params["p0"] * c + params["p1"] * c + x)
         return (c,), c
 
-    report = rnnbench.check_recurrence(step, params={"p0": np.array([0.3, -0.2]), "p1": np.array([0.3, -0.2])},
-                                       carry0=(np.array([0.5, 0.1]),), xs=np.ones((4, 2)), carry0_requires_grad=True,
-                                       drivers=["torch_scan_compiled"])
+    report = rnnbench.check_recurrence(
+        step,
+        params={"p0": np.array([0.3, -0.2]), "p1": np.array([0.3, -0.2])},
+        carry0=(np.array([0.5, 0.1]),),
+        xs=np.ones((4, 2)),
+        carry0_requires_grad=True,
+        drivers=["torch_scan_compiled"],
+    )
     status = report.results[0].status
     assert not is_failing(status), str(report)  # in particular, not known_issue_fixed
 
@@ -286,8 +368,14 @@ def test_loss_scoped_entries_cover_only_their_loss_forms() -> None:
     from rnnbench.losses import with_loss
 
     rnn = registry.get_model("rnn")
-    entry = {"id": "x", "title": "t", "upstream": None, "symptom": "s",
-             "affects": {"drivers": ["torch_scan"], "losses": ["sum_carry"]}, "produces": {"statuses": ["grad_mismatch"]}}
+    entry = {
+        "id": "x",
+        "title": "t",
+        "upstream": None,
+        "symptom": "s",
+        "affects": {"drivers": ["torch_scan"], "losses": ["sum_carry"]},
+        "produces": {"statuses": ["grad_mismatch"]},
+    }
     (issue,) = parse({"issues": [entry]})
     base = rnn.make_case(rnn.sizes_with_defaults(), 0)
     for form, covered in (("sum_carry", True), ("weighted", False), ("model", False)):
@@ -299,43 +387,88 @@ def test_loss_scoped_entries_cover_only_their_loss_forms() -> None:
 
 def test_per_recurrence_carry_conditions() -> None:
     """A stacked model of one-leaf layers has one-leaf recurrences; an LSTM layer carries two leaves."""
+
     def holds(name: str, condition: str) -> bool:
         m = registry.get_model(name)
         return known_issues.CONDITIONS[condition](m, m.make_case(m.sizes_with_defaults(), 0))
 
-    assert holds("rnn2", "one_carry_leaf_of_several_entries") and not holds("rnn2", "several_carry_leaves_in_a_recurrence")
-    assert holds("lstm2", "several_carry_leaves_in_a_recurrence") and not holds("lstm2", "one_carry_leaf_of_several_entries")
+    assert holds("rnn2", "one_carry_leaf_of_several_entries") and not holds(
+        "rnn2", "several_carry_leaves_in_a_recurrence"
+    )
+    assert holds("lstm2", "several_carry_leaves_in_a_recurrence") and not holds(
+        "lstm2", "one_carry_leaf_of_several_entries"
+    )
     assert not holds("decay_scalar", "one_carry_leaf_of_several_entries")  # one 0-d leaf: one lane
 
 
-@pytest.mark.parametrize("name, sizes, loss, driver, torch_version, expected", [
-    # torch 2.13.0: the wrong lane shows only once the carried gradient crosses a backward step
-    ("rnn", {}, "sum_carry", "torch_scan_compiled", "2.13.0", "torch-inductor-scan-expanded-carry-cotangent"),
-    ("decay", {}, "sum_carry", "torch_scan_compiled_clone_y_only", "2.13.0", "torch-inductor-scan-expanded-carry-cotangent"),
-    ("rnn", {"T": 1}, "sum_carry", "torch_scan_compiled", "2.13.0", None),  # one step, carry0 without grad: right
-    ("decay@carry0_grad", {"T": 1, "n": 2}, "sum_carry", "torch_scan_compiled", "2.13.0",
-     "torch-inductor-scan-expanded-carry-cotangent"),  # d carry0 is the loop's last carried value
-    ("decay", {"n": 1}, "sum_carry", "torch_scan_compiled", "2.13.0", None),  # one lane: nothing to lose
-    ("rnn", {}, "weighted", "torch_scan_compiled", "2.13.0", None),
-    ("rnn", {}, "mean", "torch_scan_compiled", "2.13.0", None),
-    # torch 2.9.0: the lowering fails at compile time, whatever the step count
-    ("rnn", {"T": 1}, "sum_carry", "torch_scan_compiled", "2.9.0", "torch-inductor-scan-expanded-carry-cotangent-lowering"),
-    ("decay", {"n": 1}, "sum_carry", "torch_scan_compiled", "2.9.0", None),
-    # several carry leaves, one unweighted sum: the aliasing refusal on both versions, even for one lane
-    ("lstm", {"B": 1, "H": 1, "T": 1}, "sum_carry", "torch_scan_compiled", "2.9.0",
-     "torch-inductor-scan-aliasing-expanded-carry-cotangents"),
-    ("lstm", {}, "sum_carry", "torch_scan_compiled", "2.13.0", "torch-inductor-scan-aliasing-expanded-carry-cotangents"),
-    ("lstm", {}, "weighted", "torch_scan_compiled", "2.13.0", None),
-])
-def test_expanded_carry_cotangent_entries_follow_the_measured_scope(name: str, sizes: dict, loss: str, driver: str,
-                                                                    torch_version: str, expected) -> None:
+@pytest.mark.parametrize(
+    "name, sizes, loss, driver, torch_version, expected",
+    [
+        # torch 2.13.0: the wrong lane shows only once the carried gradient crosses a backward step
+        ("rnn", {}, "sum_carry", "torch_scan_compiled", "2.13.0", "torch-inductor-scan-expanded-carry-cotangent"),
+        (
+            "decay",
+            {},
+            "sum_carry",
+            "torch_scan_compiled_clone_y_only",
+            "2.13.0",
+            "torch-inductor-scan-expanded-carry-cotangent",
+        ),
+        ("rnn", {"T": 1}, "sum_carry", "torch_scan_compiled", "2.13.0", None),  # one step, carry0 without grad: right
+        (
+            "decay@carry0_grad",
+            {"T": 1, "n": 2},
+            "sum_carry",
+            "torch_scan_compiled",
+            "2.13.0",
+            "torch-inductor-scan-expanded-carry-cotangent",
+        ),  # d carry0 is the loop's last carried value
+        ("decay", {"n": 1}, "sum_carry", "torch_scan_compiled", "2.13.0", None),  # one lane: nothing to lose
+        ("rnn", {}, "weighted", "torch_scan_compiled", "2.13.0", None),
+        ("rnn", {}, "mean", "torch_scan_compiled", "2.13.0", None),
+        # torch 2.9.0: the lowering fails at compile time, whatever the step count
+        (
+            "rnn",
+            {"T": 1},
+            "sum_carry",
+            "torch_scan_compiled",
+            "2.9.0",
+            "torch-inductor-scan-expanded-carry-cotangent-lowering",
+        ),
+        ("decay", {"n": 1}, "sum_carry", "torch_scan_compiled", "2.9.0", None),
+        # several carry leaves, one unweighted sum: the aliasing refusal on both versions, even for one lane
+        (
+            "lstm",
+            {"B": 1, "H": 1, "T": 1},
+            "sum_carry",
+            "torch_scan_compiled",
+            "2.9.0",
+            "torch-inductor-scan-aliasing-expanded-carry-cotangents",
+        ),
+        (
+            "lstm",
+            {},
+            "sum_carry",
+            "torch_scan_compiled",
+            "2.13.0",
+            "torch-inductor-scan-aliasing-expanded-carry-cotangents",
+        ),
+        ("lstm", {}, "weighted", "torch_scan_compiled", "2.13.0", None),
+    ],
+)
+def test_expanded_carry_cotangent_entries_follow_the_measured_scope(
+    name: str, sizes: dict, loss: str, driver: str, torch_version: str, expected
+) -> None:
     """docs/bugs.md#torch-inductor-scan-expanded-carry-cotangent: which of the three entries covers
     a row, by loss form, carry shape, step count and torch version (each row measured)."""
     from rnnbench.losses import with_loss
 
     model, case = with_loss(*_model(name, sizes), loss)
-    ids = {i.id for i in known_issues.covering(driver, model, case, "float64", versions=lambda p: torch_version)
-           if "expanded-carry" in i.id}
+    ids = {
+        i.id
+        for i in known_issues.covering(driver, model, case, "float64", versions=lambda p: torch_version)
+        if "expanded-carry" in i.id
+    }
     assert ids == ({expected} if expected else set())
 
 
@@ -377,7 +510,8 @@ def test_version_ranges_and_measured_on_agree_with_the_measured_table() -> None:
                     continue  # the table cannot decide there (ambiguous rows, or another failure first)
                 assert version_matches(version, spec) == reproduced, (
                     f"{issue.id}: {package} {version} {'reproduces' if reproduced else 'does not reproduce'} "
-                    f"in the table, but affects.versions says {spec!r}")
+                    f"in the table, but affects.versions says {spec!r}"
+                )
                 listed = version in raw[issue.id].get("measured_on", {}).get(package, [])
                 assert listed == reproduced, f"{issue.id}: measured_on and the table disagree on {package} {version}"
 

@@ -4,11 +4,11 @@ driver's backward diverges from the oracle, and accuses nothing on a correct dri
 from __future__ import annotations
 
 import pytest
+from rnnbench_faulty import faulty_loop
 
 from rnnbench import registry
 from rnnbench.check.localize import localize, suffix_problem
 from rnnbench.model import reference_loss
-from rnnbench_faulty import faulty_loop
 
 TORCH_LOOP = registry.get_driver("torch_loop")
 SIZES = {"T": 5, "B": 2, "I": 3, "H": 4}

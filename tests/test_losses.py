@@ -50,9 +50,13 @@ def _judged(model_name: str, form_name: str):
 
 def _oracle_pairs() -> list:
     """Core models whose hand oracle can take the form's cotangents (the rest use finite differences)."""
-    return [pytest.param(m.name, f, id=f"{m.name}-{f}") for m in registry.models().values()
-            if m.suite == "core" and m.cotangent_consts is not None for f in losses.FORMS
-            if _judged(m.name, f)[0].oracle is not None]
+    return [
+        pytest.param(m.name, f, id=f"{m.name}-{f}")
+        for m in registry.models().values()
+        if m.suite == "core" and m.cotangent_consts is not None
+        for f in losses.FORMS
+        if _judged(m.name, f)[0].oracle is not None
+    ]
 
 
 @pytest.mark.parametrize(("oracle_model", "form_name"), _oracle_pairs())

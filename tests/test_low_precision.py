@@ -15,8 +15,11 @@ EXACT = [n for n, m in registry.models().items() if m.oracle is not None and m.o
 
 def _normwise(got: dict, want: dict) -> float:
     G = max(float(np.max(np.abs(w))) for w in want.values() if np.size(w))
-    return max(float(np.max(np.abs(got[n] - want[n]))) / max(float(np.max(np.abs(want[n]))), 1e-3 * G)
-               for n in want if np.size(want[n]))
+    return max(
+        float(np.max(np.abs(got[n] - want[n]))) / max(float(np.max(np.abs(want[n]))), 1e-3 * G)
+        for n in want
+        if np.size(want[n])
+    )
 
 
 @pytest.mark.parametrize("name", EXACT)
@@ -60,22 +63,39 @@ def _vjp_cases(rng: np.random.Generator) -> dict:
     """name -> (f(ops, *inputs), inputs): every differentiable op of Ops on a small random input,
     away from kinks (abs at 0) and inside the domains (log, sqrt of positive values)."""
     x, y = rng.uniform(-1.2, 1.2, (3, 4)), rng.uniform(-1.2, 1.2, (3, 4))
-    pos, w, b, row = rng.uniform(0.2, 2.0, (3, 4)), rng.uniform(-1, 1, (5, 4)), rng.uniform(-1, 1, 5), rng.uniform(-1, 1, 4)
+    pos, w, b, row = (
+        rng.uniform(0.2, 2.0, (3, 4)),
+        rng.uniform(-1, 1, (5, 4)),
+        rng.uniform(-1, 1, 5),
+        rng.uniform(-1, 1, 4),
+    )
     tied = np.where(rng.uniform(size=(3, 4)) < 0.5, x, y)  # equal to x in about half the entries
     return {
-        "tanh": (lambda o, a: o.tanh(a), (x,)), "sigmoid": (lambda o, a: o.sigmoid(a), (x,)),
-        "exp": (lambda o, a: o.exp(a), (x,)), "sin": (lambda o, a: o.sin(a), (x,)), "cos": (lambda o, a: o.cos(a), (x,)),
-        "tan": (lambda o, a: o.tan(a), (x,)), "log": (lambda o, a: o.log(a), (pos,)),
-        "sqrt": (lambda o, a: o.sqrt(a), (pos,)), "abs": (lambda o, a: o.abs(a), (x,)),
-        "where": (lambda o, a, c, r: o.where(a > 0, a * c, r) + o.where(0 < c, 0.5, a) + o.where(a >= c, c, a * a)
-                  + o.where(c <= r, r, c), (x, y, row)),
+        "tanh": (lambda o, a: o.tanh(a), (x,)),
+        "sigmoid": (lambda o, a: o.sigmoid(a), (x,)),
+        "exp": (lambda o, a: o.exp(a), (x,)),
+        "sin": (lambda o, a: o.sin(a), (x,)),
+        "cos": (lambda o, a: o.cos(a), (x,)),
+        "tan": (lambda o, a: o.tan(a), (x,)),
+        "log": (lambda o, a: o.log(a), (pos,)),
+        "sqrt": (lambda o, a: o.sqrt(a), (pos,)),
+        "abs": (lambda o, a: o.abs(a), (x,)),
+        "where": (
+            lambda o, a, c, r: (
+                o.where(a > 0, a * c, r) + o.where(0 < c, 0.5, a) + o.where(a >= c, c, a * a) + o.where(c <= r, r, c)
+            ),
+            (x, y, row),
+        ),
         "maximum": (lambda o, a, c, r: o.maximum(a, c) + o.maximum(a, 0.25) + o.maximum(r, a), (x, tied, row)),
         "minimum": (lambda o, a, c, r: o.minimum(a, c) + o.minimum(0.25, a) + o.minimum(a, r), (x, tied, row)),
         "stop_gradient": (lambda o, a: a * o.stop_gradient(a) + o.stop_gradient(o.exp(a)), (x,)),
-        "matmul": (lambda o, a, m: o.matmul(a, o.transpose(m)), (x, w)), "linear": (lambda o, a, m, c: o.linear(a, m, c), (x, w, b)),
-        "split": (lambda o, a: o.concat(list(o.split(a, 2))), (x,)), "stack": (lambda o, a, c: o.stack([a, c * a]), (x, y)),
+        "matmul": (lambda o, a, m: o.matmul(a, o.transpose(m)), (x, w)),
+        "linear": (lambda o, a, m, c: o.linear(a, m, c), (x, w, b)),
+        "split": (lambda o, a: o.concat(list(o.split(a, 2))), (x,)),
+        "stack": (lambda o, a, c: o.stack([a, c * a]), (x, y)),
         "sum": (lambda o, a: o.sum(a * a), (x,)),
-        "transpose": (lambda o, a: o.transpose(a), (x,)), "reshape": (lambda o, a: o.reshape(a, (2, 6)), (x,)),
+        "transpose": (lambda o, a: o.transpose(a), (x,)),
+        "reshape": (lambda o, a: o.reshape(a, (2, 6)), (x,)),
         "flip": (lambda o, a: o.flip(a * o.sin(a)), (x,)),
         "unstack": (lambda o, a: o.stack([row * (i + 1.0) for i, row in enumerate(o.unstack(a * a))]), (x,)),
         "concat": (lambda o, a, c: o.concat([a, c * c]), (x, y)),
@@ -112,15 +132,21 @@ def test_every_float32_tape_vjp_agrees_with_float64_autograd() -> None:
         for i, (leaf, t) in enumerate(zip(leaves, tensors)):
             want = t.grad.numpy()
             got = np.zeros_like(want) if leaf.grad is None else leaf.grad
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(want).max()),
-                                       err_msg=f"{name}: input {i}")
+            np.testing.assert_allclose(
+                got, want, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(want).max()), err_msg=f"{name}: input {i}"
+            )
 
 
 def test_comparisons_on_the_tape_are_plain_boolean_masks() -> None:
     from rnnbench.check.low_precision import Var
 
     x = Var(np.array([-1.0, 0.0, 2.0]))
-    for mask, want in ((x > 0, [False, False, True]), (x < 0, [True, False, False]), (x >= 0, [False, True, True]),
-                       (x <= 0, [True, True, False]), (np.zeros(3) < x, [False, False, True])):
+    for mask, want in (
+        (x > 0, [False, False, True]),
+        (x < 0, [True, False, False]),
+        (x >= 0, [False, True, True]),
+        (x <= 0, [True, True, False]),
+        (np.zeros(3) < x, [False, False, True]),
+    ):
         assert isinstance(mask, np.ndarray) and mask.dtype == bool
         np.testing.assert_array_equal(mask, want)

@@ -31,13 +31,17 @@ DRIVERS = {
     "flax_simple_cell": ("flax", "jax", "main", "flax 0.12.8", True),
     "torch_xla_loop": ("torch_xla", "torch", "xla", "torch 2.9.0", False),
 }
-VERSIONS = {"torch": {"torch": "2.13.0+cpu", "numpy": "2.3.0"},
-            "jax": {"jax": "0.10.2", "jaxlib": "0.10.2", "numpy": "2.3.0"},
-            "flax": {"flax": "0.12.8", "jax": "0.10.2", "jaxlib": "0.10.2"},
-            "torch_xla": {"torch": "2.9.0", "torch_xla": "2.9.0", "numpy": "1.26.4"}}
+VERSIONS = {
+    "torch": {"torch": "2.13.0+cpu", "numpy": "2.3.0"},
+    "jax": {"jax": "0.10.2", "jaxlib": "0.10.2", "numpy": "2.3.0"},
+    "flax": {"flax": "0.12.8", "jax": "0.10.2", "jaxlib": "0.10.2"},
+    "torch_xla": {"torch": "2.9.0", "torch_xla": "2.9.0", "numpy": "1.26.4"},
+}
 LENGTHS = (4, 16)
 GRAD_REPORT = "!! W_hh: rel err 0.5 at [1, 2] (got 0.1, want 0.2)"
-KNOWN_REPORT = "known upstream issue some-bug: inductor refuses it (upstream: not known)\nTraceback (most recent call last):"
+KNOWN_REPORT = (
+    "known upstream issue some-bug: inductor refuses it (upstream: not known)\nTraceback (most recent call last):"
+)
 
 
 def _err(host: str, driver: str, model: str) -> float:
@@ -46,18 +50,42 @@ def _err(host: str, driver: str, model: str) -> float:
     return (1 + HOSTS.index(host) + 0.1 * list(DRIVERS).index(driver)) * 10.0 ** -(6 + ("rnn", "lstm").index(model))
 
 
-def _rec(host: str, model: str, driver: str, status: str = "ok", T: int = 4, median: float = 1.0, sweep: bool = False,
-         label: bool = True, **extra) -> dict:
+def _rec(
+    host: str,
+    model: str,
+    driver: str,
+    status: str = "ok",
+    T: int = 4,
+    median: float = 1.0,
+    sweep: bool = False,
+    label: bool = True,
+    **extra,
+) -> dict:
     framework, family, env_name, env_label, anchor = DRIVERS[driver]
     if status in ("unavailable", "skipped"):  # decided without starting its environment: named by it
         env_label = env_name if env_name != "main" else env_label
-    r = {"schema": 1, "model": model, "driver": driver, "framework": framework, "framework_family": family,
-         "environment_name": env_name, "env_label": env_label, "anchor": anchor, "dtype": "float32", "device": "cpu",
-         "sizes": {"T": T, "H": 8}, "seed": 0, "loss_form": "model", "status": status,
-         "timestamp": f"2026-11-2{HOSTS.index(host)}T10:00:00+0000", "tolerance": 1e-4,
-         "max_rel_error": _err(host, driver, model),
-         "machine": {"hostname": host, "cpu": f"cpu of {host}", "cores": 2 + HOSTS.index(host), "platform": "Linux"},
-         "environment": {"python": "3.11.7", "versions": VERSIONS[framework], "threads": 1}, **extra}
+    r = {
+        "schema": 1,
+        "model": model,
+        "driver": driver,
+        "framework": framework,
+        "framework_family": family,
+        "environment_name": env_name,
+        "env_label": env_label,
+        "anchor": anchor,
+        "dtype": "float32",
+        "device": "cpu",
+        "sizes": {"T": T, "H": 8},
+        "seed": 0,
+        "loss_form": "model",
+        "status": status,
+        "timestamp": f"2026-11-2{HOSTS.index(host)}T10:00:00+0000",
+        "tolerance": 1e-4,
+        "max_rel_error": _err(host, driver, model),
+        "machine": {"hostname": host, "cpu": f"cpu of {host}", "cores": 2 + HOSTS.index(host), "platform": "Linux"},
+        "environment": {"python": "3.11.7", "versions": VERSIONS[framework], "threads": 1},
+        **extra,
+    }
     if not label:
         del r["env_label"]
     if status == "ok":
@@ -81,8 +109,11 @@ def machine_records(host: str) -> list[dict]:
     environment's driver is unavailable for lstm everywhere and runs past its budget at the
     largest length on BUDGET_HOST (rows labelled "xla", by the environment they never started)."""
     rng = random.Random(host)
-    out = [_rec(host, "lstm", "flax_scan"), _rec(host, "lstm", "jax_lax_scan", label=host != "zulu-box"),
-           _rec(host, "lstm", "torch_xla_loop", "unavailable", reason="vendor layer computes rnn only")]
+    out = [
+        _rec(host, "lstm", "flax_scan"),
+        _rec(host, "lstm", "jax_lax_scan", label=host != "zulu-box"),
+        _rec(host, "lstm", "torch_xla_loop", "unavailable", reason="vendor layer computes rnn only"),
+    ]
     if host == FAILING_HOST:
         out.append(_rec(host, "lstm", "torch_scan", "grad_mismatch", report=GRAD_REPORT))
     else:
@@ -92,8 +123,18 @@ def machine_records(host: str) -> list[dict]:
     for T in reversed(LENGTHS):
         for driver in reversed(list(DRIVERS)):
             budget = host == BUDGET_HOST and driver == "torch_xla_loop" and T == max(LENGTHS)
-            out.append(_rec(host, "rnn", driver, "skipped" if budget else "ok", T=T, sweep=True,
-                            median=round(rng.uniform(1, 100), 2), **({"reason": "budget: 4 s"} if budget else {})))
+            out.append(
+                _rec(
+                    host,
+                    "rnn",
+                    driver,
+                    "skipped" if budget else "ok",
+                    T=T,
+                    sweep=True,
+                    median=round(rng.uniform(1, 100), 2),
+                    **({"reason": "budget: 4 s"} if budget else {}),
+                )
+            )
     return out
 
 
@@ -112,8 +153,15 @@ def expected_env(rec: dict) -> str:
 
 
 def _identity(rec: dict) -> tuple:
-    return (rec["machine"]["hostname"], rec["model"], rec["driver"], expected_env(rec), rec["sizes"]["T"], rec["status"],
-            f"{rec['max_rel_error']:.1e}")
+    return (
+        rec["machine"]["hostname"],
+        rec["model"],
+        rec["driver"],
+        expected_env(rec),
+        rec["sizes"]["T"],
+        rec["status"],
+        f"{rec['max_rel_error']:.1e}",
+    )
 
 
 @pytest.fixture
@@ -124,6 +172,7 @@ def merged(tmp_path: Path) -> list[dict]:
 
 # ---------------------------------------------------------------- console table and failure reports
 
+
 def table_lines(records: list[dict]) -> list[list[str]]:
     lines = format_table(records).splitlines()
     assert lines[0].split()[0] == "machine"
@@ -132,8 +181,11 @@ def table_lines(records: list[dict]) -> list[list[str]]:
 
 def test_table_rows_carry_their_own_machine_and_env(merged: list[dict]) -> None:
     got = sorted(tuple(cells[:7]) for cells in table_lines(merged))
-    want = sorted((m, model, d, env, "float32", st, err) for m, model, d, env, _, st, err in map(_identity, merged)
-                  if st != "unavailable")
+    want = sorted(
+        (m, model, d, env, "float32", st, err)
+        for m, model, d, env, _, st, err in map(_identity, merged)
+        if st != "unavailable"
+    )
     assert got == want
     assert not any(c[3].startswith("torch") and c[2].startswith(("jax", "flax")) for c in table_lines(merged))
 
@@ -141,12 +193,16 @@ def test_table_rows_carry_their_own_machine_and_env(merged: list[dict]) -> None:
 def test_failure_reports_name_the_failing_rows_machine(merged: list[dict]) -> None:
     text = failure_reports(merged)
     headers = [line for line in text.splitlines() if line.startswith("== ")]
-    assert headers == [f"== lstm / torch_scan / torch 2.13.0 / float32 @ {FAILING_HOST}: grad_mismatch",
-                       f"== rnn / torch_xla_loop / xla / float32 @ {BUDGET_HOST}: skipped"]
+    assert headers == [
+        f"== lstm / torch_scan / torch 2.13.0 / float32 @ {FAILING_HOST}: grad_mismatch",
+        f"== rnn / torch_xla_loop / xla / float32 @ {BUDGET_HOST}: skipped",
+    ]
     assert f"{headers[0]}\n{GRAD_REPORT}" in text
     known = [line for line in text.splitlines() if line.startswith("known upstream issue some-bug")]
-    assert known == [f"known upstream issue some-bug: inductor refuses it (upstream: not known) -- 1 row(s): "
-                     f"lstm/torch_loop@{KNOWN_HOST} (details in the records file)"]
+    assert known == [
+        f"known upstream issue some-bug: inductor refuses it (upstream: not known) -- 1 row(s): "
+        f"lstm/torch_loop@{KNOWN_HOST} (details in the records file)"
+    ]
     assert "Traceback" not in text
 
 
@@ -160,6 +216,7 @@ def test_one_machine_reports_are_unchanged(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- HTML page
+
 
 class _Tables(HTMLParser):
     """Each <table id=...> of a page as a list of rows of cell texts (header row first)."""
@@ -202,8 +259,18 @@ def test_html_rows_carry_their_own_machine_and_env(merged: list[dict], tmp_path:
     page, tables = page_tables(merged, tmp_path / "report")
     rows = tables["rows"]
     assert len(rows) == len(merged)  # the same row from three machines is three rows
-    got = sorted((r["machine"], r["model"], r["driver"], r["env"], int(r["sizes"].split(",")[0][2:]), r["status"],
-                  r["max rel err"]) for r in rows)
+    got = sorted(
+        (
+            r["machine"],
+            r["model"],
+            r["driver"],
+            r["env"],
+            int(r["sizes"].split(",")[0][2:]),
+            r["status"],
+            r["max rel err"],
+        )
+        for r in rows
+    )
     assert got == sorted(map(_identity, merged))
     by_key = {(r["machine"]["hostname"], r["model"], r["driver"], r["sizes"]["T"]): r for r in merged}
     for row in rows:  # the timing shown is the one measured on that row's machine
@@ -233,6 +300,7 @@ def test_html_anchor_ratios_stay_on_one_machine(merged: list[dict], tmp_path: Pa
 
 # ---------------------------------------------------------------- charts' data
 
+
 def test_chart_series_hold_one_machine_and_env_each(merged: list[dict]) -> None:
     series = charts.axis_records(merged, "rnn", "length")
     assert set(series) == {charts.Series(d, DRIVERS[d][3], h) for d in DRIVERS for h in HOSTS}
@@ -250,15 +318,24 @@ def test_chart_series_hold_one_machine_and_env_each(merged: list[dict]) -> None:
 def test_speedups_are_over_the_same_machines_loop(merged: list[dict]) -> None:
     baselines, ratios = charts.speedups(merged, "rnn")
     assert baselines == {h: charts.Series("torch_loop", "torch 2.13.0", h) for h in HOSTS}
-    median = {(r["machine"]["hostname"], r["driver"], r["sizes"]["T"]): r["fwd_bwd"]["median_ms"]
-              for r in merged if "sweep" in r and r["status"] == "ok"}
+    median = {
+        (r["machine"]["hostname"], r["driver"], r["sizes"]["T"]): r["fwd_bwd"]["median_ms"]
+        for r in merged
+        if "sweep" in r and r["status"] == "ok"
+    }
     assert set(ratios) == {charts.Series(d, DRIVERS[d][3], h) for d in DRIVERS if d != "torch_loop" for h in HOSTS}
     for s, by_length in ratios.items():
         for T in LENGTHS:
             if (s.machine, s.driver, T) in median:
-                assert by_length[T] == pytest.approx(median[(s.machine, "torch_loop", T)] / median[(s.machine, s.driver, T)])
+                assert by_length[T] == pytest.approx(
+                    median[(s.machine, "torch_loop", T)] / median[(s.machine, s.driver, T)]
+                )
             else:
-                assert (s, T, by_length[T]) == (charts.Series("torch_xla_loop", "torch 2.9.0", BUDGET_HOST), 16, "skipped")
+                assert (s, T, by_length[T]) == (
+                    charts.Series("torch_xla_loop", "torch 2.9.0", BUDGET_HOST),
+                    16,
+                    "skipped",
+                )
 
 
 def test_heatmap_fails_only_the_failing_machines_cell(merged: list[dict]) -> None:
@@ -289,16 +366,23 @@ def test_report_draws_every_chart(merged: list[dict], tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- file order, duplicates, old records
 
+
 def _attribution(records: list[dict], out: Path) -> tuple:
     _, tables = page_tables(records, out)
-    return (sorted(tuple(c) for c in table_lines(records)),
-            sorted(failure_reports(records).split("\n\n")),
-            sorted(tuple(sorted(r.items())) for r in tables["rows"]),
-            sorted(tuple(sorted(r.items())) for r in tables["anchors"]),
-            {s: [(r["machine"]["hostname"], r["sizes"]["T"], r["status"], (r.get("fwd_bwd") or {}).get("median_ms"))
-                 for r in rows]
-             for s, rows in charts.axis_records(records, "rnn", "length").items()},
-            charts.speedups(records, "rnn"))
+    return (
+        sorted(tuple(c) for c in table_lines(records)),
+        sorted(failure_reports(records).split("\n\n")),
+        sorted(tuple(sorted(r.items())) for r in tables["rows"]),
+        sorted(tuple(sorted(r.items())) for r in tables["anchors"]),
+        {
+            s: [
+                (r["machine"]["hostname"], r["sizes"]["T"], r["status"], (r.get("fwd_bwd") or {}).get("median_ms"))
+                for r in rows
+            ]
+            for s, rows in charts.axis_records(records, "rnn", "length").items()
+        },
+        charts.speedups(records, "rnn"),
+    )
 
 
 def test_file_order_does_not_change_attribution(tmp_path: Path) -> None:

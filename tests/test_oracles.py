@@ -24,8 +24,9 @@ def test_oracle_matches_finite_differences(model_name: str) -> None:
     want = model.oracle(case)
     names = [n for n in case.wrt_names(model.carry_names) if n in want]  # finite differences fill the rest
     assert names, "the oracle covers no compared input"
-    errors = compare_grads(finite_difference_grads(model, case, names=names), want, names,
-                           tolerance("float64", "finite_differences"))
+    errors = compare_grads(
+        finite_difference_grads(model, case, names=names), want, names, tolerance("float64", "finite_differences")
+    )
     assert all(e.status == "ok" for e in errors), errors
 
 

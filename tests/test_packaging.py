@@ -41,14 +41,17 @@ def test_requires_python_311() -> None:
 
 
 def test_every_package_of_the_source_is_in_the_distribution() -> None:
-    found = {".".join(("rnnbench", *p.parent.relative_to(REPO / "src" / "rnnbench").parts))
-             for p in (REPO / "src" / "rnnbench").rglob("__init__.py")}
+    found = {
+        ".".join(("rnnbench", *p.parent.relative_to(REPO / "src" / "rnnbench").parts))
+        for p in (REPO / "src" / "rnnbench").rglob("__init__.py")
+    }
     assert found | {"rnnbench_models"} == set(PYPROJECT["tool"]["setuptools"]["packages"])
 
 
 def test_version_names_the_commit() -> None:
-    proc = subprocess.run([sys.executable, "-m", "rnnbench.cli", "--version"], capture_output=True, text=True,
-                          timeout=60, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", "--version"], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
     assert proc.returncode == 0, proc.stderr
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=10", "HEAD"], capture_output=True, text=True)
     if head.returncode != 0:
@@ -71,12 +74,19 @@ def test_run_needs_none_of_the_extras(tmp_path: Path) -> None:
     """`rnnbench run` (a real row, timed) with ray, uv, asv, pytest, hypothesis and matplotlib unimportable."""
     out = tmp_path / "r.jsonl"
     blocked = ", ".join(repr(m) for m in EXTRAS_ONLY)
-    code = (f"import sys\nfor m in ({blocked},): sys.modules[m] = None\n"
-            "from rnnbench.cli.main import main\n"
-            f"sys.exit(main(['run', '--models', 'rnn', '--drivers', 'torch_loop,jax_loop', '--budget', '0.05', "
-            f"'--out', {str(out)!r}]))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "c")})
+    code = (
+        f"import sys\nfor m in ({blocked},): sys.modules[m] = None\n"
+        "from rnnbench.cli.main import main\n"
+        f"sys.exit(main(['run', '--models', 'rnn', '--drivers', 'torch_loop,jax_loop', '--budget', '0.05', "
+        f"'--out', {str(out)!r}]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "c")},
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert {r["driver"]: r["status"] for r in records} == {"torch_loop": "ok", "jax_loop": "ok"}
@@ -85,8 +95,10 @@ def test_run_needs_none_of_the_extras(tmp_path: Path) -> None:
 def test_report_without_matplotlib_is_one_line_with_the_install_hint(tmp_path: Path) -> None:
     results = tmp_path / "r.jsonl"
     results.write_text(json.dumps({"model": "rnn", "driver": "torch_loop", "dtype": "float32", "status": "ok"}) + "\n")
-    code = ("import sys\nsys.modules['matplotlib'] = None\nfrom rnnbench.cli.main import main\n"
-            f"sys.exit(main(['report', {str(results)!r}, '--out-dir', {str(tmp_path / 'rep')!r}]))")
+    code = (
+        "import sys\nsys.modules['matplotlib'] = None\nfrom rnnbench.cli.main import main\n"
+        f"sys.exit(main(['report', {str(results)!r}, '--out-dir', {str(tmp_path / 'rep')!r}]))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr

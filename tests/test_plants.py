@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rnnbench_plants import PLANTS, Plant
 
 from rnnbench import losses, registry
 from rnnbench.status import Status, is_failing
-from rnnbench_plants import PLANTS, Plant
 
 RUN_MODELS = ("rnn", "lstm", "rnn2")  # one and two recurrences, one and two carry leaves
 FUZZ_BODIES = range(6)
@@ -30,8 +30,13 @@ def plants_registered():
 
 
 def _cases(path: str) -> list:
-    return [pytest.param(p, dtype, id=f"{p.name}-{dtype}") for p in PLANTS if path in p.paths
-            for dtype in DTYPES if p.order == 1 or dtype == "float64"]
+    return [
+        pytest.param(p, dtype, id=f"{p.name}-{dtype}")
+        for p in PLANTS
+        if path in p.paths
+        for dtype in DTYPES
+        if p.order == 1 or dtype == "float64"
+    ]
 
 
 def _caught(statuses: list[str]) -> bool:
@@ -81,9 +86,14 @@ def test_check_recurrence_catches_the_plant(plant: Plant, dtype: str) -> None:
 
     rng = np.random.default_rng(0)
     report = rnnbench.check_recurrence(
-        _user_step, params={"W": 0.5 * rng.uniform(-1, 1, (3, 3)), "w": rng.uniform(-1, 1, 3)},
-        carry0=(rng.uniform(-1, 1, 3),), xs=rng.uniform(-1, 1, (6, 3)), carry0_requires_grad=True,
-        dtype=dtype, drivers=[plant.name])
+        _user_step,
+        params={"W": 0.5 * rng.uniform(-1, 1, (3, 3)), "w": rng.uniform(-1, 1, 3)},
+        carry0=(rng.uniform(-1, 1, 3),),
+        xs=rng.uniform(-1, 1, (6, 3)),
+        carry0_requires_grad=True,
+        dtype=dtype,
+        drivers=[plant.name],
+    )
     assert not report.ok and _caught([r.status for r in report.results]), str(report)
 
 
@@ -94,6 +104,8 @@ def test_an_expanded_cotangent_bug_hides_from_weighted_losses() -> None:
     from rnnbench.run.row import Job, run_row
 
     name = "plant_lane0_under_expanded_cotangent"
-    status = {form: run_row(Job("rnn", name, "float64", time=False, environment=current(), loss_form=form))["status"]
-              for form in ("model", "weighted", "sum_carry")}
+    status = {
+        form: run_row(Job("rnn", name, "float64", time=False, environment=current(), loss_form=form))["status"]
+        for form in ("model", "weighted", "sum_carry")
+    }
     assert status == {"model": "ok", "weighted": "ok", "sum_carry": "grad_mismatch"}, status

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -26,8 +25,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
 
 import pytest
 
@@ -36,7 +35,7 @@ ray = pytest.importorskip("ray", reason="ray is not installed: the --executor ra
 from rnnbench import cli  # noqa: E402
 from rnnbench.run import cpus as run_cpus  # noqa: E402
 from rnnbench.run import executors  # noqa: E402
-from test_faults import PLUGIN_DIR, Run, _default_signals, finish, gone_after, hanging, marked, start  # noqa: E402
+from test_faults import PLUGIN_DIR, _default_signals, finish, gone_after, hanging, marked, start  # noqa: E402
 
 RAY = str(Path(sys.executable).with_name("ray"))
 ROWS = ("--models", "decay,rnn", "--environments", "main", "--no-time", "--threads", "1")
@@ -50,8 +49,12 @@ def _free_port() -> int:
 
 
 # Node death is found by the head's health checks: every 0.5 s, 3 misses (Ray's default: 3 s, 5).
-HEALTH_CHECKS = {"RAY_health_check_initial_delay_ms": "0", "RAY_health_check_period_ms": "500",
-                 "RAY_health_check_timeout_ms": "500", "RAY_health_check_failure_threshold": "3"}
+HEALTH_CHECKS = {
+    "RAY_health_check_initial_delay_ms": "0",
+    "RAY_health_check_period_ms": "500",
+    "RAY_health_check_timeout_ms": "500",
+    "RAY_health_check_failure_threshold": "3",
+}
 
 
 class Cluster:
@@ -63,11 +66,13 @@ class Cluster:
     their own, and claims of other runs on this machine do not make its units wait); `env` is
     added to its processes' environment."""
 
-    def __init__(self, cpus: int = 2, join: Optional["Cluster"] = None, **env: str) -> None:
+    def __init__(self, cpus: int = 2, join: Cluster | None = None, **env: str) -> None:
         self.marker = uuid.uuid4().hex
         self.joined = join is not None
         if join is None:
-            self.temp = Path(tempfile.mkdtemp(prefix="rnnbench-test-ray-", dir="/tmp"))  # short: Ray's sockets live here
+            self.temp = Path(
+                tempfile.mkdtemp(prefix="rnnbench-test-ray-", dir="/tmp")
+            )  # short: Ray's sockets live here
             port = _free_port()
             self.address = f"127.0.0.1:{port}"
             where = ["--head", "--port", str(port), "--include-dashboard", "false"]
@@ -76,17 +81,41 @@ class Cluster:
             where = ["--address", join.address]
         tmp = self.temp / f"tmp-{self.marker[:8]}"
         tmp.mkdir()
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RNNBENCH_TEST_CLUSTER": self.marker, "TMPDIR": str(tmp),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")])),
-               **HEALTH_CHECKS, **env}
-        self.proc = subprocess.Popen([RAY, "start", "--block", *where, "--node-ip-address", "127.0.0.1",
-                                      "--num-cpus", str(cpus), "--temp-dir", str(self.temp),
-                                      "--dashboard-agent-listen-port", str(_free_port()),
-                                      "--object-store-memory", str(100 * 2**20), "--disable-usage-stats"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                                     # as a cluster started by a background shell job: SIGINT ignored in
-                                     # every Ray worker, where Ray's cancel (interrupt_main) then does nothing
-                                     preexec_fn=_default_signals((signal.SIGINT,)))
+        env = {
+            **os.environ,
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "RNNBENCH_TEST_CLUSTER": self.marker,
+            "TMPDIR": str(tmp),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")])),
+            **HEALTH_CHECKS,
+            **env,
+        }
+        self.proc = subprocess.Popen(
+            [
+                RAY,
+                "start",
+                "--block",
+                *where,
+                "--node-ip-address",
+                "127.0.0.1",
+                "--num-cpus",
+                str(cpus),
+                "--temp-dir",
+                str(self.temp),
+                "--dashboard-agent-listen-port",
+                str(_free_port()),
+                "--object-store-memory",
+                str(100 * 2**20),
+                "--disable-usage-stats",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            # as a cluster started by a background shell job: SIGINT ignored in
+            # every Ray worker, where Ray's cancel (interrupt_main) then does nothing
+            preexec_fn=_default_signals((signal.SIGINT,)),
+        )
         deadline = time.monotonic() + 120
         for line in self.proc.stdout:
             if b"Ray runtime started" in line:
@@ -173,12 +202,15 @@ def ray_leftovers(pid: int) -> list[str]:
 # Usage errors (in-process: no cluster)
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["run", "--address", "127.0.0.1:1"], "--address needs --executor ray"),
-    (["fuzz", "--address", "127.0.0.1:1", "--executor", "local"], "--address needs --executor ray"),
-    (["sweep", "--executor", "dask"], "invalid choice: 'dask'"),
-    (["versions", "--address", "127.0.0.1:1"], "--address needs --executor ray"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["run", "--address", "127.0.0.1:1"], "--address needs --executor ray"),
+        (["fuzz", "--address", "127.0.0.1:1", "--executor", "local"], "--address needs --executor ray"),
+        (["sweep", "--executor", "dask"], "invalid choice: 'dask'"),
+        (["versions", "--address", "127.0.0.1:1"], "--address needs --executor ray"),
+    ],
+)
 def test_usage_errors(argv: list[str], words: str, tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     assert cli.main(argv) == 2
@@ -232,10 +264,30 @@ class Listener:
 
 
 def _connect_run(tmp_path: Path, address: str, **popen) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "rnnbench.cli", "run", "--models", "rnn", "--drivers",
-                             "torch_nn_lstm", "--out", "r.jsonl", "--executor", "ray", "--address", address],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}, **popen)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rnnbench.cli",
+            "run",
+            "--models",
+            "rnn",
+            "--drivers",
+            "torch_nn_lstm",
+            "--out",
+            "r.jsonl",
+            "--executor",
+            "ray",
+            "--address",
+            address,
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
+        **popen,
+    )
 
 
 @pytest.mark.parametrize("what", ["nothing_listens", "silent_listener"])
@@ -260,18 +312,41 @@ def test_a_connect_that_never_completes_is_bounded(tmp_path: Path) -> None:
     """A gRPC greeting passes the probe; ray.init then waits for answers that never come: given up
     after CONNECT_S (3 s here), exit 2, no results file."""
     listener = Listener(grpc=True)
-    script = ("import sys; from rnnbench.run import executors; executors.CONNECT_S = 3.0; "
-              "from rnnbench.cli.main import main; sys.exit(main(sys.argv[1:]))")
+    script = (
+        "import sys; from rnnbench.run import executors; executors.CONNECT_S = 3.0; "
+        "from rnnbench.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    )
     try:
-        proc = subprocess.run([sys.executable, "-c", script, "run", "--models", "rnn", "--drivers", "torch_nn_lstm",
-                               "--out", "r.jsonl", "--executor", "ray", "--address", listener.address],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=90)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                script,
+                "run",
+                "--models",
+                "rnn",
+                "--drivers",
+                "torch_nn_lstm",
+                "--out",
+                "r.jsonl",
+                "--executor",
+                "ray",
+                "--address",
+                listener.address,
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
     finally:
         listener.close()
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.splitlines()[-1].startswith(f"rnnbench: error: --address {listener.address}: something "
-                                                   "answers there, but no Ray cluster connected within 3 s")
+    assert proc.stderr.splitlines()[-1].startswith(
+        f"rnnbench: error: --address {listener.address}: something "
+        "answers there, but no Ray cluster connected within 3 s"
+    )
     assert listener.accepted >= 2  # the probe, then Ray's own connection
     assert not (tmp_path / "r.jsonl").exists()
 
@@ -296,8 +371,16 @@ def test_sigterm_during_the_connect_is_143_with_a_line(tmp_path: Path) -> None:
     assert not (tmp_path / "r.jsonl").exists()
 
 
-@pytest.mark.parametrize("address, target", [("10.0.0.5:6379", ("10.0.0.5", 6379)), ("ray://h", ("h", 10001)),
-                                             ("[::1]:7000", ("::1", 7000)), ("h", ("h", 6379)), ("auto", None)])
+@pytest.mark.parametrize(
+    "address, target",
+    [
+        ("10.0.0.5:6379", ("10.0.0.5", 6379)),
+        ("ray://h", ("h", 10001)),
+        ("[::1]:7000", ("::1", 7000)),
+        ("h", ("h", 6379)),
+        ("auto", None),
+    ],
+)
 def test_address_forms(address: str, target) -> None:
     assert executors.host_port(address) == target
 
@@ -329,18 +412,30 @@ def test_run_same_verdicts_locally_and_on_ray_with_crash_and_hang(tmp_path: Path
     args = (*ROWS, "--drivers", "torch_loop,faulty_crash_on_rnn,faulty_hang", "--timeout", "2")
     (tmp_path / "local").mkdir(), (tmp_path / "ray").mkdir()
     local = start(tmp_path / "local", "run", *args, "--out", "r.jsonl")
-    on_ray = start(tmp_path / "ray", "run", *args, "--out", "r.jsonl", "--executor", "ray", "--address", cluster.address)
+    on_ray = start(
+        tmp_path / "ray", "run", *args, "--out", "r.jsonl", "--executor", "ray", "--address", cluster.address
+    )
     (code_local, _), (code_ray, lines) = finish(local, 120), finish(on_ray, 120)
     assert code_local == code_ray == 1, lines
     here, there = records(local.out), records(on_ray.out)
-    assert verdicts(here) == verdicts(there) == {
-        ("decay", "torch_loop", None): "ok", ("rnn", "torch_loop", None): "ok",
-        ("decay", "faulty_crash_on_rnn", None): "ok", ("rnn", "faulty_crash_on_rnn", None): "crash",
-        ("decay", "faulty_hang", None): "timeout", ("rnn", "faulty_hang", None): "timeout"}
+    assert (
+        verdicts(here)
+        == verdicts(there)
+        == {
+            ("decay", "torch_loop", None): "ok",
+            ("rnn", "torch_loop", None): "ok",
+            ("decay", "faulty_crash_on_rnn", None): "ok",
+            ("rnn", "faulty_crash_on_rnn", None): "crash",
+            ("decay", "faulty_hang", None): "timeout",
+            ("rnn", "faulty_hang", None): "timeout",
+        }
+    )
     crash = next(r for r in there if r["status"] == "crash")
     assert "SIGSEGV" in crash["report"]  # the row's worker died on the node: that row's record, made there
     for rec in there:
-        assert rec["node"]["ray_node_id"] and rec["node"]["hostname"] == rec["machine"]["hostname"] == socket.gethostname()
+        assert (
+            rec["node"]["ray_node_id"] and rec["node"]["hostname"] == rec["machine"]["hostname"] == socket.gethostname()
+        )
         assert rec["node"]["ip"] and rec["fingerprint"] in {r["fingerprint"] for r in here}
         if "cpu" in rec:  # its worker pinned itself to the CPU claimed for its unit on the node
             assert rec["cpu"]["affinity"] == rec["node"]["cpus"] and len(rec["node"]["cpus"]) == 1
@@ -350,13 +445,26 @@ def test_run_same_verdicts_locally_and_on_ray_with_crash_and_hang(tmp_path: Path
 
 def test_timed_rows_on_a_node_have_cores_of_their_own_and_name_their_node(tmp_path: Path, cluster: Cluster) -> None:
     """Timed rows (--threads 1) of two drivers: two units on the 2-CPU node at once, each on a CPU
-    it claimed there, which its rows' workers pin to. Claims are taken in one fixed order, so two
-    distinct CPUs mean the second unit claimed while the first held its CPU. Every record names
-    its node and has its timings; the gradient verdicts are those of a local run of the same rows
-(untimed: timing is measured after the check and does not change a verdict; a second timed run
-on the same 2 cores cost about 30 s more)."""
-    args = ("run", "--models", "decay", "--drivers", "torch_loop,jax_lax_scan", "--environments", "main",
-            "--threads", "1", "--budget", "0.05", "--out", "r.jsonl")
+        it claimed there, which its rows' workers pin to. Claims are taken in one fixed order, so two
+        distinct CPUs mean the second unit claimed while the first held its CPU. Every record names
+        its node and has its timings; the gradient verdicts are those of a local run of the same rows
+    (untimed: timing is measured after the check and does not change a verdict; a second timed run
+    on the same 2 cores cost about 30 s more)."""
+    args = (
+        "run",
+        "--models",
+        "decay",
+        "--drivers",
+        "torch_loop,jax_lax_scan",
+        "--environments",
+        "main",
+        "--threads",
+        "1",
+        "--budget",
+        "0.05",
+        "--out",
+        "r.jsonl",
+    )
     (tmp_path / "local").mkdir(), (tmp_path / "ray").mkdir()
     local = start(tmp_path / "local", *args, "--no-time")  # the verdicts: timing does not change them
     on_ray = start(tmp_path / "ray", *args, "--executor", "ray", "--address", cluster.address)
@@ -378,8 +486,20 @@ on the same 2 cores cost about 30 s more)."""
 
 
 def test_fuzz_same_verdicts_locally_and_on_ray(tmp_path: Path, cluster: Cluster) -> None:
-    args = ("fuzz", "--cases", "4", "--drivers", "torch_loop,faulty_crash_at_length_3", "--no-second-order",
-            "--losses", "weighted", "--timeout", "30", "--out", "r.jsonl")
+    args = (
+        "fuzz",
+        "--cases",
+        "4",
+        "--drivers",
+        "torch_loop,faulty_crash_at_length_3",
+        "--no-second-order",
+        "--losses",
+        "weighted",
+        "--timeout",
+        "30",
+        "--out",
+        "r.jsonl",
+    )
     (tmp_path / "local").mkdir(), (tmp_path / "ray").mkdir()
     local = start(tmp_path / "local", *args)
     on_ray = start(tmp_path / "ray", *args, "--executor", "ray", "--address", cluster.address)
@@ -397,8 +517,21 @@ def test_resume_across_executors(tmp_path: Path, cluster: Cluster) -> None:
     fingerprint, so no row runs twice."""
     first = start(tmp_path, "run", *ROWS, "--drivers", "torch_loop", "--models", "decay", "--out", "r.jsonl")
     assert finish(first, 60)[0] == 0
-    on_ray = start(tmp_path, "run", *ROWS, "--drivers", "torch_loop", "--out", "r.jsonl", "--resume",
-                   "--executor", "ray", "--address", cluster.address, stdout=subprocess.PIPE)
+    on_ray = start(
+        tmp_path,
+        "run",
+        *ROWS,
+        "--drivers",
+        "torch_loop",
+        "--out",
+        "r.jsonl",
+        "--resume",
+        "--executor",
+        "ray",
+        "--address",
+        cluster.address,
+        stdout=subprocess.PIPE,
+    )
     out, _ = on_ray.proc.communicate(timeout=120)
     assert on_ray.proc.returncode == 0 and "(1 already done, skipped)" in out.decode()
     again = start(tmp_path, "run", *ROWS, "--drivers", "torch_loop", "--out", "r.jsonl", "--resume")
@@ -414,11 +547,26 @@ def test_versions_on_ray(tmp_path: Path, cluster: Cluster, monkeypatch, capsys) 
     from rnnbench.run import bug_versions
 
     every = bug_versions.probe_jobs
-    monkeypatch.setattr(bug_versions, "probe_jobs",
-                        lambda probes, envs: [j for j in every(probes, envs) if j.driver == "torch_loop"])
+    monkeypatch.setattr(
+        bug_versions, "probe_jobs", lambda probes, envs: [j for j in every(probes, envs) if j.driver == "torch_loop"]
+    )
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["versions", "--environments", "main", "--out", "v.jsonl", "--executor", "ray",
-                     "--address", cluster.address]) == 0
+    assert (
+        cli.main(
+            [
+                "versions",
+                "--environments",
+                "main",
+                "--out",
+                "v.jsonl",
+                "--executor",
+                "ray",
+                "--address",
+                cluster.address,
+            ]
+        )
+        == 0
+    )
     recs = records(tmp_path / "v.jsonl")
     assert recs and all(r["driver"] == "torch_loop" and r["node"]["ray_node_id"] for r in recs)
     assert "| s4-accumulator-jacobian | (class) | ok 4/4 |" in capsys.readouterr().out  # the table, from them
@@ -430,12 +578,25 @@ def test_versions_on_ray(tmp_path: Path, cluster: Cluster, monkeypatch, capsys) 
 
 def _ray_worker_of(row_worker: int) -> int:
     stat = Path(f"/proc/{row_worker}/stat").read_text()
-    return int(stat[stat.rindex(")") + 2:].split()[1])
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
 
 
 def test_a_lost_task_is_retried_once_then_its_rows_are_crash_records(tmp_path: Path, cluster: Cluster) -> None:
-    run = start(tmp_path, "run", *ROWS, "--drivers", HANG, "--timeout", "120", "--out", "r.jsonl",
-                "--executor", "ray", "--address", cluster.address)
+    run = start(
+        tmp_path,
+        "run",
+        *ROWS,
+        "--drivers",
+        HANG,
+        "--timeout",
+        "120",
+        "--out",
+        "r.jsonl",
+        "--executor",
+        "ray",
+        "--address",
+        cluster.address,
+    )
     for attempt in (1, 2):  # the task's Ray worker dies twice: Ray retries it once, then gives up
         worker, _child = hanging(run, 120)
         ray_worker = _ray_worker_of(worker)
@@ -461,8 +622,9 @@ RAY_ERRORS = tuple(name for name in dir(ray.exceptions) if name.endswith("Error"
 def test_a_lost_node_s_unit_is_retried_once_on_another_node(tmp_path: Path, bare_head: Cluster) -> None:
     """The unit hangs on the first node, which is then lost (all its processes SIGKILLed); a
     second node joins; Ray retries the unit there, and its rows are `ok` records naming that node."""
-    run = start(tmp_path, "run", *ON_MARKED_NODE, "--out", "r.jsonl", "--executor", "ray",
-                "--address", bare_head.address)  # its unit waits for a node with a CPU
+    run = start(
+        tmp_path, "run", *ON_MARKED_NODE, "--out", "r.jsonl", "--executor", "ray", "--address", bare_head.address
+    )  # its unit waits for a node with a CPU
     first = Cluster(cpus=1, join=bare_head, **HANG_HERE)
     second = None
     try:
@@ -488,8 +650,9 @@ def test_a_lost_node_s_unit_is_retried_once_on_another_node(tmp_path: Path, bare
 def test_a_unit_lost_with_two_nodes_is_crash_records_naming_ray_s_error(tmp_path: Path, bare_head: Cluster) -> None:
     """The unit hangs on a node that is lost, then on the node that took its retry, lost too:
     every row of the unit becomes a `crash` record whose report names Ray's error."""
-    run = start(tmp_path, "run", *ON_MARKED_NODE, "--out", "r.jsonl", "--executor", "ray",
-                "--address", bare_head.address)
+    run = start(
+        tmp_path, "run", *ON_MARKED_NODE, "--out", "r.jsonl", "--executor", "ray", "--address", bare_head.address
+    )
     nodes = []
     try:
         for attempt in (1, 2):
@@ -524,8 +687,26 @@ def test_an_environment_missing_on_a_node_is_created_there_before_its_rows(tmp_p
     config = tmp_path / "c.toml"
     config.write_text(f"[environments.jax-only]\nrequirements = {json.dumps(pins)}\n")
     uv_cache = {"UV_CACHE_DIR": str(tmp_path / "uv-cache")}  # shared: the second creation copies from the first's
-    run = start(tmp_path, "run", "--config", str(config), "--models", "decay", "--drivers", "jax_lax_scan",
-                "--no-time", "--threads", "1", "--out", "r.jsonl", "--executor", "ray", "--address", bare_head.address, **uv_cache)
+    run = start(
+        tmp_path,
+        "run",
+        "--config",
+        str(config),
+        "--models",
+        "decay",
+        "--drivers",
+        "jax_lax_scan",
+        "--no-time",
+        "--threads",
+        "1",
+        "--out",
+        "r.jsonl",
+        "--executor",
+        "ray",
+        "--address",
+        bare_head.address,
+        **uv_cache,
+    )
     node = Cluster(cpus=1, join=bare_head, XDG_CACHE_HOME=str(tmp_path / "node-cache"), **uv_cache)
     try:
         code, lines = finish(run, 180)
@@ -548,14 +729,17 @@ def _sleep_forever(emit) -> None:
     time.sleep(3600)
 
 
-def test_a_unit_past_its_deadline_is_cancelled_and_its_rows_time_out(tmp_path: Path, cluster: Cluster, monkeypatch) -> None:
+def test_a_unit_past_its_deadline_is_cancelled_and_its_rows_time_out(
+    tmp_path: Path, cluster: Cluster, monkeypatch
+) -> None:
     import ray.cloudpickle
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     pidfile = tmp_path / "pid"
     monkeypatch.setenv("RNNBENCH_TEST_PIDFILE", str(pidfile))  # forwarded to the task (RNNBENCH_*)
-    unit = executors.Unit("sleeper", _sleep_forever, lambda status, report: [{"status": status, "report": report}],
-                          cpus=1, deadline_s=3.0)
+    unit = executors.Unit(
+        "sleeper", _sleep_forever, lambda status, report: [{"status": status, "report": report}], cpus=1, deadline_s=3.0
+    )
     got: list[dict] = []
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     with executors.RayExecutor(cluster.address) as ex:
@@ -580,8 +764,21 @@ def test_signal_to_a_campaign_on_a_cluster(tmp_path: Path, cluster: Cluster, sig
     """Records of finished units stream into the file while another unit runs; a signal cancels
     the campaign (the hanging unit's workers die on the node), keeps the records and leaves the
     cluster running."""
-    run = start(tmp_path, "run", *ROWS, "--drivers", f"torch_loop,{HANG}", "--timeout", "120", "--out", "r.jsonl",
-                "--executor", "ray", "--address", cluster.address)
+    run = start(
+        tmp_path,
+        "run",
+        *ROWS,
+        "--drivers",
+        f"torch_loop,{HANG}",
+        "--timeout",
+        "120",
+        "--out",
+        "r.jsonl",
+        "--executor",
+        "ray",
+        "--address",
+        cluster.address,
+    )
     hanging(run, 120)
     deadline = time.monotonic() + 60
     while len(records(run.out) if run.out.exists() else []) < 2:  # torch_loop's unit, written while the other hangs
@@ -590,7 +787,10 @@ def test_signal_to_a_campaign_on_a_cluster(tmp_path: Path, cluster: Cluster, sig
     os.kill(run.proc.pid, sig)
     code, lines = finish(run, 30)
     assert code == 128 + sig, lines
-    assert lines[-1] == f"rnnbench: interrupted by {sig.name}; 2 records kept in r.jsonl; continue with --resume --out r.jsonl"
+    assert (
+        lines[-1]
+        == f"rnnbench: interrupted by {sig.name}; 2 records kept in r.jsonl; continue with --resume --out r.jsonl"
+    )
     gone_after(run.marker)
     assert [(r["driver"], r["status"]) for r in records(run.out)] == [("torch_loop", "ok")] * 2
     assert cluster.proc.poll() is None and len(cluster.processes()) > 2  # --address: never stopped
@@ -599,8 +799,21 @@ def test_signal_to_a_campaign_on_a_cluster(tmp_path: Path, cluster: Cluster, sig
 def test_ctrl_c_stops_the_local_ray_instance(tmp_path: Path) -> None:
     """No --address: rnnbench starts a Ray instance of its own (its processes inherit the run's
     marker) and stops it on Ctrl-C; no process and no temporary directory is left."""
-    run = start(tmp_path, "run", *ROWS, "--models", "rnn", "--drivers", HANG, "--timeout", "120", "--out", "r.jsonl",
-                "--executor", "ray")
+    run = start(
+        tmp_path,
+        "run",
+        *ROWS,
+        "--models",
+        "rnn",
+        "--drivers",
+        HANG,
+        "--timeout",
+        "120",
+        "--out",
+        "r.jsonl",
+        "--executor",
+        "ray",
+    )
     hanging(run, 120)
     assert len(marked(run.marker)) > 4  # the rows' workers and the local instance's daemons
     os.kill(run.proc.pid, signal.SIGINT)

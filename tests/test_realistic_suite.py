@@ -6,8 +6,7 @@ from __future__ import annotations
 from rnnbench import registry
 from rnnbench.cli import options, run
 from rnnbench.cli.main import parser
-from rnnbench.run import plan
-from rnnbench.run import environments
+from rnnbench.run import environments, plan
 
 
 def _jobs(*flags: str):

@@ -32,15 +32,21 @@ def _timed_row() -> dict[str, Any]:
 
 
 def _sweep_row(rec: dict[str, Any]) -> dict[str, Any]:
-    return {**rec, "sweep": {"axis": "length", "base": dict(rec["sizes"])}, "driver": "torch_loop",
-            "anchor": False, "hvp": {"status": "ok", "raw_status": "ok", "report": "fine"}}
+    return {
+        **rec,
+        "sweep": {"axis": "length", "base": dict(rec["sizes"])},
+        "driver": "torch_loop",
+        "anchor": False,
+        "hvp": {"status": "ok", "raw_status": "ok", "report": "fine"},
+    }
 
 
 def _fuzz_row() -> dict[str, Any]:
     from rnnbench.fuzz.runner import Campaign, Outcome
 
-    campaign = Campaign(cases=1, seed=0, drivers=["torch_loop"], dtype="float64", device="cpu", losses=("sum",),
-                        settings={})
+    campaign = Campaign(
+        cases=1, seed=0, drivers=["torch_loop"], dtype="float64", device="cpu", losses=("sum",), settings={}
+    )
     body = campaign.body(0)
     return campaign.to_record(Outcome(0, "torch_loop", "grad_mismatch", "ok", "report", body, body, "here", "x = 1"))
 
@@ -114,11 +120,10 @@ def _read_everything(records: list[dict[str, Any]], tmp: Path) -> None:
     charts would take the test's time without reading a field more)."""
     from unittest import mock
 
-    from rnnbench.report import charts
+    from rnnbench.report import bug_table, charts
     from rnnbench.report.html import write_report
     from rnnbench.report.progress import Progress
     from rnnbench.report.table import contention_legend, failure_reports, format_table
-    from rnnbench.report import bug_table
 
     format_table(records, include_unavailable=True)
     failure_reports(records)
@@ -127,9 +132,12 @@ def _read_everything(records: list[dict[str, Any]], tmp: Path) -> None:
     for r in records:
         progress.done(r)
     probes = _probes()  # of the registry alone, not of the records: computed once
-    with mock.patch.object(bug_table, "probes", lambda: probes), \
-            mock.patch.object(charts, "_plt", _Pyplot), mock.patch.object(charts, "_save", lambda fig, path: None), \
-            mock.patch.object(charts, "_readable_log_y", lambda ax: None):  # reads the drawn axis' limits
+    with (
+        mock.patch.object(bug_table, "probes", lambda: probes),
+        mock.patch.object(charts, "_plt", _Pyplot),
+        mock.patch.object(charts, "_save", lambda fig, path: None),
+        mock.patch.object(charts, "_readable_log_y", lambda ax: None),
+    ):  # reads the drawn axis' limits
         write_report(records, tmp)
         bug_table.format_table(records)
 
@@ -142,8 +150,9 @@ def _cases() -> list[tuple[str, int, tuple, Any]]:
     for i, rec in enumerate(base):
         for path in _paths(rec):
             for bad in (None, _other(json.loads(json.dumps(rec))[path[0]] if len(path) == 1 else _get(rec, path))):
-                out.append((f"{['run', 'sweep', 'fuzz'][i]}:{'.'.join(map(str, path))}={json.dumps(bad)[:8]}",
-                            i, path, bad))
+                out.append(
+                    (f"{['run', 'sweep', 'fuzz'][i]}:{'.'.join(map(str, path))}={json.dumps(bad)[:8]}", i, path, bad)
+                )
     return out
 
 
@@ -173,8 +182,9 @@ def test_the_base_records_are_read_whole(base_records, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("which, field, value", [(i, p, v) for _, i, p, v in CASES], ids=[c[0] for c in CASES])
-def test_a_field_of_another_type_is_refused_on_reading_or_read(base_records, which: int, field: tuple, value: Any,
-                                                               tmp_path: Path) -> None:
+def test_a_field_of_another_type_is_refused_on_reading_or_read(
+    base_records, which: int, field: tuple, value: Any, tmp_path: Path
+) -> None:
     path = tmp_path / "r.jsonl"
     records = [dict(r) for r in base_records]
     records[which] = _set(base_records[which], field, value)

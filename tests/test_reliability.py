@@ -48,17 +48,31 @@ def _clean(code: int, err: str) -> None:
 
 
 record_like = st.fixed_dictionaries(
-    {"model": st.sampled_from(["rnn", "lstm"]), "driver": st.sampled_from(["torch_loop", "jax_loop"]),
-     "dtype": st.just("float32"), "status": st.sampled_from(["ok", "grad_mismatch", "crash"])},
-    optional={"max_rel_error": st.one_of(st.none(), st.floats(), st.text(max_size=3)),
-              "sizes": st.dictionaries(st.sampled_from("TBH"), st.one_of(st.integers(), st.text(max_size=2))),
-              "machine": st.one_of(st.text(max_size=3), st.fixed_dictionaries({"hostname": st.one_of(st.text(), st.integers())})),
-              "fwd_bwd": st.one_of(st.none(), st.dictionaries(st.sampled_from(["median_ms", "q1_ms", "q3_ms"]),
-                                                              st.one_of(st.floats(), st.text(max_size=2))))})
+    {
+        "model": st.sampled_from(["rnn", "lstm"]),
+        "driver": st.sampled_from(["torch_loop", "jax_loop"]),
+        "dtype": st.just("float32"),
+        "status": st.sampled_from(["ok", "grad_mismatch", "crash"]),
+    },
+    optional={
+        "max_rel_error": st.one_of(st.none(), st.floats(), st.text(max_size=3)),
+        "sizes": st.dictionaries(st.sampled_from("TBH"), st.one_of(st.integers(), st.text(max_size=2))),
+        "machine": st.one_of(
+            st.text(max_size=3), st.fixed_dictionaries({"hostname": st.one_of(st.text(), st.integers())})
+        ),
+        "fwd_bwd": st.one_of(
+            st.none(),
+            st.dictionaries(
+                st.sampled_from(["median_ms", "q1_ms", "q3_ms"]), st.one_of(st.floats(), st.text(max_size=2))
+            ),
+        ),
+    },
+)
 results_bytes = st.one_of(
     st.binary(max_size=400),
     st.lists(st.one_of(record_like.map(json.dumps), st.text(max_size=30)), max_size=5).map(
-        lambda lines: "\n".join(lines).encode()),
+        lambda lines: "\n".join(lines).encode()
+    ),
 )
 
 
@@ -69,8 +83,11 @@ def test_any_bytes_as_a_results_file(data: bytes, tmp_path: Path, capsys) -> Non
     a refused file keeps its bytes, an accepted one only loses an incomplete last line."""
     path = tmp_path / f"{uuid.uuid4().hex}.jsonl"
     path.write_bytes(data)
-    for argv in (["table", str(path)], ["report", str(path), "--out-dir", str(tmp_path / "rep")],
-                 ["run", *QUICK, "--resume", "--out", str(path)]):
+    for argv in (
+        ["table", str(path)],
+        ["report", str(path), "--out-dir", str(tmp_path / "rep")],
+        ["run", *QUICK, "--resume", "--out", str(path)],
+    ):
         before = path.read_bytes()
         code, err = _main(argv, capsys)
         _clean(code, err)
@@ -83,10 +100,17 @@ def test_any_bytes_as_a_results_file(data: bytes, tmp_path: Path, capsys) -> Non
 
 
 toml_value = st.recursive(
-    st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
-              st.text(alphabet="abcrnlstmfo0123456789.,= _", max_size=12)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["T", "H", "x"]), inner, max_size=2)),
-    max_leaves=5)
+    st.one_of(
+        st.integers(-(10**6), 10**6),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.booleans(),
+        st.text(alphabet="abcrnlstmfo0123456789.,= _", max_size=12),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["T", "H", "x"]), inner, max_size=2)
+    ),
+    max_leaves=5,
+)
 
 
 def _toml(value) -> str:
@@ -105,7 +129,8 @@ def _toml(value) -> str:
 
 config_documents = st.one_of(
     st.dictionaries(st.sampled_from([*plan.RUN_DEFAULTS, "modles", "x"]), toml_value, max_size=4).map(
-        lambda d: "\n".join(f"{k} = {_toml(v)}" for k, v in d.items())),
+        lambda d: "\n".join(f"{k} = {_toml(v)}" for k, v in d.items())
+    ),
     st.text(max_size=60),
 )
 
@@ -135,4 +160,6 @@ def test_the_document_names_only_tests_that_exist() -> None:
     assert len(named) >= 20
     for module, test in named:
         source = (root / module).read_text()
-        assert re.search(rf"^def {test}\(", source, re.M), f"{module}::{test} is named in docs/reliability.md but does not exist"
+        assert re.search(rf"^def {test}\(", source, re.M), (
+            f"{module}::{test} is named in docs/reliability.md but does not exist"
+        )

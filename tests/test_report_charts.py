@@ -75,8 +75,12 @@ def test_a_failed_row_is_a_labelled_gap_never_a_bar() -> None:
 def test_the_vendor_layer_is_hatched_in_ink_that_shows_and_rows_carry_their_speedup() -> None:
     fig, ax, rows = _panel(_rnn_rows())
     labels = {round(t): lab.get_text() for t, lab in zip(ax.get_yticks(), ax.get_yticklabels())}
-    vendor = [p for c in ax.containers for p in getattr(c, "patches", [])
-              if labels[round(p.get_y() + p.get_height() / 2)].endswith("[vendor]")]
+    vendor = [
+        p
+        for c in ax.containers
+        for p in getattr(c, "patches", [])
+        if labels[round(p.get_y() + p.get_height() / 2)].endswith("[vendor]")
+    ]
     assert vendor and all(p.get_hatch() == style.VENDOR_HATCH for p in vendor)
     for p in vendor:  # hatch ink contrasts with the bar: luminance apart by at least half the scale
         face, ink = p.get_facecolor()[:3], p.get_hatchcolor()[:3]
@@ -108,8 +112,17 @@ def test_heatmap_labels_fit_their_cells_and_titles_stay_on_the_figure(tmp_path: 
     assert notes, "the default run has known issues: the footnotes are what this test is about"
     fig, ax = plt.subplots(figsize=(1.2 * len(cells.models) + 3, 0.5 * len(cells.series) + 2.5), layout="constrained")
     ax.imshow(cells.err, aspect="auto")
-    texts = [ax.text(j, i, charts.short_status(t, notes) if t != "ok" else f"{cells.err[i, j]:.0e}", ha="center",
-                     va="center", fontsize=7) for (i, j), t in cells.label.items()]
+    texts = [
+        ax.text(
+            j,
+            i,
+            charts.short_status(t, notes) if t != "ok" else f"{cells.err[i, j]:.0e}",
+            ha="center",
+            va="center",
+            fontsize=7,
+        )
+        for (i, j), t in cells.label.items()
+    ]
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     cell_px = ax.transData.transform((1, 0))[0] - ax.transData.transform((0, 0))[0]

@@ -41,11 +41,22 @@ def test_no_tracked_file_holds_a_machine_path() -> None:
     assert not found, f"{len(found)} machine path(s), e.g.:\n" + "\n".join(found[:20])
 
 
-@pytest.mark.parametrize("line, machine", [
-    ("records in /work/dr/quick/q.jsonl", True), ("REPO=/home/alice/rnnbench", True), ("/Users/bob/x", True),
-    ("~ is /root/.cache", True), ("--out /tmp/readme-run.jsonl", True), ("mktemp -d /tmp/rb-XXXX", True),
-    ("# /tmp/torchinductor_<user>), so", False), ("/proc/stat", False), ("/dev/null", False),
-    ("<checkout>/.venv/bin/python", False), ("$TMPDIR/idiomatic", False), ("a/tmp/ directory", False),
-])
+@pytest.mark.parametrize(
+    "line, machine",
+    [
+        ("records in /work/dr/quick/q.jsonl", True),
+        ("REPO=/home/alice/rnnbench", True),
+        ("/Users/bob/x", True),
+        ("~ is /root/.cache", True),
+        ("--out /tmp/readme-run.jsonl", True),
+        ("mktemp -d /tmp/rb-XXXX", True),
+        ("# /tmp/torchinductor_<user>), so", False),
+        ("/proc/stat", False),
+        ("/dev/null", False),
+        ("<checkout>/.venv/bin/python", False),
+        ("$TMPDIR/idiomatic", False),
+        ("a/tmp/ directory", False),
+    ],
+)
 def test_the_rule(line: str, machine: bool) -> None:
     assert bool(MACHINE_PATH.search(line)) == machine

@@ -5,7 +5,6 @@ disk) leaves only complete lines, and records carry what --resume matches."""
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -96,12 +95,18 @@ def test_a_failed_write_leaves_only_complete_records(tmp_path: Path) -> None:
         "with record.ResultsFile(sys.argv[1]) as f:\n"
         "    for i in range(100):\n"
         "        try:\n"
-        "            f.append({'model': 'rnn', 'driver': 'd', 'dtype': 'float32', 'status': 'ok', 'seed': i, 'pad': 'x' * 40})\n"
+        "            f.append({'model': 'rnn', 'driver': 'd', 'dtype': 'float32', 'status': 'ok', 'seed': i,\n"
+        "                      'pad': 'x' * 40})\n"
         "        except record.WriteFailed as exc:\n"
         "            print(exc.strerror); sys.exit(3)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True,
-                          preexec_fn=lambda: _fill_at(300), timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(path)],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: _fill_at(300),
+        timeout=60,
+    )
     assert proc.returncode == 3, proc.stderr
     assert "cannot write results file" in proc.stdout and "record(s) written by this run are kept" in proc.stdout
     text = path.read_text()
@@ -112,9 +117,24 @@ def test_a_failed_write_leaves_only_complete_records(tmp_path: Path) -> None:
 
 def test_a_full_disk_mid_run_stops_with_one_line_and_keeps_every_complete_record(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "rnnbench.cli", "run", "--models", "rnn,lstm,decay,taylor_exp",
-                           "--drivers", "torch_nn_lstm,flax_lstm_cell", "--out", str(path)],
-                          capture_output=True, text=True, preexec_fn=lambda: _fill_at(4000), timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rnnbench.cli",
+            "run",
+            "--models",
+            "rnn,lstm,decay,taylor_exp",
+            "--drivers",
+            "torch_nn_lstm,flax_lstm_cell",
+            "--out",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: _fill_at(4000),
+        timeout=300,
+    )
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1 and "cannot write results file" in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
@@ -124,8 +144,27 @@ def test_a_full_disk_mid_run_stops_with_one_line_and_keeps_every_complete_record
 
 
 def _start_run(out: Path, *extra: str) -> subprocess.Popen:
-    args = [sys.executable, "-m", "rnnbench.cli", "run", "--models", "decay", "--drivers", "torch_loop",
-            "--environments", "main", "--dtypes", "float64", "--sizes", "T=7", "--budget", "3", "--out", str(out), *extra]
+    args = [
+        sys.executable,
+        "-m",
+        "rnnbench.cli",
+        "run",
+        "--models",
+        "decay",
+        "--drivers",
+        "torch_loop",
+        "--environments",
+        "main",
+        "--dtypes",
+        "float64",
+        "--sizes",
+        "T=7",
+        "--budget",
+        "3",
+        "--out",
+        str(out),
+        *extra,
+    ]
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -135,10 +174,18 @@ def test_two_runs_on_one_file_one_is_refused_and_nothing_interleaves(tmp_path: P
     deadline = time.time() + 60
     while not out.exists() and time.time() < deadline:
         time.sleep(0.05)
-    second = subprocess.run([sys.executable, "-m", "rnnbench.cli", "run", *QUICK, "--resume", "--out", str(out)],
-                            capture_output=True, text=True, timeout=120)
-    third = subprocess.run([sys.executable, "-m", "rnnbench.cli", "run", *QUICK, "--out", str(out)],
-                           capture_output=True, text=True, timeout=120)
+    second = subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", "run", *QUICK, "--resume", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    third = subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", "run", *QUICK, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     first.communicate(timeout=300)
     assert first.returncode == 0
     assert second.returncode == 2 and "being written by another rnnbench process" in second.stderr, second.stderr
@@ -149,21 +196,33 @@ def test_two_runs_on_one_file_one_is_refused_and_nothing_interleaves(tmp_path: P
 
 def test_records_carry_version_settings_and_fingerprint(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "rnnbench.cli", "run", *QUICK, "--out", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", "run", *QUICK, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     (r,) = record.load([out])
     assert r["schema"] == record.SCHEMA and r["rnnbench_version"].startswith("0.")
     assert set(r["settings"]) == {"threads", "timing", "time", "order", "versions"}
     assert r["settings"]["versions"]["torch"].startswith("2.") and r["fingerprint"] == record.fingerprint(r)
     # Resuming with the same settings skips it; other settings for a decided row are refused.
-    again = subprocess.run([sys.executable, "-m", "rnnbench.cli", "run", *QUICK, "--resume", "--out", str(out)],
-                           capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", "run", *QUICK, "--resume", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 0 and "0 rows" in again.stdout and "1 already done" in again.stdout
     decided = {**r, "status": "ok"}
     out.write_text(record.dumps(decided))
     before = out.read_bytes()
-    other = subprocess.run([sys.executable, "-m", "rnnbench.cli", "run", *QUICK, "--resume", "--out", str(out),
-                            "--budget", "2"], capture_output=True, text=True, timeout=120)
+    other = subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", "run", *QUICK, "--resume", "--out", str(out), "--budget", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert other.returncode == 2 and "timing.budget_s 0.5 -> 2.0" in other.stderr, other.stderr
     assert out.read_bytes() == before

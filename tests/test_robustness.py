@@ -22,10 +22,14 @@ def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """`rnnbench ...` with the faulty drivers loaded; runs are pinned to the main environment."""
     if args and args[0] == "run" and "--environments" not in args:
         args = (*args, "--environments", "main")
-    env = {**os.environ, "RNNBENCH_PLUGINS": "rnnbench_faulty",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "rnnbench.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    env = {
+        **os.environ,
+        "RNNBENCH_PLUGINS": "rnnbench_faulty",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")])),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 def records(path: Path) -> list[dict]:
@@ -34,9 +38,21 @@ def records(path: Path) -> list[dict]:
 
 def test_each_fault_costs_only_its_row(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
-    proc = run_cli("run", "--models", "decay", "--drivers",
-                   "faulty_segfault,faulty_hang,faulty_oom_kill,faulty_memory_hog,faulty_raises,torch_loop",
-                   "--timeout", "20", "--memory-limit-gb", "1.5", "--budget", "0.05", "--out", str(out))
+    proc = run_cli(
+        "run",
+        "--models",
+        "decay",
+        "--drivers",
+        "faulty_segfault,faulty_hang,faulty_oom_kill,faulty_memory_hog,faulty_raises,torch_loop",
+        "--timeout",
+        "20",
+        "--memory-limit-gb",
+        "1.5",
+        "--budget",
+        "0.05",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     status = {r["driver"]: r for r in records(out)}
     assert status["faulty_segfault"]["status"] == "crash"
@@ -51,16 +67,29 @@ def test_each_fault_costs_only_its_row(tmp_path: Path) -> None:
 
 def test_crash_mid_group_continues_with_the_next_rows(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
-    proc = run_cli("run", "--models", "decay,rnn,newton_sqrt", "--drivers", "faulty_crash_on_rnn", "--no-time",
-                   "--out", str(out))
+    proc = run_cli(
+        "run", "--models", "decay,rnn,newton_sqrt", "--drivers", "faulty_crash_on_rnn", "--no-time", "--out", str(out)
+    )
     assert proc.returncode == 1
     assert {r["model"]: r["status"] for r in records(out)} == {"decay": "ok", "rnn": "crash", "newton_sqrt": "ok"}
 
 
 def test_wrong_gradient_row_says_where_it_goes_wrong(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
-    proc = run_cli("run", "--models", "rnn", "--drivers", "faulty_cut_carry,torch_loop", "--no-time",
-                   "--sizes", "T=6", "--dtypes", "float64", "--out", str(out))
+    proc = run_cli(
+        "run",
+        "--models",
+        "rnn",
+        "--drivers",
+        "faulty_cut_carry,torch_loop",
+        "--no-time",
+        "--sizes",
+        "T=6",
+        "--dtypes",
+        "float64",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = {r["driver"]: r for r in records(out)}
     bad = rows["faulty_cut_carry"]
@@ -70,14 +99,28 @@ def test_wrong_gradient_row_says_where_it_goes_wrong(tmp_path: Path) -> None:
     assert "localization" not in rows["torch_loop"]
 
 
-@pytest.mark.parametrize("driver, status", [("faulty_crash_at_length_3", "crash"), ("faulty_hang_at_length_3", "timeout")])
+@pytest.mark.parametrize(
+    "driver, status", [("faulty_crash_at_length_3", "crash"), ("faulty_hang_at_length_3", "timeout")]
+)
 def test_fuzz_crash_or_hang_costs_only_that_body(driver: str, status: str, tmp_path: Path) -> None:
     from rnnbench.fuzz.grammar import generate
 
     lengths = [generate(0, i).length for i in range(8)]
     assert 3 in lengths and set(lengths) != {3}
-    proc = run_cli("fuzz", "--cases", "8", "--drivers", f"{driver},torch_loop", "--no-second-order", "--timeout", "10",
-                   "--losses", "weighted", "--out", str(tmp_path / "f.jsonl"))  # one case per body: the isolation, not the loss forms, is tested
+    proc = run_cli(
+        "fuzz",
+        "--cases",
+        "8",
+        "--drivers",
+        f"{driver},torch_loop",
+        "--no-second-order",
+        "--timeout",
+        "10",
+        "--losses",
+        "weighted",
+        "--out",
+        str(tmp_path / "f.jsonl"),
+    )  # one case per body: the isolation, not the loss forms, is tested
     assert proc.returncode == 1, proc.stdout + proc.stderr
     table = fuzz_table(proc.stdout)
     assert table[driver]["tried"] == 8 and table[driver]["error"] == lengths.count(3)
@@ -92,7 +135,7 @@ def fuzz_table(stdout: str) -> dict[str, dict[str, int]]:
     at = next(i for i, line in enumerate(lines) if line.split()[:1] == ["driver"])
     header = lines[at].split()[1:]
     table = {}
-    for line in lines[at + 1:]:
+    for line in lines[at + 1 :]:
         cells = line.split()
         if len(cells) != len(header) + 1:
             break
@@ -103,8 +146,22 @@ def fuzz_table(stdout: str) -> dict[str, dict[str, int]]:
 def test_killed_run_resumes_without_redoing_rows(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     env = {**os.environ}
-    args = [sys.executable, "-m", "rnnbench.cli", "run", "--models", "decay,rnn,lstm,newton_sqrt,taylor_exp",
-            "--drivers", "torch_loop,jax_lax_scan", "--environments", "main", "--budget", "0.05", "--out", str(out)]
+    args = [
+        sys.executable,
+        "-m",
+        "rnnbench.cli",
+        "run",
+        "--models",
+        "decay,rnn,lstm,newton_sqrt,taylor_exp",
+        "--drivers",
+        "torch_loop,jax_lax_scan",
+        "--environments",
+        "main",
+        "--budget",
+        "0.05",
+        "--out",
+        str(out),
+    ]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
     deadline = time.time() + 300
     while time.time() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 2):
@@ -127,8 +184,16 @@ def test_killed_run_resumes_without_redoing_rows(tmp_path: Path) -> None:
 
 def test_repeatability_is_recorded(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
-    run_cli("run", "--models", "rnn", "--drivers", "torch_loop,jax_lax_scan,faulty_nondeterministic", "--no-time",
-            "--out", str(out))
+    run_cli(
+        "run",
+        "--models",
+        "rnn",
+        "--drivers",
+        "torch_loop,jax_lax_scan,faulty_nondeterministic",
+        "--no-time",
+        "--out",
+        str(out),
+    )
     rep = {r["driver"]: r["repeatable"] for r in records(out)}
     assert rep["torch_loop"] == {"bitwise": True} and rep["jax_lax_scan"] == {"bitwise": True}
     assert rep["faulty_nondeterministic"]["bitwise"] is False and rep["faulty_nondeterministic"]["max_abs_diff"] > 0
@@ -141,7 +206,9 @@ def test_cuda_rows_are_unavailable_without_a_gpu(tmp_path: Path) -> None:
     if torch.cuda.is_available():
         pytest.skip("a GPU is present: the CUDA path runs for real")
     out = tmp_path / "r.jsonl"
-    proc = run_cli("run", "--models", "rnn", "--drivers", "torch_loop,jax_lax_scan", "--device", "cuda", "--out", str(out))
+    proc = run_cli(
+        "run", "--models", "rnn", "--drivers", "torch_loop,jax_lax_scan", "--device", "cuda", "--out", str(out)
+    )
     assert proc.returncode == 0, proc.stderr
     reasons = {r["driver"]: (r["status"], r["reason"]) for r in records(out)}
     assert reasons["torch_loop"] == ("unavailable", "no CUDA device visible to torch")
@@ -201,8 +268,16 @@ def test_shards_partition_the_matrix() -> None:
 def test_table_merges_machines(tmp_path: Path) -> None:
     from rnnbench.report.table import format_table
 
-    base = {"model": "rnn", "driver": "torch_loop", "dtype": "float32", "status": "ok", "max_rel_error": 1e-7,
-            "fwd_bwd": {"median_ms": 1.0, "q1_ms": 0.9, "q3_ms": 1.1}, "fwd": None, "first_call_s": 0.1}
+    base = {
+        "model": "rnn",
+        "driver": "torch_loop",
+        "dtype": "float32",
+        "status": "ok",
+        "max_rel_error": 1e-7,
+        "fwd_bwd": {"median_ms": 1.0, "q1_ms": 0.9, "q3_ms": 1.1},
+        "fwd": None,
+        "first_call_s": 0.1,
+    }
     text = format_table([{**base, "machine": {"hostname": "alpha"}}, {**base, "machine": {"hostname": "beta"}}])
     assert text.splitlines()[0].startswith("machine") and "alpha" in text and "beta" in text
 

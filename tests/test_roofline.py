@@ -19,8 +19,13 @@ from rnnbench.run import roofline
 def rnnbench(*args: str, **env: str) -> subprocess.CompletedProcess:
     import os
 
-    return subprocess.run([sys.executable, "-m", "rnnbench.cli", *args], capture_output=True, text=True, timeout=1200,
-                          env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env={**os.environ, **env},
+    )
 
 
 def test_no_timed_run_row_exceeds_the_peak(tmp_path: Path) -> None:
@@ -28,9 +33,24 @@ def test_no_timed_run_row_exceeds_the_peak(tmp_path: Path) -> None:
     (nn.LSTM once showed 116 % of a torch.matmul-only peak), with a fresh cache: the peak is measured."""
     pytest.importorskip("jax")
     out = tmp_path / "r.jsonl"
-    proc = rnnbench("run", "--models", "lstm,rnn", "--drivers", "torch_nn_lstm,torch_nn_rnn,jax_lax_scan,flax_lstm_cell,torch_loop",
-                    "--environments", "main", "--sizes", "T=16,B=32,I=128,H=256", "--threads", "1", "--budget", "0.2",
-                    "--out", str(out), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    proc = rnnbench(
+        "run",
+        "--models",
+        "lstm,rnn",
+        "--drivers",
+        "torch_nn_lstm,torch_nn_rnn,jax_lax_scan,flax_lstm_cell,torch_loop",
+        "--environments",
+        "main",
+        "--sizes",
+        "T=16,B=32,I=128,H=256",
+        "--threads",
+        "1",
+        "--budget",
+        "0.2",
+        "--out",
+        str(out),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     records = record.load([out])
     ok = [r for r in records if r["status"] == "ok"]
@@ -54,19 +74,28 @@ def _fake_measurement(calls: list, others: list | None = None) -> object:
         request = json.loads(json.dumps(request))  # as the worker gets it
         calls.append(request)
         rates = {"x".join(map(str, s)): 10.0 + s[0] / 1000 + len(calls) for s in request["shapes"]}
-        return {"by_framework": {"torch": rates, "numpy": {k: v / 2 for k, v in rates.items()}}, "errors": {},
-                "others_on_cpus": others.pop(0) if others else 0.0}
+        return {
+            "by_framework": {"torch": rates, "numpy": {k: v / 2 for k, v in rates.items()}},
+            "errors": {},
+            "others_on_cpus": others.pop(0) if others else 0.0,
+        }
 
     return measure
 
 
-def test_the_peak_is_cached_per_machine_and_measures_only_new_shapes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_peak_is_cached_per_machine_and_measures_only_new_shapes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls: list = []
     monkeypatch.setattr(roofline, "_measure_in_worker", _fake_measurement(calls))
     first = roofline.peak_for("float32", 1, [{"T": 4, "B": 2, "I": 3, "H": 5}], cpus=[0])
     assert len(calls) == 1 and [2, 5, 20] in calls[0]["shapes"] and [2048, 2048, 2048] in calls[0]["shapes"]
-    assert first["framework"] == "torch" and first["shape"] == "2048x2048x2048" and first["gflops"] == pytest.approx(13.048)
+    assert (
+        first["framework"] == "torch"
+        and first["shape"] == "2048x2048x2048"
+        and first["gflops"] == pytest.approx(13.048)
+    )
     again = roofline.peak_for("float32", 1, [{"T": 4, "B": 2, "I": 3, "H": 5}], cpus=[0])
     assert len(calls) == 1 and again["gflops"] == first["gflops"]  # nothing new: nothing measured
     roofline.peak_for("float32", 1, [{"B": 7, "H": 5}], cpus=[0])
@@ -85,7 +114,12 @@ def test_the_peak_is_cached_per_machine_and_measures_only_new_shapes(tmp_path: P
 
 def test_with_roofline() -> None:
     peak = {"gflops": 100.0, "threads": 1, "dtype": "float32"}
-    ok = {"status": "ok", "flops": {"fwd": 1e6, "fwd_bwd": 3e6}, "fwd": {"median_ms": 0.1}, "fwd_bwd": {"median_ms": 0.1}}
+    ok = {
+        "status": "ok",
+        "flops": {"fwd": 1e6, "fwd_bwd": 3e6},
+        "fwd": {"median_ms": 0.1},
+        "fwd_bwd": {"median_ms": 0.1},
+    }
     roofline.with_roofline(ok, peak)
     assert ok["gemm_peak"] == peak
     assert ok["roofline"]["fwd"]["gflops"] == pytest.approx(10.0)
@@ -100,7 +134,9 @@ def test_gemm_shapes_include_the_rows_own() -> None:
     assert {(4, 16, 64), (4, 16, 16), (4, 8, 64), (64, 8, 64), (12, 12, 12), (2048, 2048, 2048)} <= set(shapes)
 
 
-def test_a_peak_measured_under_contention_is_measured_again_until_calm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_peak_measured_under_contention_is_measured_again_until_calm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls: list = []
     monkeypatch.setattr(roofline, "_measure_in_worker", _fake_measurement(calls, others=[0.6, 0.05]))

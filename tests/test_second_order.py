@@ -51,7 +51,9 @@ def test_hvp_oracles_agree(core_model_name: str) -> None:
     names = case.wrt_names(model.carry_names)
     by_gradient = gradient_difference_hvp(model, case, v)
     by_loss = finite_difference_hvp(model, case, v)
-    errors = compare_grads(by_loss, by_gradient, names, hvp_tolerance("finite_differences_hvp", reference_loss(model, case)))
+    errors = compare_grads(
+        by_loss, by_gradient, names, hvp_tolerance("finite_differences_hvp", reference_loss(model, case))
+    )
     assert all(e.status == "ok" for e in errors), errors
     assert any(np.any(by_gradient[n]) for n in names), "H v is identically zero: the comparison proves nothing"
 

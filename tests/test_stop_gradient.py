@@ -34,15 +34,31 @@ SG_PARAMS = {"w": np.array([0.5, -0.3, 0.8])}
 
 def _sg_problem() -> tuple[Model, Case]:
     rng = np.random.default_rng(0)
-    model = Model(name="sg", summary="", carry_names=("h",), default_sizes={}, make_case=None, step=sg_step,
-                  loss=lambda ops, consts, ys, carry: ops.sum(ys * consts["wy"]) + ops.sum(carry[0] * consts["wc"]))
-    case = Case(model="sg", sizes={"T": 5}, seed=0, params=SG_PARAMS, carry0=(np.full(3, 0.2),),
-                xs=np.ones((5, 3)), length=5, consts={"wy": rng.uniform(-1, 1, (5, 3)), "wc": rng.uniform(-1, 1, 3)},
-                carry0_requires_grad=(True,))
+    model = Model(
+        name="sg",
+        summary="",
+        carry_names=("h",),
+        default_sizes={},
+        make_case=None,
+        step=sg_step,
+        loss=lambda ops, consts, ys, carry: ops.sum(ys * consts["wy"]) + ops.sum(carry[0] * consts["wc"]),
+    )
+    case = Case(
+        model="sg",
+        sizes={"T": 5},
+        seed=0,
+        params=SG_PARAMS,
+        carry0=(np.full(3, 0.2),),
+        xs=np.ones((5, 3)),
+        length=5,
+        consts={"wy": rng.uniform(-1, 1, (5, 3)), "wc": rng.uniform(-1, 1, 3)},
+        carry0_requires_grad=(True,),
+    )
     return model, case
 
 
 # -- the mechanism ---------------------------------------------------------------------------------
+
 
 def test_numpy_stop_gradient_is_the_identity_outside_the_context() -> None:
     x = np.array([1.0, -2.0])
@@ -86,6 +102,7 @@ def test_a_pass_with_another_number_of_calls_raises() -> None:
 
 # -- the gradient oracle ---------------------------------------------------------------------------
 
+
 def test_the_oracle_freezes_stop_gradient_and_differencing_the_plain_forward_does_not() -> None:
     """Frozen finite differences agree with autodiff (torch_loop); a plain central difference of the
     same forward, which sees stop_gradient as the identity, does not."""
@@ -94,8 +111,16 @@ def test_the_oracle_freezes_stop_gradient_and_differencing_the_plain_forward_doe
     frozen = finite_difference_grads(model, case)
     _, autodiff = registry.get_driver("torch_loop").prepare(model, case, "float64", "cpu").loss_and_grads()
     w, steps = case.params["w"], entry_steps(case.params["w"])
-    plain = np.array([derivative(lambda v, i=i: reference_loss(model, case, params={"w": np.where(np.arange(3) == i, v, w)}),
-                                 float(w[i]), float(steps[i]))[0] for i in range(3)])
+    plain = np.array(
+        [
+            derivative(
+                lambda v, i=i: reference_loss(model, case, params={"w": np.where(np.arange(3) == i, v, w)}),
+                float(w[i]),
+                float(steps[i]),
+            )[0]
+            for i in range(3)
+        ]
+    )
     scale = np.abs(autodiff["w"]).max()
     np.testing.assert_allclose(frozen["w"], autodiff["w"], rtol=0, atol=1e-8 * scale)
     assert np.abs(plain - autodiff["w"]).max() > 1e-2 * scale, (plain, autodiff["w"])
@@ -103,19 +128,27 @@ def test_the_oracle_freezes_stop_gradient_and_differencing_the_plain_forward_doe
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_a_stop_gradient_recurrence_agrees_on_every_driver(dtype: str) -> None:
-    report = rnnbench.check_recurrence(sg_step, params=SG_PARAMS, carry0=(np.zeros(3),), xs=np.ones((5, 3)),
-                                       drivers=DRIVERS, dtype=dtype)
+    report = rnnbench.check_recurrence(
+        sg_step, params=SG_PARAMS, carry0=(np.zeros(3),), xs=np.ones((5, 3)), drivers=DRIVERS, dtype=dtype
+    )
     assert report.ok, str(report)
 
 
 def test_without_freezing_a_correct_driver_is_a_mismatch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(finite_diff, "frozen_stop_gradients", contextlib.nullcontext)
-    report = rnnbench.check_recurrence(sg_step, params=SG_PARAMS, carry0=(np.zeros(3),), xs=np.ones((5, 3)),
-                                       drivers=["torch_loop"], oracle="finite_differences")
+    report = rnnbench.check_recurrence(
+        sg_step,
+        params=SG_PARAMS,
+        carry0=(np.zeros(3),),
+        xs=np.ones((5, 3)),
+        drivers=["torch_loop"],
+        oracle="finite_differences",
+    )
     assert {r.status for r in report.results} == {"grad_mismatch"}, str(report)  # under every loss form
 
 
 # -- the Hessian-vector-product oracle -------------------------------------------------------------
+
 
 def test_the_hvp_oracle_freezes_stop_gradient(monkeypatch: pytest.MonkeyPatch) -> None:
     """torch double backward treats detach as a constant; the loss-difference oracle must too (the
@@ -126,12 +159,14 @@ def test_the_hvp_oracle_freezes_stop_gradient(monkeypatch: pytest.MonkeyPatch) -
     result = check_second_order(model, "torch_loop", case, prepared)
     assert result.status == "ok", result.report
     monkeypatch.setattr(finite_diff, "frozen_stop_gradients", contextlib.nullcontext)
-    unfrozen = check_second_order(model, "torch_loop", case, prepared,
-                                  oracle=hvp_oracle(model, case, choice="finite_differences"))
+    unfrozen = check_second_order(
+        model, "torch_loop", case, prepared, oracle=hvp_oracle(model, case, choice="finite_differences")
+    )
     assert unfrozen.status == "hvp_mismatch", unfrozen.report
 
 
 # -- every new op through the public API -----------------------------------------------------------
+
 
 def many_ops_step(ops, params, carry, x):
     """tan, log, sqrt, abs, where, maximum, minimum, flip, concat(axis=-1) and reshape on a (2, 3)
@@ -159,8 +194,17 @@ def test_every_new_op_agrees_on_every_driver(dtype: str) -> None:
     rng = np.random.default_rng(1)
     xs = rng.choice([-1.0, 1.0], (5, 2, 3))
     consts = {"wy": rng.uniform(-1, 1, (5, 2, 3)), "wc": rng.uniform(-1, 1, (2, 3))}
-    report = rnnbench.check_recurrence(many_ops_step, params={"w": rng.uniform(-0.8, 0.8, (2, 3)), "b": rng.uniform(0.5, 1.5, (2, 3))},
-                                       carry0=(rng.uniform(-0.5, 0.5, (2, 3)),), xs=xs, loss=_flipped_loss, consts=consts,
-                                       carry0_requires_grad=True, xs_requires_grad=True, drivers=DRIVERS, dtype=dtype)
+    report = rnnbench.check_recurrence(
+        many_ops_step,
+        params={"w": rng.uniform(-0.8, 0.8, (2, 3)), "b": rng.uniform(0.5, 1.5, (2, 3))},
+        carry0=(rng.uniform(-0.5, 0.5, (2, 3)),),
+        xs=xs,
+        loss=_flipped_loss,
+        consts=consts,
+        carry0_requires_grad=True,
+        xs_requires_grad=True,
+        drivers=DRIVERS,
+        dtype=dtype,
+    )
     assert report.ok, str(report)
     assert {e.name for e in report.results[0].grad_errors} == {"w", "b", "carry0.c0", "xs"}

@@ -39,8 +39,23 @@ def test_sweep_budget_skips_are_recorded_and_report_draws(tmp_path: Path) -> Non
     """A 4 s budget: the eager loop fits its first row; inductor's cold compile does not, so that
     row is killed and every later size of that driver is recorded as skipped: budget."""
     out = tmp_path / "s.jsonl"
-    proc = rnnbench("sweep", "--models", "rnn", "--drivers", "torch_loop,torch_loop_compiled,torch_nn_lstm",
-                    "--lengths", "4,8", "--threads", "1", "--budget", "0.02", "--driver-budget", "4", "--out", str(out))
+    proc = rnnbench(
+        "sweep",
+        "--models",
+        "rnn",
+        "--drivers",
+        "torch_loop,torch_loop_compiled,torch_nn_lstm",
+        "--lengths",
+        "4,8",
+        "--threads",
+        "1",
+        "--budget",
+        "0.02",
+        "--driver-budget",
+        "4",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 6  # 3 drivers x 2 lengths: nothing dropped
@@ -49,8 +64,11 @@ def test_sweep_budget_skips_are_recorded_and_report_draws(tmp_path: Path) -> Non
     first = by[("torch_loop", 4)]
     assert first["status"] == "ok"
     assert first["gemm_peak"]["gflops"] > 0 and first["flops"]["fwd_bwd"] > first["flops"]["fwd"] > 0
-    assert 0 < first["roofline"]["fwd_bwd"]["fraction_of_peak"] == pytest.approx(
-        first["roofline"]["fwd_bwd"]["gflops"] / first["gemm_peak"]["gflops"])
+    assert (
+        0
+        < first["roofline"]["fwd_bwd"]["fraction_of_peak"]
+        == pytest.approx(first["roofline"]["fwd_bwd"]["gflops"] / first["gemm_peak"]["gflops"])
+    )
     assert first["memory"]["peak_rss_mb"] >= first["memory"]["rss_before_row_mb"] > 0
     assert first["environment"]["threads_in_use"]["torch_intra_op"] == 1
     for T in (4, 8):

@@ -65,28 +65,38 @@ def test_cpu_record_fields_exist_and_are_typed(jax_row: dict) -> None:
 
 
 def _cpu(**fields) -> dict:
-    base = {"threads": 1, "affinity": [1], "machine_cpus": 2, "cpu_ratio": 1.0, "others_on_cpus": 0.0,
-            "load_start": [0.2, 0.2, 0.2], "load_end": [0.3, 0.2, 0.2]}
+    base = {
+        "threads": 1,
+        "affinity": [1],
+        "machine_cpus": 2,
+        "cpu_ratio": 1.0,
+        "others_on_cpus": 0.0,
+        "load_start": [0.2, 0.2, 0.2],
+        "load_end": [0.3, 0.2, 0.2],
+    }
     return {**base, **fields}
 
 
-@pytest.mark.parametrize(("fields", "notes"), [
-    ({}, []),
-    ({"cpu_ratio": 1.65}, ["over_share"]),  # XLA's pool on a second core at --threads 1
-    ({"cpu_ratio": 1.05}, []),
-    ({"threads": 2, "affinity": [0, 1], "cpu_ratio": 1.65}, []),  # within a 2-thread share
-    ({"threads": 2, "affinity": [0, 1], "cpu_ratio": 2.4}, ["over_share"]),
-    ({"others_on_machine": 1.5}, ["load"]),  # 1.5 cores of other work on 2 cores, 1 left free
-    ({"others_on_machine": 0.9}, []),  # within the free core
-    ({"threads": 2, "affinity": [0, 1], "others_on_machine": 0.3}, ["load"]),  # no core free
-    ({"threads": 2, "affinity": [0, 1], "others_on_machine": 0.05}, []),  # the kernel's own ticks
-    # the 1-minute load average is recorded, not judged: it lags and counts this run's own rows
-    ({"load_start": [2.9, 2.0, 1.0], "load_end": [3.0, 2.0, 2.0]}, []),
-    ({"threads": 2, "affinity": [0, 1], "load_start": [0.7, 0.5, 0.4], "others_on_machine": 0.02}, []),
-    ({"others_on_cpus": 0.3}, ["contended"]),
-    ({"others_on_cpus": None}, []),
-    ({"cpu_ratio": 1.65, "others_on_cpus": 0.3, "others_on_machine": 1.4}, ["over_share", "load", "contended"]),
-])
+@pytest.mark.parametrize(
+    ("fields", "notes"),
+    [
+        ({}, []),
+        ({"cpu_ratio": 1.65}, ["over_share"]),  # XLA's pool on a second core at --threads 1
+        ({"cpu_ratio": 1.05}, []),
+        ({"threads": 2, "affinity": [0, 1], "cpu_ratio": 1.65}, []),  # within a 2-thread share
+        ({"threads": 2, "affinity": [0, 1], "cpu_ratio": 2.4}, ["over_share"]),
+        ({"others_on_machine": 1.5}, ["load"]),  # 1.5 cores of other work on 2 cores, 1 left free
+        ({"others_on_machine": 0.9}, []),  # within the free core
+        ({"threads": 2, "affinity": [0, 1], "others_on_machine": 0.3}, ["load"]),  # no core free
+        ({"threads": 2, "affinity": [0, 1], "others_on_machine": 0.05}, []),  # the kernel's own ticks
+        # the 1-minute load average is recorded, not judged: it lags and counts this run's own rows
+        ({"load_start": [2.9, 2.0, 1.0], "load_end": [3.0, 2.0, 2.0]}, []),
+        ({"threads": 2, "affinity": [0, 1], "load_start": [0.7, 0.5, 0.4], "others_on_machine": 0.02}, []),
+        ({"others_on_cpus": 0.3}, ["contended"]),
+        ({"others_on_cpus": None}, []),
+        ({"cpu_ratio": 1.65, "others_on_cpus": 0.3, "others_on_machine": 1.4}, ["over_share", "load", "contended"]),
+    ],
+)
 def test_contention_notes(fields: dict, notes: list[str]) -> None:
     assert cpus.contention_notes(_cpu(**fields)) == notes
 
@@ -95,15 +105,25 @@ def test_a_flagged_row_is_marked_in_the_table() -> None:
     cpu = _cpu(cpu_ratio=1.65)
     cpu["notes"] = cpus.contention_notes(cpu)
     timing_ = {"median_ms": 1.0, "q1_ms": 0.9, "q3_ms": 1.1, "min_ms": 0.8, "max_ms": 2.0, "repeats": 9}
-    rec = {"model": "lstm", "driver": "jax_lax_scan", "dtype": "float32", "status": "ok", "env_label": "jax 0.10.2",
-           "fwd_bwd": timing_, "fwd": timing_, "cpu": cpu}
+    rec = {
+        "model": "lstm",
+        "driver": "jax_lax_scan",
+        "dtype": "float32",
+        "status": "ok",
+        "env_label": "jax 0.10.2",
+        "fwd_bwd": timing_,
+        "fwd": timing_,
+        "cpu": cpu,
+    }
     calm = {**rec, "driver": "flax_scan", "cpu": _cpu(notes=[])}
     assert record.problem(rec) is None
     lines = format_table([rec, calm]).splitlines()
     flagged = next(line for line in lines if "jax_lax_scan" in line)
     assert f"[0.9-1.1] {CONTENDED_MARK}" in flagged
     assert CONTENDED_MARK not in next(line for line in lines if "flax_scan" in line)
-    assert any(line.startswith(f"{CONTENDED_MARK} 1 row(s) timed under contention") and "over_share" in line for line in lines)
+    assert any(
+        line.startswith(f"{CONTENDED_MARK} 1 row(s) timed under contention") and "over_share" in line for line in lines
+    )
 
 
 def test_cpus_are_chosen_deterministically_one_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -121,20 +141,24 @@ def test_pin_process_pins_every_thread() -> None:
     import subprocess
     import sys
 
-    script = ("import threading, time, os\n"
-              "from rnnbench.run.cpus import choose_cpus, pin_process\n"
-              "ev = threading.Event(); t = threading.Thread(target=ev.wait); t.start()\n"  # a thread that predates the pin
-              "cpus = choose_cpus(1); pin_process(cpus)\n"
-              "masks = {int(tid): sorted(os.sched_getaffinity(int(tid))) for tid in os.listdir('/proc/self/task')}\n"
-              "ev.set(); t.join()\n"
-              "assert len(masks) >= 2 and all(m == cpus for m in masks.values()), (masks, cpus)\n")
+    script = (
+        "import threading, time, os\n"
+        "from rnnbench.run.cpus import choose_cpus, pin_process\n"
+        "ev = threading.Event(); t = threading.Thread(target=ev.wait); t.start()\n"  # a thread that predates the pin
+        "cpus = choose_cpus(1); pin_process(cpus)\n"
+        "masks = {int(tid): sorted(os.sched_getaffinity(int(tid))) for tid in os.listdir('/proc/self/task')}\n"
+        "ev.set(); t.join()\n"
+        "assert len(masks) >= 2 and all(m == cpus for m in masks.values()), (masks, cpus)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
 
 
 def test_load_line() -> None:
-    assert cpus.load_line(2, cores=2, load=1.9, busy=1.8) == \
-        "load average 1.9 on 2 cores at start, 1.8 cores busy now: timings may be contended (2 threads per row)"
+    assert (
+        cpus.load_line(2, cores=2, load=1.9, busy=1.8)
+        == "load average 1.9 on 2 cores at start, 1.8 cores busy now: timings may be contended (2 threads per row)"
+    )
     assert cpus.load_line(1, cores=2, load=0.4, busy=0.3) == "load average 0.4 on 2 cores at start, 0.3 cores busy now"
     assert cpus.load_line(1, cores=2, load=1.9, busy=1.5).endswith("timings may be contended (1 thread per row)")
     # an idle machine whose last minute was busy (the average lags): not contended
@@ -161,8 +185,9 @@ def test_the_plain_progress_log_says_first_how_many_rows_are_unavailable() -> No
 
     out = io.StringIO()
     progress = Progress(5, stream=out, tty=False, unavailable=2)
-    assert out.getvalue() == ("[0/5] 2 of the 5 rows are unavailable here (not run; listed by reason at the end), "
-                              "3 to run\n")
+    assert out.getvalue() == (
+        "[0/5] 2 of the 5 rows are unavailable here (not run; listed by reason at the end), 3 to run\n"
+    )
     row = {"model": "rnn", "driver": "torch_loop", "dtype": "float32", "env_label": "torch 2.13.0"}
     for status in ("unavailable", "unavailable", "ok", "unavailable", "ok"):
         progress.done({**row, "status": status})

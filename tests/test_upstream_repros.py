@@ -49,8 +49,11 @@ def _undecided_here(issue: known_issues.KnownIssue) -> bool:
 
     tables = sorted((known_issues.REGISTRY_PATH.parents[2] / "docs" / "results").glob("*-bug-versions.jsonl"))
     measured = bug_table.reproduced_versions(record.load([tables[-1]])).get(issue.id, {})
-    return any((installed_version(p) or "").split("+")[0] in cells and cells[(installed_version(p) or "").split("+")[0]] is None
-               for p, cells in measured.items())
+    return any(
+        (installed_version(p) or "").split("+")[0] in cells
+        and cells[(installed_version(p) or "").split("+")[0]] is None
+        for p, cells in measured.items()
+    )
 
 
 @pytest.mark.parametrize("issue_id", [i.id for i in known_issues.registry() if bugs.report_paths(i.id)[1].is_file()])
@@ -60,12 +63,21 @@ def test_repro_agrees_with_the_registry(issue_id: str) -> None:
     if missing:
         pytest.skip(f"{issue_id}'s repro needs {missing}, not installed here")
     script = bugs.report_paths(issue_id)[1]
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE", "CPU")})
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE", "CPU")},
+    )
     output = proc.stdout + proc.stderr[-3000:]
     if _claimed_here(issue):
-        assert proc.returncode == 1, f"the registry claims {issue_id} here but its repro says {proc.returncode}\n{output}"
+        assert proc.returncode == 1, (
+            f"the registry claims {issue_id} here but its repro says {proc.returncode}\n{output}"
+        )
     elif proc.returncode == CANNOT_DECIDE:
         assert _undecided_here(issue), f"{issue_id}'s repro cannot decide here, but the version table does\n{output}"
     else:
-        assert proc.returncode == 0, f"the registry does not claim {issue_id} here but its repro says {proc.returncode}\n{output}"
+        assert proc.returncode == 0, (
+            f"the registry does not claim {issue_id} here but its repro says {proc.returncode}\n{output}"
+        )

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import zlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -101,24 +101,60 @@ def _last_cotangent(consts, ys, carry) -> Cotangents:
     return dys, _zeros(carry)
 
 
-FORMS: dict[str, LossForm] = {f.name: f for f in (
-    LossForm("weighted", "sum(ys * wy) + sum_i sum(c_i * wc_i), fixed random weights (the fuzzer's and the API's default)",
-             weighted, lambda rng, ys, carry: {**_ys_weights(rng, ys, carry), **_carry_weights(rng, ys, carry)},
-             lambda k, ys, carry: (k["wy"], tuple(k[f"wc{i}"] for i in range(len(carry))))),
-    LossForm("ys_only", "sum(ys * wy): the final carry gets a zero cotangent", ys_only, _ys_weights,
-             lambda k, ys, carry: (k["wy"], _zeros(carry))),
-    LossForm("carry_only", "sum_i sum(c_i * wc_i): every output gets a zero cotangent", carry_only, _carry_weights,
-             lambda k, ys, carry: (np.zeros(np.shape(ys)), tuple(k[f"wc{i}"] for i in range(len(carry))))),
-    LossForm("sum_carry", "sum_i sum(c_i), unweighted: an all-ones (expanded) final-carry cotangent", sum_carry,
-             lambda rng, ys, carry: {},
-             lambda k, ys, carry: (np.zeros(np.shape(ys)), tuple(np.ones(np.shape(c)) for c in carry))),
-    LossForm("mean", "mean(ys): one constant cotangent 1/numel over every output", mean, lambda rng, ys, carry: {},
-             lambda k, ys, carry: (np.full(np.shape(ys), 1.0 / np.size(ys)), _zeros(carry))),
-    LossForm("last_y", "sum(ys[T-1] * w): only the last output reaches the loss", last_y,
-             lambda rng, ys, carry: {"w_last": _uniform(rng, ys[-1])}, _last_cotangent),
-    LossForm("sum_squares", "0.5 sum(ys^2) + 0.5 sum_i sum(c_i^2): cotangents equal to the outputs", sum_squares,
-             lambda rng, ys, carry: {}, lambda k, ys, carry: (np.asarray(ys), tuple(np.asarray(c) for c in carry))),
-)}
+FORMS: dict[str, LossForm] = {
+    f.name: f
+    for f in (
+        LossForm(
+            "weighted",
+            "sum(ys * wy) + sum_i sum(c_i * wc_i), fixed random weights (the fuzzer's and the API's default)",
+            weighted,
+            lambda rng, ys, carry: {**_ys_weights(rng, ys, carry), **_carry_weights(rng, ys, carry)},
+            lambda k, ys, carry: (k["wy"], tuple(k[f"wc{i}"] for i in range(len(carry)))),
+        ),
+        LossForm(
+            "ys_only",
+            "sum(ys * wy): the final carry gets a zero cotangent",
+            ys_only,
+            _ys_weights,
+            lambda k, ys, carry: (k["wy"], _zeros(carry)),
+        ),
+        LossForm(
+            "carry_only",
+            "sum_i sum(c_i * wc_i): every output gets a zero cotangent",
+            carry_only,
+            _carry_weights,
+            lambda k, ys, carry: (np.zeros(np.shape(ys)), tuple(k[f"wc{i}"] for i in range(len(carry)))),
+        ),
+        LossForm(
+            "sum_carry",
+            "sum_i sum(c_i), unweighted: an all-ones (expanded) final-carry cotangent",
+            sum_carry,
+            lambda rng, ys, carry: {},
+            lambda k, ys, carry: (np.zeros(np.shape(ys)), tuple(np.ones(np.shape(c)) for c in carry)),
+        ),
+        LossForm(
+            "mean",
+            "mean(ys): one constant cotangent 1/numel over every output",
+            mean,
+            lambda rng, ys, carry: {},
+            lambda k, ys, carry: (np.full(np.shape(ys), 1.0 / np.size(ys)), _zeros(carry)),
+        ),
+        LossForm(
+            "last_y",
+            "sum(ys[T-1] * w): only the last output reaches the loss",
+            last_y,
+            lambda rng, ys, carry: {"w_last": _uniform(rng, ys[-1])},
+            _last_cotangent,
+        ),
+        LossForm(
+            "sum_squares",
+            "0.5 sum(ys^2) + 0.5 sum_i sum(c_i^2): cotangents equal to the outputs",
+            sum_squares,
+            lambda rng, ys, carry: {},
+            lambda k, ys, carry: (np.asarray(ys), tuple(np.asarray(c) for c in carry)),
+        ),
+    )
+}
 NAMES: tuple[str, ...] = (MODEL_LOSS, *FORMS)
 CHECKED: tuple[str, ...] = ("weighted", "sum_carry", "mean", "last_y")
 """The forms the fuzzer and check_recurrence judge under by default: random weights on everything,
@@ -152,11 +188,16 @@ def with_loss(model: Model, case: Case, name: str) -> tuple[Model, Case]:
     rng = np.random.default_rng([case.seed, zlib.crc32(name.encode())])
     consts = form.weights(rng, np.asarray(ys), tuple(np.asarray(c) for c in carry))
     new_case = dataclasses.replace(case, consts=consts, loss=name)
-    expressible = model.oracle is not None and model.cotangent_consts is not None and model.cotangent_consts(
-        *form.cotangents(consts, np.asarray(ys), tuple(np.asarray(c) for c in carry))) is not None
+    expressible = (
+        model.oracle is not None
+        and model.cotangent_consts is not None
+        and model.cotangent_consts(*form.cotangents(consts, np.asarray(ys), tuple(np.asarray(c) for c in carry)))
+        is not None
+    )
     oracle = _through_cotangents(model, form) if expressible else None
-    new_model = dataclasses.replace(model, loss=form.loss, oracle=oracle,
-                                    oracle_kind=model.oracle_kind if oracle else "finite_differences")
+    new_model = dataclasses.replace(
+        model, loss=form.loss, oracle=oracle, oracle_kind=model.oracle_kind if oracle else "finite_differences"
+    )
     return new_model, new_case
 
 
@@ -173,7 +214,7 @@ def _through_cotangents(model: Model, form: LossForm) -> Callable[[Case], dict[s
     return oracle
 
 
-def parse(value: Optional[str], default: Sequence[str]) -> list[str]:
+def parse(value: str | None, default: Sequence[str]) -> list[str]:
     """Comma-separated loss names -> list, in order, duplicates once; ValueError on an unknown name."""
     if not value:
         return list(default)

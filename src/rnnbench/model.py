@@ -7,8 +7,9 @@ H = hidden width, n = vector/matrix size of the series and iteration models.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ class Case:
     seed: int
     params: Mapping[str, np.ndarray]
     carry0: tuple[np.ndarray, ...]
-    xs: Optional[np.ndarray]
+    xs: np.ndarray | None
     length: int
     consts: Mapping[str, np.ndarray] = field(default_factory=dict)
     carry0_requires_grad: tuple[bool, ...] = ()
@@ -49,7 +50,7 @@ class Case:
             names.append("xs")
         return names
 
-    def rounded_to(self, dtype: str) -> "Case":
+    def rounded_to(self, dtype: str) -> Case:
         """The same case with every array rounded to `dtype` and stored back as float64.
 
         A driver running at `dtype` then sees exactly these values, and the float64 oracle is
@@ -79,15 +80,15 @@ def numpy_dtype(dtype: str) -> Any:
     return {"float64": np.float64, "float32": np.float32, "float16": np.float16}[dtype]
 
 
-Step = Callable[[Ops, Params, Carry, Optional[Array]], tuple[Carry, Array]]
+Step = Callable[[Ops, Params, Carry, Array | None], tuple[Carry, Array]]
 Loss = Callable[[Ops, Mapping[str, Array], Array, Carry], Array]
 Prologue = Callable[[Ops, Params, Array], Array]
 # recur(step, params, carry0, xs, length) -> (ys (T, ...), carry_T): one recurrence, run by a
 # driver's mechanism (a Python loop, torch scan, lax.scan, nn.scan, ...). xs (T, ...) or None.
-Recur = Callable[[Step, Params, Carry, Optional[Array], int], tuple[Array, Carry]]
+Recur = Callable[[Step, Params, Carry, Array | None, int], tuple[Array, Carry]]
 # forward(ops, params, carry0, xs, length, recur) -> (ys, carry_T): a model made of several
 # recurrences (stacked layers, two directions), each run through `recur`.
-Forward = Callable[[Ops, Params, Carry, Optional[Array], int, Recur], tuple[Array, Carry]]
+Forward = Callable[[Ops, Params, Carry, Array | None, int, Recur], tuple[Array, Carry]]
 Flops = Callable[[Mapping[str, int]], dict[str, float]]
 
 
@@ -132,14 +133,14 @@ class Model:
     make_case: Callable[[Mapping[str, int], int], Case]
     step: Step
     loss: Loss
-    prologue: Optional[Prologue] = None
-    oracle: Optional[Callable[[Case], dict[str, np.ndarray]]] = None
+    prologue: Prologue | None = None
+    oracle: Callable[[Case], dict[str, np.ndarray]] | None = None
     oracle_kind: str = "finite_differences"
     kind: str = "generic"
-    flops: Optional[Flops] = None
+    flops: Flops | None = None
     island_grads: tuple[str, ...] = ()
-    forward: Optional[Forward] = None
-    cotangent_consts: Optional[Callable[[np.ndarray, tuple], Optional[dict[str, np.ndarray]]]] = None
+    forward: Forward | None = None
+    cotangent_consts: Callable[[np.ndarray, tuple], dict[str, np.ndarray] | None] | None = None
     suite: str = "core"
 
     def sizes_with_defaults(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -154,8 +155,9 @@ class Model:
         return sizes
 
 
-def run_forward(ops: Ops, model: Model, params: Params, carry0: Carry, xs: Optional[Array], length: int,
-                recur: Recur) -> tuple[Array, Carry]:
+def run_forward(
+    ops: Ops, model: Model, params: Params, carry0: Carry, xs: Array | None, length: int, recur: Recur
+) -> tuple[Array, Carry]:
     """The model's forward with every recurrence run by `recur`: (ys (T, ...), carry_T)."""
     if model.forward is not None:
         return model.forward(ops, params, tuple(carry0), xs, length, recur)
@@ -164,7 +166,7 @@ def run_forward(ops: Ops, model: Model, params: Params, carry0: Carry, xs: Optio
     return recur(model.step, params, tuple(carry0), xs, length)
 
 
-def scan_inputs(ops: Ops, xs: Optional[Array], length: int, like: Array) -> tuple[Array, Callable[[Any], Any]]:
+def scan_inputs(ops: Ops, xs: Array | None, length: int, like: Array) -> tuple[Array, Callable[[Any], Any]]:
     """For scan primitives that need something to scan over: (xs, or (length, 1) zeros in like's
     dtype and device for a trip-count recurrence; how a slice reaches the step: itself, or None)."""
     if xs is not None:
@@ -172,12 +174,12 @@ def scan_inputs(ops: Ops, xs: Optional[Array], length: int, like: Array) -> tupl
     return ops.zeros((length, 1), like), lambda x: None
 
 
-def loop_recur(ops: Ops, collect: Optional[Callable[[Any, int, Any], Any]] = None) -> Recur:
+def loop_recur(ops: Ops, collect: Callable[[Any, int, Any], Any] | None = None) -> Recur:
     """The plain Python loop as a `recur`, over the slices of ops.unstack(xs). collect(ys, t, y) -> ys:
     how step t's output joins ys, for loops that write into a preallocated buffer (ys is None before
     the first step); default: a list, stacked at the end."""
 
-    def recur(step: Step, params: Params, carry0: Carry, xs: Optional[Array], length: int):
+    def recur(step: Step, params: Params, carry0: Carry, xs: Array | None, length: int):
         carry = tuple(carry0)
         ys: Any = None if collect is not None else []
         # One unstack, not xs[t] per step: each index's derivative is a zero array of xs's full
@@ -194,8 +196,15 @@ def loop_recur(ops: Ops, collect: Optional[Callable[[Any, int, Any], Any]] = Non
     return recur
 
 
-def rollout(ops: Ops, model: Model, params: Params, carry0: Carry, xs: Optional[Array], length: int,
-            collect: Optional[Callable[[Any, int, Any], Any]] = None):
+def rollout(
+    ops: Ops,
+    model: Model,
+    params: Params,
+    carry0: Carry,
+    xs: Array | None,
+    length: int,
+    collect: Callable[[Any, int, Any], Any] | None = None,
+):
     """The model's forward as plain Python loops: returns (ys of shape (T, ...), carry_T). Used by
     the numpy reference and by the loop drivers, so every framework runs literally the same
     recurrence (collect: see loop_recur)."""

@@ -8,10 +8,11 @@ indirection beyond a Python attribute access that the compilers trace away.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Callable, Iterator, Optional, Sequence
+from functools import cache
+from typing import Any
 
 Array = Any  # the namespace's own array type (numpy.ndarray, torch.Tensor, jax.Array)
 Unary = Callable[[Array], Array]
@@ -86,8 +87,8 @@ class _Frozen:
     replayed by call index in every later pass."""
 
     def __init__(self) -> None:
-        self.recorded: Optional[list] = None  # None until the first pass has ended
-        self.current: Optional[list] = None  # None between passes; the base pass appends its outputs here
+        self.recorded: list | None = None  # None until the first pass has ended
+        self.current: list | None = None  # None between passes; the base pass appends its outputs here
         self.index = 0
 
     def begin(self) -> None:
@@ -100,33 +101,41 @@ class _Frozen:
         if self.recorded is None:
             self.recorded = finished
         elif self.index != len(self.recorded):
-            raise RuntimeError(f"stop_gradient was called {self.index} times in a perturbed pass but "
-                               f"{len(self.recorded)} times at the base inputs: the step's control flow "
-                               "depends on its inputs, so frozen values cannot be matched to calls")
+            raise RuntimeError(
+                f"stop_gradient was called {self.index} times in a perturbed pass but "
+                f"{len(self.recorded)} times at the base inputs: the step's control flow "
+                "depends on its inputs, so frozen values cannot be matched to calls"
+            )
 
     def __call__(self, x: Any) -> Any:
         import numpy as np
 
         if self.current is None:
-            raise RuntimeError("stop_gradient under frozen_stop_gradients() outside a forward pass: "
-                               "run the numpy forward inside forward_pass() (reference_loss does)")
+            raise RuntimeError(
+                "stop_gradient under frozen_stop_gradients() outside a forward pass: "
+                "run the numpy forward inside forward_pass() (reference_loss does)"
+            )
         if self.recorded is None:
             self.current.append(np.array(x, copy=True))
             return x
         if self.index >= len(self.recorded):
-            raise RuntimeError(f"stop_gradient was called more than {len(self.recorded)} times in a perturbed "
-                               "pass, the count at the base inputs: the step's control flow depends on its inputs")
+            raise RuntimeError(
+                f"stop_gradient was called more than {len(self.recorded)} times in a perturbed "
+                "pass, the count at the base inputs: the step's control flow depends on its inputs"
+            )
         value = self.recorded[self.index]
         if np.shape(value) != np.shape(x):
-            raise RuntimeError(f"stop_gradient call {self.index} has shape {np.shape(x)} in a perturbed pass "
-                               f"but {np.shape(value)} at the base inputs")
+            raise RuntimeError(
+                f"stop_gradient call {self.index} has shape {np.shape(x)} in a perturbed pass "
+                f"but {np.shape(value)} at the base inputs"
+            )
         self.index += 1
         return value.copy()  # a step may update its result in place
 
 
 # One recording per context, not per Ops object: numpy_ops() is shared (cached), and a context
 # nested inside another (an oracle computed while another one runs) must not see its values.
-_FROZEN: ContextVar[Optional[_Frozen]] = ContextVar("rnnbench_frozen_stop_gradients", default=None)
+_FROZEN: ContextVar[_Frozen | None] = ContextVar("rnnbench_frozen_stop_gradients", default=None)
 
 
 @contextlib.contextmanager
@@ -166,7 +175,7 @@ def _numpy_stop_gradient(x: Any) -> Any:
     return x if frozen is None else frozen(x)
 
 
-@lru_cache(maxsize=None)
+@cache
 def numpy_ops() -> Ops:
     import numpy as np
 
@@ -211,11 +220,12 @@ def numpy_ops() -> Ops:
 def _tensors(torch: Any, a: Any, b: Any) -> tuple:
     """(a, b) as tensors: torch.maximum / minimum take no Python scalars, unlike numpy and jax."""
     like = a if isinstance(a, torch.Tensor) else b
-    return tuple(v if isinstance(v, torch.Tensor) else torch.as_tensor(v, dtype=like.dtype, device=like.device)
-                 for v in (a, b))
+    return tuple(
+        v if isinstance(v, torch.Tensor) else torch.as_tensor(v, dtype=like.dtype, device=like.device) for v in (a, b)
+    )
 
 
-@lru_cache(maxsize=None)
+@cache
 def torch_ops() -> Ops:
     import torch
     import torch.nn.functional as F
@@ -255,7 +265,7 @@ def torch_ops() -> Ops:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def jax_ops() -> Ops:
     import jax
     import jax.numpy as jnp
@@ -292,4 +302,3 @@ def jax_ops() -> Ops:
         cast_like=lambda x, like: x.astype(like.dtype),
         fp32_island=contextlib.nullcontext,
     )
-

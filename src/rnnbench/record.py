@@ -16,8 +16,9 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any
 
 from rnnbench.errors import InputError
 
@@ -25,10 +26,22 @@ SCHEMA = 3  # 2: rnnbench_version, settings and fingerprint; no NaN (null instea
 # `samples`, a bounded subsample of the timed calls (rnnbench.run.timing.kept_samples); older records lack it
 
 
-
-def identity(*, model: str, driver: str, framework: str, family: str, anchor: bool, environment: str, env_label: str,
-             dtype: str, device: str, sizes: dict[str, int], seed: int, loss_form: str = "model",
-             settings: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+def identity(
+    *,
+    model: str,
+    driver: str,
+    framework: str,
+    family: str,
+    anchor: bool,
+    environment: str,
+    env_label: str,
+    dtype: str,
+    device: str,
+    sizes: dict[str, int],
+    seed: int,
+    loss_form: str = "model",
+    settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The identifying fields every record has, whatever happened to the row: the one constructor
     (rnnbench.run.row.Job.identity builds it for a job). env_label names what the row ran on by its
     framework's version ("torch 2.13.0", "jax 0.10.2") where known, else by its environment's name.
@@ -76,7 +89,7 @@ def fingerprint(rec: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rnnbench_version() -> str:
     """The package version, plus the commit (and "dirty" for uncommitted edits) when rnnbench runs
     from a git checkout of itself: results from two commits are never taken for one another."""
@@ -88,19 +101,33 @@ def rnnbench_version() -> str:
     if not (root / ".git").exists():
         return __version__
     try:
-        proc = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=10",
-                               "--exclude", "*"], capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(
+            ["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=10", "--exclude", "*"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError):
         return __version__
     described = proc.stdout.strip()
-    return f"{__version__}+g{described.replace('-dirty', '.dirty')}" if proc.returncode == 0 and described else __version__
+    return (
+        f"{__version__}+g{described.replace('-dirty', '.dirty')}" if proc.returncode == 0 and described else __version__
+    )
 
 
 def row_key(rec: dict[str, Any]) -> tuple:
     """What makes two records the same row (used to resume: done rows are skipped)."""
     sizes = tuple(sorted((rec.get("sizes") or {}).items()))
-    return (rec["model"], rec["driver"], rec.get("environment_name", "main"), rec["dtype"], rec.get("device", "cpu"),
-            sizes, rec.get("seed", 0), rec.get("loss_form", "model"))
+    return (
+        rec["model"],
+        rec["driver"],
+        rec.get("environment_name", "main"),
+        rec["dtype"],
+        rec.get("device", "cpu"),
+        sizes,
+        rec.get("seed", 0),
+        rec.get("loss_form", "model"),
+    )
 
 
 def machine() -> dict[str, Any]:
@@ -180,12 +207,12 @@ class ResultsFile:
         self.kind = kind
         self.existing: list[dict[str, Any]] = []
         self.written = 0
-        self._fd: Optional[int] = None
+        self._fd: int | None = None
         # Repairs wait for the first append: a resume refused after opening leaves the file as it was.
-        self._cut: Optional[int] = None  # where an incomplete last line starts
+        self._cut: int | None = None  # where an incomplete last line starts
         self._newline = False  # the last record is complete but lacks its newline
 
-    def __enter__(self) -> "ResultsFile":
+    def __enter__(self) -> ResultsFile:
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -203,12 +230,16 @@ class ResultsFile:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise InputError(f"results file {self.path} is being written by another rnnbench process; "
-                                 "wait for it to finish or choose another --out") from None
+                raise InputError(
+                    f"results file {self.path} is being written by another rnnbench process; "
+                    "wait for it to finish or choose another --out"
+                ) from None
             size = os.fstat(fd).st_size
             if size and not self.resume:
-                raise InputError(f"results file {self.path} already exists ({size} bytes); "
-                                 "continue it with --resume or choose another --out")
+                raise InputError(
+                    f"results file {self.path} already exists ({size} bytes); "
+                    "continue it with --resume or choose another --out"
+                )
             if size:
                 self.existing, self._cut = _read(self.path, complete_tail=True)
                 self._newline = self._cut is None and not _ends_with_newline(self.path)
@@ -225,22 +256,27 @@ class ResultsFile:
         if self._cut is not None:
             os.truncate(self._fd, self._cut)
             self._cut = None
-            print(f"rnnbench: {self.path}: dropped an incomplete last line (a run killed mid-write; "
-                  "its row runs again)", file=sys.stderr)
+            print(
+                f"rnnbench: {self.path}: dropped an incomplete last line (a run killed mid-write; its row runs again)",
+                file=sys.stderr,
+            )
         data = (b"\n" if self._newline else b"") + dumps(record).encode()
         before = os.fstat(self._fd).st_size
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(self._fd, view):]
+                view = view[os.write(self._fd, view) :]
             os.fsync(self._fd)
         except OSError as exc:
             try:
                 os.truncate(self._fd, before)  # never leave half a record behind
             except OSError:
                 pass
-            raise WriteFailed(exc.errno, f"cannot write results file {self.path}: {exc.strerror}; "
-                              f"the {self.written} record(s) written by this run are kept") from None
+            raise WriteFailed(
+                exc.errno,
+                f"cannot write results file {self.path}: {exc.strerror}; "
+                f"the {self.written} record(s) written by this run are kept",
+            ) from None
         self._newline = False
         self.written += 1
 
@@ -260,7 +296,7 @@ KINDS = {"rows": "rows of `rnnbench run`, `sweep` or `versions`", "fuzz": "outco
 
 
 def campaign_kind(rec: dict[str, Any]) -> str:
-    """"fuzz" for a fuzz campaign's record (rnnbench.fuzz.runner.Campaign: a generated body, model
+    """ "fuzz" for a fuzz campaign's record (rnnbench.fuzz.runner.Campaign: a generated body, model
     "fuzz:<seed>:<case>"), else "rows": what a resume of one may append to a file of the other would
     break (each kind's resume reads only its own records)."""
     return "fuzz" if "body" in rec or str(rec.get("model", "")).startswith("fuzz:") else "rows"
@@ -271,8 +307,10 @@ def refuse_other_kind(path: Path, existing: list[dict[str, Any]], kind: str) -> 
     other = [rec for rec in existing if campaign_kind(rec) != kind]
     if other:
         theirs = campaign_kind(other[0])
-        raise InputError(f"--resume: {path} holds {KINDS[theirs]} ({len(other)} record(s)), and this command writes "
-                         f"{KINDS[kind]}; continue it with the command that wrote it, or choose another --out")
+        raise InputError(
+            f"--resume: {path} holds {KINDS[theirs]} ({len(other)} record(s)), and this command writes "
+            f"{KINDS[kind]}; continue it with the command that wrote it, or choose another --out"
+        )
 
 
 class CorruptRecords(InputError):
@@ -285,39 +323,100 @@ class CorruptRecords(InputError):
 # "!" marks a field that must be present (at the top: in every record; nested: whenever its parent
 # is a dict). Fields not listed are carried, not read.
 FIELDS: dict[str, str] = {
-    "model": "str!", "driver": "str!", "dtype": "str!", "status": "str!",
-    "schema": "int", "rnnbench_version": "str", "fingerprint": "str", "timestamp": "str",
-    "environment_name": "str", "env_label": "str", "framework": "str", "framework_family": "str",
-    "anchor": "bool", "device": "str", "seed": "int", "loss_form": "str", "report": "str", "reason": "str",
-    "raw_status": "str|null", "max_rel_error": "num|null", "tolerance": "num|null",
-    "first_call_s": "num|null", "fwd_first_call_s": "num|null",
-    "sizes": "dict", "sizes.*": "int",
+    "model": "str!",
+    "driver": "str!",
+    "dtype": "str!",
+    "status": "str!",
+    "schema": "int",
+    "rnnbench_version": "str",
+    "fingerprint": "str",
+    "timestamp": "str",
+    "environment_name": "str",
+    "env_label": "str",
+    "framework": "str",
+    "framework_family": "str",
+    "anchor": "bool",
+    "device": "str",
+    "seed": "int",
+    "loss_form": "str",
+    "report": "str",
+    "reason": "str",
+    "raw_status": "str|null",
+    "max_rel_error": "num|null",
+    "tolerance": "num|null",
+    "first_call_s": "num|null",
+    "fwd_first_call_s": "num|null",
+    "sizes": "dict",
+    "sizes.*": "int",
     "settings": "dict",
-    "machine": "dict", "machine.hostname": "str", "machine.cpu": "str|null", "machine.cores": "int|null",
+    "machine": "dict",
+    "machine.hostname": "str",
+    "machine.cpu": "str|null",
+    "machine.cores": "int|null",
     "machine.platform": "str|null",
-    "fwd_bwd": "dict|null", "fwd_bwd.median_ms": "num!", "fwd_bwd.q1_ms": "num!", "fwd_bwd.q3_ms": "num!",
-    "fwd": "dict|null", "fwd.median_ms": "num!", "fwd.q1_ms": "num!", "fwd.q3_ms": "num!",
+    "fwd_bwd": "dict|null",
+    "fwd_bwd.median_ms": "num!",
+    "fwd_bwd.q1_ms": "num!",
+    "fwd_bwd.q3_ms": "num!",
+    "fwd": "dict|null",
+    "fwd.median_ms": "num!",
+    "fwd.q1_ms": "num!",
+    "fwd.q3_ms": "num!",
     # the timed samples kept per row (schema 3; rnnbench compare's intervals)
-    "fwd_bwd.samples": "list", "fwd_bwd.samples.*": "num", "fwd.samples": "list", "fwd.samples.*": "num",
+    "fwd_bwd.samples": "list",
+    "fwd_bwd.samples.*": "num",
+    "fwd.samples": "list",
+    "fwd.samples.*": "num",
     # a CUDA row's GPU (rnnbench.run.accelerator): two GPUs are two machines
-    "machine.accelerator": "dict|null", "machine.accelerator.name": "str|null", "machine.accelerator.uuid": "str|null",
-    "machine.accelerator.jax_device_kind": "str|null", "machine.accelerator.index": "int|null",
-    "hvp": "dict|null", "hvp.status": "str|null", "hvp.raw_status": "str|null", "hvp.report": "str|null",
-    "cpu": "dict", "cpu.notes": "list|null", "cpu.notes.*": "str",
-    "gemm_peak": "dict", "gemm_peak.gflops": "num!", "gemm_peak.threads": "int",  # a GPU peak has none
-    "roofline": "dict", "roofline.*": "dict", "roofline.*.fraction_of_peak": "num!", "roofline.*.gflops": "num",
+    "machine.accelerator": "dict|null",
+    "machine.accelerator.name": "str|null",
+    "machine.accelerator.uuid": "str|null",
+    "machine.accelerator.jax_device_kind": "str|null",
+    "machine.accelerator.index": "int|null",
+    "hvp": "dict|null",
+    "hvp.status": "str|null",
+    "hvp.raw_status": "str|null",
+    "hvp.report": "str|null",
+    "cpu": "dict",
+    "cpu.notes": "list|null",
+    "cpu.notes.*": "str",
+    "gemm_peak": "dict",
+    "gemm_peak.gflops": "num!",
+    "gemm_peak.threads": "int",  # a GPU peak has none
+    "roofline": "dict",
+    "roofline.*": "dict",
+    "roofline.*.fraction_of_peak": "num!",
+    "roofline.*.gflops": "num",
     # a row's environment (rnnbench.record.environment); a worker's error record once carried its name here
-    "environment": "dict|str", "environment.versions": "dict|null", "environment.versions.*": "str",
+    "environment": "dict|str",
+    "environment.versions": "dict|null",
+    "environment.versions.*": "str",
     "environment.python": "str|null",
-    "memory": "dict|null", "memory.peak_rss_mb": "num|null", "memory.method": "str|null",
-    "sweep": "dict", "sweep.axis": "str!",
+    "memory": "dict|null",
+    "memory.peak_rss_mb": "num|null",
+    "memory.method": "str|null",
+    "sweep": "dict",
+    "sweep.axis": "str!",
     "node": "dict",  # the Ray node a row ran on (--executor ray; rnnbench.run.executors)
     # fuzz records (rnnbench.fuzz.runner.Campaign)
-    "case": "int", "body": "dict", "minimal": "dict|null", "hvp_status": "str|null", "source": "str",
-    "minimal_source": "str", "localization_report": "str", "repro": "str",
+    "case": "int",
+    "body": "dict",
+    "minimal": "dict|null",
+    "hvp_status": "str|null",
+    "source": "str",
+    "minimal_source": "str",
+    "localization_report": "str",
+    "repro": "str",
 }
-_KINDS: dict[str, tuple[type, ...]] = {"str": (str,), "int": (int,), "num": (int, float), "bool": (bool,),
-                                       "dict": (dict,), "list": (list,), "null": (type(None),)}
+_KINDS: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "int": (int,),
+    "num": (int, float),
+    "bool": (bool,),
+    "dict": (dict,),
+    "list": (list,),
+    "null": (type(None),),
+}
 TIMING_FIELDS = ("median_ms", "q1_ms", "q3_ms")
 _MISSING = object()
 
@@ -349,7 +448,7 @@ def _at(value: Any, parts: list[str], prefix: str, required: bool) -> Iterable[t
         yield from _at(child, rest, path, required)
 
 
-def problem(rec: Any) -> Optional[str]:
+def problem(rec: Any) -> str | None:
     """Why `rec` is not a record this version can read (naming the field), or None."""
     if not isinstance(rec, dict):
         return "not a JSON object"
@@ -363,8 +462,11 @@ def problem(rec: Any) -> Optional[str]:
     return None
 
 
-def _read(path: Path, complete_tail: bool = False,
-          warn: Callable[[str], None] = lambda message: print(message, file=sys.stderr)) -> tuple[list[dict[str, Any]], Optional[int]]:
+def _read(
+    path: Path,
+    complete_tail: bool = False,
+    warn: Callable[[str], None] = lambda message: print(message, file=sys.stderr),
+) -> tuple[list[dict[str, Any]], int | None]:
     """The records of one file, and the byte offset to cut it at when its last line is an
     incomplete write (None: nothing to cut). Every other line must be a record: CorruptRecords
     names the first that is not. complete_tail: the caller may repair, so a truncated tail is
@@ -400,20 +502,25 @@ def _read(path: Path, complete_tail: bool = False,
     return records, cut
 
 
-def resume_plan(path: Path, existing: list[dict[str, Any]],
-                wanted: Sequence[tuple[tuple, str, dict[str, Any], str]]) -> list[int]:
+def resume_plan(
+    path: Path, existing: list[dict[str, Any]], wanted: Sequence[tuple[tuple, str, dict[str, Any], str]]
+) -> list[int]:
     """Which of `wanted` (row key, fingerprint, settings, label) a --resume of `path` still has to
     run: an item is done when the file has a record with its key and fingerprint. A file of another
     schema or rnnbench version, or a decided row recorded with other settings, is refused (the
     message says which and how they differ). Rows recorded as unavailable run again."""
     schemas = sorted({rec.get("schema", 1) for rec in existing} - {SCHEMA})
     if schemas:
-        raise InputError(f"--resume: {path} holds records of schema {schemas[0]} and this rnnbench writes schema "
-                         f"{SCHEMA}; start a new results file")
+        raise InputError(
+            f"--resume: {path} holds records of schema {schemas[0]} and this rnnbench writes schema "
+            f"{SCHEMA}; start a new results file"
+        )
     versions = sorted({rec.get("rnnbench_version", "?") for rec in existing} - {rnnbench_version()})
     if versions:
-        raise InputError(f"--resume: {path} was written by rnnbench {versions[0]} and this is {rnnbench_version()}; "
-                         "results of two versions are not one run: start a new results file")
+        raise InputError(
+            f"--resume: {path} was written by rnnbench {versions[0]} and this is {rnnbench_version()}; "
+            "results of two versions are not one run: start a new results file"
+        )
     by_key: dict[tuple, list[dict[str, Any]]] = {}
     for rec in existing:
         by_key.setdefault(row_key(rec), []).append(rec)
@@ -429,8 +536,10 @@ def resume_plan(path: Path, existing: list[dict[str, Any]],
             todo.append(i)
     if conflicts:
         label, diff = conflicts[0]
-        raise InputError(f"--resume: {len(conflicts)} row(s) of {path} were recorded with other settings (e.g. {label}: "
-                         f"{diff}); resume with the same settings or choose another --out")
+        raise InputError(
+            f"--resume: {len(conflicts)} row(s) of {path} were recorded with other settings (e.g. {label}: "
+            f"{diff}); resume with the same settings or choose another --out"
+        )
     return todo
 
 
@@ -454,7 +563,7 @@ def latest_per_row(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
-def load(paths: Iterable[Path], warn: Optional[Callable[[str], None]] = None) -> list[dict[str, Any]]:
+def load(paths: Iterable[Path], warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Read and validate records; an incomplete last line (a run killed mid-write) is skipped with a
     warning (to stderr, or to `warn`), any other line that is not a record is an error naming the
     file, line and field."""
@@ -462,8 +571,12 @@ def load(paths: Iterable[Path], warn: Optional[Callable[[str], None]] = None) ->
     return [rec for path in paths for rec in _read(Path(path), **extra)[0]]
 
 
-def refuse_other_rows(path: Path, existing: list[dict[str, Any]],
-                      wanted: Sequence[tuple[tuple, str, dict[str, Any], str]], settings: dict[str, Any]) -> None:
+def refuse_other_rows(
+    path: Path,
+    existing: list[dict[str, Any]],
+    wanted: Sequence[tuple[tuple, str, dict[str, Any], str]],
+    settings: dict[str, Any],
+) -> None:
     """For a --resume whose file may hold only rows of `wanted` (as resume_plan takes them; a fuzz
     campaign, whose row keys name its seed and loss forms): refuse a record of any other row,
     naming how its settings differ from `settings` (another --seed, --losses), else its row."""
@@ -474,6 +587,8 @@ def refuse_other_rows(path: Path, existing: list[dict[str, Any]],
     rec = other[0]
     recorded = rec.get("settings") or {}
     why = _differences(recorded, settings) if recorded != settings else "not a row of this run"
-    raise InputError(f"--resume: {path} holds {len(other)} record(s) of rows this run does not have (e.g. "
-                     f"{rec['model']}/{rec['driver']}/{rec['dtype']}/{rec.get('loss_form', 'model')}: {why}); "
-                     "resume with the same arguments or choose another --out")
+    raise InputError(
+        f"--resume: {path} holds {len(other)} record(s) of rows this run does not have (e.g. "
+        f"{rec['model']}/{rec['driver']}/{rec['dtype']}/{rec.get('loss_form', 'model')}: {why}); "
+        "resume with the same arguments or choose another --out"
+    )

@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 import os
 import pkgutil
-from functools import lru_cache
+from functools import cache
 
 from rnnbench.drivers.base import Driver, Framework
 from rnnbench.errors import InputError, did_you_mean
@@ -48,9 +48,10 @@ def _plugins():
             raise PluginError(f"cannot import plugin module {name!r} named in RNNBENCH_PLUGINS: {exc}") from None
         except Exception as exc:  # the plugin's own code raised while it was imported
             where = _plugin_frame(exc, name)
-            raise PluginError(f"plugin module {name!r} named in RNNBENCH_PLUGINS raised {type(exc).__name__} at "
-                              f"import{where}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
-                              ) from None
+            raise PluginError(
+                f"plugin module {name!r} named in RNNBENCH_PLUGINS raised {type(exc).__name__} at "
+                f"import{where}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+            ) from None
 
 
 def _plugin_frame(exc: BaseException, name: str) -> str:
@@ -75,17 +76,20 @@ def _register(found: dict, what: str, items, module) -> None:
     for item in items:
         if item.name in found:
             first, _ = found[item.name]
-            where = f"in {first.__name__} and {module.__name__}" if first is not module else \
-                f"twice in {module.__name__}"
+            where = (
+                f"in {first.__name__} and {module.__name__}" if first is not module else f"twice in {module.__name__}"
+            )
             plugins = _plugin_names()
             if module.__name__ in plugins or first.__name__ in plugins:
-                raise PluginError(f"{what} name {item.name!r} is defined {where} (RNNBENCH_PLUGINS="
-                                  f"{', '.join(plugins)}); rename the plugin's {what}")
+                raise PluginError(
+                    f"{what} name {item.name!r} is defined {where} (RNNBENCH_PLUGINS="
+                    f"{', '.join(plugins)}); rename the plugin's {what}"
+                )
             raise RuntimeError(f"{what} name {item.name!r} defined {where}")
         found[item.name] = (module, item)
 
 
-@lru_cache(maxsize=None)
+@cache
 def models() -> dict[str, Model]:
     found: dict[str, tuple] = {}
     for module in [*_modules("rnnbench_models"), *_plugins()]:
@@ -93,7 +97,7 @@ def models() -> dict[str, Model]:
     return {name: model for name, (_, model) in found.items()}
 
 
-@lru_cache(maxsize=None)
+@cache
 def drivers() -> dict[str, Driver]:
     found: dict[str, tuple] = {}
     for module in [*_modules("rnnbench.drivers"), *_plugins()]:
@@ -111,13 +115,15 @@ def get_model(name: str) -> Model:
     try:
         return models()[name]
     except KeyError:
-        raise UnknownName(f"unknown model {name!r}{did_you_mean(name, models())}; "
-                          f"known: {', '.join(models())}") from None
+        raise UnknownName(
+            f"unknown model {name!r}{did_you_mean(name, models())}; known: {', '.join(models())}"
+        ) from None
 
 
 def get_driver(name: str) -> Driver:
     try:
         return drivers()[name]
     except KeyError:
-        raise UnknownName(f"unknown driver {name!r}{did_you_mean(name, drivers())}; "
-                          f"known: {', '.join(drivers())}") from None
+        raise UnknownName(
+            f"unknown driver {name!r}{did_you_mean(name, drivers())}; known: {', '.join(drivers())}"
+        ) from None

@@ -116,5 +116,8 @@ class OracleKind(str, Enum):
 
     @property
     def approximate(self) -> bool:
-        return self in (OracleKind.FINITE_DIFFERENCES, OracleKind.FINITE_DIFFERENCES_HVP,
-                        OracleKind.GRADIENT_DIFFERENCES_HVP)
+        return self in (
+            OracleKind.FINITE_DIFFERENCES,
+            OracleKind.FINITE_DIFFERENCES_HVP,
+            OracleKind.GRADIENT_DIFFERENCES_HVP,
+        )

@@ -38,8 +38,17 @@ def _fault(name: str, fail, only_model: str | None = None, only_length: int | No
             fail()
         return TORCH_LOOP.prepare(model, case, dtype, device)
 
-    return dataclasses.replace(TORCH_LOOP, **{"name": name, "framework": TEST, "summary": f"test: {name}",
-                                              "prepare": prepare, "environments": ("main",), **extra})
+    return dataclasses.replace(
+        TORCH_LOOP,
+        **{
+            "name": name,
+            "framework": TEST,
+            "summary": f"test: {name}",
+            "prepare": prepare,
+            "environments": ("main",),
+            **extra,
+        },
+    )
 
 
 def _segfault():
@@ -131,8 +140,15 @@ def faulty_loop(name: str = "faulty_loop", cut_carry_from: int | None = None, de
 
         return _torch.prepared_from_loss(loss_fn, inputs, wrt, {})
 
-    return dataclasses.replace(TORCH_LOOP, name=name, framework=TEST, summary=f"test: {name}", prepare=prepare,
-                               environments=("main",), second_order=False)
+    return dataclasses.replace(
+        TORCH_LOOP,
+        name=name,
+        framework=TEST,
+        summary=f"test: {name}",
+        prepare=prepare,
+        environments=("main",),
+        second_order=False,
+    )
 
 
 DRIVERS = (
@@ -150,8 +166,13 @@ DRIVERS = (
     _fault("faulty_hang_with_child_on_marked_node", _hang_with_child_on_marked_node),
     _fault("faulty_missing_framework", _raise, framework=MISSING),
     faulty_loop("faulty_cut_carry", cut_carry_from=1),
-    dataclasses.replace(TORCH_LOOP, name="faulty_nondeterministic", framework=TEST, prepare=_nondeterministic_prepare,
-                        environments=("main",)),
+    dataclasses.replace(
+        TORCH_LOOP,
+        name="faulty_nondeterministic",
+        framework=TEST,
+        prepare=_nondeterministic_prepare,
+        environments=("main",),
+    ),
 )
 
 

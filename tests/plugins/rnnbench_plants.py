@@ -9,8 +9,8 @@ Loaded through RNNBENCH_PLUGINS=rnnbench_plants (tests/test_plants.py does it fo
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import numpy as np
 
@@ -103,13 +103,18 @@ def lane0_under_expanded_cotangent(step, ops, params, carry, x, t, length, forwa
         if not c.requires_grad:
             continue
         if t == length - 1:
+
             def note(g, forward=forward):
                 forward.expanded_final_cotangent = 0 in g.stride() and g.numel() > 1
                 return g
+
             c.register_hook(note)
         else:
-            c.register_hook(lambda g, forward=forward: g[..., :1].expand_as(g).contiguous()
-                            if forward.expanded_final_cotangent else g)
+            c.register_hook(
+                lambda g, forward=forward: (
+                    g[..., :1].expand_as(g).contiguous() if forward.expanded_final_cotangent else g
+                )
+            )
     return new, y
 
 
@@ -129,8 +134,8 @@ class Plant:
 
     name: str
     fault: Fault = _plain
-    grads: Optional[Callable[[dict], dict]] = None
-    hvp_scale: Optional[float] = None
+    grads: Callable[[dict], dict] | None = None
+    hvp_scale: float | None = None
     order: int = 1
     paths: tuple[str, ...] = PATHS
 
@@ -162,8 +167,9 @@ def planted_driver(plant: Plant) -> Driver:
                 forward.recurrence += 1
                 ys = []
                 for t in range(length):
-                    carry, y = plant.fault(step, ops, params, tuple(carry), None if xs is None else xs[t], t, length,
-                                           forward)
+                    carry, y = plant.fault(
+                        step, ops, params, tuple(carry), None if xs is None else xs[t], t, length, forward
+                    )
                     ys.append(y)
                 return ops.stack(ys), carry
 
@@ -173,15 +179,28 @@ def planted_driver(plant: Plant) -> Driver:
         prepared = _torch.prepared_from_loss(loss_fn, inputs, wrt, {}, second_order=True)
         if plant.grads is not None:
             base = prepared.loss_and_grads
-            prepared = dataclasses.replace(prepared, loss_and_grads=lambda: (lambda lg: (lg[0], plant.grads(lg[1])))(base()))
+            prepared = dataclasses.replace(
+                prepared, loss_and_grads=lambda: (lambda lg: (lg[0], plant.grads(lg[1])))(base())
+            )
         if plant.hvp_scale is not None:
             base_hvp = prepared.hvp
-            prepared = dataclasses.replace(prepared, hvp=lambda v: {k: None if h is None else np.asarray(h) * plant.hvp_scale
-                                                                    for k, h in base_hvp(v).items()})
+            prepared = dataclasses.replace(
+                prepared,
+                hvp=lambda v: {
+                    k: None if h is None else np.asarray(h) * plant.hvp_scale for k, h in base_hvp(v).items()
+                },
+            )
         return prepared
 
-    return dataclasses.replace(TORCH_LOOP, name=plant.name, framework=TEST, summary=f"test: {plant.name}",
-                               prepare=prepare, environments=("main",), second_order=True)
+    return dataclasses.replace(
+        TORCH_LOOP,
+        name=plant.name,
+        framework=TEST,
+        summary=f"test: {plant.name}",
+        prepare=prepare,
+        environments=("main",),
+        second_order=True,
+    )
 
 
 DRIVERS = tuple(planted_driver(p) for p in PLANTS)

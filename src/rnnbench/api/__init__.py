@@ -19,7 +19,8 @@ validators in validate.py (their messages in messages.py), the user's pytrees in
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,19 +37,19 @@ def check_recurrence(
     step: Callable,
     params: Mapping[str, np.ndarray],
     carry0: Sequence[np.ndarray],
-    xs: Optional[np.ndarray] = None,
-    length: Optional[int] = None,
-    loss: Optional[Callable] = None,
-    consts: Optional[Mapping[str, np.ndarray]] = None,
+    xs: np.ndarray | None = None,
+    length: int | None = None,
+    loss: Callable | None = None,
+    consts: Mapping[str, np.ndarray] | None = None,
     carry0_requires_grad: Any = False,
     xs_requires_grad: bool = False,
     dtype: str = "float64",
-    drivers: Optional[Sequence[str]] = None,
+    drivers: Sequence[str] | None = None,
     device: str = "cpu",
     seed: int = 0,
-    losses: Optional[Sequence[str]] = None,
+    losses: Sequence[str] | None = None,
     order: int = 2,
-    oracle: Optional[str] = None,
+    oracle: str | None = None,
 ) -> RecurrenceReport:
     """Run `step(ops, params, carry, x_t) -> (carry, y_t)` on every available driver and compare
     its gradients (and Hessian-vector products) with float64 finite differences of the numpy forward.
@@ -79,19 +80,43 @@ def check_recurrence(
     from rnnbench import losses as loss_forms
     from rnnbench.check.oracle import AUTO
 
-    checked = validate(step, params, carry0, xs, length, loss, consts, carry0_requires_grad, xs_requires_grad,
-                       dtype, drivers, losses, order, oracle)
+    checked = validate(
+        step,
+        params,
+        carry0,
+        xs,
+        length,
+        loss,
+        consts,
+        carry0_requires_grad,
+        xs_requires_grad,
+        dtype,
+        drivers,
+        losses,
+        order,
+        oracle,
+    )
     base, case = _user_model(step, loss, params, xs, consts, xs_requires_grad, checked, dtype, seed)
     # The loss form's weights come from the float64 forward; a float32 check rounds them too.
     judged = {form: loss_forms.with_loss(base, case, form) for form in checked.forms}
     judged = {form: (model, form_case.rounded_to(dtype)) for form, (model, form_case) in judged.items()}
-    results, oracle_kind = _run_drivers(base, judged, checked.drivers, dtype, device, seed, order,
-                                        None if oracle == AUTO else oracle)
+    results, oracle_kind = _run_drivers(
+        base, judged, checked.drivers, dtype, device, seed, order, None if oracle == AUTO else oracle
+    )
     return RecurrenceReport(dtype, oracle_kind, results)
 
 
-def _user_model(user_step: Callable, user_loss: Optional[Callable], params: Any, xs: Any, consts: Any,
-                xs_requires_grad: bool, checked: Checked, dtype: str, seed: int) -> tuple[Model, Case]:
+def _user_model(
+    user_step: Callable,
+    user_loss: Callable | None,
+    params: Any,
+    xs: Any,
+    consts: Any,
+    xs_requires_grad: bool,
+    checked: Checked,
+    dtype: str,
+    seed: int,
+) -> tuple[Model, Case]:
     """The user's recurrence as a suite model on flat arrays, and its one case rounded to dtype:
     params and carry leaves by name, x_t and y_t packed into one vector per step (T, total)."""
     from rnnbench import losses as loss_forms
@@ -113,6 +138,7 @@ def _user_model(user_step: Callable, user_loss: Optional[Callable], params: Any,
 
     loss = None
     if user_loss is not None:
+
         def loss(ops, consts, ys, carry):
             """The user's loss on the trees: ys (T, total) unpacked to (T, ...) per output leaf."""
             return user_loss(ops, consts, y_tree.unpack(ops, ys, leading=(ys.shape[0],)), carry_tree.unflatten(carry))
@@ -129,21 +155,35 @@ def _user_model(user_step: Callable, user_loss: Optional[Callable], params: Any,
         carry0_requires_grad=checked.carry0_flags,
         xs_requires_grad=bool(xs_requires_grad),
     ).rounded_to(dtype)
-    base = Model(name="user", summary="user-defined recurrence", carry_names=carry_names, default_sizes={"T": T},
-                 make_case=lambda s, seed: case, step=step, loss=loss or loss_forms.weighted)
+    base = Model(
+        name="user",
+        summary="user-defined recurrence",
+        carry_names=carry_names,
+        default_sizes={"T": T},
+        make_case=lambda s, seed: case,
+        step=step,
+        loss=loss or loss_forms.weighted,
+    )
     return base, case
 
 
-def _run_drivers(base: Model, judged: dict, names: list, dtype: str, device: str, seed: int,
-                 order: int, oracle: Optional[str] = None) -> tuple[list[DriverResult], str]:
+def _run_drivers(
+    base: Model, judged: dict, names: list, dtype: str, device: str, seed: int, order: int, oracle: str | None = None
+) -> tuple[list[DriverResult], str]:
     """Every driver of `names` under every loss form of `judged` ({form: (model, case)}), checked
     against one oracle per form (`oracle`: a forced rung, None for the ladder): (results, the least
     exact oracle kind used). The only place drivers run."""
     from rnnbench import registry
     from rnnbench.check.oracle import oracle_grads, weakest
     from rnnbench.run.environments import current
-    from rnnbench.run.row import (Job, check_gradients, hvp_decides, localization, second_order_record,
-                                  unavailable_reason)
+    from rnnbench.run.row import (
+        Job,
+        check_gradients,
+        hvp_decides,
+        localization,
+        second_order_record,
+        unavailable_reason,
+    )
 
     oracles = {}  # per form, computed once for all drivers
     results = []
@@ -163,11 +203,15 @@ def _run_drivers(base: Model, judged: dict, names: list, dtype: str, device: str
             status, report, hvp_status = chk.status, chk.report, "-"
             if order == 2:
                 job = Job("user", name, dtype, device, seed=seed, environment=current(), loss_form=form, order=2)
-                hvp = second_order_record(model, driver, form_case, job, prepared if chk.status == Status.OK else None,
-                                          oracle)
+                hvp = second_order_record(
+                    model, driver, form_case, job, prepared if chk.status == Status.OK else None, oracle
+                )
                 hvp_status = str(hvp["status"])
                 if hvp_decides(chk.status, hvp["status"]):
                     status, report = hvp["status"], hvp["report"]
-            results.append(DriverResult(name, status, chk.max_rel_error if chk.errors else None, report, chk.errors,
-                                        form, hvp_status))
+            results.append(
+                DriverResult(
+                    name, status, chk.max_rel_error if chk.errors else None, report, chk.errors, form, hvp_status
+                )
+            )
     return results, weakest(kinds) if kinds else str(oracle or OracleKind.DUAL)

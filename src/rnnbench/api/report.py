@@ -4,7 +4,6 @@ table and the full report of every row that is not ok."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from rnnbench.status import Status, is_known
 
@@ -17,7 +16,7 @@ class DriverResult:
 
     driver: str
     status: str
-    max_rel_error: Optional[float]
+    max_rel_error: float | None
     report: str
     grad_errors: list = field(default_factory=list)
     loss: str = "model"
@@ -41,13 +40,17 @@ class RecurrenceReport:
         w = max([len("driver")] + [len(r.driver) for r in self.results])
         lw = max([len("loss")] + [len(r.loss) for r in self.results])
         sw = max([len("status")] + [len(r.status) for r in self.results])
-        lines = [f"{'driver':<{w}} {'loss':<{lw}} {'status':<{sw}} max rel err  oracle error  H v  "
-                 f"({self.dtype}, oracle: {self.oracle_kind})"]
+        lines = [
+            f"{'driver':<{w}} {'loss':<{lw}} {'status':<{sw}} max rel err  oracle error  H v  "
+            f"({self.dtype}, oracle: {self.oracle_kind})"
+        ]
         for r in self.results:
             err = "-" if r.max_rel_error is None else f"{r.max_rel_error:.2e}"
             bound = max((e.oracle_error for e in r.grad_errors), default=None)
-            lines.append(f"{r.driver:<{w}} {r.loss:<{lw}} {r.status:<{sw}} {err:<12} "
-                         f"{'-' if bound is None else f'{bound:.1e}':<13} {r.hvp_status}".rstrip())
+            lines.append(
+                f"{r.driver:<{w}} {r.loss:<{lw}} {r.status:<{sw}} {err:<12} "
+                f"{'-' if bound is None else f'{bound:.1e}':<13} {r.hvp_status}".rstrip()
+            )
         for r in self.results:
             if r.status not in (Status.OK, Status.UNAVAILABLE):
                 lines.append(f"\n== {r.driver} under loss {r.loss}: {r.status}\n{r.report}")

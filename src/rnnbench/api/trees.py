@@ -70,6 +70,6 @@ class Tree:
             return packed
         out, start = [], 0
         for shape, size in zip(self.shapes, self.sizes):
-            out.append(ops.reshape(packed[..., start:start + size], (*leading, *shape)))
+            out.append(ops.reshape(packed[..., start : start + size], (*leading, *shape)))
             start += size
         return self.unflatten(out)

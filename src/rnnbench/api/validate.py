@@ -5,7 +5,8 @@ rnnbench.api.messages (TypeError for a wrong type, InputError for a bad value)."
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Optional
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -26,8 +27,22 @@ class Checked(NamedTuple):
     example_y: Any  # the step's output at t = 0 (the shape of y_t)
 
 
-def validate(step, params, carry0, xs, length, loss, consts, carry0_requires_grad, xs_requires_grad,
-             dtype, drivers, losses, order, oracle=None) -> Checked:
+def validate(
+    step,
+    params,
+    carry0,
+    xs,
+    length,
+    loss,
+    consts,
+    carry0_requires_grad,
+    xs_requires_grad,
+    dtype,
+    drivers,
+    losses,
+    order,
+    oracle=None,
+) -> Checked:
     """Reject bad input to check_recurrence before any driver runs: TypeError for a wrong type,
     InputError (a ValueError) for a bad value, each naming the argument (a leaf as params['W']) and
     what is expected. Checks every argument, every leaf of params, carry0, xs and consts (real
@@ -51,8 +66,9 @@ def validate(step, params, carry0, xs, length, loss, consts, carry0_requires_gra
     flags = tuple(carry_flags(carry0_requires_grad, carry))
     param_values(params, np_dtype, other_grads=any(flags) or bool(xs_requires_grad))
     const_values(consts, loss, np_dtype)
-    example_y = forward(step, loss, params, carry, xs, consts, T, np_dtype,
-                        bare=not isinstance(carry0, (tuple, list, dict)))
+    example_y = forward(
+        step, loss, params, carry, xs, consts, T, np_dtype, bare=not isinstance(carry0, (tuple, list, dict))
+    )
     return Checked(carry, T, flags, driver_names, forms, example_y)
 
 
@@ -135,8 +151,11 @@ def real_array(value: Any, where: str, floats: bool = False) -> np.ndarray:
     except Exception:  # e.g. a tensor that requires grad
         raise problem("unreadable", where=where, type=type(value).__name__) from None
     if a.dtype.kind not in ("f" if floats else "fiu"):
-        what = ("None" if value is None else f"a {type(value).__name__}") if a.dtype.kind == "O" else \
-            f"an array of dtype {a.dtype}"
+        what = (
+            ("None" if value is None else f"a {type(value).__name__}")
+            if a.dtype.kind == "O"
+            else f"an array of dtype {a.dtype}"
+        )
         raise problem("not_float" if floats else "not_real", where=where, what=what)
     return a
 
@@ -263,8 +282,11 @@ def carry_flags(flags: Any, carry: Any, path: tuple = ()) -> list[bool]:
             raise problem("carry_flags_dict", where=where, there=there, type=type(carry).__name__)
         unknown, missing = sorted(set(flags) - set(carry), key=repr), sorted(set(carry) - set(flags), key=repr)
         if unknown or missing:
-            parts = "; ".join(part for part in (f"not in carry0: {unknown}" if unknown else "",
-                                                f"missing: {missing}" if missing else "") if part)
+            parts = "; ".join(
+                part
+                for part in (f"not in carry0: {unknown}" if unknown else "", f"missing: {missing}" if missing else "")
+                if part
+            )
             raise problem("carry_flags_keys", where=where, there=there, keys=sorted(carry, key=repr), parts=parts)
         return [f for k in sorted(carry) for f in carry_flags(flags[k], carry[k], (*path, k))]
     if isinstance(flags, (tuple, list)):
@@ -311,8 +333,13 @@ def _new_carry(t: int, new: Any, carry: Any, hint: str) -> Any:
     new_items = flatten(new)
     paths = [path for path, _ in new_items]
     if paths != carry_paths and not (len(carry_paths) == 1 and paths == [()]):  # one leaf may come back bare
-        raise problem("carry_structure", t=t, got=[leaf_name("carry", q) for q in paths],
-                      want=[leaf_name("carry", q) for q in carry_paths], hint=hint)
+        raise problem(
+            "carry_structure",
+            t=t,
+            got=[leaf_name("carry", q) for q in paths],
+            want=[leaf_name("carry", q) for q in carry_paths],
+            hint=hint,
+        )
     leaves = []
     for (_, leaf), (p0, want_leaf) in zip(new_items, want_items):
         where = label("new_carry", t=t, leaf=leaf_name("carry", p0))
@@ -323,18 +350,22 @@ def _new_carry(t: int, new: Any, carry: Any, hint: str) -> Any:
     return rebuild(carry, iter(leaves))
 
 
-def _output(t: int, y: Any, first: Optional[list]) -> list:
+def _output(t: int, y: Any, first: list | None) -> list:
     """The step's output at step t, checked against step 0's structure and shapes (first: step 0's
     [(path, leaf)], None at step 0) and finiteness: its leaves as arrays."""
     items = flatten(y)
-    if first is not None and ([q for q, _ in items] != [q for q, _ in first]
-                              or [np.shape(leaf) for _, leaf in items] != [np.shape(leaf) for _, leaf in first]):
+    if first is not None and (
+        [q for q, _ in items] != [q for q, _ in first]
+        or [np.shape(leaf) for _, leaf in items] != [np.shape(leaf) for _, leaf in first]
+    ):
         got = {leaf_name("y", q): np.shape(leaf) for q, leaf in items}
         want = {leaf_name("y", q): np.shape(leaf) for q, leaf in first}
         raise problem("y_structure", t=t, got=got, want=want)
     wheres = [label("output", t=t, leaf=leaf_name("y", q)) for q, _ in items]
-    return [finite(output_array(leaf, where, floats=True), where, why=label("outputs_finite"))
-            for where, (_, leaf) in zip(wheres, items)]
+    return [
+        finite(output_array(leaf, where, floats=True), where, why=label("outputs_finite"))
+        for where, (_, leaf) in zip(wheres, items)
+    ]
 
 
 def forward(step, loss, params, carry, xs, consts, T: int, np_dtype: Any, bare: bool) -> Any:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Mapping, Optional
 
 import numpy as np
 
 from rnnbench.check.tolerance import UNIT_ROUNDOFF, Tolerance
 from rnnbench.status import InputStatus, Status
-
 
 FD_BOUND = "the finite-difference oracle's error bound"
 
@@ -39,12 +38,12 @@ class InputError:
 
 
 def compare_grads(
-    got: Mapping[str, Optional[np.ndarray]],
+    got: Mapping[str, np.ndarray | None],
     want: Mapping[str, np.ndarray],
     names: list[str],
     tol: Tolerance,
-    per_name: Optional[Mapping[str, Tolerance]] = None,
-    error: Optional[Mapping[str, np.ndarray]] = None,
+    per_name: Mapping[str, Tolerance] | None = None,
+    error: Mapping[str, np.ndarray] | None = None,
     bound_name: str = FD_BOUND,
 ) -> list[InputError]:
     """Per input in `names`, entry by entry, with scale = max(max|want|, tol.scale_floor * G,
@@ -68,8 +67,19 @@ def compare_grads(
         g_raw = got.get(name)
         g = np.zeros_like(r) if g_raw is None else np.asarray(g_raw, dtype=np.float64)
         if g.shape != r.shape:
-            out.append(InputError(name, InputStatus.MISMATCH, float("inf"), (), float("nan"), 0.0, scale,
-                                  f"shape {g.shape} != oracle shape {r.shape}", oracle_error))
+            out.append(
+                InputError(
+                    name,
+                    InputStatus.MISMATCH,
+                    float("inf"),
+                    (),
+                    float("nan"),
+                    0.0,
+                    scale,
+                    f"shape {g.shape} != oracle shape {r.shape}",
+                    oracle_error,
+                )
+            )
             continue
         if r.size == 0:
             out.append(InputError(name, InputStatus.OK, 0.0, (), 0.0, 0.0, scale))
@@ -94,14 +104,19 @@ def compare_grads(
             detail = f"beyond the tolerance plus {bound_name} at this entry" if oracle_error else ""
         elif err > t.max_rel_error:
             status = InputStatus.UNDECIDED
-            detail = (f"beyond tolerance, but within {bound_name} ({oracle_error:.2g} of scale): cannot decide"
-                      if np.isfinite(oracle_error) else
-                      "beyond tolerance, but the loss is not smooth at the finite-difference step (a step "
-                      "1000 times smaller disagrees): finite differences cannot decide" if bound_name == FD_BOUND else
-                      f"beyond tolerance, and {bound_name}: cannot decide")
+            detail = (
+                f"beyond tolerance, but within {bound_name} ({oracle_error:.2g} of scale): cannot decide"
+                if np.isfinite(oracle_error)
+                else "beyond tolerance, but the loss is not smooth at the finite-difference step (a step "
+                "1000 times smaller disagrees): finite differences cannot decide"
+                if bound_name == FD_BOUND
+                else f"beyond tolerance, and {bound_name}: cannot decide"
+            )
         else:
             status, detail = InputStatus.OK, ""
-        out.append(InputError(name, status, err, idx, float(g.flat[flat]), float(r.flat[flat]), scale, detail, oracle_error))
+        out.append(
+            InputError(name, status, err, idx, float(g.flat[flat]), float(r.flat[flat]), scale, detail, oracle_error)
+        )
     return out
 
 
@@ -128,8 +143,9 @@ def verdict(loss_error: float, errors: list[InputError], tol: Tolerance, loss_co
     return Status.OK
 
 
-def loss_condition(inputs: Mapping[str, np.ndarray], grads: Mapping[str, np.ndarray],
-                   bounds: Mapping[str, np.ndarray], loss: float) -> float:
+def loss_condition(
+    inputs: Mapping[str, np.ndarray], grads: Mapping[str, np.ndarray], bounds: Mapping[str, np.ndarray], loss: float
+) -> float:
     """sum_i |x_i| (|dL/dx_i| + e_i) / max(|L|, 1) over the compared inputs: how much a relative
     perturbation of the inputs moves the loss, relative to the loss's scale (as loss_rel_error
     measures it). Infinite where the oracle cannot bound a derivative (a loss not smooth at the
@@ -157,15 +173,19 @@ def describe(errors: list[InputError], loss_error: float, tol: Tolerance, loss_c
     """Readable multi-line report of what differed."""
     lines = [f"loss rel error {loss_error:.3g} (tolerance {tol.max_rel_error:g}, {tol.dtype}, {tol.oracle} oracle)"]
     if rounding_explains(loss_error, tol, loss_condition):
-        lines[0] += (f": cannot decide, the loss's condition number is {loss_condition:.3g}, so {tol.dtype} rounding "
-                     f"alone can move it by {forward_rounding_bound(loss_condition, tol.dtype):.3g}"
-                     if np.isfinite(loss_condition) else
-                     f": cannot decide, the loss is not smooth at the finite-difference step (its condition number "
-                     f"is unbounded), so {tol.dtype} rounding alone can move it that far")
+        lines[0] += (
+            f": cannot decide, the loss's condition number is {loss_condition:.3g}, so {tol.dtype} rounding "
+            f"alone can move it by {forward_rounding_bound(loss_condition, tol.dtype):.3g}"
+            if np.isfinite(loss_condition)
+            else f": cannot decide, the loss is not smooth at the finite-difference step (its condition number "
+            f"is unbounded), so {tol.dtype} rounding alone can move it that far"
+        )
     for e in errors:
         mark = "  " if e.status == InputStatus.OK else "!!"
         at = f"at {list(e.index)}: " if e.index else ""  # a 0-d input has no index, but still a value
         where = f"{at}got {e.got:.10g}, want {e.want:.10g}" if np.isfinite(e.max_rel_error) else ""
         bound = f" (bound {e.oracle_error:.2g} of scale at that entry)" if e.oracle_error else ""
-        lines.append(f"{mark} {e.name:<10} {e.status:<8} rel err {e.max_rel_error:.3g}{bound} {where} {e.detail}".rstrip())
+        lines.append(
+            f"{mark} {e.name:<10} {e.status:<8} rel err {e.max_rel_error:.3g}{bound} {where} {e.detail}".rstrip()
+        )
     return "\n".join(lines)

@@ -16,8 +16,9 @@ feeds `where` exactly on its boundary) are recorded, with the tangent columns th
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,38 +43,68 @@ class Dual:
     def __len__(self) -> int:
         return self.shape[0]
 
-    def __add__(self, o): return _binary(self, o, lambda a, b: a + b, lambda t, a, b, y: t, lambda t, a, b, y: t)
-    def __radd__(self, o): return _binary(o, self, lambda a, b: a + b, lambda t, a, b, y: t, lambda t, a, b, y: t)
-    def __sub__(self, o): return _binary(self, o, lambda a, b: a - b, lambda t, a, b, y: t, lambda t, a, b, y: -t)
-    def __rsub__(self, o): return _binary(o, self, lambda a, b: a - b, lambda t, a, b, y: t, lambda t, a, b, y: -t)
-    def __mul__(self, o): return _binary(self, o, _mul, lambda t, a, b, y: t * b, lambda t, a, b, y: t * a)
-    def __rmul__(self, o): return _binary(o, self, _mul, lambda t, a, b, y: t * b, lambda t, a, b, y: t * a)
-    def __truediv__(self, o): return _binary(self, o, _div, lambda t, a, b, y: t / b, lambda t, a, b, y: -(t * y) / b)
-    def __rtruediv__(self, o): return _binary(o, self, _div, lambda t, a, b, y: t / b, lambda t, a, b, y: -(t * y) / b)
-    def __neg__(self): return Dual(-self.value, -self.tangent, self.level)
-    def __pos__(self): return self
-    def __matmul__(self, o): return matmul(self, o)
-    def __rmatmul__(self, o): return matmul(o, self)
+    def __add__(self, o):
+        return _binary(self, o, lambda a, b: a + b, lambda t, a, b, y: t, lambda t, a, b, y: t)
+
+    def __radd__(self, o):
+        return _binary(o, self, lambda a, b: a + b, lambda t, a, b, y: t, lambda t, a, b, y: t)
+
+    def __sub__(self, o):
+        return _binary(self, o, lambda a, b: a - b, lambda t, a, b, y: t, lambda t, a, b, y: -t)
+
+    def __rsub__(self, o):
+        return _binary(o, self, lambda a, b: a - b, lambda t, a, b, y: t, lambda t, a, b, y: -t)
+
+    def __mul__(self, o):
+        return _binary(self, o, _mul, lambda t, a, b, y: t * b, lambda t, a, b, y: t * a)
+
+    def __rmul__(self, o):
+        return _binary(o, self, _mul, lambda t, a, b, y: t * b, lambda t, a, b, y: t * a)
+
+    def __truediv__(self, o):
+        return _binary(self, o, _div, lambda t, a, b, y: t / b, lambda t, a, b, y: -(t * y) / b)
+
+    def __rtruediv__(self, o):
+        return _binary(o, self, _div, lambda t, a, b, y: t / b, lambda t, a, b, y: -(t * y) / b)
+
+    def __neg__(self):
+        return Dual(-self.value, -self.tangent, self.level)
+
+    def __pos__(self):
+        return self
+
+    def __matmul__(self, o):
+        return matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return matmul(o, self)
 
     def __pow__(self, k):
         if isinstance(k, Dual) or np.ndim(k) != 0:
             raise TypeError("dual numbers: only constant scalar powers")
         if k == 0:
             return np.ones(self.shape, dtype=self.dtype)
-        return _unary(self, lambda v: v ** k, lambda t, v, y: t * (k * v ** (k - 1)))
+        return _unary(self, lambda v: v**k, lambda t, v, y: t * (k * v ** (k - 1)))
 
     # Comparisons give plain boolean arrays (masks for `where` carry no derivative); equality at a
     # point where the two sides move differently is a kink.
-    def __gt__(self, o): return _compare(self, o, np.greater)
-    def __lt__(self, o): return _compare(self, o, np.less)
-    def __ge__(self, o): return _compare(self, o, np.greater_equal)
-    def __le__(self, o): return _compare(self, o, np.less_equal)
+    def __gt__(self, o):
+        return _compare(self, o, np.greater)
+
+    def __lt__(self, o):
+        return _compare(self, o, np.less)
+
+    def __ge__(self, o):
+        return _compare(self, o, np.greater_equal)
+
+    def __le__(self, o):
+        return _compare(self, o, np.less_equal)
 
     def __getitem__(self, idx):
         idx = idx if isinstance(idx, tuple) else (idx,)
         return Dual(self.value[idx], self.tangent[(slice(None),) + idx], self.level)
 
-    def __iter__(self) -> Iterator["Dual"]:
+    def __iter__(self) -> Iterator[Dual]:
         return (self[i] for i in range(len(self)))
 
     def __repr__(self) -> str:
@@ -99,7 +130,7 @@ def primal(x: Any) -> Any:
     return x
 
 
-def _parts(x: Any, at: int) -> tuple[Any, Optional[Any]]:
+def _parts(x: Any, at: int) -> tuple[Any, Any | None]:
     """(value, tangent) of x seen at level `at`: an operand of a lower level is a constant there."""
     return (x.value, x.tangent) if level(x) == at else (x, None)
 
@@ -343,7 +374,7 @@ def minimum(a: Any, b: Any) -> Any:
 
 
 # ---- kinks ------------------------------------------------------------------------------------------
-_KINKS: ContextVar[Optional[list]] = ContextVar("rnnbench_dual_kinks", default=None)
+_KINKS: ContextVar[list | None] = ContextVar("rnnbench_dual_kinks", default=None)
 
 
 @contextlib.contextmanager
@@ -377,7 +408,7 @@ def _compare(a: Any, b: Any, f: Callable) -> np.ndarray:
     tie = np.broadcast_to(pa == pb, np.broadcast_shapes(pa.shape, pb.shape))
     if np.any(tie) and _KINKS.get() is not None:
         at = max(level(a), level(b))
-        (va, ta), (vb, tb) = _parts(a, at), _parts(b, at)
+        (_, ta), (_, tb) = _parts(a, at), _parts(b, at)
         k = _k_of(ta if ta is not None else tb)
         diff = [_fit(t, tie.shape) if t is not None else np.zeros((k,) + tie.shape) for t in (ta, tb)]
         _kink_at(tie, diff[0] - diff[1], "a comparison at equality")
@@ -388,7 +419,7 @@ def _compare(a: Any, b: Any, f: Callable) -> np.ndarray:
 def _constant_like(like: Any, make: Callable[[Any], np.ndarray]) -> np.ndarray:
     """A constant (no tangent) in like's base dtype (float64, or object for extended precision)."""
     dtype = np.asarray(primal(like)).dtype
-    return make(object if dtype == object else np.float64)
+    return make(object if dtype.kind == "O" else np.float64)
 
 
 def dual_ops() -> Any:

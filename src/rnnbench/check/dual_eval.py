@@ -12,8 +12,9 @@ loss is (gradient, d/d eps gradient(x + eps v)) = (g, H v).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +36,7 @@ class DualResult:
     kinked: dict[str, np.ndarray]
     kinks: list[str]
     loss: float
-    hvp: Optional[dict[str, np.ndarray]] = None
+    hvp: dict[str, np.ndarray] | None = None
 
 
 def to_mp(x: Any) -> np.ndarray:
@@ -81,7 +82,7 @@ def _columns(shapes: Mapping[str, tuple]) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _seed(shape: tuple, first: int, lo: int, hi: int) -> Optional[np.ndarray]:
+def _seed(shape: tuple, first: int, lo: int, hi: int) -> np.ndarray | None:
     """Unit tangents (hi - lo, *shape) for the input's entries among columns [lo, hi), or None."""
     size = int(np.prod(shape, dtype=int))
     start, stop = max(lo, first), min(hi, first + size)
@@ -93,8 +94,13 @@ def _seed(shape: tuple, first: int, lo: int, hi: int) -> Optional[np.ndarray]:
     return t.reshape((hi - lo,) + tuple(shape))
 
 
-def evaluate(model: Model, case: Case, names: Sequence[str], extended: bool = False,
-             direction: Optional[Mapping[str, np.ndarray]] = None) -> DualResult:
+def evaluate(
+    model: Model,
+    case: Case,
+    names: Sequence[str],
+    extended: bool = False,
+    direction: Mapping[str, np.ndarray] | None = None,
+) -> DualResult:
     """Exact d loss / d input for `names` (and H v along `direction` when given), by dual numbers."""
     shapes = {n: np.shape(input_value(model, case, n)) for n in names}
     cols = _columns(shapes)
@@ -106,10 +112,13 @@ def evaluate(model: Model, case: Case, names: Sequence[str], extended: bool = Fa
         for lo in range(0, max(K, 1), CHUNK):
             hi = min(K, lo + CHUNK)
 
-            def leaf(name: str, x: Any) -> Any:
+            def leaf(name: str, x: Any, lo: int = lo, hi: int = hi) -> Any:  # this chunk's columns
                 seed = _seed(shapes[name], cols[name][0], lo, hi) if name in cols else None
-                inner = x if direction is None or name not in direction else dual.Dual(
-                    x, conv(np.asarray(direction[name])[None]), 1)
+                inner = (
+                    x
+                    if direction is None or name not in direction
+                    else dual.Dual(x, conv(np.asarray(direction[name])[None]), 1)
+                )
                 if seed is None:
                     return inner
                 return dual.Dual(inner, seed, 1 if direction is None else 2)
@@ -130,7 +139,12 @@ def evaluate(model: Model, case: Case, names: Sequence[str], extended: bool = Fa
                 what.append(kind)
 
     def per_name(flat: np.ndarray) -> dict[str, np.ndarray]:
-        return {n: flat[first:first + size].reshape(shapes[n]).copy() for n, (first, size) in cols.items()}
+        return {n: flat[first : first + size].reshape(shapes[n]).copy() for n, (first, size) in cols.items()}
 
-    return DualResult(per_name(flat_g), per_name(kinked), sorted(set(what)), loss_value,
-                      per_name(flat_hv) if direction is not None else None)
+    return DualResult(
+        per_name(flat_g),
+        per_name(kinked),
+        sorted(set(what)),
+        loss_value,
+        per_name(flat_hv) if direction is not None else None,
+    )

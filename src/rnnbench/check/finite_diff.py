@@ -16,9 +16,10 @@ Step: h_i = REL_STEP * s_i with s_i = max(|x_i|, SCALE_FLOOR * max|x|) (SCALE_FL
 all-zero input). An absolute step (the old h = 1e-3) is as large as a parameter of 1e-3 itself and
 10% of a temperature of 1e-2 (tanh(c a / p) over 16 steps: truncation error 8.6e-4 relative, a
 false grad_mismatch on every exact driver; tests/test_false_alarms.py). An entry whose error bound
-is still above REFINE_TARGET of the case's gradient scale is retried at smaller steps (truncation dominates) or larger ones (roundoff
-dominates), keeping the step with the smallest bound, widened to cover its neighbouring step's
-interval (a step that aliases the function's features cannot agree with that one by accident).
+is still above REFINE_TARGET of the case's gradient scale is retried at smaller steps (truncation
+dominates) or larger ones (roundoff dominates), keeping the step with the smallest bound, widened
+to cover its neighbouring step's interval (a step that aliases the function's features cannot
+agree with that one by accident).
 
 Smoothness probe: all of the above assumes the loss is smooth at the scale of the step. A loss with
 features far below it (a chaotic recurrence: sin of a carry that grows over 16 steps, whose true
@@ -39,8 +40,8 @@ whichever is larger, and says "cannot decide" where only the bound separates the
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -70,7 +71,7 @@ class Oracle:
     error: Mapping[str, np.ndarray] = field(default_factory=dict)
     bound_name: str = "the finite-difference oracle's error bound"
     reason: str = ""
-    refine: Optional[Callable[[], "Oracle"]] = field(default=None, compare=False, repr=False)
+    refine: Callable[[], Oracle] | None = field(default=None, compare=False, repr=False)
 
     def error_of(self, name: str) -> np.ndarray:
         return np.asarray(self.error.get(name, np.zeros(np.shape(self.grads[name]))), dtype=np.float64)
@@ -123,7 +124,7 @@ def derivative(f: Callable[[float], float], x0: float, h: float) -> tuple[float,
     return d1 + (d1 - d2) / 15, abs(d1 - d2) + abs(d2 - d4), noise
 
 
-def finite_difference_oracle(model: Model, case: Case, names: Optional[Sequence[str]] = None) -> Oracle:
+def finite_difference_oracle(model: Model, case: Case, names: Sequence[str] | None = None) -> Oracle:
     """d loss / d input with error bounds for every input in `names` (default: case.wrt_names())."""
     names = case.wrt_names(model.carry_names) if names is None else list(names)
     with frozen_at_base(model, case):
@@ -137,7 +138,9 @@ def _finite_difference_oracle(model: Model, case: Case, names: list[str]) -> Ora
         steps = entry_steps(base)
         grad, err, trunc_dominates = np.zeros_like(base), np.zeros_like(base), np.zeros(base.shape, dtype=bool)
         for idx in np.ndindex(base.shape):
-            value, trunc, noise = derivative(_entry_function(model, case, name, base, idx), float(base[idx]), float(steps[idx]))
+            value, trunc, noise = derivative(
+                _entry_function(model, case, name, base, idx), float(base[idx]), float(steps[idx])
+            )
             grad[idx], err[idx], trunc_dominates[idx] = value, trunc + noise, trunc >= noise
         grads[name], errors[name], dominant[name], bases[name] = grad, err, trunc_dominates, (base, steps)
     scale = max((float(np.max(np.abs(g))) for g in grads.values() if g.size), default=0.0)
@@ -148,7 +151,9 @@ def _finite_difference_oracle(model: Model, case: Case, names: list[str]) -> Ora
             f = _entry_function(model, case, name, base, idx)
             tried = [(grads[name][idx], errors[name][idx])]
             for factor in REFINE_FACTORS:
-                value, trunc, noise = derivative(f, float(base[idx]), float(steps[idx]) * (factor if dominant[name][idx] else 1 / factor))
+                value, trunc, noise = derivative(
+                    f, float(base[idx]), float(steps[idx]) * (factor if dominant[name][idx] else 1 / factor)
+                )
                 tried.append((value, trunc + noise))
             best = min(range(len(tried)), key=lambda j: tried[j][1])
             # A step that aliases the function's features (sin(1e5 p) sampled every ~2 pi) can look
@@ -159,8 +164,13 @@ def _finite_difference_oracle(model: Model, case: Case, names: list[str]) -> Ora
     for name in names:
         base, steps = bases[name]
         for idx in np.ndindex(base.shape):
-            if not smooth_below_step(_entry_function(model, case, name, base, idx), float(base[idx]),
-                                     PROBE_FRACTION * float(steps[idx]), grads[name][idx], errors[name][idx]):
+            if not smooth_below_step(
+                _entry_function(model, case, name, base, idx),
+                float(base[idx]),
+                PROBE_FRACTION * float(steps[idx]),
+                grads[name][idx],
+                errors[name][idx],
+            ):
                 errors[name][idx] = np.inf
     return Oracle(grads, OracleKind.FINITE_DIFFERENCES, errors)
 
@@ -186,12 +196,12 @@ def _entry_function(model: Model, case: Case, name: str, base: np.ndarray, idx: 
     return f
 
 
-def finite_difference_grads(model: Model, case: Case, names: Optional[Sequence[str]] = None) -> dict[str, np.ndarray]:
+def finite_difference_grads(model: Model, case: Case, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
     """The oracle's values only (for callers that need no error bars)."""
     return dict(finite_difference_oracle(model, case, names).grads)
 
 
-def oracle_grads(model: Model, case: Case, choice: Optional[str] = None) -> Oracle:
+def oracle_grads(model: Model, case: Case, choice: str | None = None) -> Oracle:
     """The oracle of every compared input, from the ladder (rnnbench.check.oracle: the model's own,
     dual numbers, 50 digits, finite differences where no derivative exists)."""
     from rnnbench.check.oracle import oracle_grads as ladder

@@ -18,7 +18,7 @@ and is skipped with a reason instead of being compared (rnnbench.check.second_or
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -43,7 +43,9 @@ def _base(model: Model, case: Case) -> dict[str, np.ndarray]:
     return {n: np.asarray(input_value(model, case, n), dtype=np.float64) for n in case.wrt_names(model.carry_names)}
 
 
-def gradient_difference_hvp(model: Model, case: Case, v: Mapping[str, np.ndarray], step: float = GRADIENT_STEP) -> dict[str, np.ndarray]:
+def gradient_difference_hvp(
+    model: Model, case: Case, v: Mapping[str, np.ndarray], step: float = GRADIENT_STEP
+) -> dict[str, np.ndarray]:
     """H v from the model's analytic float64 oracle (model.oracle must exist)."""
     base = _base(model, case)
 
@@ -58,7 +60,9 @@ def gradient_difference_hvp(model: Model, case: Case, v: Mapping[str, np.ndarray
     return {n: (4 * d1[n] - d2[n]) / 3 for n in base}
 
 
-def finite_difference_hvp(model: Model, case: Case, v: Mapping[str, np.ndarray], step: float = LOSS_STEP) -> dict[str, np.ndarray]:
+def finite_difference_hvp(
+    model: Model, case: Case, v: Mapping[str, np.ndarray], step: float = LOSS_STEP
+) -> dict[str, np.ndarray]:
     """H v from the numpy forward alone, for every input in case.wrt_names(); v keyed alike."""
     names = case.wrt_names(model.carry_names)
     base = _base(model, case)

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import dataclasses
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any
 
 import numpy as np
 
 from rnnbench.check import known_issues
 from rnnbench.check.compare import InputError, compare_grads, describe, loss_condition, loss_rel_error, verdict
 from rnnbench.check.finite_diff import Oracle, input_value
-from rnnbench.check.oracle import oracle_grads
 from rnnbench.check.low_precision import ROUNDING_SAFETY, rounding_bounds
+from rnnbench.check.oracle import oracle_grads
 from rnnbench.check.tolerance import Tolerance, at_loss_scale, island_tolerance, tolerance
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.status import Status
@@ -54,7 +55,7 @@ class Check:
 def is_compile_error(exc: BaseException) -> bool:
     """Errors raised while tracing/compiling (dynamo, inductor, jax tracing), judged by where the
     exception class lives, anywhere in the cause chain."""
-    seen: Optional[BaseException] = exc
+    seen: BaseException | None = exc
     while seen is not None:
         if type(seen).__module__.startswith(COMPILE_ERROR_MODULES):
             return True
@@ -67,7 +68,7 @@ def failure_report(exc: BaseException) -> str:
     ("backend='inductor' raised:") carries the real message on its next lines and in its cause
     chain: both are shown, one line per distinct exception."""
     lines, seen = [], set()
-    link: Optional[BaseException] = exc
+    link: BaseException | None = exc
     while link is not None and len(lines) < 4:
         text = [line.strip() for line in str(link).splitlines() if line.strip()]
         head = " ".join(text[:2]) if text and text[0].endswith(":") else (text[0] if text else "")
@@ -80,10 +81,18 @@ def failure_report(exc: BaseException) -> str:
     return "\n".join(lines) + "\n" + "".join(tb[-6:])
 
 
-def judge(model: Model, case: Case, dtype: str, device: str, driver_name: str,
-          produced: Optional[tuple[float, Mapping[str, Optional[np.ndarray]]]] = None,
-          raised: Optional[BaseException] = None, compiled: bool = False, autocast: bool = False,
-          oracle: Optional[Oracle] = None) -> Check:
+def judge(
+    model: Model,
+    case: Case,
+    dtype: str,
+    device: str,
+    driver_name: str,
+    produced: tuple[float, Mapping[str, np.ndarray | None]] | None = None,
+    raised: BaseException | None = None,
+    compiled: bool = False,
+    autocast: bool = False,
+    oracle: Oracle | None = None,
+) -> Check:
     """The verdict on one driver's first-order result on `case` at `dtype`.
 
     produced: (loss, {compared input: gradient or None}) in canonical layout, float64 numpy; or
@@ -104,8 +113,11 @@ def judge(model: Model, case: Case, dtype: str, device: str, driver_name: str,
     result.reference_loss = reference_loss(model, case)
     result.loss_error = loss_rel_error(loss, result.reference_loss)
     tol = result.tolerance = at_loss_scale(tol, result.reference_loss)
-    per_name = {n: at_loss_scale(island_tolerance(kind, device), result.reference_loss)
-                for n in model.island_grads} if autocast else None
+    per_name = (
+        {n: at_loss_scale(island_tolerance(kind, device), result.reference_loss) for n in model.island_grads}
+        if autocast
+        else None
+    )
     names = case.wrt_names(model.carry_names)
     _against(result, model, case, oracle, names, tol, per_name)
     if dtype == "float64" and result.status in WRONG_GRADIENTS and oracle.refine is not None:
@@ -120,8 +132,12 @@ def judge(model: Model, case: Case, dtype: str, device: str, driver_name: str,
             result.report += "\n(the same at 50 digits: float64 rounding does not explain the difference)"
     if dtype == "float32" and result.status in WRONG_GRADIENTS and not autocast:
         bounds = {n: oracle.error_of(n) for n in names}
-        condition = loss_condition({n: input_value(model, case, n) for n in names},
-                                   {n: oracle.grads[n] for n in names}, bounds, result.reference_loss)
+        condition = loss_condition(
+            {n: input_value(model, case, n) for n in names},
+            {n: oracle.grads[n] for n in names},
+            bounds,
+            result.reference_loss,
+        )
         _with_rounding_bounds(result, model, case, oracle, names, bounds, tol, condition)
     if result.status != Status.OK and oracle.reason:
         result.report += f"\noracle: {oracle.kind} ({oracle.reason})"
@@ -131,35 +147,68 @@ def judge(model: Model, case: Case, dtype: str, device: str, driver_name: str,
 WRONG_GRADIENTS = (Status.GRAD_MISMATCH, Status.MISSING_GRAD)
 
 
-def _against(result: Check, model: Model, case: Case, oracle: Oracle, names: list[str], tol: Tolerance,
-             per_name: Optional[Mapping[str, Tolerance]]) -> None:
+def _against(
+    result: Check,
+    model: Model,
+    case: Case,
+    oracle: Oracle,
+    names: list[str],
+    tol: Tolerance,
+    per_name: Mapping[str, Tolerance] | None,
+) -> None:
     """result's errors, status and report against `oracle`, with the bound the oracle states."""
     bounds = {n: oracle.error_of(n) for n in names}
-    result.errors = compare_grads(result.grads, oracle.grads, names, tol, per_name, bounds,
-                                  bound_name=oracle.bound_name)
-    condition = loss_condition({n: input_value(model, case, n) for n in names}, {n: oracle.grads[n] for n in names},
-                               bounds, result.reference_loss)
+    result.errors = compare_grads(
+        result.grads, oracle.grads, names, tol, per_name, bounds, bound_name=oracle.bound_name
+    )
+    condition = loss_condition(
+        {n: input_value(model, case, n) for n in names},
+        {n: oracle.grads[n] for n in names},
+        bounds,
+        result.reference_loss,
+    )
     result.status = verdict(result.loss_error, result.errors, tol, condition)
     result.report = describe(result.errors, result.loss_error, tol, condition)
 
 
-def _with_rounding_bounds(result: Check, model: Model, case: Case, oracle: Oracle, names: list[str],
-                          bounds: Mapping[str, np.ndarray], tol: Tolerance, condition: float) -> None:
+def _with_rounding_bounds(
+    result: Check,
+    model: Model,
+    case: Case,
+    oracle: Oracle,
+    names: list[str],
+    bounds: Mapping[str, np.ndarray],
+    tol: Tolerance,
+    condition: float,
+) -> None:
     """Re-judge a failing float32 row with what float32 rounding alone does to these gradients
     (check/low_precision.py) added to the oracle's bounds: a difference that a correct float32
     computation also makes is cannot_decide, not a wrong gradient."""
     try:
         rounding = rounding_bounds(model, case, names, oracle.grads)
     except Exception as exc:  # a step the float32 tape cannot run (an op outside the ops namespace)
-        result.report += f"\n(no float32 rounding bound: the float32 reference tape failed: {type(exc).__name__}: {exc})"
+        result.report += (
+            f"\n(no float32 rounding bound: the float32 reference tape failed: {type(exc).__name__}: {exc})"
+        )
         return
     widened = {n: bounds[n] + rounding[n] for n in names}
-    errors = compare_grads(result.grads, oracle.grads, names, tol, None, widened,
-                           bound_name=f"what float32 rounding alone does (plus {oracle.bound_name})")
-    worst = max((float(np.max(rounding[n])) / e.scale for n, e in zip(names, errors) if np.size(rounding[n])), default=0.0)
-    note = (f"\nfloat32 rounding bound: an independent float32 computation (check/low_precision.py) of these "
-            f"gradients is off by up to {worst / ROUNDING_SAFETY:.2g} of scale; {ROUNDING_SAFETY:g}x that bounds what "
-            f"rounding alone does")
+    errors = compare_grads(
+        result.grads,
+        oracle.grads,
+        names,
+        tol,
+        None,
+        widened,
+        bound_name=f"what float32 rounding alone does (plus {oracle.bound_name})",
+    )
+    worst = max(
+        (float(np.max(rounding[n])) / e.scale for n, e in zip(names, errors) if np.size(rounding[n])), default=0.0
+    )
+    note = (
+        f"\nfloat32 rounding bound: an independent float32 computation (check/low_precision.py) of these "
+        f"gradients is off by up to {worst / ROUNDING_SAFETY:.2g} of scale; {ROUNDING_SAFETY:g}x that bounds what "
+        f"rounding alone does"
+    )
     status = verdict(result.loss_error, errors, tol, condition)
     if status == Status.CANNOT_DECIDE:
         result.errors, result.status = errors, status

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,8 @@ CONDITIONS: dict[str, Callable[[Model, Case], bool]] = {
     # One carry leaf, with several entries: an unweighted sum of it gives an expanded (stride-0)
     # cotangent with several lanes (docs/bugs.md#torch-inductor-scan-expanded-carry-cotangent).
     "one_carry_leaf_of_several_entries": lambda model, case: any(
-        len(carry) == 1 and np.size(carry[0]) >= 2 for carry in recurrence_carries(model, case)),
+        len(carry) == 1 and np.size(carry[0]) >= 2 for carry in recurrence_carries(model, case)
+    ),
     # The carry cotangent crosses a step of the backward loop: two or more steps, or a differentiated
     # initial carry (whose gradient is the loop's last carried value).
     "carry_cotangent_crosses_a_step": lambda model, case: case.length >= 2 or any(case.carry0_requires_grad),
@@ -56,14 +58,16 @@ CONDITIONS: dict[str, Callable[[Model, Case], bool]] = {
     # (docs/bugs.md#torch-inductor-scan-expanded-carry-cotangent).
     # Here: stride 0 along a dim of size >= 2 (several lanes share one value).
     "final_carry_cotangent_expanded": lambda model, case: any(
-        lanes >= 2 for lanes in expanded_carry_cotangents(model, case)),
+        lanes >= 2 for lanes in expanded_carry_cotangents(model, case)
+    ),
     # Two or more final-carry leaves get expanded cotangents, of any size: stride-0 views of one
     # scalar tangent, which scan's functionalization sees as aliased inputs.
     "final_carry_cotangents_expanded_twice": lambda model, case: len(expanded_carry_cotangents(model, case)) >= 2,
     # Some recurrence (one scan) carries several leaves (each an expanded cotangent under an
     # unweighted sum). A stacked model of one-leaf layers (rnn2) has none.
     "several_carry_leaves_in_a_recurrence": lambda model, case: any(
-        len(carry) >= 2 for carry in recurrence_carries(model, case)),
+        len(carry) >= 2 for carry in recurrence_carries(model, case)
+    ),
     # torch_xla's scan traces the step with every carry leaf requiring grad and x requiring grad when
     # xs' does, then back-propagates ones from every output: an output (new carry leaf or y) that
     # depends on none of them has no grad_fn (torch_xla/experimental/scan.py value_and_grad_partitioned).
@@ -139,7 +143,13 @@ def differentiated_sizes(model: Model, case: Case) -> tuple[dict[str, int], dict
     reads = _Reads(case.params)
     model.step(ops, reads, tuple(case.carry0), x0)
     body = {p: int(np.size(case.params[p])) for p in reads.read}
-    body.update({f"carry0.{n}": int(np.size(c)) for n, c, g in zip(model.carry_names, case.carry0, case.carry0_requires_grad) if g})
+    body.update(
+        {
+            f"carry0.{n}": int(np.size(c))
+            for n, c, g in zip(model.carry_names, case.carry0, case.carry0_requires_grad)
+            if g
+        }
+    )
     return body, upstream
 
 
@@ -219,8 +229,11 @@ def _step_graph(model: Model, case: Case) -> tuple[bool, bool, bool]:
     outputs = [o for o in (*new, y) if isinstance(o, torch.Tensor)]
     returns_param = any(o is p for o in outputs for p in params.values())
     with_grad = [o for o in outputs if o.requires_grad]
-    grads = torch.autograd.grad(with_grad, carry, [torch.ones_like(o) for o in with_grad], allow_unused=True) \
-        if with_grad else [None] * len(carry)
+    grads = (
+        torch.autograd.grad(with_grad, carry, [torch.ones_like(o) for o in with_grad], allow_unused=True)
+        if with_grad
+        else [None] * len(carry)
+    )
     return len(with_grad) < len(outputs), any(g is None for g in grads), returns_param
 
 
@@ -233,24 +246,27 @@ def _body_grad_numel_shared_upstream(model: Model, case: Case) -> bool:
 class KnownIssue:
     id: str
     title: str
-    upstream: Optional[str]
+    upstream: str | None
     symptom: str
     drivers: tuple[str, ...]
     versions: Mapping[str, str]
     conditions: tuple[str, ...]
     statuses: tuple[str, ...]
-    match: Optional[str] = None
-    models: Optional[tuple[str, ...]] = None
-    dtypes: Optional[tuple[str, ...]] = None
+    match: str | None = None
+    models: tuple[str, ...] | None = None
+    dtypes: tuple[str, ...] | None = None
     catalog: str = ""  # where docs/bugs.md describes it
     order: int = 1  # 1: the gradient check (rows); 2: the second-order check (check/second_order.py)
     certain: bool = True  # False: shows on some covered cases only (an ok row stays ok)
-    witnesses: tuple[Mapping[str, Any], ...] = ()  # rows ({"model", "dtype"}, optional "versions") on which it must reproduce
-    losses: Optional[tuple[str, ...]] = None  # loss forms (rnnbench.losses) it shows under; None: any
-    upstream_match: Optional[str] = None  # with `upstream`: why that report is this bug (op, symptom, versions)
+    witnesses: tuple[
+        Mapping[str, Any], ...
+    ] = ()  # rows ({"model", "dtype"}, optional "versions") on which it must reproduce
+    losses: tuple[str, ...] | None = None  # loss forms (rnnbench.losses) it shows under; None: any
+    upstream_match: str | None = None  # with `upstream`: why that report is this bug (op, symptom, versions)
 
-    def covers(self, driver: str, model: Model, case: Case, dtype: str, versions: Callable[[str], Optional[str]],
-               order: int = 1) -> bool:
+    def covers(
+        self, driver: str, model: Model, case: Case, dtype: str, versions: Callable[[str], str | None], order: int = 1
+    ) -> bool:
         """True when this bug is expected to show on this row's check of derivative `order`."""
         if driver not in self.drivers or order != self.order:
             return False
@@ -307,37 +323,47 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
         seen.add(issue.id)
         unknown = [c for c in issue.conditions if c not in CONDITIONS]
         unknown += [f"loss {n!r}" for n in issue.losses or () if n not in loss_forms.NAMES]
-        unknown += [f"witness loss {w['loss']!r}" for w in issue.witnesses if w.get("loss", "model") not in loss_forms.NAMES]
+        unknown += [
+            f"witness loss {w['loss']!r}" for w in issue.witnesses if w.get("loss", "model") not in loss_forms.NAMES
+        ]
         # first-order entries produce row statuses, second-order ones the hvp_* statuses only
         bad_status = [s for s in issue.statuses if s not in STATUSES or s.startswith("hvp_") != (issue.order == 2)]
         if unknown or bad_status or not issue.drivers or not issue.statuses or issue.order not in (1, 2):
-            raise RegistryError(f"known issue {issue.id!r}: unknown conditions {unknown} / statuses {bad_status}, "
-                                "no drivers / statuses, or affects.order not 1 or 2")
+            raise RegistryError(
+                f"known issue {issue.id!r}: unknown conditions {unknown} / statuses {bad_status}, "
+                "no drivers / statuses, or affects.order not 1 or 2"
+            )
         if bool(issue.upstream) != bool(issue.upstream_match):
-            raise RegistryError(f"known issue {issue.id!r}: `upstream` and `upstream_match` (the evidence that the "
-                                "upstream report is this bug) come together")
+            raise RegistryError(
+                f"known issue {issue.id!r}: `upstream` and `upstream_match` (the evidence that the "
+                "upstream report is this bug) come together"
+            )
         if not issue.certain and not issue.witnesses:
-            raise RegistryError(f"known issue {issue.id!r}: an entry that is not certain needs witnesses "
-                                "(rows on which it must reproduce), or nothing would notice it is fixed")
+            raise RegistryError(
+                f"known issue {issue.id!r}: an entry that is not certain needs witnesses "
+                "(rows on which it must reproduce), or nothing would notice it is fixed"
+            )
         for spec in issue.versions.values():
             version_matches("0", spec)  # raises on a malformed specifier
         for witness in issue.witnesses:
             extra = set(witness.get("versions", {})) - set(issue.versions)
             if extra:
-                raise RegistryError(f"known issue {issue.id!r}: a witness names versions of {sorted(extra)}, "
-                                    "which the entry's affects.versions do not")
+                raise RegistryError(
+                    f"known issue {issue.id!r}: a witness names versions of {sorted(extra)}, "
+                    "which the entry's affects.versions do not"
+                )
             for spec in witness.get("versions", {}).values():
                 version_matches("0", spec)
         issues.append(issue)
     return tuple(issues)
 
 
-@lru_cache(maxsize=None)
+@cache
 def registry() -> tuple[KnownIssue, ...]:
     return parse(json.loads(REGISTRY_PATH.read_text()))
 
 
-def installed_version(package: str) -> Optional[str]:
+def installed_version(package: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -346,12 +372,19 @@ def installed_version(package: str) -> Optional[str]:
         return None
 
 
-def covering(driver: str, model: Model, case: Case, dtype: str,
-             versions: Callable[[str], Optional[str]] = installed_version,
-             issues: Optional[Sequence[KnownIssue]] = None, order: int = 1) -> list[KnownIssue]:
+def covering(
+    driver: str,
+    model: Model,
+    case: Case,
+    dtype: str,
+    versions: Callable[[str], str | None] = installed_version,
+    issues: Sequence[KnownIssue] | None = None,
+    order: int = 1,
+) -> list[KnownIssue]:
     """The entries expected to show on this row's check of derivative `order`, in registry order."""
-    return [i for i in (registry() if issues is None else issues)
-            if i.covers(driver, model, case, dtype, versions, order)]
+    return [
+        i for i in (registry() if issues is None else issues) if i.covers(driver, model, case, dtype, versions, order)
+    ]
 
 
 def classify(status: str, report: str, expected: Sequence[KnownIssue]) -> tuple[str, str]:
@@ -360,16 +393,20 @@ def classify(status: str, report: str, expected: Sequence[KnownIssue]) -> tuple[
         return status, ""
     for issue in expected:
         if issue.reproduced_by(status, report):
-            return known(issue.id), f"known upstream issue {issue.id}: {issue.title} (upstream: {issue.upstream or 'not known'})"
+            return known(
+                issue.id
+            ), f"known upstream issue {issue.id}: {issue.title} (upstream: {issue.upstream or 'not known'})"
     if status == Status.OK:
         stale = [i for i in expected if i.certain]
         if not stale:  # the symptom shows on some covered cases only: right here is not "fixed"
             ids = ", ".join(i.id for i in expected)
-            return status, (f"covered by {ids}, which shows on some covered cases only; "
-                            "the gradients agree on this one")
+            return status, (
+                f"covered by {ids}, which shows on some covered cases only; the gradients agree on this one"
+            )
         return fixed(stale[0].id), (
             f"KNOWN ISSUE NO LONGER REPRODUCES: {', '.join(i.id for i in stale)} covers this row but it is ok; "
-            "narrow or remove the entry in known_issues.json")
+            "narrow or remove the entry in known_issues.json"
+        )
     ids = ", ".join(i.id for i in expected)
     return status, f"expected known issue(s) {ids}, but this failure does not match them"
 

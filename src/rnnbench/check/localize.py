@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
@@ -60,19 +59,27 @@ def suffix_problem(model: Model, case: Case, t: int) -> tuple[Model, Case]:
         carry0_requires_grad=(True,) * len(case.carry0),
         xs_requires_grad=False,
     )
-    sub_model = dataclasses.replace(model, name=f"{model.name}[t>={t}]", loss=loss, oracle=None,
-                                    oracle_kind="finite_differences", make_case=lambda sizes, seed: sub_case)
+    sub_model = dataclasses.replace(
+        model,
+        name=f"{model.name}[t>={t}]",
+        loss=loss,
+        oracle=None,
+        oracle_kind="finite_differences",
+        make_case=lambda sizes, seed: sub_case,
+    )
     return sub_model, sub_case
 
 
-def _or_zero(g: Optional[np.ndarray], like: np.ndarray) -> np.ndarray:
+def _or_zero(g: np.ndarray | None, like: np.ndarray) -> np.ndarray:
     return np.zeros_like(like) if g is None else np.asarray(g, dtype=np.float64)
 
 
 def full_problem_only(model: Model, case: Case) -> list[str]:
     """What the full problem has that every suffix problem lacks, on this case."""
     facts = []
-    frozen = [n for n, g in zip(model.carry_names, case.carry0_requires_grad or (False,) * len(model.carry_names)) if not g]
+    frozen = [
+        n for n, g in zip(model.carry_names, case.carry0_requires_grad or (False,) * len(model.carry_names)) if not g
+    ]
     if frozen:
         facts.append(f"initial-carry leaves without grad ({', '.join(frozen)}; the docs/bugs.md §1 trigger)")
     if case.xs_requires_grad:
@@ -85,7 +92,7 @@ class Localization:
     """first_step: the first t (from T-1 down) whose suffix diverges, or None; where: the carry leaf
     ("carry0.<leaf>" = cotangent of c_t) or parameter (step t's contribution) that diverges there."""
 
-    first_step: Optional[int] = None
+    first_step: int | None = None
     where: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     stopped: str = ""  # why the walk ended before t = 0 without a divergence
@@ -100,16 +107,19 @@ class Localization:
         if self.first_step is not None:
             verdict = f"first divergence at step {self.first_step}: {', '.join(self.where)}"
         elif self.complete:
-            verdict = ("no suffix diverges: every carry cotangent and per-step contribution agrees, so the failure "
-                       "needs something only the full problem has" + (": " + "; ".join(self.full_only) if self.full_only
-                                                                     else " (not identified)"))
+            verdict = (
+                "no suffix diverges: every carry cotangent and per-step contribution agrees, so the failure "
+                "needs something only the full problem has"
+                + (": " + "; ".join(self.full_only) if self.full_only else " (not identified)")
+            )
         else:
             verdict = f"inconclusive: {self.stopped} before any suffix diverged"
         return "\n".join([head, *self.lines, verdict])
 
 
-def localize(model: Model, driver: Driver, case: Case, dtype: str, device: str = "cpu",
-             budget_s: float = 60.0) -> Localization:
+def localize(
+    model: Model, driver: Driver, case: Case, dtype: str, device: str = "cpu", budget_s: float = 60.0
+) -> Localization:
     """Walk the suffixes t = T-1 .. 0 until one diverges or `budget_s` is spent."""
     tol = tolerance(dtype, "finite_differences", device)
     n_param = sum(np.size(p) for p in case.params.values())
@@ -149,8 +159,11 @@ def localize(model: Model, driver: Driver, case: Case, dtype: str, device: str =
         out.lines.append(f"  t={t}: " + ("agree" if not bad else "DIVERGES"))
         if bad:
             out.first_step = t
-            out.where = [f"{'cotangent of ' if e.name.startswith('carry0.') else 'step contribution to '}"
-                         f"{e.name.removeprefix('carry0.')}" for e in bad]
+            out.where = [
+                f"{'cotangent of ' if e.name.startswith('carry0.') else 'step contribution to '}"
+                f"{e.name.removeprefix('carry0.')}"
+                for e in bad
+            ]
             out.lines += ["    " + line for line in describe(bad, 0.0, step_tol).splitlines()[1:]]
             break
         later = (got, want, bound)

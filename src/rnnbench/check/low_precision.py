@@ -15,7 +15,8 @@ the entry's rounding bound: within it, the verdict is cannot_decide. A driver bu
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -33,23 +34,44 @@ class Var:
     def __init__(self, value: Any, parents: tuple = ()):
         self.value = np.asarray(value, dtype=np.float32)
         self.parents = parents
-        self.grad: Optional[np.ndarray] = None
+        self.grad: np.ndarray | None = None
 
     shape = property(lambda self: self.value.shape)
     ndim = property(lambda self: self.value.ndim)
     dtype = property(lambda self: self.value.dtype)
 
-    def __add__(self, o): return _binary(self, o, np.add, lambda g, a, b: g, lambda g, a, b: g)
-    def __radd__(self, o): return _binary(o, self, np.add, lambda g, a, b: g, lambda g, a, b: g)
-    def __sub__(self, o): return _binary(self, o, np.subtract, lambda g, a, b: g, lambda g, a, b: -g)
-    def __rsub__(self, o): return _binary(o, self, np.subtract, lambda g, a, b: g, lambda g, a, b: -g)
-    def __mul__(self, o): return _binary(self, o, np.multiply, lambda g, a, b: g * b, lambda g, a, b: g * a)
-    def __rmul__(self, o): return _binary(o, self, np.multiply, lambda g, a, b: g * b, lambda g, a, b: g * a)
-    def __truediv__(self, o): return _binary(self, o, np.divide, lambda g, a, b: g / b, lambda g, a, b: -g * a / (b * b))
-    def __rtruediv__(self, o): return _binary(o, self, np.divide, lambda g, a, b: g / b, lambda g, a, b: -g * a / (b * b))
-    def __matmul__(self, o): return matmul(self, o)
-    def __rmatmul__(self, o): return matmul(o, self)
-    def __neg__(self): return _unary(self, np.negative, lambda g, x, y: -g)
+    def __add__(self, o):
+        return _binary(self, o, np.add, lambda g, a, b: g, lambda g, a, b: g)
+
+    def __radd__(self, o):
+        return _binary(o, self, np.add, lambda g, a, b: g, lambda g, a, b: g)
+
+    def __sub__(self, o):
+        return _binary(self, o, np.subtract, lambda g, a, b: g, lambda g, a, b: -g)
+
+    def __rsub__(self, o):
+        return _binary(o, self, np.subtract, lambda g, a, b: g, lambda g, a, b: -g)
+
+    def __mul__(self, o):
+        return _binary(self, o, np.multiply, lambda g, a, b: g * b, lambda g, a, b: g * a)
+
+    def __rmul__(self, o):
+        return _binary(o, self, np.multiply, lambda g, a, b: g * b, lambda g, a, b: g * a)
+
+    def __truediv__(self, o):
+        return _binary(self, o, np.divide, lambda g, a, b: g / b, lambda g, a, b: -g * a / (b * b))
+
+    def __rtruediv__(self, o):
+        return _binary(o, self, np.divide, lambda g, a, b: g / b, lambda g, a, b: -g * a / (b * b))
+
+    def __matmul__(self, o):
+        return matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return matmul(o, self)
+
+    def __neg__(self):
+        return _unary(self, np.negative, lambda g, x, y: -g)
 
     def __pow__(self, k):
         if not np.isscalar(k):
@@ -57,10 +79,17 @@ class Var:
         return _unary(self, lambda x: x ** np.float32(k), lambda g, x, y: g * np.float32(k) * x ** np.float32(k - 1))
 
     # Comparisons give plain boolean arrays, off the tape: masks for ops.where carry no derivative.
-    def __gt__(self, o): return self.value > _const(o).value
-    def __lt__(self, o): return self.value < _const(o).value
-    def __ge__(self, o): return self.value >= _const(o).value
-    def __le__(self, o): return self.value <= _const(o).value
+    def __gt__(self, o):
+        return self.value > _const(o).value
+
+    def __lt__(self, o):
+        return self.value < _const(o).value
+
+    def __ge__(self, o):
+        return self.value >= _const(o).value
+
+    def __le__(self, o):
+        return self.value <= _const(o).value
 
     def __getitem__(self, idx):
         def vjp(g):
@@ -91,8 +120,10 @@ def _unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
 def _binary(a: Any, b: Any, f: Callable, da: Callable, db: Callable) -> Var:
     a, b = _const(a), _const(b)
     av, bv = a.value, b.value
-    return Var(f(av, bv), ((a, lambda g: _unbroadcast(da(g, av, bv), av.shape)),
-                           (b, lambda g: _unbroadcast(db(g, av, bv), bv.shape))))
+    return Var(
+        f(av, bv),
+        ((a, lambda g: _unbroadcast(da(g, av, bv), av.shape)), (b, lambda g: _unbroadcast(db(g, av, bv), bv.shape))),
+    )
 
 
 def _unary(x: Var, f: Callable, d: Callable) -> Var:
@@ -137,12 +168,13 @@ def _split(x: Var, n: int) -> tuple:
     size = x.shape[-1] // n
     out = []
     for i in range(n):
+
         def vjp(g, i=i):
             full = np.zeros_like(x.value)
-            full[..., i * size:(i + 1) * size] = g
+            full[..., i * size : (i + 1) * size] = g
             return full
 
-        out.append(Var(x.value[..., i * size:(i + 1) * size], ((x, vjp),)))
+        out.append(Var(x.value[..., i * size : (i + 1) * size], ((x, vjp),)))
     return tuple(out)
 
 
@@ -165,14 +197,19 @@ def _concat(xs, axis: int = 0) -> Var:
 
 def _where(cond: Any, a: Any, b: Any) -> Var:
     cond = np.asarray(cond, dtype=bool)
-    return _binary(a, b, lambda av, bv: np.where(cond, av, bv),
-                   lambda g, av, bv: np.where(cond, g, np.float32(0)),
-                   lambda g, av, bv: np.where(cond, np.float32(0), g))
+    return _binary(
+        a,
+        b,
+        lambda av, bv: np.where(cond, av, bv),
+        lambda g, av, bv: np.where(cond, g, np.float32(0)),
+        lambda g, av, bv: np.where(cond, np.float32(0), g),
+    )
 
 
 def _extremum(a: Any, b: Any, f: Callable, wins: Callable) -> Var:
     """f = np.maximum with wins = np.greater, or np.minimum with np.less. On ties each side gets
     half of g, as torch and jax do, so the tape's gradient at a tie is the one the drivers compute."""
+
     def share(g, mine, other):
         return g * np.where(wins(mine, other), np.float32(1), np.where(mine == other, np.float32(0.5), np.float32(0)))
 
@@ -195,8 +232,11 @@ def _sum(x: Var) -> Var:
 
 
 def _sigmoid(x: Var) -> Var:
-    return _unary(x, lambda v: np.float32(0.5) * (np.float32(1) + np.tanh(np.float32(0.5) * v)),
-                  lambda g, v, y: g * y * (np.float32(1) - y))
+    return _unary(
+        x,
+        lambda v: np.float32(0.5) * (np.float32(1) + np.tanh(np.float32(0.5) * v)),
+        lambda g, v, y: g * y * (np.float32(1) - y),
+    )
 
 
 def float32_ops() -> Ops:

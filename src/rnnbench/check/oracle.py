@@ -19,7 +19,7 @@ one rung ("dual", "dual_mp", "finite_differences") for comparisons and for users
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -40,12 +40,14 @@ MP_TRIGGER = 1e-3 * tolerance("float64", OracleKind.DUAL).max_rel_error
 # pass grows with the entries compared: beyond this many there is no dual_mp rung (the cost measured
 # is in docs/checking.md, "The oracle ladder").
 MP_MAX_ENTRIES = 256
-MP_BOUND_NAME = ("what float64 rounding alone does to this gradient ({:g}x the float64 dual oracle's distance "
-                 "from the same at 50 digits)").format(ROUNDING_SAFETY)
+MP_BOUND_NAME = (
+    f"what float64 rounding alone does to this gradient ({ROUNDING_SAFETY:g}x the float64 dual oracle's distance "
+    "from the same at 50 digits)"
+)
 _WEAKEST_LAST = (OracleKind.DUAL, OracleKind.DUAL_MP, OracleKind.FINITE_DIFFERENCES)
 
 
-def oracle_grads(model: Model, case: Case, choice: Optional[str] = None) -> Oracle:
+def oracle_grads(model: Model, case: Case, choice: str | None = None) -> Oracle:
     """The oracle of every compared input (module docstring). choice: None / "auto" for the ladder."""
     names = case.wrt_names(model.carry_names)
     choice = choice or AUTO
@@ -58,17 +60,24 @@ def oracle_grads(model: Model, case: Case, choice: Optional[str] = None) -> Orac
     missing = [n for n in names if n not in hand]
     if not missing:
         return Oracle(hand, model.oracle_kind, reason="the model's own oracle")
-    fill = dual_oracle(model, case, missing, extended=choice == OracleKind.DUAL_MP,
-                       allow_extended=choice != OracleKind.DUAL)
+    fill = dual_oracle(
+        model, case, missing, extended=choice == OracleKind.DUAL_MP, allow_extended=choice != OracleKind.DUAL
+    )
     if not hand:
         return fill
     zeros = {n: np.zeros(np.shape(g)) for n, g in hand.items()}
-    return Oracle({**hand, **fill.grads}, fill.kind, {**zeros, **fill.error}, fill.bound_name,
-                  f"the model's own oracle for {sorted(hand)}, {fill.kind} for {missing}")
+    return Oracle(
+        {**hand, **fill.grads},
+        fill.kind,
+        {**zeros, **fill.error},
+        fill.bound_name,
+        f"the model's own oracle for {sorted(hand)}, {fill.kind} for {missing}",
+    )
 
 
-def dual_oracle(model: Model, case: Case, names: Sequence[str], extended: bool = False,
-                allow_extended: bool = True) -> Oracle:
+def dual_oracle(
+    model: Model, case: Case, names: Sequence[str], extended: bool = False, allow_extended: bool = True
+) -> Oracle:
     """Rungs 2-4 for `names`: float64 dual numbers, 50 digits where float64 may not resolve them (or
     `extended`), finite differences for the entries dual numbers cannot differentiate."""
     names = list(names)
@@ -79,13 +88,28 @@ def dual_oracle(model: Model, case: Case, names: Sequence[str], extended: bool =
     small = sum(np.size(g) for g in result.grads.values()) <= MP_MAX_ENTRIES
     condition = loss_condition({n: input_value(model, case, n) for n in names}, result.grads, {}, result.loss)
     if extended or (allow_extended and small and condition * UNIT_ROUNDOFF["float64"] > MP_TRIGGER):
-        why = "forced" if extended else (f"the loss's condition number {condition:.3g} times float64's unit roundoff "
-                                         f"exceeds {MP_TRIGGER:g}")
+        why = (
+            "forced"
+            if extended
+            else (f"the loss's condition number {condition:.3g} times float64's unit roundoff exceeds {MP_TRIGGER:g}")
+        )
         return extended_oracle(model, case, names, result, why)
-    refine = once(lambda: extended_oracle(model, case, names, result, "a float64 row would fail against the "
-                                           "float64 dual oracle")) if allow_extended and small else None
-    return Oracle(result.grads, OracleKind.DUAL, bound_name="no bound (exact to rounding)",
-                  reason="dual numbers over the numpy step", refine=refine)
+    refine = (
+        once(
+            lambda: extended_oracle(
+                model, case, names, result, "a float64 row would fail against the float64 dual oracle"
+            )
+        )
+        if allow_extended and small
+        else None
+    )
+    return Oracle(
+        result.grads,
+        OracleKind.DUAL,
+        bound_name="no bound (exact to rounding)",
+        reason="dual numbers over the numpy step",
+        refine=refine,
+    )
 
 
 def extended_oracle(model: Model, case: Case, names: Sequence[str], result: DualResult, why: str) -> Oracle:
@@ -95,8 +119,9 @@ def extended_oracle(model: Model, case: Case, names: Sequence[str], result: Dual
     return Oracle(mp.grads, OracleKind.DUAL_MP, bounds, MP_BOUND_NAME, f"50 digits: {why}")
 
 
-def _with_finite_differences(model: Model, case: Case, names: list[str], result: DualResult,
-                             fd_names: list[str]) -> Oracle:
+def _with_finite_differences(
+    model: Model, case: Case, names: list[str], result: DualResult, fd_names: list[str]
+) -> Oracle:
     """Finite differences (with their error bars) for the entries of `fd_names` that dual numbers
     could not differentiate; the dual values, with bound 0, everywhere else."""
     fd = finite_difference_oracle(model, case, fd_names)
@@ -109,10 +134,13 @@ def _with_finite_differences(model: Model, case: Case, names: list[str], result:
         # jax's 1) and the central difference is one of them: shown, never held against a driver.
         error[n][result.kinked[n]] = np.inf
     what = ", ".join(result.kinks) or "a non-finite tangent"
-    return Oracle(grads, OracleKind.FINITE_DIFFERENCES, error,
-                  f"the finite-difference oracle's error bound, unbounded where the step has no derivative ({what})",
-                  reason=f"no derivative at this point ({what}) for some entries of {fd_names}: finite differences "
-                  "there")
+    return Oracle(
+        grads,
+        OracleKind.FINITE_DIFFERENCES,
+        error,
+        f"the finite-difference oracle's error bound, unbounded where the step has no derivative ({what})",
+        reason=f"no derivative at this point ({what}) for some entries of {fd_names}: finite differences there",
+    )
 
 
 def _with_reason(oracle: Oracle, reason: str) -> Oracle:

@@ -18,17 +18,17 @@ through the registry, known_issue:<id> / known_issue_fixed:<id>.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional
 
 import numpy as np
 
 from rnnbench.check.compare import InputError, compare_grads, describe
 from rnnbench.check.dual_eval import evaluate
 from rnnbench.check.finite_diff import input_value
-from rnnbench.check.low_precision import ROUNDING_SAFETY
 from rnnbench.check.hvp import GRADIENT_STEP, LOSS_STEP, finite_difference_hvp, gradient_difference_hvp
 from rnnbench.check.judge import registered
+from rnnbench.check.low_precision import ROUNDING_SAFETY
 from rnnbench.check.tolerance import UNIT_ROUNDOFF, hvp_tolerance
 from rnnbench.drivers.base import Prepared
 from rnnbench.model import Case, Model, reference_loss
@@ -47,10 +47,10 @@ class HvpOracle:
     v: dict[str, np.ndarray]
     want: dict[str, np.ndarray]
     kind: str
-    reason: Optional[str]
-    error: Optional[dict[str, np.ndarray]] = None
+    reason: str | None
+    error: dict[str, np.ndarray] | None = None
     bound_name: str = ""
-    refine: Optional[Callable[[], "HvpOracle"]] = field(default=None, repr=False)
+    refine: Callable[[], HvpOracle] | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -68,7 +68,7 @@ def direction(model: Model, case: Case, seed: int) -> dict[str, np.ndarray]:
     return {n: rng.uniform(-1.0, 1.0, np.shape(input_value(model, case, n))) for n in case.wrt_names(model.carry_names)}
 
 
-def hvp_oracle(model: Model, case: Case, seed: int = 0, choice: Optional[str] = None) -> HvpOracle:
+def hvp_oracle(model: Model, case: Case, seed: int = 0, choice: str | None = None) -> HvpOracle:
     """The ladder (module docstring). choice: None / "auto"; "dual" / "dual_mp" force that rung,
     "finite_differences" the difference oracles."""
     v = direction(model, case, seed)
@@ -81,8 +81,9 @@ def hvp_oracle(model: Model, case: Case, seed: int = 0, choice: Optional[str] = 
     return difference_hvp_oracle(model, case, v)
 
 
-def _dual_hvp(model: Model, case: Case, names: list, v: dict, hv: dict, grads: dict, loss: float,
-              choice: Optional[str]) -> HvpOracle:
+def _dual_hvp(
+    model: Model, case: Case, names: list, v: dict, hv: dict, grads: dict, loss: float, choice: str | None
+) -> HvpOracle:
     from rnnbench.check.compare import loss_condition
     from rnnbench.check.oracle import MP_MAX_ENTRIES, MP_TRIGGER, once
 
@@ -90,14 +91,21 @@ def _dual_hvp(model: Model, case: Case, names: list, v: dict, hv: dict, grads: d
     def extended() -> HvpOracle:
         mp = evaluate(model, case, names, extended=True, direction=v).hvp
         bounds = {n: ROUNDING_SAFETY * np.abs(hv[n] - mp[n]) for n in names}
-        return HvpOracle(v, mp, OracleKind.DUAL_MP_HVP, None, bounds,
-                         f"what float64 rounding alone does to H v ({ROUNDING_SAFETY:g}x the float64 dual H v's "
-                         "distance from the same at 50 digits)")
+        return HvpOracle(
+            v,
+            mp,
+            OracleKind.DUAL_MP_HVP,
+            None,
+            bounds,
+            f"what float64 rounding alone does to H v ({ROUNDING_SAFETY:g}x the float64 dual H v's "
+            "distance from the same at 50 digits)",
+        )
 
     small = sum(np.size(g) for g in grads.values()) <= MP_MAX_ENTRIES
     condition = loss_condition({n: input_value(model, case, n) for n in names}, grads, {}, loss)
-    if choice == OracleKind.DUAL_MP or (choice != OracleKind.DUAL and small
-                                        and condition * UNIT_ROUNDOFF["float64"] > MP_TRIGGER):
+    if choice == OracleKind.DUAL_MP or (
+        choice != OracleKind.DUAL and small and condition * UNIT_ROUNDOFF["float64"] > MP_TRIGGER
+    ):
         return extended()
     refine = extended if small and choice != OracleKind.DUAL else None
     return HvpOracle(v, hv, OracleKind.DUAL_HVP, None, refine=refine)
@@ -119,8 +127,15 @@ def difference_hvp_oracle(model: Model, case: Case, v: dict) -> HvpOracle:
     return HvpOracle(v, fine, kind, reason)
 
 
-def check_second_order(model: Model, driver_name: str, case: Case, prepared: Prepared,
-                       oracle: Optional[HvpOracle] = None, seed: int = 0, choice: Optional[str] = None) -> SecondOrder:
+def check_second_order(
+    model: Model,
+    driver_name: str,
+    case: Case,
+    prepared: Prepared,
+    oracle: HvpOracle | None = None,
+    seed: int = 0,
+    choice: str | None = None,
+) -> SecondOrder:
     """Compare prepared.hvp(v) with the oracle's H v at float64 (second order is checked at float64
     only: the oracle's own error, ~1e-10, would otherwise be invisible under float32 roundoff)."""
     if prepared.hvp is None:
@@ -148,8 +163,14 @@ def check_second_order(model: Model, driver_name: str, case: Case, prepared: Pre
 
 
 def _judged(got: Mapping, oracle: HvpOracle, names: list, tol) -> SecondOrder:
-    errors = compare_grads(got, oracle.want, names, tol, error=oracle.error,
-                           **({"bound_name": oracle.bound_name} if oracle.bound_name else {}))
+    errors = compare_grads(
+        got,
+        oracle.want,
+        names,
+        tol,
+        error=oracle.error,
+        **({"bound_name": oracle.bound_name} if oracle.bound_name else {}),
+    )
     statuses = {e.status for e in errors}
     report = "Hessian-vector product:\n" + describe(errors, 0.0, tol) + f"\noracle: {oracle.kind}"
     if statuses & {InputStatus.MISMATCH, InputStatus.MISSING}:

@@ -24,7 +24,7 @@ SCALE_FLOOR = 1e-3
 
 # Unit roundoff per dtype: a forward whose condition number times this exceeds the tolerance cannot
 # be judged at that dtype (compare.forward_rounding_bound).
-UNIT_ROUNDOFF = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "bfloat16": 2.0 ** -8}
+UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "bfloat16": 2.0**-8}
 
 # eps: float64 1.1e-16, float32 6.0e-8 (unit roundoff), bfloat16 3.9e-3.
 _MAX_REL_ERROR = {
@@ -81,7 +81,11 @@ def tolerance(dtype: str, oracle_kind: str, device: str = "cpu") -> Tolerance:
     `oracle_kind` ("finite_differences" or any analytic kind). Device does not change the policy
     today: CUDA float32 matmuls may use TF32, which the drivers disable (torch
     allow_tf32=False, jax precision 'highest') rather than loosening tolerances."""
-    kind = oracle_kind if oracle_kind in ("finite_differences", "finite_differences_hvp", "gradient_differences_hvp") else "analytic"
+    kind = (
+        oracle_kind
+        if oracle_kind in ("finite_differences", "finite_differences_hvp", "gradient_differences_hvp")
+        else "analytic"
+    )
     try:
         return Tolerance(_MAX_REL_ERROR[(dtype, kind)], SCALE_FLOOR, dtype, kind)
     except KeyError:

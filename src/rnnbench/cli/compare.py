@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping, Optional
 
 from rnnbench.errors import InputError
 from rnnbench.report import compare_inputs
@@ -29,8 +29,18 @@ NAME = "compare"
 HELP = "compare two results files (commits, framework versions, machines): verdicts per row, exit 1 on a regression"
 # (base, new, run options, rounds, output directory) -> (base files, new files, side labels)
 RunCommits = Callable[[str, str, Mapping[str, str], int, Path], tuple[list[Path], list[Path], tuple[str, str]]]
-RUN_OPTIONS = ("suite", "models", "drivers", "environments", "dtypes", "sizes", "threads", "budget", "timeout",
-               "losses")
+RUN_OPTIONS = (
+    "suite",
+    "models",
+    "drivers",
+    "environments",
+    "dtypes",
+    "sizes",
+    "threads",
+    "budget",
+    "timeout",
+    "losses",
+)
 
 
 def threshold(value: str) -> float:
@@ -56,21 +66,42 @@ def alpha(value: str) -> float:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", nargs="*", help="BASE NEW: results files (.jsonl) or pytest-benchmark JSON, each side one "
-                   "file or several joined by commas (runs of one side: rounds); with --environments, one or more "
-                   "files holding both environments")
+    p.add_argument(
+        "files",
+        nargs="*",
+        help="BASE NEW: results files (.jsonl) or pytest-benchmark JSON, each side one "
+        "file or several joined by commas (runs of one side: rounds); with --environments, one or more "
+        "files holding both environments",
+    )
     p.add_argument("--threshold", default="10%", help="smallest change of time that counts (default 10%%)")
     p.add_argument("--alpha", default="0.01", help="1 - confidence of the intervals (default 0.01: 99 %%)")
-    p.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown (pull requests, CI "
-                   "summaries) or json")
-    p.add_argument("--across-machines", action="store_true", help="allow comparing files from two machines (every "
-                   "line says so)")
-    p.add_argument("--normalize", action="store_true", help="divide every ratio by the median ratio of all timed rows "
-                   "(a machine's overall speed); for --across-machines gates")
-    p.add_argument("--environments", help="BASE_ENV,NEW_ENV: compare two environments of the same files, by name "
-                   "(main, torch-2.14.1) or framework version (torch-2.13.0); with --commits, the run's environments")
-    p.add_argument("--commits", nargs=2, metavar=("BASE", "NEW"), help="run the selection at both commits here, "
-                   "interleaved in --rounds rounds (each commit installed apart), then compare")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text (default), markdown (pull requests, CI summaries) or json",
+    )
+    p.add_argument(
+        "--across-machines", action="store_true", help="allow comparing files from two machines (every line says so)"
+    )
+    p.add_argument(
+        "--normalize",
+        action="store_true",
+        help="divide every ratio by the median ratio of all timed rows "
+        "(a machine's overall speed); for --across-machines gates",
+    )
+    p.add_argument(
+        "--environments",
+        help="BASE_ENV,NEW_ENV: compare two environments of the same files, by name "
+        "(main, torch-2.14.1) or framework version (torch-2.13.0); with --commits, the run's environments",
+    )
+    p.add_argument(
+        "--commits",
+        nargs=2,
+        metavar=("BASE", "NEW"),
+        help="run the selection at both commits here, "
+        "interleaved in --rounds rounds (each commit installed apart), then compare",
+    )
     p.add_argument("--rounds", type=int, default=2, help="with --commits: runs per commit, alternating (default 2)")
     p.add_argument("--out-dir", help="with --commits: where the runs' records go (default results/compare-<time>)")
     run = p.add_argument_group("run options (with --commits; default: the curated selection, 1 thread)")
@@ -90,8 +121,10 @@ def _sides(args: argparse.Namespace) -> tuple[list[dict], list[dict], bool, tupl
         if len(names) != 2:
             raise InputError(f"--environments needs two names, BASE,NEW; got {args.environments!r}")
         if not paths:
-            raise InputError("--environments needs the results files holding both environments "
-                             "(`rnnbench run --environments ...` writes one)")
+            raise InputError(
+                "--environments needs the results files holding both environments "
+                "(`rnnbench run --environments ...` writes one)"
+            )
         base, new = compare_inputs.split_by_environment(compare_inputs.load(paths), *names)
         return base, new, False, (names[0], names[1])
     if len(sides) != 2 or not all(sides):
@@ -99,8 +132,9 @@ def _sides(args: argparse.Namespace) -> tuple[list[dict], list[dict], bool, tupl
     return compare_inputs.load(sides[0]), compare_inputs.load(sides[1]), True, (args.files[0], args.files[1])
 
 
-def _run_commits(args: argparse.Namespace,
-                 run_commits: RunCommits) -> tuple[list[dict], list[dict], bool, tuple[str, str]]:
+def _run_commits(
+    args: argparse.Namespace, run_commits: RunCommits
+) -> tuple[list[dict], list[dict], bool, tuple[str, str]]:
     if args.files:
         raise InputError("--commits runs its own rows: give no files")
     if not 1 <= args.rounds <= 20:
@@ -111,7 +145,7 @@ def _run_commits(args: argparse.Namespace,
     return compare_inputs.load(base_files), compare_inputs.load(new_files), True, labels
 
 
-def run(args: argparse.Namespace, run_commits: Optional[RunCommits] = None) -> int:
+def run(args: argparse.Namespace, run_commits: RunCommits | None = None) -> int:
     """The command. run_commits: what runs --commits (default rnnbench.run.commits.run_commits; tests
     pass a stand-in)."""
     if run_commits is None:
@@ -120,7 +154,15 @@ def run(args: argparse.Namespace, run_commits: Optional[RunCommits] = None) -> i
     if not args.commits and any(getattr(args, name) is not None for name in RUN_OPTIONS if name != "environments"):
         raise InputError("run options (--models, --drivers, ...) go with --commits")
     base, new, with_env, labels = _run_commits(args, run_commits) if args.commits else _sides(args)
-    result = compare(base, new, level, cut, across_machines=args.across_machines, normalize=args.normalize,
-                     with_environment=with_env, sides=labels)
+    result = compare(
+        base,
+        new,
+        level,
+        cut,
+        across_machines=args.across_machines,
+        normalize=args.normalize,
+        with_environment=with_env,
+        sides=labels,
+    )
     print(render(result, args.format))
     return result.exit_code

@@ -12,16 +12,23 @@ HELP = "the Python environments rows run in (src/rnnbench/environments.toml): li
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=("list", "create", "lock"))
-    p.add_argument("names", nargs="*", help="environments to create (created once, then reused) or lock "
-                   "(requirements/locks/NAME.lock: every package pinned with its hashes)")
+    p.add_argument(
+        "names",
+        nargs="*",
+        help="environments to create (created once, then reused) or lock "
+        "(requirements/locks/NAME.lock: every package pinned with its hashes)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     envs = environments.environments()
     if args.action == "list":
         for name, env in envs.items():
-            state = env.missing_reason() and "missing" or ", ".join(
-                f"{p} {v}" for p, v in environments.package_versions(name) if p != "numpy")
+            state = (
+                env.missing_reason()
+                and "missing"
+                or ", ".join(f"{p} {v}" for p, v in environments.package_versions(name) if p != "numpy")
+            )
             print(f"{name:<14} {'default' if env.default else 'matrix':<8} {state}\n{'':<24}{env.python}")
         return 0
     names = plan.names(",".join(args.names), list(envs), "environment", required=True)

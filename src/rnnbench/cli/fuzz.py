@@ -7,7 +7,6 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 from rnnbench import losses, record
 from rnnbench.cli import options
@@ -20,28 +19,46 @@ HELP = "random step bodies on every driver, gradients (and H v) vs float64 finit
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", type=int, default=100, help="number of bodies (default 100)")
     p.add_argument("--seed", type=int, default=0, help="body stream seed (default 0)")
-    p.add_argument("--drivers", help="comma-separated driver names (default: every eager and jax driver that "
-                   "runs a user step here; name compiled ones to include them, ~5 s per body each)")
-    p.add_argument("--dtypes", default="float64", help="comma-separated, from float64, float32: fuzzed one after "
-                   "another (default float64; second order is checked at float64 only)")
+    p.add_argument(
+        "--drivers",
+        help="comma-separated driver names (default: every eager and jax driver that "
+        "runs a user step here; name compiled ones to include them, ~5 s per body each)",
+    )
+    p.add_argument(
+        "--dtypes",
+        default="float64",
+        help="comma-separated, from float64, float32: fuzzed one after "
+        "another (default float64; second order is checked at float64 only)",
+    )
     p.add_argument("--dtype", dest="dtypes", help=argparse.SUPPRESS)  # the old spelling
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    p.add_argument("--losses", default=",".join(losses.CHECKED),
-                   help="comma-separated loss forms every body is judged under, from " + ", ".join(losses.FORMS)
-                   + f" (default {','.join(losses.CHECKED)})")
+    p.add_argument(
+        "--losses",
+        default=",".join(losses.CHECKED),
+        help="comma-separated loss forms every body is judged under, from "
+        + ", ".join(losses.FORMS)
+        + f" (default {','.join(losses.CHECKED)})",
+    )
     p.add_argument("--no-second-order", dest="second_order", action="store_false", help="skip the H v check")
     p.add_argument("--shrink", type=int, default=1, help="failures shrunk per (driver, status) (default 1)")
     p.add_argument("--repro-dir", help="write a standalone repro script for each shrunk failure here")
-    p.add_argument("--timeout", type=float, default=300.0,
-                   help="seconds per (body, driver) before the worker is killed")
-    p.add_argument("--out", help="results file: one JSON record per (body, driver, dtype) outcome, written as each "
-                   "finishes (default results/fuzz-<timestamp>.jsonl)")
-    p.add_argument("--resume", action="store_true", help="continue --out: outcomes already recorded there are not "
-                   "run again (same arguments required)")
+    p.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds per (body, driver) before the worker is killed"
+    )
+    p.add_argument(
+        "--out",
+        help="results file: one JSON record per (body, driver, dtype) outcome, written as each "
+        "finishes (default results/fuzz-<timestamp>.jsonl)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue --out: outcomes already recorded there are not run again (same arguments required)",
+    )
     options.executor_flags(p)
 
 
-def fuzz_drivers(value: Optional[str], dtype: str, device: str = "cpu") -> list:
+def fuzz_drivers(value: str | None, dtype: str, device: str = "cpu") -> list:
     """rnnbench.run.plan.fuzz_drivers, asked with a fuzzed body's model."""
     from rnnbench.fuzz.cases import build
     from rnnbench.fuzz.grammar import generate
@@ -49,7 +66,7 @@ def fuzz_drivers(value: Optional[str], dtype: str, device: str = "cpu") -> list:
     return plan.fuzz_drivers(value, dtype, device, build(generate(0, 0)).model)
 
 
-def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, list], Optional[Path]]:
+def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, list], Path | None]:
     """The flags checked: (dtypes, loss forms, {dtype: drivers}, the repro directory, created)."""
     options.number("--cases", args.cases, integer=True)
     options.number("--shrink", args.shrink, integer=True, inclusive=True)
@@ -66,8 +83,9 @@ def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, 
     executors.check_executor(args.executor, args.address)
     drivers = {dtype: fuzz_drivers(args.drivers, dtype, args.device) for dtype in dtypes}
     if not all(drivers.values()):
-        raise options.UsageError(f"no driver can fuzz here on {args.device} "
-                                 "(install the main environment with `make venv`)")
+        raise options.UsageError(
+            f"no driver can fuzz here on {args.device} (install the main environment with `make venv`)"
+        )
     repro_dir = options.writable_dir(Path(args.repro_dir), "--repro-dir") if args.repro_dir else None
     return dtypes, loss_forms, drivers, repro_dir
 
@@ -79,31 +97,51 @@ def run(args: argparse.Namespace) -> int:
 
     names = {dtype: [d.name for d in drivers[dtype]] for dtype in dtypes}
     settings = fuzz_settings(args.seed, args.second_order, args.shrink, args.device, loss_forms, args.timeout)
-    campaigns = [Campaign(args.cases, args.seed, names[dtype], dtype, args.device, tuple(loss_forms), settings)
-                 for dtype in dtypes]
+    campaigns = [
+        Campaign(args.cases, args.seed, names[dtype], dtype, args.device, tuple(loss_forms), settings)
+        for dtype in dtypes
+    ]
     out = options.out_path(args.out, "fuzz-%Y%m%d-%H%M%S.jsonl", args.resume)
     start = time.time()
     failures = errors = 0
-    with executors.executor(args.executor, args.address) as executor, \
-            record.ResultsFile(out, resume=args.resume, kind="fuzz") as results:
+    with (
+        executors.executor(args.executor, args.address) as executor,
+        record.ResultsFile(out, resume=args.resume, kind="fuzz") as results,
+    ):
         parent.results_file(out, resumable=True)  # an interruption names the file and how to continue it
         done = resume(out, results.existing, campaigns) if args.resume else {dtype: [] for dtype in dtypes}
         already = sum(map(len, done.values()))
-        print(f"rnnbench: fuzz -> {out}" + (f" ({already} records already there, not run again)" if already else ""),
-              flush=True)
+        print(
+            f"rnnbench: fuzz -> {out}" + (f" ({already} records already there, not run again)" if already else ""),
+            flush=True,
+        )
         for dtype in dtypes:
-            summary = fuzz_isolated(args.cases, args.seed, names[dtype], dtype, args.second_order,
-                                    args.shrink, repro_dir, args.timeout,
-                                    progress=lambda m: print(f"\r{m} ({time.time() - start:.0f} s)   ", end="",
-                                                             file=sys.stderr, flush=True),
-                                    device=args.device, losses=loss_forms, write=results.append, done=done[dtype],
-                                    executor=executor)
+            summary = fuzz_isolated(
+                args.cases,
+                args.seed,
+                names[dtype],
+                dtype,
+                args.second_order,
+                args.shrink,
+                repro_dir,
+                args.timeout,
+                progress=lambda m: print(
+                    f"\r{m} ({time.time() - start:.0f} s)   ", end="", file=sys.stderr, flush=True
+                ),
+                device=args.device,
+                losses=loss_forms,
+                write=results.append,
+                done=done[dtype],
+                executor=executor,
+            )
             print(file=sys.stderr)
             print(summary.format())
             failures += len(summary.failures)
             errors += sum(o.errored for o in summary.outcomes)
         written = results.written
-    print(f"\nrnnbench fuzz: {failures} mismatches, {errors} driver errors in {time.time() - start:.0f} s; "
-          f"{written} records written now" + (f", {already} from before" if already else "") + f"; records in {out}",
-          file=sys.stderr)
+    print(
+        f"\nrnnbench fuzz: {failures} mismatches, {errors} driver errors in {time.time() - start:.0f} s; "
+        f"{written} records written now" + (f", {already} from before" if already else "") + f"; records in {out}",
+        file=sys.stderr,
+    )
     return 1 if failures or errors else 0

@@ -17,8 +17,8 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 from rnnbench import record
 from rnnbench.cli import bugs, compare, env, fuzz, options, report, run, sweep, table, versions
@@ -68,8 +68,10 @@ def _internal_error(exc: BaseException, argv: list[str]) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
         with open(path, "x") as f:
-            f.write(f"rnnbench {' '.join(argv)}\npython {sys.version.split()[0]} on {sys.platform}, "
-                    f"{time.strftime('%Y-%m-%d %H:%M:%S %z')}\n\n{text}")
+            f.write(
+                f"rnnbench {' '.join(argv)}\npython {sys.version.split()[0]} on {sys.platform}, "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S %z')}\n\n{text}"
+            )
         for old in sorted(folder.glob("*.txt"))[:-50]:  # keep the newest 50
             old.unlink(missing_ok=True)
     except (OSError, RuntimeError, KeyError) as why:  # no home, read-only cache: print it instead
@@ -111,7 +113,7 @@ def _dispatch(argv: list[str]) -> int:
         return {command.NAME: command for command in COMMANDS}[args.command].run(args)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """The command line's one error boundary. Exit codes: 0 and 1 as the command says (1: a row
     failed); 2 bad input (InputError: one line `rnnbench: error: ...`, nothing written); 1 an
     internal error (any other exception: one line `rnnbench: internal error: <Type>: <message>

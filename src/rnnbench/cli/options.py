@@ -10,7 +10,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from rnnbench import inputs
 from rnnbench.errors import InputError, did_you_mean
@@ -30,8 +30,15 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def number(what: str, value: Any, *, integer: bool = False, maximum: Optional[float] = None,
-           minimum: float = 0.0, inclusive: bool = False) -> Any:
+def number(
+    what: str,
+    value: Any,
+    *,
+    integer: bool = False,
+    maximum: float | None = None,
+    minimum: float = 0.0,
+    inclusive: bool = False,
+) -> Any:
     """`value` as a finite number above `minimum` (at or above with inclusive) and at most
     `maximum`, else UsageError naming `what` (a flag or a config key). nan and inf never pass:
     a limit that is not a number must not switch itself off."""
@@ -50,7 +57,7 @@ def threads(what: str, value: Any) -> int:
     return number(what, value, integer=True, maximum=CORES)
 
 
-def shard(value: Optional[str]) -> Optional[tuple[int, int]]:
+def shard(value: str | None) -> tuple[int, int] | None:
     """--shard I/N as (I, N), or None."""
     if value is None:
         return None
@@ -74,7 +81,7 @@ def _read_toml(path: str) -> dict[str, Any]:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
 
 
-def load_config(path: Optional[str]) -> dict[str, Any]:
+def load_config(path: str | None) -> dict[str, Any]:
     """The settings of a TOML config file, each checked for its type (numbers are checked with the
     flags' in check_limits; until then they travel as (key, value, where) to name their origin)."""
     if path is None:
@@ -87,9 +94,11 @@ def load_config(path: Optional[str]) -> dict[str, Any]:
         config["environments"] = ",".join(names)
     unknown = sorted(set(config) - set(plan.RUN_DEFAULTS))
     if unknown:
-        raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}"
-                         f"{did_you_mean(unknown[0], plan.RUN_DEFAULTS)}; "
-                         f"known: {', '.join(plan.RUN_DEFAULTS)}")
+        raise UsageError(
+            f"config file {path}: unknown key(s) {', '.join(unknown)}"
+            f"{did_you_mean(unknown[0], plan.RUN_DEFAULTS)}; "
+            f"known: {', '.join(plan.RUN_DEFAULTS)}"
+        )
     for key, value in config.items():
         where = f"config file {path}: key {key!r}"
         if key in SELECTIONS and isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -147,14 +156,19 @@ def check_limits(given: dict[str, Any]) -> dict[str, Any]:
 
 
 def executor_flags(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--executor", choices=("local", "ray"), default="local",
-                         help="where the work runs: local worker processes (default) or a Ray cluster "
-                         "(a local instance rnnbench starts and stops, or --address)")
-    command.add_argument("--address", help="with --executor ray: the Ray cluster to connect to (e.g. HOST:6379); "
-                         "it is never stopped")
+    command.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where the work runs: local worker processes (default) or a Ray cluster "
+        "(a local instance rnnbench starts and stops, or --address)",
+    )
+    command.add_argument(
+        "--address", help="with --executor ray: the Ray cluster to connect to (e.g. HOST:6379); it is never stopped"
+    )
 
 
-def out_path(value: Optional[str], default_name: str, resume: bool = False) -> Path:
+def out_path(value: str | None, default_name: str, resume: bool = False) -> Path:
     """The results file to write (its parent is created); the file itself is opened, locked and
     checked by record.ResultsFile."""
     if resume and not value:
@@ -194,7 +208,7 @@ def results_files(files: list[str]) -> list[Path]:
     return paths
 
 
-def create_named_environments(selection: Optional[str], used: set[str]) -> None:
+def create_named_environments(selection: str | None, used: set[str]) -> None:
     """Create the environments a run names (--environments or a config) that are missing, live in
     rnnbench's cache and have rows: created on first use. A default run creates nothing; main
     and xla are created by their make targets (their rows say so)."""

@@ -23,15 +23,17 @@ def run(args: argparse.Namespace) -> int:
         import matplotlib  # noqa: F401
         import PIL  # noqa: F401
     except ImportError as exc:
-        raise options.UsageError(f"`rnnbench report` draws charts with matplotlib and Pillow ({exc}); install "
-                                 "them: pip install 'rnnbench[charts]' (pinned: pip install -r requirements/charts.txt)"
-                                 ) from None
+        raise options.UsageError(
+            f"`rnnbench report` draws charts with matplotlib and Pillow ({exc}); install "
+            "them: pip install 'rnnbench[charts]' (pinned: pip install -r requirements/charts.txt)"
+        ) from None
     paths = options.results_files(args.files)
     warnings: list[str] = []
     records = record.load(paths, warn=warnings.append)
     if not records:
-        raise options.UsageError("no records in the given files"
-                                 + (" (only an incomplete last line)" if warnings else ""))
+        raise options.UsageError(
+            "no records in the given files" + (" (only an incomplete last line)" if warnings else "")
+        )
     for warning in warnings:
         print(warning, file=sys.stderr)
     from rnnbench.report.html import write_report

@@ -19,31 +19,52 @@ HELP = "check gradients and time every model x driver (the default)"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="TOML file with any of: " + ", ".join(plan.RUN_DEFAULTS))
-    p.add_argument("--suite", help="quick (default: rnn, lstm, lstm2, taylor_exp, newton_sqrt on every core driver, "
-                   "main environment), core (every core model, also in the torch 2.9.0 / torch_xla environment), "
-                   "bugs (the docs/bugs.md case models: variants, loop bodies, mixed precision, on every driver), "
-                   "all, realistic (rnn, lstm, lstm2 at T=128,512 x I=H=256,512, B=32: one driver per mechanism and the "
-                   "vendor layers), or gpu (LSTM, RNN, stacked LSTM at real sizes on --device cuda; docs/gpu.md); --models / --drivers / --environments override it on their axis")
+    p.add_argument(
+        "--suite",
+        help="quick (default: rnn, lstm, lstm2, taylor_exp, newton_sqrt on every core driver, "
+        "main environment), core (every core model, also in the torch 2.9.0 / torch_xla environment), "
+        "bugs (the docs/bugs.md case models: variants, loop bodies, mixed precision, on every driver), "
+        "all, realistic (rnn, lstm, lstm2 at T=128,512 x I=H=256,512, B=32: one driver per mechanism and the "
+        "vendor layers), or gpu (LSTM, RNN, stacked LSTM at real sizes on --device cuda; docs/gpu.md); "
+        "--models / --drivers / --environments override it on their axis",
+    )
     p.add_argument("--models", help="comma-separated model names (default: those of --suite)")
     p.add_argument("--drivers", help="comma-separated driver names (default: those of --suite)")
-    p.add_argument("--environments", help="comma-separated environments (`rnnbench env list`; default: those of "
-                   "--suite, each driver once in each of its environments); a framework-version environment runs "
-                   "every driver of its framework and is created on first use")
+    p.add_argument(
+        "--environments",
+        help="comma-separated environments (`rnnbench env list`; default: those of "
+        "--suite, each driver once in each of its environments); a framework-version environment runs "
+        "every driver of its framework and is created on first use",
+    )
     p.add_argument("--dtypes", help=f"comma-separated, from {', '.join(plan.DTYPES)} (default float32)")
     p.add_argument("--device", help="cpu (default) or cuda")
     p.add_argument("--sizes", help="overrides of model sizes, e.g. T=64,H=128")
     p.add_argument("--seed", type=int)
-    p.add_argument("--threads", type=int, help="threads per framework, at most the cores this process may use "
-                   "(default: all of them)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        help="threads per framework, at most the cores this process may use (default: all of them)",
+    )
     p.add_argument("--budget", type=float, help="seconds of repeats per timed quantity (default 0.5)")
     p.add_argument("--timeout", type=float, help="seconds before a row is killed (default 600)")
-    p.add_argument("--compile-budget", dest="compile_budget", type=float,
-                   help="seconds a row's first call (compile) may take before the row is a timeout (default: none)")
+    p.add_argument(
+        "--compile-budget",
+        dest="compile_budget",
+        type=float,
+        help="seconds a row's first call (compile) may take before the row is a timeout (default: none)",
+    )
     p.add_argument("--memory-limit-gb", dest="memory_limit_gb", type=float, help="address-space limit per worker")
-    p.add_argument("--losses", help="comma-separated loss forms, from " + ", ".join(losses.NAMES)
-                   + " (default: model, each model's own loss); every row runs under each")
-    p.add_argument("--order", help="1, 2 (also check Hessian-vector products, float64 rows), or auto "
-                   "(default: 2 on float64 rows of core models)")
+    p.add_argument(
+        "--losses",
+        help="comma-separated loss forms, from "
+        + ", ".join(losses.NAMES)
+        + " (default: model, each model's own loss); every row runs under each",
+    )
+    p.add_argument(
+        "--order",
+        help="1, 2 (also check Hessian-vector products, float64 rows), or auto "
+        "(default: 2 on float64 rows of core models)",
+    )
     p.add_argument("--no-time", action="store_true", help="check gradients only")
     p.add_argument("--shard", help="run only shard I of N of the row matrix, e.g. 2/4 (deterministic)")
     p.add_argument("--out", help="results file (JSON Lines; default results/run-<timestamp>.jsonl)")
@@ -60,12 +81,12 @@ def jobs(args: argparse.Namespace, s: dict[str, Any]) -> list[Job]:
 
 def run(args: argparse.Namespace) -> int:
     from rnnbench.report.progress import Progress
-    from rnnbench.run.runner import Runner
+    from rnnbench.run import accelerator
     from rnnbench.run.caches import warm_cache_env
     from rnnbench.run.cpus import load_line
-    from rnnbench.run import accelerator
     from rnnbench.run.device_peak import DeviceRoofline
     from rnnbench.run.roofline import Roofline
+    from rnnbench.run.runner import Runner
 
     s = options.settings(args)
     executors.check_executor(args.executor, args.address)
@@ -73,29 +94,46 @@ def run(args: argparse.Namespace) -> int:
     out = options.out_path(args.out, "run-%Y%m%d-%H%M%S.jsonl", args.resume)
     options.create_named_environments(s["environments"], {j.environment for j in selected})
     # The executor first: a cluster that cannot be reached leaves no results file behind.
-    with executors.executor(args.executor if selected else "local", args.address) as executor, \
-            record.ResultsFile(out, resume=args.resume) as results:
+    with (
+        executors.executor(args.executor if selected else "local", args.address) as executor,
+        record.ResultsFile(out, resume=args.resume) as results,
+    ):
         parent.results_file(out, resumable=True)  # an interruption says what is kept and how to continue
         skipped, selected = plan.not_yet_recorded(selected, out, results) if args.resume else (0, selected)
         start = time.perf_counter()
-        print(f"rnnbench: {len(selected)} rows -> {out}" + (f" ({skipped} already done, skipped)" if skipped else ""),
-              flush=True)
+        print(
+            f"rnnbench: {len(selected)} rows -> {out}" + (f" ({skipped} already done, skipped)" if skipped else ""),
+            flush=True,
+        )
         # read before this run adds its own load
         load = load_line(int(s["threads"])) if s["device"] == "cpu" else accelerator.load_line()
         print(f"rnnbench: {load}", flush=True)
         # The GEMM peak, once per machine and dtype, at the rows' threads and CPUs (cached per machine):
         # every timed row gets GFLOP/s and its fraction of it (on a Ray node, that node's peak).
-        timed = {} if args.no_time else {
-            dtype: [registry.get_model(j.model).sizes_with_defaults(j.sizes) for j in selected if j.dtype == dtype]
-            for dtype in sorted({j.dtype for j in selected})}
+        timed = (
+            {}
+            if args.no_time
+            else {
+                dtype: [registry.get_model(j.model).sizes_with_defaults(j.sizes) for j in selected if j.dtype == dtype]
+                for dtype in sorted({j.dtype for j in selected})
+            }
+        )
         roofline = Roofline(int(s["threads"]), timed) if s["device"] == "cpu" else DeviceRoofline(s["device"], timed)
         roofline.measure(warn=lambda message: print(message, flush=True))
         progress = Progress(len(selected), unavailable=plan.unavailable_here(selected))
         # Compile caches persist across runs (caches.warm_cache_env, called where the rows run): a
         # repeated run recompiles nothing it compiled before; `sweep` and the idiomatic comparison
         # time cold first calls instead.
-        runner = Runner(results, float(s["timeout"]), progress.start, progress.done, s["memory_limit_gb"],
-                        extra_env=warm_cache_env, annotate=roofline, executor=executor)
+        runner = Runner(
+            results,
+            float(s["timeout"]),
+            progress.start,
+            progress.done,
+            s["memory_limit_gb"],
+            extra_env=warm_cache_env,
+            annotate=roofline,
+            executor=executor,
+        )
         for stage in plan.stages(s["suite"], selected):  # gpu: one stage at a time, cheap sizes first
             runner.run(stage)
         records = runner.records
@@ -116,5 +154,7 @@ def _print_results(records: list[dict]) -> None:
         print("\n" + reports)
     above = [r for r in records if any(q["fraction_of_peak"] > 1.0 for q in (r.get("roofline") or {}).values())]
     if above:  # the peak is meant to be a ceiling: a row above it means the peak missed a faster GEMM
-        print(f"rnnbench: {len(above)} row(s) above the GEMM peak (e.g. {above[0]['model']}/{above[0]['driver']}): "
-              "the peak measurement missed a faster GEMM; the % peak column is not a ceiling in this run")
+        print(
+            f"rnnbench: {len(above)} row(s) above the GEMM peak (e.g. {above[0]['model']}/{above[0]['driver']}): "
+            "the peak measurement missed a faster GEMM; the % peak column is not a ceiling in this run"
+        )

@@ -23,8 +23,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lengths", default="16,32,64,128,256", help="trip counts (T or K), comma-separated")
     p.add_argument("--hidden", default="", help="widths (H or n) at the base length, comma-separated")
     p.add_argument("--sizes", help="base sizes for every row, e.g. B=16,I=64,H=128")
-    p.add_argument("--dtypes", default="float32", help=f"comma-separated, from {', '.join(plan.DTYPES)}; "
-                   "swept one after another (default float32)")
+    p.add_argument(
+        "--dtypes",
+        default="float32",
+        help=f"comma-separated, from {', '.join(plan.DTYPES)}; swept one after another (default float32)",
+    )
     p.add_argument("--dtype", dest="dtypes", help=argparse.SUPPRESS)  # the old spelling
     p.add_argument("--threads", type=int, default=options.CORES, help="threads per framework")
     p.add_argument("--budget", type=float, default=0.5, help="seconds of repeats per timed quantity")
@@ -70,8 +73,21 @@ def run(args: argparse.Namespace) -> int:
     executors.check_executor(args.executor, args.address)
     if not lengths and not hidden:
         raise options.UsageError("nothing to sweep: give --lengths and/or --hidden")
-    plans = [SweepPlan(models, drivers, lengths, hidden, plan.sizes(args.sizes, models), dtype, args.threads,
-                       TimingConfig(budget_s=args.budget), args.driver_budget, args.timeout) for dtype in dtypes]
+    plans = [
+        SweepPlan(
+            models,
+            drivers,
+            lengths,
+            hidden,
+            plan.sizes(args.sizes, models),
+            dtype,
+            args.threads,
+            TimingConfig(budget_s=args.budget),
+            args.driver_budget,
+            args.timeout,
+        )
+        for dtype in dtypes
+    ]
     out = options.out_path(args.out, "sweep-%Y%m%d-%H%M%S.jsonl")
     start = time.perf_counter()
     with executors.executor(args.executor, args.address) as executor, record.ResultsFile(out) as results:

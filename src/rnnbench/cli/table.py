@@ -15,9 +15,13 @@ HELP = "print the table of one or more results files (several machines merge)"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+")
     p.add_argument("--all", action="store_true", help="list unavailable rows in the table too")
-    p.add_argument("--format", choices=FORMATS, default="text",
-                   help="text (default: the table, then the failures' reports), markdown (a GitHub table), csv or "
-                   "json (the table's rows only)")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text (default: the table, then the failures' reports), markdown (a GitHub table), csv or "
+        "json (the table's rows only)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

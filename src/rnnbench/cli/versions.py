@@ -10,18 +10,27 @@ from rnnbench.cli import options
 from rnnbench.run import environments, executors, parent, plan
 
 NAME = "versions"
-HELP = ("the bug x version table: every registered known issue and bug class in every environment of the "
-        "framework-version matrix")
+HELP = (
+    "the bug x version table: every registered known issue and bug class in every environment of the "
+    "framework-version matrix"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--environments", help="comma-separated (default: every environment in "
-                   "src/rnnbench/environments.toml; missing ones are created)")
+    p.add_argument(
+        "--environments",
+        help="comma-separated (default: every environment in src/rnnbench/environments.toml; missing ones are created)",
+    )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds before a row is killed (default 900)")
     p.add_argument("--out", help="results file (default results/versions-<timestamp>.jsonl)")
     p.add_argument("--resume", action="store_true", help="skip rows already recorded in --out")
-    p.add_argument("--from", dest="from_files", nargs="+", metavar="FILE",
-                   help="print the table of these results files instead of running")
+    p.add_argument(
+        "--from",
+        dest="from_files",
+        nargs="+",
+        metavar="FILE",
+        help="print the table of these results files instead of running",
+    )
     options.executor_flags(p)
 
 
@@ -42,12 +51,17 @@ def run(args: argparse.Namespace) -> int:
     jobs = bug_versions.probe_jobs(bug_table.probes(), envs)
     out = options.out_path(args.out, "versions-%Y%m%d-%H%M%S.jsonl", args.resume)
     options.create_named_environments(",".join(envs), {j.environment for j in jobs})
-    with executors.executor(args.executor if jobs else "local", args.address) as executor, \
-            record.ResultsFile(out, resume=args.resume) as results:
+    with (
+        executors.executor(args.executor if jobs else "local", args.address) as executor,
+        record.ResultsFile(out, resume=args.resume) as results,
+    ):
         parent.results_file(out, resumable=True)
         skipped, jobs = plan.not_yet_recorded(jobs, out, results) if args.resume else (0, jobs)
-        print(f"rnnbench: {len(jobs)} rows in {len(envs)} environments -> {out}"
-              + (f" ({skipped} already done, skipped)" if skipped else ""), flush=True)
+        print(
+            f"rnnbench: {len(jobs)} rows in {len(envs)} environments -> {out}"
+            + (f" ({skipped} already done, skipped)" if skipped else ""),
+            flush=True,
+        )
         progress = Progress(len(jobs))
         Runner(results, timeout, progress.start, progress.done, executor=executor).run(jobs)
         progress.close()

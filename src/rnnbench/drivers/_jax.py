@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ def xla_thread_env(threads: int) -> dict[str, str]:
     return {"XLA_FLAGS": flags.strip()}
 
 
-def device_missing(device: str) -> Optional[str]:
+def device_missing(device: str) -> str | None:
     if device != "cuda":
         return None
     import jax
@@ -44,9 +45,12 @@ def gpu_identity(device: str) -> dict[str, Any]:
     """The GPU as jax's backend sees it (rnnbench.run.accelerator merges it into machine.accelerator)."""
     dev = device_for(device)
     stats = dev.memory_stats() or {}
-    return {"jax_device_kind": dev.device_kind, "jax_platform_version": dev.client.platform_version,
-            "compute_capability": getattr(dev, "compute_capability", None),
-            "jax_bytes_limit_mb": round(stats["bytes_limit"] / 2**20) if "bytes_limit" in stats else None}
+    return {
+        "jax_device_kind": dev.device_kind,
+        "jax_platform_version": dev.client.platform_version,
+        "compute_capability": getattr(dev, "compute_capability", None),
+        "jax_bytes_limit_mb": round(stats["bytes_limit"] / 2**20) if "bytes_limit" in stats else None,
+    }
 
 
 def read_gpu_peak(device: str, prepared: Any) -> dict[str, Any]:
@@ -55,15 +59,19 @@ def read_gpu_peak(device: str, prepared: Any) -> dict[str, Any]:
     stats = device_for(device).memory_stats() or {}
     out: dict[str, Any] = {"source": "jax Device.memory_stats and the compiled step's memory_analysis()"}
     if stats:
-        out.update(peak_allocated_mb=stats.get("peak_bytes_in_use", 0) / 2**20,
-                   allocated_after_mb=stats.get("bytes_in_use", 0) / 2**20)
+        out.update(
+            peak_allocated_mb=stats.get("peak_bytes_in_use", 0) / 2**20,
+            allocated_after_mb=stats.get("bytes_in_use", 0) / 2**20,
+        )
     analysis = prepared.memory_analysis() if prepared is not None and prepared.memory_analysis else None
     if analysis:
         out["compiled"] = analysis
-    out["meaning"] = ("peak_allocated_mb: XLA's allocator peak since the worker started (not resettable: earlier rows "
-                      "of this worker count too, an upper bound for this row; absent where the backend keeps no "
-                      "statistics); compiled: the fwd+bwd program's argument, output and temporary bytes as XLA "
-                      "planned them (this row's own figure)")
+    out["meaning"] = (
+        "peak_allocated_mb: XLA's allocator peak since the worker started (not resettable: earlier rows "
+        "of this worker count too, an upper bound for this row; absent where the backend keeps no "
+        "statistics); compiled: the fwd+bwd program's argument, output and temporary bytes as XLA "
+        "planned them (this row's own figure)"
+    )
     return out
 
 
@@ -85,8 +93,13 @@ def gpu_gemm(dtype: str, m: int, k: int, n: int, device: str) -> Callable[[], An
 def compiled_memory(fn: Any, *args: Any) -> dict[str, int]:
     """XLA's memory analysis of jitted `fn` at `args` (the executable the calls run, from jit's cache)."""
     analysis = fn.lower(*args).compile().memory_analysis()
-    names = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes", "alias_size_in_bytes",
-             "generated_code_size_in_bytes")
+    names = (
+        "argument_size_in_bytes",
+        "output_size_in_bytes",
+        "temp_size_in_bytes",
+        "alias_size_in_bytes",
+        "generated_code_size_in_bytes",
+    )
     return {name: int(getattr(analysis, name)) for name in names if hasattr(analysis, name)}
 
 
@@ -98,14 +111,24 @@ def jax_cold_cache_env(root: str) -> dict[str, str]:
 def jax_warm_cache_env(root: str) -> dict[str, str]:
     """jax's persistent compilation cache on, under `root`, for every program (the default keeps
     only compiles over 1 s: most of a run's are shorter, and XLA compiles them again every run)."""
-    return {"JAX_ENABLE_COMPILATION_CACHE": "true", "JAX_COMPILATION_CACHE_DIR": os.path.join(root, "jax"),
-            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+    return {
+        "JAX_ENABLE_COMPILATION_CACHE": "true",
+        "JAX_COMPILATION_CACHE_DIR": os.path.join(root, "jax"),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    }
 
 
-JAX_CACHE_VARIABLES = ("JAX_ENABLE_COMPILATION_CACHE", "JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")
-_CACHES = dict(cold_cache_env=jax_cold_cache_env, warm_cache_env=jax_warm_cache_env,
-               cache_variables=JAX_CACHE_VARIABLES,
-               device=DeviceQueries(identity=gpu_identity, read_peak=read_gpu_peak, gemm=gpu_gemm))
+JAX_CACHE_VARIABLES = (
+    "JAX_ENABLE_COMPILATION_CACHE",
+    "JAX_COMPILATION_CACHE_DIR",
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+)
+_CACHES = dict(
+    cold_cache_env=jax_cold_cache_env,
+    warm_cache_env=jax_warm_cache_env,
+    cache_variables=JAX_CACHE_VARIABLES,
+    device=DeviceQueries(identity=gpu_identity, read_peak=read_gpu_peak, gemm=gpu_gemm),
+)
 
 
 def gemm(a, b, dtype: str) -> Callable[[], Any]:
@@ -122,7 +145,7 @@ def gemm(a, b, dtype: str) -> Callable[[], Any]:
 
 
 # The standalone repro script of a fuzzed failure (rnnbench.fuzz.repro): jax and numpy only.
-REPRO_HEAD = '''import math
+REPRO_HEAD = """import math
 import sys
 import types
 
@@ -134,9 +157,9 @@ import jax.numpy as jnp
 
 ops = types.SimpleNamespace(sin=jnp.sin, cos=jnp.cos, tanh=jnp.tanh, sigmoid=jax.nn.sigmoid,
                             exp=jnp.exp, matmul=jnp.matmul, sum=jnp.sum)
-'''
+"""
 
-REPRO_RUN = '''
+REPRO_RUN = """
 
 def loss_fn(diff, rest):
     inputs = {**rest, **diff}
@@ -163,14 +186,29 @@ else:
     out = jax.grad(loss_fn)(diff, rest)
 got = {k: np.asarray(v) for k, v in out.items()}
 reference = None
-'''
+"""
 
 
-JAX = Framework(name="jax", module="jax", packages=("jax", "jaxlib", "numpy"), family="jax",
-                thread_env=xla_thread_env, device_missing=device_missing, gemm=gemm,
-                repro=ReproScript("jax", REPRO_HEAD, REPRO_RUN), **_CACHES)
-FLAX = Framework(name="flax", module="flax", packages=("flax", "jax", "jaxlib"), family="jax",
-                 thread_env=xla_thread_env, device_missing=device_missing, **_CACHES)
+JAX = Framework(
+    name="jax",
+    module="jax",
+    packages=("jax", "jaxlib", "numpy"),
+    family="jax",
+    thread_env=xla_thread_env,
+    device_missing=device_missing,
+    gemm=gemm,
+    repro=ReproScript("jax", REPRO_HEAD, REPRO_RUN),
+    **_CACHES,
+)
+FLAX = Framework(
+    name="flax",
+    module="flax",
+    packages=("flax", "jax", "jaxlib"),
+    family="jax",
+    thread_env=xla_thread_env,
+    device_missing=device_missing,
+    **_CACHES,
+)
 
 SETTINGS = {"jax_enable_x64": True, "jax_default_matmul_precision": "highest"}
 
@@ -200,10 +238,13 @@ def input_projection(model: Model, case: Case, dtype: str) -> tuple[Model, dict[
     ops, prologue, step = numpy_ops(), model.prologue, model.step
     xs = np.asarray(case.xs[:2])
     whole = prologue(ops, case.params, xs)
-    apart = np.concatenate([prologue(ops, case.params, xs[t:t + 1]) for t in range(len(xs))])
+    apart = np.concatenate([prologue(ops, case.params, xs[t : t + 1]) for t in range(len(xs))])
     size = case.length * int(np.prod(np.shape(whole)[1:])) * np.dtype(numpy_dtype(dtype)).itemsize
-    settings: dict[str, Any] = {"input_projection": "hoisted", "input_projection_bytes": size,
-                                "input_projection_rule": f"per step from {PROJECTION_PER_STEP_BYTES} bytes"}
+    settings: dict[str, Any] = {
+        "input_projection": "hoisted",
+        "input_projection_bytes": size,
+        "input_projection_rule": f"per step from {PROJECTION_PER_STEP_BYTES} bytes",
+    }
     if np.shape(whole) != np.shape(apart) or not np.allclose(whole, apart, rtol=1e-12, atol=1e-12):
         return model, {**settings, "input_projection": "hoisted (the prologue mixes time steps)"}
     if size < PROJECTION_PER_STEP_BYTES:
@@ -212,7 +253,10 @@ def input_projection(model: Model, case: Case, dtype: str) -> tuple[Model, dict[
     def step_with_prologue(ops, params, carry, x):
         return step(ops, params, carry, prologue(ops, params, x[None])[0])
 
-    return dataclasses.replace(model, prologue=None, step=step_with_prologue), {**settings, "input_projection": "per step"}
+    return dataclasses.replace(model, prologue=None, step=step_with_prologue), {
+        **settings,
+        "input_projection": "per step",
+    }
 
 
 def configure() -> None:
@@ -247,7 +291,9 @@ def model_arrays(model: Model, case: Case, dtype: str, device: str):
     return diff, rest, put(case.consts)
 
 
-def prepared_from_loss(loss_fn: Callable[[dict, dict], Any], diff: dict, rest: dict, settings: Mapping[str, Any]) -> Prepared:
+def prepared_from_loss(
+    loss_fn: Callable[[dict, dict], Any], diff: dict, rest: dict, settings: Mapping[str, Any]
+) -> Prepared:
     """Prepared for loss_fn(diff, rest) -> scalar: jit of the loss (forward) and of
     value_and_grad w.r.t. `diff` (forward+backward). The first call traces and compiles."""
     import jax

@@ -4,7 +4,8 @@ torch mechanism returns, and torch.compile with the settings rows record."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,7 @@ def threads_in_use() -> dict[str, int]:
     return {"torch_intra_op": torch.get_num_threads(), "torch_inter_op": torch.get_num_interop_threads()}
 
 
-def device_missing(device: str) -> Optional[str]:
+def device_missing(device: str) -> str | None:
     if device != "cuda":
         return None
     import torch
@@ -46,10 +47,16 @@ def cuda_identity(device: str) -> dict[str, Any]:
     index = torch.device(device).index
     index = torch.cuda.current_device() if index is None else index
     props = torch.cuda.get_device_properties(index)
-    return {"index": index, "name": props.name, "total_memory_mb": round(props.total_memory / 2**20),
-            "compute_capability": f"{props.major}.{props.minor}", "uuid": str(getattr(props, "uuid", "")) or None,
-            "multiprocessors": props.multi_processor_count, "cuda_runtime": torch.version.cuda,
-            "cudnn_version": torch.backends.cudnn.version()}
+    return {
+        "index": index,
+        "name": props.name,
+        "total_memory_mb": round(props.total_memory / 2**20),
+        "compute_capability": f"{props.major}.{props.minor}",
+        "uuid": str(getattr(props, "uuid", "")) or None,
+        "multiprocessors": props.multi_processor_count,
+        "cuda_runtime": torch.version.cuda,
+        "cudnn_version": torch.backends.cudnn.version(),
+    }
 
 
 def reset_cuda_peak(device: str) -> None:
@@ -63,14 +70,16 @@ def read_cuda_peak(device: str, prepared: Any) -> dict[str, Any]:
     import torch
 
     torch.cuda.synchronize(device)
-    return {"peak_allocated_mb": torch.cuda.max_memory_allocated(device) / 2**20,
-            "peak_reserved_mb": torch.cuda.max_memory_reserved(device) / 2**20,
-            "allocated_after_mb": torch.cuda.memory_allocated(device) / 2**20,
-            "source": "torch.cuda caching allocator statistics",
-            "meaning": "peak_allocated_mb: the most tensor memory live at once since the peak was reset before the "
-                       "timed steps (the row's inputs, parameters and the step's saved activations, workspaces and "
-                       "gradients); peak_reserved_mb: what the allocator held from the driver for it (cached blocks "
-                       "included); neither counts the CUDA context or cuDNN/cuBLAS handles"}
+    return {
+        "peak_allocated_mb": torch.cuda.max_memory_allocated(device) / 2**20,
+        "peak_reserved_mb": torch.cuda.max_memory_reserved(device) / 2**20,
+        "allocated_after_mb": torch.cuda.memory_allocated(device) / 2**20,
+        "source": "torch.cuda caching allocator statistics",
+        "meaning": "peak_allocated_mb: the most tensor memory live at once since the peak was reset before the "
+        "timed steps (the row's inputs, parameters and the step's saved activations, workspaces and "
+        "gradients); peak_reserved_mb: what the allocator held from the driver for it (cached blocks "
+        "included); neither counts the CUDA context or cuDNN/cuBLAS handles",
+    }
 
 
 def cuda_gemm(dtype: str, m: int, k: int, n: int, device: str) -> Callable[[], Any]:
@@ -80,8 +89,10 @@ def cuda_gemm(dtype: str, m: int, k: int, n: int, device: str) -> Callable[[], A
 
     exact_float32()
     gen = torch.Generator(device="cpu").manual_seed(0)
-    a, b = (torch.randn(shape, generator=gen, dtype=torch.float64).to(device=device, dtype=torch_dtype(dtype))
-            for shape in ((m, k), (k, n)))
+    a, b = (
+        torch.randn(shape, generator=gen, dtype=torch.float64).to(device=device, dtype=torch_dtype(dtype))
+        for shape in ((m, k), (k, n))
+    )
 
     def call() -> None:
         torch.matmul(a, b)
@@ -110,7 +121,7 @@ def gemm(a, b, dtype: str) -> Callable[[], Any]:
 
 
 # The standalone repro script of a fuzzed failure (rnnbench.fuzz.repro): torch and numpy only.
-REPRO_HEAD = '''import math
+REPRO_HEAD = """import math
 import sys
 import types
 
@@ -120,7 +131,7 @@ import torch
 torch.set_default_dtype(torch.float64)
 ops = types.SimpleNamespace(sin=torch.sin, cos=torch.cos, tanh=torch.tanh, sigmoid=torch.sigmoid,
                             exp=torch.exp, matmul=torch.matmul, sum=torch.sum)
-'''
+"""
 
 REPRO_RUN = '''
 
@@ -235,7 +246,9 @@ def exact_float32() -> None:
     torch.backends.cudnn.allow_tf32 = False
 
 
-def model_tensors(model: Model, case: Case, dtype: str, device: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+def model_tensors(
+    model: Model, case: Case, dtype: str, device: str
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """(inputs by canonical name, consts, names whose gradients are compared)."""
     exact_float32()
     wrt = case.wrt_names(model.carry_names)
@@ -296,15 +309,20 @@ def prepared_from_loss(
         if not loss.requires_grad:  # no compared input reaches the loss: H is zero
             return {n: np.zeros_like(np.asarray(v[n], dtype=np.float64)) for n in wrt}
         grads = torch.autograd.grad(loss, leaves, create_graph=True, allow_unused=True)
-        dot = sum((g * torch.as_tensor(v[n], dtype=g.dtype, device=g.device)).sum()
-                  for n, g in zip(wrt, grads) if g is not None)
+        dot = sum(
+            (g * torch.as_tensor(v[n], dtype=g.dtype, device=g.device)).sum()
+            for n, g in zip(wrt, grads)
+            if g is not None
+        )
         if not torch.is_tensor(dot) or not dot.requires_grad:
             return {n: np.zeros_like(np.asarray(v[n], dtype=np.float64)) for n in wrt}
         hv = torch.autograd.grad(dot, leaves, allow_unused=True)
         # None here means the gradient's graph does not read that input: its Hessian row is
         # structurally zero (unlike a None first-order gradient, which the checker reports missing).
-        return {n: to_numpy(h) if h is not None else np.zeros_like(np.asarray(v[n], dtype=np.float64))
-                for n, h in zip(wrt, hv)}
+        return {
+            n: to_numpy(h) if h is not None else np.zeros_like(np.asarray(v[n], dtype=np.float64))
+            for n, h in zip(wrt, hv)
+        }
 
     return Prepared(loss_and_grads, forward, forward_backward, block, dict(settings), hvp if second_order else None)
 
@@ -323,8 +341,9 @@ def reset_dynamo() -> None:
     torch._dynamo.reset()
 
 
-def compiled(loss_fn: Callable[[dict[str, Any]], Any], dynamo_config: Mapping[str, Any] = {},
-             mode: Optional[str] = None) -> tuple[Callable, dict[str, Any]]:
+def compiled(
+    loss_fn: Callable[[dict[str, Any]], Any], dynamo_config: Mapping[str, Any] = {}, mode: str | None = None
+) -> tuple[Callable, dict[str, Any]]:
     """(torch.compile(loss_fn) with inductor, the settings to record). Starts from a clean dynamo
     state: dynamo caches compiled code per code object, so without a reset the second model
     compiled in one process would hit the recompile limit and silently run eager. fullgraph=True
@@ -363,7 +382,7 @@ def under_autocast(loss_fn: Callable[[dict], Any], device: str) -> Callable[[dic
     return wrapped
 
 
-def supports_autocast(model: Model) -> Optional[str]:
+def supports_autocast(model: Model) -> str | None:
     """Only models with an fp32 island (Model.island_grads) run under autocast: for them the check
     can tell float32 island semantics from bf16."""
     return None if model.island_grads else "model has no fp32 island (Model.island_grads is empty)"

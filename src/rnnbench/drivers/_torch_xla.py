@@ -1,5 +1,5 @@
-"""The torch_xla framework layer: its Framework object and the plumbing its mechanisms share (environment "xla": torch 2.9.0 + torch_xla 2.9.0,
-PJRT_DEVICE=CPU).
+"""The torch_xla framework layer: its Framework object and the plumbing its mechanisms share
+(environment "xla": torch 2.9.0 + torch_xla 2.9.0, PJRT_DEVICE=CPU).
 
 torch_xla tensors are lazy: ops only record a graph, which runs at torch_xla.sync(). Every timed
 call is therefore blocked with torch_xla.sync(wait=True) (Prepared.block); without it a timing
@@ -12,15 +12,22 @@ device_ready_queues_). The runner gives every driver its own process; tests/conf
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from rnnbench.drivers import _jax, _torch
 from rnnbench.drivers.base import Framework, Prepared
 from rnnbench.model import Case, Model
 
-TORCH_XLA = Framework(name="torch_xla", module="torch_xla", packages=("torch", "torch_xla", "numpy"), family="torch",
-                      thread_env=_jax.xla_thread_env, set_threads=_torch.set_threads,
-                      threads_in_use=_torch.threads_in_use)
+TORCH_XLA = Framework(
+    name="torch_xla",
+    module="torch_xla",
+    packages=("torch", "torch_xla", "numpy"),
+    family="torch",
+    thread_env=_jax.xla_thread_env,
+    set_threads=_torch.set_threads,
+    threads_in_use=_torch.threads_in_use,
+)
 
 SETTINGS = {"device": "xla (PJRT_DEVICE=CPU)", "lazy_tensors": True, "block": "torch_xla.sync(wait=True)"}
 

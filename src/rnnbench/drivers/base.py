@@ -8,14 +8,15 @@ jax or torch_xla.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional
+from typing import Any
 
 import numpy as np
 
 from rnnbench.model import Case, Model
 
-Grads = dict[str, Optional[np.ndarray]]
+Grads = dict[str, np.ndarray | None]
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,8 @@ class Prepared:
     forward_backward: Callable[[], Any]
     block: Callable[[Any], None]
     settings: Mapping[str, Any] = field(default_factory=dict)
-    hvp: Optional[Callable[[Mapping[str, np.ndarray]], Grads]] = None
-    memory_analysis: Optional[Callable[[], dict[str, Any]]] = None  # the compiled step's own figures (jax)
+    hvp: Callable[[Mapping[str, np.ndarray]], Grads] | None = None
+    memory_analysis: Callable[[], dict[str, Any]] | None = None  # the compiled step's own figures (jax)
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,8 @@ class DeviceQueries:
 
     identity: Callable[[str], dict[str, Any]] = lambda device: {}
     reset_peak: Callable[[str], None] = lambda device: None
-    read_peak: Callable[[str, Any], Optional[dict[str, Any]]] = lambda device, prepared: None
-    gemm: Callable[[str, int, int, int, str], Optional[Callable[[], Any]]] = lambda dtype, m, k, n, device: None
+    read_peak: Callable[[str, Any], dict[str, Any] | None] = lambda device, prepared: None
+    gemm: Callable[[str, int, int, int, str], Callable[[], Any] | None] = lambda dtype, m, k, n, device: None
 
 
 @dataclass(frozen=True)
@@ -113,16 +114,16 @@ class Framework:
     thread_env: Callable[[int], dict[str, str]] = lambda threads: {}
     set_threads: Callable[[int], None] = lambda threads: None
     threads_in_use: Callable[[], dict[str, int]] = lambda: {}
-    device_missing: Callable[[str], Optional[str]] = lambda device: None
+    device_missing: Callable[[str], str | None] = lambda device: None
     cold_cache_env: Callable[[str], dict[str, str]] = lambda root: {}
     warm_cache_env: Callable[[str], dict[str, str]] = lambda root: {}
     cache_variables: tuple[str, ...] = ()
-    gemm: Optional[Callable[[Any, Any, str], Optional[Callable[[], Any]]]] = None
+    gemm: Callable[[Any, Any, str], Callable[[], Any] | None] | None = None
     cpu_time_clock: bool = False
-    repro: Optional["ReproScript"] = None
+    repro: ReproScript | None = None
     device: DeviceQueries = DeviceQueries()
 
-    def available(self) -> Optional[str]:
+    def available(self) -> str | None:
         """None, or the reason the framework cannot be used in this Python environment."""
         import importlib.util
 
@@ -182,25 +183,25 @@ class Driver:
     framework: Framework
     summary: str
     prepare: Callable[[Model, Case, str, str], Prepared]
-    supports: Callable[[Model], Optional[str]] = lambda model: None
+    supports: Callable[[Model], str | None] = lambda model: None
     environments: tuple[str, ...] = ("main",)
     compiled: bool = False
     anchor: bool = False
     dtypes: tuple[str, ...] = ("float64", "float32")
     devices: tuple[str, ...] = ("cpu", "cuda")
     suite: str = "core"
-    autocast: Optional[str] = None
+    autocast: str | None = None
     second_order: bool = False
-    unavailable: Optional[str] = None
-    try_dtype: Optional[Callable[[str, str], Optional[str]]] = None
+    unavailable: str | None = None
+    try_dtype: Callable[[str, str], str | None] | None = None
 
-    def available(self) -> Optional[str]:
+    def available(self) -> str | None:
         return self.unavailable or self.framework.available()
 
     def versions(self) -> dict[str, str]:
         return self.framework.versions()
 
-    def why_not(self, model: Model, dtype: str, device: str, trying: bool = False) -> Optional[str]:
+    def why_not(self, model: Model, dtype: str, device: str, trying: bool = False) -> str | None:
         """None, or why this driver cannot run `model` at `dtype` on `device` in this process
         (framework installed, dtype, device, the model's shape of computation, device visible).
         trying: a dtype outside `dtypes` is tried (try_dtype) rather than left undecided."""
@@ -234,19 +235,19 @@ def unflatten(model: Model, case: Case, flat: Mapping[str, Any]) -> tuple[dict[s
     return params, carry0, flat.get("xs")
 
 
-def supports_kind(kind: str) -> Callable[[Model], Optional[str]]:
+def supports_kind(kind: str) -> Callable[[Model], str | None]:
     """supports() for an anchor driver: a vendor layer computes one model family only."""
 
-    def supports(model: Model) -> Optional[str]:
+    def supports(model: Model) -> str | None:
         return None if model.kind == kind else f"vendor layer computes {kind} only"
 
     return supports
 
 
-def supports_only(models: tuple[str, ...]) -> Callable[[Model], Optional[str]]:
+def supports_only(models: tuple[str, ...]) -> Callable[[Model], str | None]:
     """supports() for a configuration variant that exists for one known issue: run on a few models."""
 
-    def supports(model: Model) -> Optional[str]:
+    def supports(model: Model) -> str | None:
         return None if model.name in models else f"configuration variant, run on {', '.join(models)} only"
 
     return supports

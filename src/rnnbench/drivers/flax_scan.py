@@ -28,8 +28,14 @@ def recurrence_module(model: Model, case: Case):
             def __call__(self, carry, params, x):
                 return step(ops, params, carry, step_x(x))
 
-        scanned = nn.scan(StepCell, variable_broadcast="params", split_rngs={"params": False},
-                          in_axes=(nn.broadcast, 0), out_axes=0, length=length)
+        scanned = nn.scan(
+            StepCell,
+            variable_broadcast="params",
+            split_rngs={"params": False},
+            in_axes=(nn.broadcast, 0),
+            out_axes=0,
+            length=length,
+        )
         carry, ys = scanned()(tuple(carry0), params, xs)
         return ys, carry
 
@@ -58,6 +64,13 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
 
 
 DRIVERS = (
-    Driver(name="flax_scan", framework=_jax.FLAX, summary="flax.linen nn.scan of the model's step as a cell",
-           prepare=prepare, second_order=True, compiled=True, dtypes=("float64", "float32", "bfloat16")),
+    Driver(
+        name="flax_scan",
+        framework=_jax.FLAX,
+        summary="flax.linen nn.scan of the model's step as a cell",
+        prepare=prepare,
+        second_order=True,
+        compiled=True,
+        dtypes=("float64", "float32", "bfloat16"),
+    ),
 )

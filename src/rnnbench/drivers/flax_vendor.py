@@ -11,9 +11,10 @@ Layouts:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from rnnbench.drivers import _jax
 from rnnbench.drivers.base import Driver, Prepared, supports_kind, unflatten
@@ -68,13 +69,27 @@ def prepare(cell: Cell, model: Model, case: Case, dtype: str, device: str) -> Pr
 
 
 def _row(name: str, summary: str, cell: Cell) -> Driver:
-    return Driver(name=name, framework=_jax.FLAX, summary=summary, prepare=partial(prepare, cell),
-                  supports=supports_kind(cell.kind), second_order=True, compiled=True, anchor=True)
+    return Driver(
+        name=name,
+        framework=_jax.FLAX,
+        summary=summary,
+        prepare=partial(prepare, cell),
+        supports=supports_kind(cell.kind),
+        second_order=True,
+        compiled=True,
+        anchor=True,
+    )
 
 
 DRIVERS = (
-    _row("flax_lstm_cell", "anchor: flax nn.RNN(OptimizedLSTMCell)",
-         Cell("lstm", "OptimizedLSTMCell", flax_lstm_params, (1, 0), "flax.linen.RNN(OptimizedLSTMCell)")),
-    _row("flax_simple_cell", "anchor: flax nn.RNN(SimpleCell)",
-         Cell("elman_tanh", "SimpleCell", flax_simple_params, (0,), "flax.linen.RNN(SimpleCell)")),
+    _row(
+        "flax_lstm_cell",
+        "anchor: flax nn.RNN(OptimizedLSTMCell)",
+        Cell("lstm", "OptimizedLSTMCell", flax_lstm_params, (1, 0), "flax.linen.RNN(OptimizedLSTMCell)"),
+    ),
+    _row(
+        "flax_simple_cell",
+        "anchor: flax nn.RNN(SimpleCell)",
+        Cell("elman_tanh", "SimpleCell", flax_simple_params, (0,), "flax.linen.RNN(SimpleCell)"),
+    ),
 )

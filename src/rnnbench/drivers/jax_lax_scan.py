@@ -29,6 +29,13 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
 
 
 DRIVERS = (
-    Driver(name="jax_lax_scan", framework=_jax.JAX, summary="jax.jit of jax.lax.scan", prepare=prepare,
-           second_order=True, compiled=True, dtypes=("float64", "float32", "bfloat16")),
+    Driver(
+        name="jax_lax_scan",
+        framework=_jax.JAX,
+        summary="jax.jit of jax.lax.scan",
+        prepare=prepare,
+        second_order=True,
+        compiled=True,
+        dtypes=("float64", "float32", "bfloat16"),
+    ),
 )

@@ -17,8 +17,9 @@ The op counts and compile times: docs/measuring.md#what-remains-above-11-and-the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from rnnbench.drivers import _jax
 from rnnbench.drivers.base import Driver, Prepared, unflatten
@@ -37,8 +38,9 @@ def _at_set(length: int):
     return collect
 
 
-def loop_loss(model: Model, case: Case, consts, dtype: str,
-              ys: str = "stack") -> tuple[Callable[[dict, dict], Any], dict[str, Any]]:
+def loop_loss(
+    model: Model, case: Case, consts, dtype: str, ys: str = "stack"
+) -> tuple[Callable[[dict, dict], Any], dict[str, Any]]:
     """(the loss as a function of (differentiated inputs, other inputs): the model's rollout + loss
     in jax ops at `dtype`, the settings a row records)."""
     ops = jax_ops()
@@ -60,8 +62,16 @@ def prepare(ys: str, model: Model, case: Case, dtype: str, device: str) -> Prepa
 
 
 DRIVERS = tuple(
-    Driver(name=name, framework=_jax.JAX, summary=summary, prepare=partial(prepare, ys), second_order=True,
-           compiled=True, dtypes=("float64", "float32", "bfloat16"), suite=suite)
+    Driver(
+        name=name,
+        framework=_jax.JAX,
+        summary=summary,
+        prepare=partial(prepare, ys),
+        second_order=True,
+        compiled=True,
+        dtypes=("float64", "float32", "bfloat16"),
+        suite=suite,
+    )
     for name, summary, ys, suite in (
         ("jax_loop", "jax.jit of a Python loop (unrolled)", "stack", "core"),
         ("jax_loop_buffer", "jax.jit of a Python loop, ys preallocated and written by .at[t].set", "at_set", "bugs"),

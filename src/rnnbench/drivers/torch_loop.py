@@ -16,9 +16,10 @@ Configurations (rows of DRIVERS):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Optional
+from typing import Any
 
 from rnnbench.drivers import _torch
 from rnnbench.drivers.base import Driver, Prepared, unflatten
@@ -39,7 +40,7 @@ def _index_put(ys: Any, t: int, y: Any) -> Any:
 
 
 # ys config -> (how the row's settings name it, the buffer write or None for a stacked list)
-YS_FORMS: dict[str, tuple[str, Optional[Callable[[Any, int, Any], Any]]]] = {
+YS_FORMS: dict[str, tuple[str, Callable[[Any, int, Any], Any] | None]] = {
     "stack": ("list + torch.stack", None),
     "setitem": ("ys[t] = y", _setitem),
     "index_put": ("ys.index_put_((t,), y)", _index_put),
@@ -69,7 +70,7 @@ class LoopConfig:
     compiled: bool = False
     ys: str = "stack"
     autocast: bool = False
-    mode: Optional[str] = None  # torch.compile's mode (compiled rows)
+    mode: str | None = None  # torch.compile's mode (compiled rows)
 
 
 def prepare(config: LoopConfig, model: Model, case: Case, dtype: str, device: str) -> Prepared:
@@ -91,27 +92,55 @@ def prepare(config: LoopConfig, model: Model, case: Case, dtype: str, device: st
 def _row(name: str, summary: str, config: LoopConfig, **fields) -> Driver:
     if config.autocast:
         fields.update(supports=_torch.supports_autocast, dtypes=("bfloat16",), devices=("cpu",), autocast="bfloat16")
-    return Driver(name=name, framework=_torch.TORCH, summary=summary, prepare=partial(prepare, config),
-                  compiled=config.compiled, second_order=not config.compiled and not config.autocast,
-                  **{"dtypes": ("float64", "float32", "bfloat16"), **fields})
+    return Driver(
+        name=name,
+        framework=_torch.TORCH,
+        summary=summary,
+        prepare=partial(prepare, config),
+        compiled=config.compiled,
+        second_order=not config.compiled and not config.autocast,
+        **{"dtypes": ("float64", "float32", "bfloat16"), **fields},
+    )
 
 
 DRIVERS = (
     _row("torch_loop", "torch eager, Python for-loop", LoopConfig(), environments=("main", "xla")),
     _row("torch_loop_compiled", "torch.compile(inductor) of the Python loop (unrolled)", LoopConfig(compiled=True)),
-    _row("torch_loop_compiled_cudagraphs",
-         "torch.compile(inductor, mode=reduce-overhead: CUDA graphs) of the Python loop",
-         LoopConfig(compiled=True, mode="reduce-overhead"), devices=("cuda",), suite="gpu"),
-    _row("torch_loop_setitem", "torch eager loop, ys preallocated and written by ys[t] = y",
-         LoopConfig(ys="setitem"), suite="bugs"),
-    _row("torch_loop_setitem_compiled", "torch.compile(inductor) of the loop, ys preallocated and written by ys[t] = y",
-         LoopConfig(compiled=True, ys="setitem"), suite="bugs"),
-    _row("torch_loop_index_put", "torch eager loop, ys preallocated and written by ys.index_put_((t,), y)",
-         LoopConfig(ys="index_put"), suite="bugs"),
-    _row("torch_loop_index_put_compiled",
-         "torch.compile(inductor) of the loop, ys preallocated and written by ys.index_put_((t,), y)",
-         LoopConfig(compiled=True, ys="index_put"), suite="bugs"),
+    _row(
+        "torch_loop_compiled_cudagraphs",
+        "torch.compile(inductor, mode=reduce-overhead: CUDA graphs) of the Python loop",
+        LoopConfig(compiled=True, mode="reduce-overhead"),
+        devices=("cuda",),
+        suite="gpu",
+    ),
+    _row(
+        "torch_loop_setitem",
+        "torch eager loop, ys preallocated and written by ys[t] = y",
+        LoopConfig(ys="setitem"),
+        suite="bugs",
+    ),
+    _row(
+        "torch_loop_setitem_compiled",
+        "torch.compile(inductor) of the loop, ys preallocated and written by ys[t] = y",
+        LoopConfig(compiled=True, ys="setitem"),
+        suite="bugs",
+    ),
+    _row(
+        "torch_loop_index_put",
+        "torch eager loop, ys preallocated and written by ys.index_put_((t,), y)",
+        LoopConfig(ys="index_put"),
+        suite="bugs",
+    ),
+    _row(
+        "torch_loop_index_put_compiled",
+        "torch.compile(inductor) of the loop, ys preallocated and written by ys.index_put_((t,), y)",
+        LoopConfig(compiled=True, ys="index_put"),
+        suite="bugs",
+    ),
     _row("torch_autocast_loop", "torch eager loop, bf16 autocast, fp32 parameters", LoopConfig(autocast=True)),
-    _row("torch_autocast_loop_compiled", "torch.compile(inductor) of the loop, bf16 autocast, fp32 parameters",
-         LoopConfig(compiled=True, autocast=True)),
+    _row(
+        "torch_autocast_loop_compiled",
+        "torch.compile(inductor) of the loop, bf16 autocast, fp32 parameters",
+        LoopConfig(compiled=True, autocast=True),
+    ),
 )

@@ -21,9 +21,10 @@ Configurations (rows of DRIVERS):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Optional
+from typing import Any
 
 from rnnbench.drivers import _torch
 from rnnbench.drivers.base import Driver, Prepared, supports_only, unflatten
@@ -46,9 +47,7 @@ def scan_recur(clone_carry: bool = False) -> Recur:
             # scan forbids outputs aliasing its inputs or each other: y is often a carry leaf, and a
             # new carry leaf may be an old one, x, or a closed-over parameter (lifted to an input).
             lifted = (*carry, x, *params.values())
-            new_carry = tuple(
-                n.clone() if clone_carry or any(n is i for i in lifted) else n for n in new_carry
-            )
+            new_carry = tuple(n.clone() if clone_carry or any(n is i for i in lifted) else n for n in new_carry)
             return new_carry, y.clone()
 
         carry, ys = scan(combine, tuple(carry0), xs)
@@ -75,7 +74,7 @@ class ScanConfig:
     compiled: bool = False
     capture_scalar_outputs: bool = True
     clone_carry: bool = True
-    mode: Optional[str] = None  # torch.compile's mode
+    mode: str | None = None  # torch.compile's mode
 
 
 def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: str) -> Prepared:
@@ -83,31 +82,64 @@ def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: st
     if not config.compiled:
         loss_fn = scan_loss(model, case, consts)
         return _torch.prepared_from_loss(loss_fn, inputs, wrt, {"mode": "eager"}, second_order=True)
-    loss_fn, settings = _torch.compiled(scan_loss(model, case, consts, clone_carry=config.clone_carry),
-                                        {"capture_scalar_outputs": config.capture_scalar_outputs}, config.mode)
+    loss_fn, settings = _torch.compiled(
+        scan_loss(model, case, consts, clone_carry=config.clone_carry),
+        {"capture_scalar_outputs": config.capture_scalar_outputs},
+        config.mode,
+    )
     settings["clone_carry"] = config.clone_carry
     return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings)
 
 
 def _row(name: str, summary: str, config: ScanConfig, **fields) -> Driver:
-    return Driver(name=name, framework=_torch.TORCH, summary=summary, prepare=partial(prepare, config),
-                  compiled=config.compiled, second_order=not config.compiled, **fields)
+    return Driver(
+        name=name,
+        framework=_torch.TORCH,
+        summary=summary,
+        prepare=partial(prepare, config),
+        compiled=config.compiled,
+        second_order=not config.compiled,
+        **fields,
+    )
 
 
 ALL_DTYPES = ("float64", "float32", "bfloat16")
 DRIVERS = (
-    _row("torch_scan", "torch._higher_order_ops.scan, eager", ScanConfig(), dtypes=ALL_DTYPES,
-         environments=("main", "xla")),
-    _row("torch_scan_compiled", "torch.compile(inductor) of torch scan", ScanConfig(compiled=True),
-         dtypes=ALL_DTYPES, environments=("main", "xla")),
-    _row("torch_scan_compiled_cudagraphs", "torch.compile(inductor, mode=reduce-overhead: CUDA graphs) of torch scan",
-         ScanConfig(compiled=True, mode="reduce-overhead"), dtypes=ALL_DTYPES, devices=("cuda",), suite="gpu"),
+    _row(
+        "torch_scan",
+        "torch._higher_order_ops.scan, eager",
+        ScanConfig(),
+        dtypes=ALL_DTYPES,
+        environments=("main", "xla"),
+    ),
+    _row(
+        "torch_scan_compiled",
+        "torch.compile(inductor) of torch scan",
+        ScanConfig(compiled=True),
+        dtypes=ALL_DTYPES,
+        environments=("main", "xla"),
+    ),
+    _row(
+        "torch_scan_compiled_cudagraphs",
+        "torch.compile(inductor, mode=reduce-overhead: CUDA graphs) of torch scan",
+        ScanConfig(compiled=True, mode="reduce-overhead"),
+        dtypes=ALL_DTYPES,
+        devices=("cuda",),
+        suite="gpu",
+    ),
     # Variants that exist for a known issue: the failure does not depend on the model, so a few
     # models show it without paying compile time on all of them.
-    _row("torch_scan_compiled_clone_y_only", "torch.compile(inductor) of torch scan, only y cloned",
-         ScanConfig(compiled=True, clone_carry=False), supports=supports_only(("decay", "rnn", "lstm"))),
-    _row("torch_scan_compiled_default_config",
-         "torch.compile(inductor) of torch scan, capture_scalar_outputs left off",
-         ScanConfig(compiled=True, capture_scalar_outputs=False), supports=supports_only(("decay", "rnn")),
-         environments=("main", "xla")),
+    _row(
+        "torch_scan_compiled_clone_y_only",
+        "torch.compile(inductor) of torch scan, only y cloned",
+        ScanConfig(compiled=True, clone_carry=False),
+        supports=supports_only(("decay", "rnn", "lstm")),
+    ),
+    _row(
+        "torch_scan_compiled_default_config",
+        "torch.compile(inductor) of torch scan, capture_scalar_outputs left off",
+        ScanConfig(compiled=True, capture_scalar_outputs=False),
+        supports=supports_only(("decay", "rnn")),
+        environments=("main", "xla"),
+    ),
 )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from functools import partial
-from typing import Optional
 
 from rnnbench.drivers import _torch
 from rnnbench.drivers.base import Driver, Prepared, supports_kind
@@ -42,7 +41,9 @@ def prepare(layer: Layer, model: Model, case: Case, dtype: str, device: str) -> 
     inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
     rows, I = case.params["W_ih"].shape
     H = rows // layer.gates
-    module = getattr(torch.nn, layer.module)(I, H, **dict(layer.options)).to(device=device, dtype=_torch.torch_dtype(dtype))
+    module = getattr(torch.nn, layer.module)(I, H, **dict(layer.options)).to(
+        device=device, dtype=_torch.torch_dtype(dtype)
+    )
     with torch.no_grad():
         module.weight_ih_l0.copy_(inputs["W_ih"])
         module.weight_hh_l0.copy_(inputs["W_hh"])
@@ -62,15 +63,16 @@ def prepare(layer: Layer, model: Model, case: Case, dtype: str, device: str) -> 
     return _torch.prepared_from_loss(loss_fn, inputs, wrt, {"layer": layer.label})
 
 
-@functools.lru_cache(maxsize=None)
-def try_dtype(layer: Layer, dtype: str, device: str) -> Optional[str]:
+@functools.cache
+def try_dtype(layer: Layer, dtype: str, device: str) -> str | None:
     """None if a tiny `layer` runs forward and backward at `dtype` on `device`, else why not (tried
     once per process: the answer depends on the device and the build, not on the sizes)."""
     import torch
 
     try:
-        module = getattr(torch.nn, layer.module)(2, 2, **dict(layer.options)).to(device=device,
-                                                                                  dtype=_torch.torch_dtype(dtype))
+        module = getattr(torch.nn, layer.module)(2, 2, **dict(layer.options)).to(
+            device=device, dtype=_torch.torch_dtype(dtype)
+        )
         out, _ = module(torch.ones(3, 1, 2, device=device, dtype=_torch.torch_dtype(dtype)))
         out.sum().backward()
     except Exception as exc:  # the layer's own refusal is the answer
@@ -79,8 +81,15 @@ def try_dtype(layer: Layer, dtype: str, device: str) -> Optional[str]:
 
 
 def _row(name: str, summary: str, layer: Layer) -> Driver:
-    return Driver(name=name, framework=_torch.TORCH, summary=summary, prepare=partial(prepare, layer),
-                  supports=supports_kind(layer.kind), anchor=True, try_dtype=partial(try_dtype, layer))
+    return Driver(
+        name=name,
+        framework=_torch.TORCH,
+        summary=summary,
+        prepare=partial(prepare, layer),
+        supports=supports_kind(layer.kind),
+        anchor=True,
+        try_dtype=partial(try_dtype, layer),
+    )
 
 
 DRIVERS = (

@@ -16,6 +16,13 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
 
 
 DRIVERS = (
-    Driver(name="torch_xla_loop", framework=_torch_xla.TORCH_XLA, summary="torch_xla lazy tensors, Python for-loop",
-           prepare=prepare, environments=("xla",), compiled=True, devices=("cpu",)),
+    Driver(
+        name="torch_xla_loop",
+        framework=_torch_xla.TORCH_XLA,
+        summary="torch_xla lazy tensors, Python for-loop",
+        prepare=prepare,
+        environments=("xla",),
+        compiled=True,
+        devices=("cpu",),
+    ),
 )

@@ -16,9 +16,10 @@ Configurations (rows of DRIVERS):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from rnnbench.drivers import _torch_xla
 from rnnbench.drivers.base import Driver, Prepared, unflatten
@@ -62,6 +63,7 @@ def xla_scan_recur(config: ScanConfig) -> Recur:
             body = bodies.setdefault(key, carried_params_step(step, tuple(params), has_xs))
             (_, carry), ys = scan(body, (tuple(params.values()), tuple(carry0)), xs, is_fn_pure=config.is_fn_pure)
         else:
+
             def closure(carry, x):  # closes over `params`: the form torch_xla 2.9.0 cannot trace
                 new_carry, y = step(ops, params, tuple(carry), step_x(x))
                 return tuple(new_carry), y
@@ -91,14 +93,30 @@ def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: st
 
 
 DRIVERS = tuple(
-    Driver(name=name, framework=_torch_xla.TORCH_XLA, summary=summary, prepare=partial(prepare, config),
-           environments=("xla",), compiled=True, devices=("cpu",))
+    Driver(
+        name=name,
+        framework=_torch_xla.TORCH_XLA,
+        summary=summary,
+        prepare=partial(prepare, config),
+        environments=("xla",),
+        compiled=True,
+        devices=("cpu",),
+    )
     for name, summary, config in (
-        ("torch_xla_scan", "torch_xla.experimental.scan, params in carry, re-traced each call (is_fn_pure=False)",
-         ScanConfig()),
-        ("torch_xla_scan_cached", "torch_xla.experimental.scan, params in carry, tracing cache (is_fn_pure=True)",
-         ScanConfig(is_fn_pure=True)),
-        ("torch_xla_scan_closure", "torch_xla.experimental.scan, body closes over params (docs/bugs.md §2: cannot trace)",
-         ScanConfig(params_via="closure")),
+        (
+            "torch_xla_scan",
+            "torch_xla.experimental.scan, params in carry, re-traced each call (is_fn_pure=False)",
+            ScanConfig(),
+        ),
+        (
+            "torch_xla_scan_cached",
+            "torch_xla.experimental.scan, params in carry, tracing cache (is_fn_pure=True)",
+            ScanConfig(is_fn_pure=True),
+        ),
+        (
+            "torch_xla_scan_closure",
+            "torch_xla.experimental.scan, body closes over params (docs/bugs.md §2: cannot trace)",
+            ScanConfig(params_via="closure"),
+        ),
     )
 )

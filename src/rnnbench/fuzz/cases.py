@@ -8,15 +8,14 @@ from __future__ import annotations
 import builtins
 import functools
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
 from rnnbench.check.finite_diff import Oracle
 from rnnbench.check.oracle import oracle_grads
 from rnnbench.check.second_order import HvpOracle, hvp_oracle
-from rnnbench.losses import weighted, with_loss
 from rnnbench.fuzz.grammar import PARAM_VECTORS, Body, body_wrt
+from rnnbench.losses import weighted, with_loss
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.status import OracleKind
 
@@ -79,9 +78,9 @@ class FuzzCase:
     body: Body
     model: Model
     case: Case
-    ill_conditioned: Optional[str]
-    oracle: Optional[Oracle] = None
-    _hvp: Optional[HvpOracle] = None
+    ill_conditioned: str | None
+    oracle: Oracle | None = None
+    _hvp: HvpOracle | None = None
 
     def hvp_oracle(self) -> HvpOracle:
         """H v along a direction seeded by the body (check/second_order.hvp_oracle), computed once."""
@@ -95,9 +94,16 @@ def build(body: Body, name: str = "fuzz", dtype: str = "float64") -> FuzzCase:
     down, its bounds say so and the judge answers cannot_decide; only a forward that overflows or
     raises a floating-point exception is skipped as ill-conditioned."""
     case = body_case(body, name).rounded_to(dtype)
-    model = Model(name=name, summary="fuzzed body", carry_names=body.carry_names,
-                  default_sizes={"T": body.length, "n": body.n}, make_case=lambda sizes, seed: case,
-                  step=compile_step(body.source()), loss=weighted, oracle_kind=OracleKind.FINITE_DIFFERENCES)
+    model = Model(
+        name=name,
+        summary="fuzzed body",
+        carry_names=body.carry_names,
+        default_sizes={"T": body.length, "n": body.n},
+        make_case=lambda sizes, seed: case,
+        step=compile_step(body.source()),
+        loss=weighted,
+        oracle_kind=OracleKind.FINITE_DIFFERENCES,
+    )
     if body.loss != "weighted":  # "weighted" keeps the body's own weights (the stream before loss forms)
         model, case = with_loss(model, body_case(body, name), body.loss)
         case = case.rounded_to(dtype)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 UNARY = ("sin", "cos", "tanh", "sigmoid", "exp")
 BINARY = ("+", "-", "*")
@@ -91,6 +91,7 @@ def is_array(e: tuple) -> bool:
 
 def valid(e: tuple) -> bool:
     """Every ops function and W @ . gets an array argument, and e itself is an array."""
+
     def ok(e: tuple) -> bool:
         if e[0] in ("leaf", "const"):
             return True
@@ -105,15 +106,16 @@ def valid(e: tuple) -> bool:
     return is_array(e) and ok(e)
 
 
-def body_valid(body: "Body") -> bool:
+def body_valid(body: Body) -> bool:
     """Well-formed expressions, something to differentiate, and every parameter the step reads
     reaches the loss (parameters are always compared; one that cannot reach it has no gradient)."""
     params_read = body.leaves_used() & set(PARAM_VECTORS + ("W",))
-    return (all(valid(e) for e in body.updates + (body.output,)) and bool(body_wrt(body))
-            and params_read <= reaching(body))
+    return (
+        all(valid(e) for e in body.updates + (body.output,)) and bool(body_wrt(body)) and params_read <= reaching(body)
+    )
 
 
-def reaching(body: "Body") -> set[str]:
+def reaching(body: Body) -> set[str]:
     """Leaves (carry names, x, parameters, "W") through which an input can reach the loss over the
     body's T steps. The loss reads every y_t and the final carry; walking back from step T-1, step t
     needs the leaves of y_t and of the updates of the carry leaves step t+1 needs. A carry leaf that
@@ -127,7 +129,7 @@ def reaching(body: "Body") -> set[str]:
     return reached | {f"carry0.{c}" for c in needed}
 
 
-def body_wrt(body: "Body") -> list[str]:
+def body_wrt(body: Body) -> list[str]:
     """Names of the inputs whose gradients are compared: the parameters, the carry leaves flagged to
     require grad and xs when flagged, of those that reach the loss (`reaching`). The rest are left
     out, except `unused` parameters: those are compared, and their true gradient is zero."""
@@ -235,7 +237,7 @@ def _smaller_exprs(e: tuple) -> Iterator[tuple]:
     for i, c in enumerate(children):
         offset = len(e) - len(children)
         for smaller in _smaller_exprs(c):
-            yield e[: offset + i] + (smaller,) + e[offset + i + 1:]
+            yield e[: offset + i] + (smaller,) + e[offset + i + 1 :]
 
 
 def _drop_leaf(body: Body, i: int) -> Body:
@@ -275,7 +277,7 @@ def _candidates(body: Body) -> Iterator[Body]:
             yield _drop_leaf(body, i)
     for i, e in enumerate(body.updates):
         for smaller in _smaller_exprs(e):
-            yield dataclasses.replace(body, updates=body.updates[:i] + (smaller,) + body.updates[i + 1:])
+            yield dataclasses.replace(body, updates=body.updates[:i] + (smaller,) + body.updates[i + 1 :])
     for smaller in _smaller_exprs(body.output):
         yield dataclasses.replace(body, output=smaller)
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING
 
 from rnnbench.fuzz.grammar import judged_body
 from rnnbench.fuzz.runner import Campaign, FuzzSummary, Outcome, fuzz_settings, is_ill, shrunk_from_records
@@ -34,13 +35,13 @@ class FuzzContext:
     dtype: str
     second_order: bool
     shrink_per_kind: int
-    repro_dir: Optional[str]
+    repro_dir: str | None
     device: str
     losses: tuple[str, ...] = ("weighted",)
     shrunk: Counter = field(default_factory=Counter)
 
 
-def handle(context: FuzzContext, index: int) -> tuple[Optional[Outcome], Optional[str]]:
+def handle(context: FuzzContext, index: int) -> tuple[Outcome | None, str | None]:
     """One body on the context's driver in this worker."""
     from rnnbench import registry
     from rnnbench.fuzz.cases import build
@@ -55,8 +56,17 @@ def handle(context: FuzzContext, index: int) -> tuple[Optional[Outcome], Optiona
     def on_failure(outcome, minimal, driver):
         explain_failure(outcome, minimal, driver, context.dtype, repro_dir, context.seed, context.device)
 
-    out = explain_outcome(index, fc, registry.get_driver(context.driver), context.dtype, context.second_order,
-                          context.shrink_per_kind, context.shrunk, on_failure, context.device)
+    out = explain_outcome(
+        index,
+        fc,
+        registry.get_driver(context.driver),
+        context.dtype,
+        context.second_order,
+        context.shrink_per_kind,
+        context.shrunk,
+        on_failure,
+        context.device,
+    )
     return out, None
 
 
@@ -72,7 +82,7 @@ class FuzzChunk:
     items: list[int]
     timeout_s: float
 
-    def __call__(self, emit: Callable[[dict], None], progress: Optional[Callable[[str], None]] = None) -> None:
+    def __call__(self, emit: Callable[[dict], None], progress: Callable[[str], None] | None = None) -> None:
         campaign, context, items, name = self.campaign, self.context, self.items, self.context.driver
 
         def said(i: int) -> None:
@@ -93,22 +103,35 @@ class FuzzChunk:
             emit(self.failed(items[k], status, f"{status}: {report}"))
             said(items[k])
 
-        run_isolated([sys.executable, "-m", "rnnbench.fuzz.isolated"], items, self.timeout_s,
-                     on_result=on_result, on_failure=on_failure, context=lambda: context, env=dict(os.environ))
+        run_isolated(
+            [sys.executable, "-m", "rnnbench.fuzz.isolated"],
+            items,
+            self.timeout_s,
+            on_result=on_result,
+            on_failure=on_failure,
+            context=lambda: context,
+            env=dict(os.environ),
+        )
 
     def failed(self, index: int, status: str, report: str) -> dict:
-        return self.campaign.to_record(Outcome(index, self.context.driver, status, report=report,
-                                               body=self.campaign.body(index)))
+        return self.campaign.to_record(
+            Outcome(index, self.context.driver, status, report=report, body=self.campaign.body(index))
+        )
 
-    def unit(self) -> "Unit":
+    def unit(self) -> Unit:
         """This chunk as a unit: one CPU (Ray sets a task's OMP_NUM_THREADS to its CPUs, so the
         worker's framework uses one), a GPU on cuda, no cores of its own (correctness only), a
         deadline of its bodies' timeouts plus a worker start."""
         from rnnbench.run.executors import UNIT_GRACE_S, Unit
 
-        return Unit(f"fuzz {len(self.items)} bodies on {self.context.driver}", self, self.lost, cpus=1,
-                    gpus=int(self.context.device == "cuda"),
-                    deadline_s=len(self.items) * self.timeout_s + WORKER_START_GRACE_S + UNIT_GRACE_S)
+        return Unit(
+            f"fuzz {len(self.items)} bodies on {self.context.driver}",
+            self,
+            self.lost,
+            cpus=1,
+            gpus=int(self.context.device == "cuda"),
+            deadline_s=len(self.items) * self.timeout_s + WORKER_START_GRACE_S + UNIT_GRACE_S,
+        )
 
     def lost(self, status: str, report: str) -> list[dict]:
         return [self.failed(i, status, f"{status}: {report}") for i in self.items]
@@ -125,11 +148,22 @@ def chunk_size(bodies: int, workers: int) -> int:
     return max(CHUNK_MIN, min(CHUNK_MAX, -(-bodies // (2 * max(1, workers)))))
 
 
-def fuzz_isolated(cases: int, seed: int, driver_names: list[str], dtype: str = "float64", second_order: bool = True,
-                  shrink_per_kind: int = 1, repro_dir: Optional[Path] = None, timeout_s: float = 300.0,
-                  progress: Optional[Callable[[str], None]] = None, device: str = "cpu",
-                  losses: Sequence[str] = ("weighted",), write: Optional[Callable[[dict], None]] = None,
-                  done: Sequence[dict] = (), executor: Optional["RayExecutor"] = None) -> FuzzSummary:
+def fuzz_isolated(
+    cases: int,
+    seed: int,
+    driver_names: list[str],
+    dtype: str = "float64",
+    second_order: bool = True,
+    shrink_per_kind: int = 1,
+    repro_dir: Path | None = None,
+    timeout_s: float = 300.0,
+    progress: Callable[[str], None] | None = None,
+    device: str = "cpu",
+    losses: Sequence[str] = ("weighted",),
+    write: Callable[[dict], None] | None = None,
+    done: Sequence[dict] = (),
+    executor: RayExecutor | None = None,
+) -> FuzzSummary:
     """fuzz() with process isolation per driver (drivers run one after another, or with an executor
     in chunks at once: chunk_size). Every outcome and every ill-conditioned case becomes a record
     (Campaign), passed to write() in this process as it is decided (the parent is the one writer of
@@ -140,8 +174,15 @@ def fuzz_isolated(cases: int, seed: int, driver_names: list[str], dtype: str = "
     at once and cannot share the count). The summary is rebuilt from done + the new records: the
     same as one uninterrupted run's."""
     losses = tuple(losses)
-    campaign = Campaign(cases, seed, list(driver_names), dtype, device, losses,
-                        fuzz_settings(seed, second_order, shrink_per_kind, device, losses, timeout_s))
+    campaign = Campaign(
+        cases,
+        seed,
+        list(driver_names),
+        dtype,
+        device,
+        losses,
+        fuzz_settings(seed, second_order, shrink_per_kind, device, losses, timeout_s),
+    )
     records = list(done)
     ill = {rec["case"] for rec in records if is_ill(rec)}
     finished = {(rec["case"], rec["driver"]) for rec in records if not is_ill(rec)}
@@ -156,9 +197,17 @@ def fuzz_isolated(cases: int, seed: int, driver_names: list[str], dtype: str = "
         records.append(rec)
 
     def chunk(name: str, items: list[int]) -> FuzzChunk:
-        context = FuzzContext(name, seed, dtype, second_order, shrink_per_kind,
-                              str(repro_dir) if repro_dir else None, device, losses,
-                              shrunk_from_records(rec for rec in records if rec["driver"] == name))
+        context = FuzzContext(
+            name,
+            seed,
+            dtype,
+            second_order,
+            shrink_per_kind,
+            str(repro_dir) if repro_dir else None,
+            device,
+            losses,
+            shrunk_from_records(rec for rec in records if rec["driver"] == name),
+        )
         return FuzzChunk(campaign, context, items, timeout_s)
 
     def todo(name: str) -> list[int]:
@@ -171,8 +220,12 @@ def fuzz_isolated(cases: int, seed: int, driver_names: list[str], dtype: str = "
                 chunk(name, items)(keep, progress)
     else:
         size = chunk_size(sum(len(todo(name)) for name in driver_names), executor.workers)
-        units = [chunk(name, items[k:k + size]).unit() for name in driver_names
-                 for items in [todo(name)] for k in range(0, len(items), size)]
+        units = [
+            chunk(name, items[k : k + size]).unit()
+            for name in driver_names
+            for items in [todo(name)]
+            for k in range(0, len(items), size)
+        ]
 
         def received(rec: dict) -> None:
             keep(rec)

@@ -4,7 +4,6 @@ order) and a standalone reproducer (rnnbench.fuzz.repro)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from rnnbench.check.localize import localize
 from rnnbench.check.tolerance import at_loss_scale, hvp_tolerance, tolerance
@@ -15,8 +14,9 @@ from rnnbench.fuzz.runner import ERRORS, Outcome
 from rnnbench.model import reference_loss
 
 
-def explain_failure(out: Outcome, fc: FuzzCase, driver: Driver, dtype: str, repro_dir: Optional[Path], seed: int,
-                    device: str = "cpu") -> None:
+def explain_failure(
+    out: Outcome, fc: FuzzCase, driver: Driver, dtype: str, repro_dir: Path | None, seed: int, device: str = "cpu"
+) -> None:
     """Fill out.localization and out.repro for the minimal body `fc` of a failing outcome."""
     second_order = out.kind not in ERRORS and out.first_order_ok
     if not second_order and out.kind not in ERRORS:
@@ -30,4 +30,3 @@ def explain_failure(out: Outcome, fc: FuzzCase, driver: Driver, dtype: str, repr
     name = f"repro_{driver.name}_seed{seed}_body{out.index}_{out.kind.replace(':', '-')}.py"
     path = export(repro_dir / name, fc, driver.name, second_order, out.kind, tol.max_rel_error, tol.absolute_scale)
     out.repro = str(path) if path else f"no standalone template for {driver.name} (templates: torch/jax loop and scan)"
-

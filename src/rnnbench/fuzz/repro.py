@@ -7,15 +7,15 @@ while the bug reproduces, 0 once it is fixed: the file to attach to an upstream 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping, Optional
 
 import numpy as np
 
 from rnnbench import losses, registry
 from rnnbench.fuzz.cases import FuzzCase
-from rnnbench.losses import LossForm
 from rnnbench.fuzz.grammar import Body
+from rnnbench.losses import LossForm
 
 # driver -> (loop or scan, compiled); the script's framework part is the driver's Framework.repro.
 # Drivers not listed get no script (the report says so).
@@ -28,7 +28,7 @@ TEMPLATES: dict[str, tuple[str, bool]] = {
     "jax_lax_scan": ("scan", True),
 }
 
-_COMPARE = '''
+_COMPARE = """
 worst = 0.0
 # rnnbench's metric: max |got - want| over an input, beyond the oracle's error bound, relative to
 # max(max |want| of that input, 1e-3 x the largest |want| of all inputs, ABS_SCALE)
@@ -49,12 +49,22 @@ if worst > TOLERANCE:
           f"want = rnnbench's {ORACLE} oracle of the same step in numpy")
     sys.exit(1)
 print(f"OK: {DRIVER} agrees with rnnbench's {ORACLE} oracle (max rel err {worst:.3g})")
-'''
+"""
 
 
 def _literal(a) -> str:
-    return "np.array(" + np.array2string(np.asarray(a, dtype=np.float64), precision=17, separator=", ",
-                                           floatmode="unique", threshold=1 << 30, max_line_width=100) + ")"
+    return (
+        "np.array("
+        + np.array2string(
+            np.asarray(a, dtype=np.float64),
+            precision=17,
+            separator=", ",
+            floatmode="unique",
+            threshold=1 << 30,
+            max_line_width=100,
+        )
+        + ")"
+    )
 
 
 def _dict(d: Mapping[str, np.ndarray]) -> str:
@@ -71,8 +81,15 @@ def loss_source(form: LossForm) -> str:
 FORM_FUNCTIONS = {f.loss.__name__ for f in losses.FORMS.values()}
 
 
-def export(path: Path, fc: FuzzCase, driver: str, second_order: bool, status: str, tolerance: float,
-           absolute_scale: float = 0.0) -> Optional[Path]:
+def export(
+    path: Path,
+    fc: FuzzCase,
+    driver: str,
+    second_order: bool,
+    status: str,
+    tolerance: float,
+    absolute_scale: float = 0.0,
+) -> Path | None:
     """Write the script for `driver` on the (minimal) body of `fc`; None where no template exists."""
     script = registry.get_driver(driver).framework.repro if driver in TEMPLATES else None
     if script is None:
@@ -110,12 +127,24 @@ def export(path: Path, fc: FuzzCase, driver: str, second_order: bool, status: st
         f"WANT_ERROR = {_dict(bound)}",
         f"TOLERANCE, ABS_SCALE = {tolerance!r}, {absolute_scale!r}",
     ]
-    doc = (f'"""Reproducer exported by rnnbench fuzz: {driver} gives {status} on this step body.\n'
-           f"Needs only {script.needs} and numpy. Exits 1 while the bug reproduces, 0 once it is fixed.\n"
-           f'Loss ({body.loss}): {loss_form.summary}, after LENGTH steps."""\n')
-    text = "\n".join([
-        "#!/usr/bin/env python", doc, script.head,
-        "\n# the fuzzed step body", body.source(), f"# the loss ({body.loss})", loss_source(loss_form), *data,
-        script.run, _COMPARE])
+    doc = (
+        f'"""Reproducer exported by rnnbench fuzz: {driver} gives {status} on this step body.\n'
+        f"Needs only {script.needs} and numpy. Exits 1 while the bug reproduces, 0 once it is fixed.\n"
+        f'Loss ({body.loss}): {loss_form.summary}, after LENGTH steps."""\n'
+    )
+    text = "\n".join(
+        [
+            "#!/usr/bin/env python",
+            doc,
+            script.head,
+            "\n# the fuzzed step body",
+            body.source(),
+            f"# the loss ({body.loss})",
+            loss_source(loss_form),
+            *data,
+            script.run,
+            _COMPARE,
+        ]
+    )
     path.write_text(text)
     return path

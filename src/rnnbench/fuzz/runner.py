@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any
 
 from rnnbench import record
 from rnnbench.check.second_order import check_second_order
@@ -24,8 +25,20 @@ from rnnbench.status import DRIVER_ERRORS, WRONG_GRADIENT, Status, is_fixed, is_
 
 FIRST_ORDER_FAILURES = WRONG_GRADIENT
 ERRORS = DRIVER_ERRORS  # crash, timeout: the worker's isolation
-COLUMNS = ("tried", "agree", "undecided", "mismatch", "known", "error", "hvp_tried", "hvp_agree", "hvp_mismatch", "hvp_known",
-           "hvp_error", "hvp_ill_cond")
+COLUMNS = (
+    "tried",
+    "agree",
+    "undecided",
+    "mismatch",
+    "known",
+    "error",
+    "hvp_tried",
+    "hvp_agree",
+    "hvp_mismatch",
+    "hvp_known",
+    "hvp_error",
+    "hvp_ill_cond",
+)
 
 
 @dataclass
@@ -36,10 +49,10 @@ class Outcome:
     index: int
     driver: str
     status: str
-    hvp_status: Optional[str] = None
+    hvp_status: str | None = None
     report: str = ""
-    body: Optional[Body] = None
-    minimal: Optional[Body] = None
+    body: Body | None = None
+    minimal: Body | None = None
     localization: str = ""
     repro: str = ""
     oracle_kind: str = ""  # the rung of the oracle ladder that judged it (first order; H v after a "+")
@@ -73,7 +86,7 @@ class Judged(tuple):
     oracle_kind: str = ""
 
 
-def _judged(status: str, hvp_status: Optional[str], report: str, oracle_kind: str) -> Judged:
+def _judged(status: str, hvp_status: str | None, report: str, oracle_kind: str) -> Judged:
     out = Judged((status, hvp_status, report))
     out.oracle_kind = oracle_kind
     return out
@@ -86,8 +99,12 @@ def run_driver(fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, dev
     if not first_ok or prepared is None or prepared.hvp is None or not second_order or dtype != "float64":
         return _judged(chk.status, None, chk.report if not first_ok else "", chk.oracle_kind)
     result = check_second_order(fc.model, driver.name, fc.case, prepared, oracle=fc.hvp_oracle())
-    return _judged(chk.status, result.status, "" if result.status == Status.OK else result.report,
-                   f"{chk.oracle_kind}+{result.oracle_kind or fc.hvp_oracle().kind}")
+    return _judged(
+        chk.status,
+        result.status,
+        "" if result.status == Status.OK else result.report,
+        f"{chk.oracle_kind}+{result.oracle_kind or fc.hvp_oracle().kind}",
+    )
 
 
 def _first_order_ok(status: str) -> bool:
@@ -95,7 +112,7 @@ def _first_order_ok(status: str) -> bool:
     return status == Status.OK or is_fixed(status)
 
 
-def _kind_of(status: str, hvp_status: Optional[str]) -> str:
+def _kind_of(status: str, hvp_status: str | None) -> str:
     return str(hvp_status) if _first_order_ok(status) else status
 
 
@@ -151,8 +168,10 @@ class FuzzSummary:
                 c["hvp_ill_cond"] += 1
                 continue
             c["hvp_tried"] += 1
-            c[{Status.HVP_MISMATCH: "hvp_mismatch", Status.HVP_ERROR: "hvp_error"}.get(o.hvp_status, "")
-              or ("hvp_known" if is_known(o.hvp_status) else "hvp_agree")] += 1
+            c[
+                {Status.HVP_MISMATCH: "hvp_mismatch", Status.HVP_ERROR: "hvp_error"}.get(o.hvp_status, "")
+                or ("hvp_known" if is_known(o.hvp_status) else "hvp_agree")
+            ] += 1
         return per
 
     @property
@@ -162,18 +181,24 @@ class FuzzSummary:
     def format(self) -> str:
         counts = self.counts()
         skipped = sum(self.ill_conditioned.values())
-        lines = [f"fuzz: {self.bodies} bodies x {len(self.losses)} losses ({', '.join(self.losses)}; seed {self.seed}, "
-                 f"{self.dtype}, {self.device}); {skipped} cases skipped as ill-conditioned"
-                 + (" (" + ", ".join(f"{n} {why}" for why, n in self.ill_conditioned.most_common()) + ")" if skipped else ""),
-                 f"{'driver':<26}" + "".join(f"{c:>13}" for c in COLUMNS)]
+        lines = [
+            f"fuzz: {self.bodies} bodies x {len(self.losses)} losses ({', '.join(self.losses)}; seed {self.seed}, "
+            f"{self.dtype}, {self.device}); {skipped} cases skipped as ill-conditioned"
+            + (
+                " (" + ", ".join(f"{n} {why}" for why, n in self.ill_conditioned.most_common()) + ")" if skipped else ""
+            ),
+            f"{'driver':<26}" + "".join(f"{c:>13}" for c in COLUMNS),
+        ]
         for d in self.drivers:
             lines.append(f"{d:<26}" + "".join(f"{counts[d][c]:>13}" for c in COLUMNS))
         covered = {d: counts[d]["covered_ok"] for d in self.drivers if counts[d]["covered_ok"]}
         if covered:
             lines.append(f"(agree includes bodies a known-issue entry covers that came out right: {covered})")
         failures = self.failures
-        lines.append(f"\n{len(failures)} mismatches (gradients the oracle contradicts, no registry entry)"
-                     + (":" if failures else ""))
+        lines.append(
+            f"\n{len(failures)} mismatches (gradients the oracle contradicts, no registry entry)"
+            + (":" if failures else "")
+        )
         lines += [_describe(o) for o in failures]
         known = [o for o in self.outcomes if o.known and o.minimal is not None]
         if known:
@@ -181,36 +206,52 @@ class FuzzSummary:
             lines += [_describe(o) for o in known]
         undecided = [o for o in self.outcomes if o.status == Status.CANNOT_DECIDE]
         if undecided:
-            lines.append(f"\n{len(undecided)} outcomes the check cannot decide (beyond the tolerance, but within the "
-                         "oracle's error bound or what rounding alone does; not failures), the first:")
+            lines.append(
+                f"\n{len(undecided)} outcomes the check cannot decide (beyond the tolerance, but within the "
+                "oracle's error bound or what rounding alone does; not failures), the first:"
+            )
             lines.append(_describe(undecided[0]))
         errors = [o for o in self.outcomes if o.errored]
         if errors:
             lines.append(f"\n{len(errors)} driver errors (the framework raised; not gradient mismatches):")
-            lines += [_describe(o) for o in errors if o.minimal is not None or o.status in (Status.CRASH, Status.TIMEOUT)]
+            lines += [
+                _describe(o) for o in errors if o.minimal is not None or o.status in (Status.CRASH, Status.TIMEOUT)
+            ]
         return "\n".join(lines)
 
 
 def _describe(o: Outcome) -> str:
     b = o.minimal or o.body
     under = f" under loss {b.loss}" if b is not None else ""
-    head = f"\n== case {o.index}{under} on {o.driver}: {o.status}" + (f", second order {o.hvp_status}" if o.hvp_status not in (None, Status.OK) else "")
+    head = f"\n== case {o.index}{under} on {o.driver}: {o.status}" + (
+        f", second order {o.hvp_status}" if o.hvp_status not in (None, Status.OK) else ""
+    )
     parts = [head]
     if b is not None:
         wrt = body_wrt(b)  # the effective flags: a leaf that cannot reach the loss is not differentiated
         grad = [f"carry0.{c}" in wrt for c in b.carry_names]
         minimal = "minimal " if o.minimal is not None else ""
-        parts.append(f"{minimal}body (T={b.length}, n={b.n}, xs={'yes' if b.has_xs else 'no'}, "
-                     f"carry0 requires grad={grad}):\n{b.source().rstrip()}")
+        parts.append(
+            f"{minimal}body (T={b.length}, n={b.n}, xs={'yes' if b.has_xs else 'no'}, "
+            f"carry0 requires grad={grad}):\n{b.source().rstrip()}"
+        )
     parts += [s.rstrip() for s in (o.report, o.localization) if s.strip()]
     if o.repro:
         parts.append(f"repro: {o.repro}")
     return "\n".join(parts)
 
 
-def explain_outcome(index: int, fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, shrink_per_kind: int,
-                    shrunk: Counter, on_failure: Optional[Callable[[Outcome, FuzzCase, Driver], None]] = None,
-                    device: str = "cpu") -> Outcome:
+def explain_outcome(
+    index: int,
+    fc: FuzzCase,
+    driver: Driver,
+    dtype: str,
+    second_order: bool,
+    shrink_per_kind: int,
+    shrunk: Counter,
+    on_failure: Callable[[Outcome, FuzzCase, Driver], None] | None = None,
+    device: str = "cpu",
+) -> Outcome:
     """One well-conditioned body on one driver. The first `shrink_per_kind` outcomes of each
     (driver, status) that fail, error or reproduce a known issue are shrunk to a minimal body and
     passed to on_failure (localization, repro export); `shrunk` counts them across calls."""
@@ -234,8 +275,8 @@ def fuzz(
     dtype: str = "float64",
     second_order: bool = True,
     shrink_per_kind: int = 1,
-    progress: Optional[Callable[[str], None]] = None,
-    on_failure: Optional[Callable[[Outcome, FuzzCase, Driver], None]] = None,
+    progress: Callable[[str], None] | None = None,
+    on_failure: Callable[[Outcome, FuzzCase, Driver], None] | None = None,
     device: str = "cpu",
     losses: Sequence[str] = ("weighted",),
 ) -> FuzzSummary:
@@ -249,8 +290,9 @@ def fuzz(
             summary.ill_conditioned[fc.ill_conditioned.split(" for ")[0]] += 1
         else:
             for driver in drivers:
-                summary.outcomes.append(explain_outcome(index, fc, driver, dtype, second_order, shrink_per_kind,
-                                                        shrunk, on_failure, device))
+                summary.outcomes.append(
+                    explain_outcome(index, fc, driver, dtype, second_order, shrink_per_kind, shrunk, on_failure, device)
+                )
         if progress is not None:
             progress(f"case {index + 1}/{cases * len(losses)}")
     return summary
@@ -260,18 +302,25 @@ def fuzz(
 ILL_DRIVER = "-"  # the driver of an ill-conditioned body's record: the numpy forward decided, for every driver
 
 
-def fuzz_settings(seed: int, second_order: bool, shrink_per_kind: int, device: str, losses: Sequence[str],
-                  timeout_s: float) -> dict[str, Any]:
+def fuzz_settings(
+    seed: int, second_order: bool, shrink_per_kind: int, device: str, losses: Sequence[str], timeout_s: float
+) -> dict[str, Any]:
     """What determines a fuzz record's result besides its row key (its fingerprint; --resume
     refuses a file recorded with other settings)."""
     from rnnbench.run import environments
 
-    return {"seed": seed, "second_order": second_order, "shrink": shrink_per_kind, "device": device,
-            "losses": list(losses), "timeout": timeout_s,
-            "versions": dict(environments.package_versions(environments.current()))}
+    return {
+        "seed": seed,
+        "second_order": second_order,
+        "shrink": shrink_per_kind,
+        "device": device,
+        "losses": list(losses),
+        "timeout": timeout_s,
+        "versions": dict(environments.package_versions(environments.current())),
+    }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _driver_identity(name: str) -> dict[str, Any]:
     """The driver fields of rnnbench.record.identity for a fuzz record (this environment's)."""
     from rnnbench import registry
@@ -280,11 +329,21 @@ def _driver_identity(name: str) -> dict[str, Any]:
     if name == ILL_DRIVER:
         import numpy as np
 
-        return {"framework": "numpy", "family": "numpy", "anchor": False, "environment": current(),
-                "env_label": f"numpy {np.__version__}"}
+        return {
+            "framework": "numpy",
+            "family": "numpy",
+            "anchor": False,
+            "environment": current(),
+            "env_label": f"numpy {np.__version__}",
+        }
     d = registry.get_driver(name)
-    return {"framework": d.framework.name, "family": d.framework.family, "anchor": d.anchor, "environment": current(),
-            "env_label": d.framework.label()}
+    return {
+        "framework": d.framework.name,
+        "family": d.framework.family,
+        "anchor": d.anchor,
+        "environment": current(),
+        "env_label": d.framework.label(),
+    }
 
 
 def body_fields(body: Body) -> dict[str, Any]:
@@ -305,16 +364,26 @@ def is_ill(rec: dict[str, Any]) -> bool:
 
 def outcome_from_record(rec: dict[str, Any]) -> Outcome:
     """The Outcome a fuzz record was written from (Campaign.to_record inverts it)."""
-    return Outcome(rec["case"], rec["driver"], rec["status"], rec.get("hvp_status"), rec.get("report") or "",
-                   body_from_fields(rec["body"]), body_from_fields(rec["minimal"]) if rec.get("minimal") else None,
-                   rec.get("localization_report") or "", rec.get("repro") or "", rec.get("oracle_kind") or "")
+    return Outcome(
+        rec["case"],
+        rec["driver"],
+        rec["status"],
+        rec.get("hvp_status"),
+        rec.get("report") or "",
+        body_from_fields(rec["body"]),
+        body_from_fields(rec["minimal"]) if rec.get("minimal") else None,
+        rec.get("localization_report") or "",
+        rec.get("repro") or "",
+        rec.get("oracle_kind") or "",
+    )
 
 
 def shrunk_from_records(records: Iterable[dict[str, Any]]) -> Counter:
     """What a worker has shrunk already, per (driver, kind), from the records that carry a minimal
     body: a resumed campaign does not shrink those kinds again."""
-    return Counter((rec["driver"], _kind_of(rec["status"], rec.get("hvp_status")))
-                   for rec in records if rec.get("minimal"))
+    return Counter(
+        (rec["driver"], _kind_of(rec["status"], rec.get("hvp_status"))) for rec in records if rec.get("minimal")
+    )
 
 
 @dataclass
@@ -340,22 +409,31 @@ class Campaign:
     def body(self, index: int) -> Body:
         return judged_body(self.seed, index, self.losses)
 
-    def identity(self, index: int, driver: str, body: Optional[Body] = None) -> dict[str, Any]:
+    def identity(self, index: int, driver: str, body: Body | None = None) -> dict[str, Any]:
         body = body or self.body(index)
-        rec = record.identity(model=f"fuzz:{self.seed}:{index // len(self.losses)}", driver=driver,
-                              **_driver_identity(driver), dtype=self.dtype, device=self.device,
-                              sizes={"T": body.length, "n": body.n}, seed=self.seed, loss_form=body.loss,
-                              settings=self.settings)
+        rec = record.identity(
+            model=f"fuzz:{self.seed}:{index // len(self.losses)}",
+            driver=driver,
+            **_driver_identity(driver),
+            dtype=self.dtype,
+            device=self.device,
+            sizes={"T": body.length, "n": body.n},
+            seed=self.seed,
+            loss_form=body.loss,
+            settings=self.settings,
+        )
         rec["case"] = index
         return rec
 
-    def _with_body(self, index: int, driver: str, body: Optional[Body] = None) -> dict[str, Any]:
+    def _with_body(self, index: int, driver: str, body: Body | None = None) -> dict[str, Any]:
         body = body or self.body(index)
         return {**self.identity(index, driver, body), "body": body_fields(body), "source": body.source()}
 
     def to_record(self, o: Outcome) -> dict[str, Any]:
         rec = self._with_body(o.index, o.driver, o.body)
-        rec.update(status=str(o.status), hvp_status=None if o.hvp_status is None else str(o.hvp_status), report=o.report)
+        rec.update(
+            status=str(o.status), hvp_status=None if o.hvp_status is None else str(o.hvp_status), report=o.report
+        )
         if o.oracle_kind:
             rec["oracle_kind"] = o.oracle_kind
         if o.hvp_status is not None:  # what `rnnbench table` shows in its H v column
@@ -371,8 +449,12 @@ class Campaign:
 
     def ill_record(self, index: int, reason: str) -> dict[str, Any]:
         rec = self._with_body(index, ILL_DRIVER)
-        rec.update(status=str(Status.ILL_CONDITIONED), hvp_status=None, reason=reason,
-                   report=f"case {index} skipped as ill-conditioned: {reason}")
+        rec.update(
+            status=str(Status.ILL_CONDITIONED),
+            hvp_status=None,
+            reason=reason,
+            report=f"case {index} skipped as ill-conditioned: {reason}",
+        )
         return rec
 
     def wanted(self) -> list[tuple[tuple, str, dict[str, Any], str]]:
@@ -383,8 +465,14 @@ class Campaign:
             base = self.identity(index, ILL_DRIVER)
             for driver in (ILL_DRIVER, *self.drivers):  # the key and fingerprint do not read the driver's framework
                 rec = {**base, "driver": driver}
-                out.append((record.row_key(rec), record.fingerprint(rec), self.settings,
-                            f"{rec['model']}/{driver}/{self.dtype}/{rec['loss_form']}"))
+                out.append(
+                    (
+                        record.row_key(rec),
+                        record.fingerprint(rec),
+                        self.settings,
+                        f"{rec['model']}/{driver}/{self.dtype}/{rec['loss_form']}",
+                    )
+                )
         return out
 
     def summary(self, records: Iterable[dict[str, Any]]) -> FuzzSummary:
@@ -403,7 +491,9 @@ class Campaign:
         return out
 
 
-def resume(path: Path, existing: list[dict[str, Any]], campaigns: Sequence[Campaign]) -> dict[str, list[dict[str, Any]]]:
+def resume(
+    path: Path, existing: list[dict[str, Any]], campaigns: Sequence[Campaign]
+) -> dict[str, list[dict[str, Any]]]:
     """The records of `existing` (a results file given to --resume) that these campaigns need not
     run again, per dtype. Refuses (InputError, naming the difference) a file of another schema or
     rnnbench version, with records of these rows under other settings, or with records of rows

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 from rnnbench.report.charts import DPI, Series, _plt, _save, series_namer
 from rnnbench.report.style import VENDOR_HATCH, Style, ink_on, styles, wrap
@@ -29,11 +29,11 @@ class BarRow(NamedTuple):
     series: Series
     status: str
     anchor: bool
-    median_ms: Optional[float] = None
-    q1_ms: Optional[float] = None
-    q3_ms: Optional[float] = None
-    vs_vendor: Optional[float] = None  # vendor median / this median (>1: faster than the vendor layer)
-    pct_peak: Optional[float] = None
+    median_ms: float | None = None
+    q1_ms: float | None = None
+    q3_ms: float | None = None
+    vs_vendor: float | None = None  # vendor median / this median (>1: faster than the vendor layer)
+    pct_peak: float | None = None
 
     @property
     def timed(self) -> bool:
@@ -78,9 +78,18 @@ def bar_rows(rows: list[dict], name) -> tuple[list[BarRow], int]:
         fb = r["fwd_bwd"]
         ref = vendor.get((r.get("framework_family") or r["framework"], name(r).machine))
         frac = ((r.get("roofline") or {}).get("fwd_bwd") or {}).get("fraction_of_peak")
-        out.append(BarRow(name(r), "ok", bool(r.get("anchor")), fb["median_ms"], fb["q1_ms"], fb["q3_ms"],
-                          ref / fb["median_ms"] if ref and not r.get("anchor") else None,
-                          100 * frac if frac is not None else None))
+        out.append(
+            BarRow(
+                name(r),
+                "ok",
+                bool(r.get("anchor")),
+                fb["median_ms"],
+                fb["q1_ms"],
+                fb["q3_ms"],
+                ref / fb["median_ms"] if ref and not r.get("anchor") else None,
+                100 * frac if frac is not None else None,
+            )
+        )
     out.sort(key=lambda b: (not b.timed, b.median_ms or 0.0, b.series))
     return out, sum(r["status"] == "unavailable" for r in rows)
 
@@ -113,13 +122,30 @@ def draw_panel(ax, bars: list[BarRow], look: dict[Series, Style], title: str, un
     for y, b in enumerate(bars):
         style = look[b.series]
         if not b.timed:
-            ax.text(lo * 1.1, y, f"no time: {b.status}", va="center", ha="left", fontsize=7.5, color=GAP_COLOR,
-                    fontweight="bold")
+            ax.text(
+                lo * 1.1,
+                y,
+                f"no time: {b.status}",
+                va="center",
+                ha="left",
+                fontsize=7.5,
+                color=GAP_COLOR,
+                fontweight="bold",
+            )
             continue
         hatch = VENDOR_HATCH if b.anchor else style.hatch
-        ax.barh(y, b.median_ms, height=0.7, color=style.color, edgecolor="black", linewidth=0.4, hatch=hatch or None,
-                hatchcolor=ink_on(style.color), xerr=[[b.median_ms - b.q1_ms], [b.q3_ms - b.median_ms]],
-                error_kw=dict(ecolor="black", capsize=3, lw=1))
+        ax.barh(
+            y,
+            b.median_ms,
+            height=0.7,
+            color=style.color,
+            edgecolor="black",
+            linewidth=0.4,
+            hatch=hatch or None,
+            hatchcolor=ink_on(style.color),
+            xerr=[[b.median_ms - b.q1_ms], [b.q3_ms - b.median_ms]],
+            error_kw=dict(ecolor="black", capsize=3, lw=1),
+        )
         ax.text(b.q3_ms * 1.05, y, _note(b), va="center", ha="left", fontsize=7.5)
         if b.anchor:
             ax.axvline(b.median_ms, color=style.color, ls="--", lw=1)
@@ -137,16 +163,19 @@ def draw_panel(ax, bars: list[BarRow], look: dict[Series, Style], title: str, un
     ax.set_title(title, fontsize=9)
 
 
-def bar_chart(records: list[dict], model: str, out: Path) -> Optional[Path]:
+def bar_chart(records: list[dict], model: str, out: Path) -> Path | None:
     """bars_<model>.png: one panel per size of `model` (non-sweep records); None when it has none."""
     groups = {(model, *k): rows for k, rows in panels(records, model).items()}
-    return figure(records, groups, out / f"bars_{model}.png",
-                  f"{model}: fwd+bwd time by driver (shorter is faster). Hatched: the vendor layer of the row's "
-                  "framework; 'x vendor' = its median / the row's (>1: faster than it)")
+    return figure(
+        records,
+        groups,
+        out / f"bars_{model}.png",
+        f"{model}: fwd+bwd time by driver (shorter is faster). Hatched: the vendor layer of the row's "
+        "framework; 'x vendor' = its median / the row's (>1: faster than it)",
+    )
 
 
-def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, title: str,
-           cols: int = 2) -> Optional[Path]:
+def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, title: str, cols: int = 2) -> Path | None:
     """One panel per (model, sizes, dtype, device, loss) group, in the given order, styled from
     the set of series of the whole figure; None when no group has a row that applies."""
     plt = _plt()
@@ -159,13 +188,14 @@ def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, tit
     look = styles((b.series for b in every), first=(b.series for b in every if b.anchor))
     cols = min(cols, len(drawn))
     rows_of = [len(bars) for bars, _ in drawn.values()]
-    height = sum(max(rows_of[i:i + cols]) * 0.32 + 1.3 for i in range(0, len(rows_of), cols)) + 0.8
-    fig, axes = plt.subplots(math.ceil(len(drawn) / cols), cols, figsize=(8 * cols, height), squeeze=False,
-                             layout="constrained", dpi=DPI)
+    height = sum(max(rows_of[i : i + cols]) * 0.32 + 1.3 for i in range(0, len(rows_of), cols)) + 0.8
+    fig, axes = plt.subplots(
+        math.ceil(len(drawn) / cols), cols, figsize=(8 * cols, height), squeeze=False, layout="constrained", dpi=DPI
+    )
     for ax, ((model, sizes, dtype, device, loss), (bars, unavailable)) in zip(axes.flat, drawn.items()):
         head = f"{model}  {sizes}  {dtype}  {device}" + ("" if loss == "model" else f"  loss {loss}")
         draw_panel(ax, bars, look, head, unavailable)
-    for ax in list(axes.flat)[len(drawn):]:
+    for ax in list(axes.flat)[len(drawn) :]:
         ax.set_visible(False)
     fig.suptitle(wrap(title, 8 * cols), fontsize=10)
     _save(fig, path)
@@ -173,7 +203,7 @@ def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, tit
     return path
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """python -m rnnbench.report.bars OUT.png RECORDS... --sizes T=512,H=512 --models lstm,rnn --title TEXT:
     the panels of the given models whose sizes include the given ones (a README chart)."""
     import argparse
@@ -192,8 +222,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     records = latest_rows(record.load(args.records))
     want = {f"{k}={v}" for k, v in (item.split("=") for item in args.sizes.split(",") if item)}
-    groups = {(m, *k): rows for m in args.models.split(",") for k, rows in panels(records, m).items()
-              if want <= set(k[0].split(",")) and k[1] == args.dtype}
+    groups = {
+        (m, *k): rows
+        for m in args.models.split(",")
+        for k, rows in panels(records, m).items()
+        if want <= set(k[0].split(",")) and k[1] == args.dtype
+    }
     return 0 if figure(records, groups, args.out, args.title, args.cols) else 1
 
 

@@ -2,7 +2,8 @@
 of docs/bugs.md, run in every environment of the framework-version matrix
 (src/rnnbench/environments.toml), and for each bug the versions where it reproduces.
 
-What runs (`probes`; rnnbench.run.bug_versions.probe_jobs makes them rows), as plain rows through the ordinary runner (`--no-time`):
+What runs (`probes`; rnnbench.run.bug_versions.probe_jobs makes them rows), as plain rows through
+the ordinary runner (`--no-time`):
 - a registered issue: its witnesses on each driver it names; an issue without witnesses, the
   first PROBES_PER_DRIVER registered models (registry order) its drivers, models, dtypes, losses
   and conditions cover, its versions set aside (the table asks where it shows, not where the
@@ -18,7 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from rnnbench import record, registry
 from rnnbench.check import known_issues
@@ -36,7 +38,7 @@ class BugClass:
     id: str
     title: str
     models: tuple[str, ...]
-    drivers: Optional[tuple[str, ...]] = None  # None: every driver that runs the models
+    drivers: tuple[str, ...] | None = None  # None: every driver that runs the models
     dtype: str = "float64"
     order: int = 1
 
@@ -44,12 +46,24 @@ class BugClass:
 CLASSES = (
     # The four bodies whose d body/d acc depends on x (the class's trigger; loop_add and loop_add_sq,
     # its controls, run in every test run).
-    BugClass("s4-accumulator-jacobian", "§4 gradients (and second order) wrong when d body/d acc depends on x",
-             ("loop_mul", "loop_div", "loop_sin_mul", "loop_acc_plus_acc_mul"), order=2),
-    BugClass("s5-sliced-assignment-buffer", "§5 gradients lost through sliced assignment into a preallocated buffer",
-             ("decay", "rnn"),
-             ("torch_loop_setitem", "torch_loop_setitem_compiled", "torch_loop_index_put",
-              "torch_loop_index_put_compiled", "jax_loop_buffer")),
+    BugClass(
+        "s4-accumulator-jacobian",
+        "§4 gradients (and second order) wrong when d body/d acc depends on x",
+        ("loop_mul", "loop_div", "loop_sin_mul", "loop_acc_plus_acc_mul"),
+        order=2,
+    ),
+    BugClass(
+        "s5-sliced-assignment-buffer",
+        "§5 gradients lost through sliced assignment into a preallocated buffer",
+        ("decay", "rnn"),
+        (
+            "torch_loop_setitem",
+            "torch_loop_setitem_compiled",
+            "torch_loop_index_put",
+            "torch_loop_index_put_compiled",
+            "jax_loop_buffer",
+        ),
+    ),
 )
 
 
@@ -62,8 +76,7 @@ class Probe:
     loss: str = "model"
     sizes: tuple[tuple[str, int], ...] = ()
     order: int = 1
-    witness: Optional[int] = None  # the index of the issue's witness this probe runs
-
+    witness: int | None = None  # the index of the issue's witness this probe runs
 
 
 def _covered(issue: known_issues.KnownIssue, driver_name: str) -> list[Probe]:
@@ -91,22 +104,37 @@ def probes() -> list[Probe]:
     for issue in known_issues.registry():
         for driver in issue.drivers:
             if issue.witnesses:
-                out += [Probe(issue.id, w["model"], driver, w["dtype"], w.get("loss", "model"),
-                              tuple(sorted(w.get("sizes", {}).items())), issue.order, k)
-                        for k, w in enumerate(issue.witnesses)
-                        if registry.get_driver(driver).supports(registry.get_model(w["model"])) is None]
+                out += [
+                    Probe(
+                        issue.id,
+                        w["model"],
+                        driver,
+                        w["dtype"],
+                        w.get("loss", "model"),
+                        tuple(sorted(w.get("sizes", {}).items())),
+                        issue.order,
+                        k,
+                    )
+                    for k, w in enumerate(issue.witnesses)
+                    if registry.get_driver(driver).supports(registry.get_model(w["model"])) is None
+                ]
             else:
                 out += _covered(issue, driver)
     for cls in CLASSES:
-        drivers = cls.drivers or tuple(d.name for d in registry.drivers().values() if d.suite == "core" and not d.anchor)
+        drivers = cls.drivers or tuple(
+            d.name for d in registry.drivers().values() if d.suite == "core" and not d.anchor
+        )
         for model in cls.models:
             for driver in drivers:
-                if registry.get_driver(driver).supports(registry.get_model(model)) is None and cls.dtype in registry.get_driver(driver).dtypes:
+                if (
+                    registry.get_driver(driver).supports(registry.get_model(model)) is None
+                    and cls.dtype in registry.get_driver(driver).dtypes
+                ):
                     out.append(Probe(cls.id, model, driver, cls.dtype, order=cls.order))
     return out
 
 
-def version_of(rec: dict[str, Any], package: str) -> Optional[str]:
+def version_of(rec: dict[str, Any], package: str) -> str | None:
     """The version of `package` the row ran on (its worker's record), local tags dropped."""
     environment = rec.get("environment")
     v = ((environment if isinstance(environment, dict) else {}).get("versions") or {}).get(package)
@@ -133,24 +161,38 @@ def _raw(rec: dict[str, Any], order: int) -> tuple[str, str]:
 
 def _matches(probe: Probe, rec: dict[str, Any]) -> bool:
     return (rec["model"], rec["driver"], rec["dtype"], rec.get("loss_form", "model")) == (
-        probe.model, probe.driver, probe.dtype, probe.loss) and all(
-        rec["sizes"].get(k) == v for k, v in probe.sizes)
+        probe.model,
+        probe.driver,
+        probe.dtype,
+        probe.loss,
+    ) and all(rec["sizes"].get(k) == v for k, v in probe.sizes)
 
 
-def _also_explained_by(issue: known_issues.KnownIssue, rec: dict[str, Any], status: str, report: str,
-                       absent: set[tuple[str, str]]) -> list[str]:
+def _also_explained_by(
+    issue: known_issues.KnownIssue, rec: dict[str, Any], status: str, report: str, absent: set[tuple[str, str]]
+) -> list[str]:
     """Other registered issues whose scope (versions set aside) covers this row and whose symptom
     the row shows too, unless the table measured that issue absent on this row's version
     (`absent`: (issue id, version) where its probe rows were ok and none reproduced it): then the
     row cannot tell which bug it shows ("ambiguous")."""
     model = registry.get_model(rec["model"])
-    m, case = with_loss(model, model.make_case(model.sizes_with_defaults(rec["sizes"]), rec.get("seed", 0)),
-                        rec.get("loss_form", "model"))
+    m, case = with_loss(
+        model,
+        model.make_case(model.sizes_with_defaults(rec["sizes"]), rec.get("seed", 0)),
+        rec.get("loss_form", "model"),
+    )
     case = case.rounded_to(rec["dtype"])
-    return [other.id for other in known_issues.registry()
-            if other.id != issue.id and other.order == issue.order and other.reproduced_by(status, report)
-            and (other.id, version_of(rec, next(iter(other.versions), "torch")) or "") not in absent
-            and dataclasses.replace(other, versions={}).covers(rec["driver"], m, case, rec["dtype"], lambda p: None, other.order)]
+    return [
+        other.id
+        for other in known_issues.registry()
+        if other.id != issue.id
+        and other.order == issue.order
+        and other.reproduced_by(status, report)
+        and (other.id, version_of(rec, next(iter(other.versions), "torch")) or "") not in absent
+        and dataclasses.replace(other, versions={}).covers(
+            rec["driver"], m, case, rec["dtype"], lambda p: None, other.order
+        )
+    ]
 
 
 def witness_outcomes(records: Iterable[dict[str, Any]]) -> dict[tuple[str, int], dict[str, bool]]:
@@ -167,8 +209,12 @@ def witness_outcomes(records: Iterable[dict[str, Any]]) -> dict[tuple[str, int],
 
 def _absent(records: list[dict[str, Any]]) -> set[tuple[str, str]]:
     """(issue id, version) where the issue's probe rows came out ok and none showed its symptom."""
-    return {(bug, version) for bug, cells in _verdicts(records, None).items() for (_, version), v in cells.items()
-            if "ok" in v and "reproduces" not in v}
+    return {
+        (bug, version)
+        for bug, cells in _verdicts(records, None).items()
+        for (_, version), v in cells.items()
+        if "ok" in v and "reproduces" not in v
+    }
 
 
 def outcomes(records: Iterable[dict[str, Any]]) -> dict[str, dict[tuple[str, str], list[str]]]:
@@ -181,7 +227,7 @@ def outcomes(records: Iterable[dict[str, Any]]) -> dict[str, dict[tuple[str, str
     return _verdicts(records, _absent(records))
 
 
-def _verdicts(records: list[dict[str, Any]], absent: Optional[set[tuple[str, str]]], per_probe: bool = False) -> Any:
+def _verdicts(records: list[dict[str, Any]], absent: set[tuple[str, str]] | None, per_probe: bool = False) -> Any:
     """outcomes, with ambiguity judged against `absent` (None: a first pass that calls every
     symptom "reproduces", to find where each issue is absent). per_probe: {(probe, version):
     verdict} instead. Of several records of one row, the latest counts (a row run again)."""
@@ -210,11 +256,11 @@ def _verdicts(records: list[dict[str, Any]], absent: Optional[set[tuple[str, str
     return by_probe if per_probe else out
 
 
-def reproduced_versions(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Optional[bool]]]]:
+def reproduced_versions(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, bool | None]]]:
     """issue id -> package -> version -> True where some probe row reproduced it unambiguously,
     False where none did and some row came out ok (the symptom could show and did not), None where
     the rows cannot decide (every one ambiguous or failing another way)."""
-    out: dict[str, dict[str, dict[str, Optional[bool]]]] = defaultdict(lambda: defaultdict(dict))
+    out: dict[str, dict[str, dict[str, bool | None]]] = defaultdict(lambda: defaultdict(dict))
     for bug, cells in outcomes(records).items():
         for (package, version), verdicts in cells.items():
             out[bug][package][version] = True if "reproduces" in verdicts else False if "ok" in verdicts else None
@@ -226,7 +272,7 @@ def _key(version: str) -> tuple[int, ...]:
 
 
 def _cell(verdicts: list[str]) -> str:
-    """"**reproduces** k/n", "ok k/n" or "cannot decide", then the other verdicts with counts."""
+    """ "**reproduces** k/n", "ok k/n" or "cannot decide", then the other verdicts with counts."""
     if not verdicts:
         return "·"
     n, hit, ok = len(verdicts), verdicts.count("reproduces"), verdicts.count("ok")
@@ -240,8 +286,10 @@ def format_table(records: Iterable[dict[str, Any]]) -> str:
     cells = outcomes(list(records))
     columns = sorted({c for bug in cells.values() for c in bug}, key=lambda c: (c[0], _key(c[1])))
     issues = {i.id: i for i in known_issues.registry()}
-    lines = ["| bug | registry claims | " + " | ".join(f"{p} {v}" for p, v in columns) + " |",
-             "|---|---|" + "---|" * len(columns)]
+    lines = [
+        "| bug | registry claims | " + " | ".join(f"{p} {v}" for p, v in columns) + " |",
+        "|---|---|" + "---|" * len(columns),
+    ]
     for bug in [i.id for i in known_issues.registry()] + [c.id for c in CLASSES]:
         issue = issues.get(bug)
         claims = ", ".join(f"{p} {s}" for p, s in issue.versions.items()).replace("|", " or ") if issue else "(class)"

@@ -9,6 +9,7 @@ inlined where the report links it.
 from __future__ import annotations
 
 from pathlib import Path
+
 from rnnbench.check import known_issues
 from rnnbench.errors import InputError
 
@@ -22,7 +23,7 @@ def report_paths(issue_id: str, folder: Path = UPSTREAM_DIR) -> tuple[Path, Path
 
 
 def status(issue: known_issues.KnownIssue, folder: Path = UPSTREAM_DIR) -> str:
-    """"linked <url>", "ready to file docs/upstream/<id>.md" (report and repro both present) or
+    """ "linked <url>", "ready to file docs/upstream/<id>.md" (report and repro both present) or
     "missing"."""
     if issue.upstream:
         return f"linked {issue.upstream}"
@@ -58,7 +59,11 @@ def report(issue_id: str, markdown: bool, folder: Path = UPSTREAM_DIR) -> str:
         text = md.read_text()
         return inline_repro(text, py) if markdown and py.is_file() else text
     if not issue.upstream:
-        raise InputError(f"{issue_id} has no upstream link and no report docs/upstream/{md.name} (a source checkout "
-                         "has one for every entry)")
-    return (f"{issue.title}\n\nUpstream: {issue.upstream}\nMatch: {issue.upstream_match}\n"
-            f"Versions: {_versions(issue)}\n\n{issue.symptom}\n")
+        raise InputError(
+            f"{issue_id} has no upstream link and no report docs/upstream/{md.name} (a source checkout "
+            "has one for every entry)"
+        )
+    return (
+        f"{issue.title}\n\nUpstream: {issue.upstream}\nMatch: {issue.upstream_match}\n"
+        f"Versions: {_versions(issue)}\n\n{issue.symptom}\n"
+    )

@@ -15,8 +15,9 @@ Each chart styles the series it draws (style.styles): colour x marker, so no two
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -49,7 +50,7 @@ def _save(fig, path: Path) -> None:
     Image.open(buf).convert("RGB").quantize(256).save(path, optimize=True)
 
 
-def _key(sizes: dict, keys: tuple[str, ...]) -> Optional[str]:
+def _key(sizes: dict, keys: tuple[str, ...]) -> str | None:
     return next((k for k in keys if k in sizes), None)
 
 
@@ -118,8 +119,13 @@ def _shares_hidden_base(rec: dict, records: list[dict]) -> bool:
     """A length-axis row at the length its own machine swept the hidden axis at belongs on the
     hidden chart."""
     lk = _key(rec["sizes"], LENGTH_KEYS)
-    hidden_lengths = {r["sizes"].get(lk) for r in records if r.get("sweep", {}).get("axis") == "hidden"
-                      and r["model"] == rec["model"] and machine_of(r) == machine_of(rec)}
+    hidden_lengths = {
+        r["sizes"].get(lk)
+        for r in records
+        if r.get("sweep", {}).get("axis") == "hidden"
+        and r["model"] == rec["model"]
+        and machine_of(r) == machine_of(rec)
+    }
     return rec["sizes"].get(lk) in hidden_lengths
 
 
@@ -131,7 +137,7 @@ def _not_run_note(rows: list[dict], key: str) -> str:
     return f" ({'/'.join(statuses)} at {key}={','.join(str(r['sizes'][key]) for r in bad)})"
 
 
-def time_chart(records: list[dict], model: str, axis: str, out: Path) -> Optional[Path]:
+def time_chart(records: list[dict], model: str, axis: str, out: Path) -> Path | None:
     plt = _plt()
     by_series = axis_records(records, model, axis)
     if not by_series:
@@ -149,7 +155,9 @@ def time_chart(records: list[dict], model: str, axis: str, out: Path) -> Optiona
             x = [r["sizes"][key] for r in ok]
             med = [r["fwd_bwd"]["median_ms"] for r in ok]
             ax_t.plot(x, med, label=label, **style)
-            ax_t.fill_between(x, [r["fwd_bwd"]["q1_ms"] for r in ok], [r["fwd_bwd"]["q3_ms"] for r in ok], color=color, alpha=0.15)
+            ax_t.fill_between(
+                x, [r["fwd_bwd"]["q1_ms"] for r in ok], [r["fwd_bwd"]["q3_ms"] for r in ok], color=color, alpha=0.15
+            )
             ax_c.plot(x, [r["first_call_s"] for r in ok], **style)
         else:
             ax_t.plot([], [], label=label, **style)
@@ -158,10 +166,20 @@ def time_chart(records: list[dict], model: str, axis: str, out: Path) -> Optiona
             ax_t.plot([r["sizes"][key] for r in skipped], [max(med)] * len(skipped), "x", color=color, ms=8, mew=2)
     first = next(iter(by_series.values()))[0]
     fixed = ", ".join(f"{k}={v}" for k, v in first["sizes"].items() if k != key)
-    ax_t.set(xscale="log", yscale="log", xlabel=key, ylabel="fwd+bwd median ms (band: IQR)",
-             title=f"{model}: fwd+bwd time vs {key} ({fixed}, {first['dtype']})")
-    ax_c.set(xscale="log", yscale="log", xlabel=key, ylabel="seconds",
-             title="first call: trace + compile + run (cold process)")
+    ax_t.set(
+        xscale="log",
+        yscale="log",
+        xlabel=key,
+        ylabel="fwd+bwd median ms (band: IQR)",
+        title=f"{model}: fwd+bwd time vs {key} ({fixed}, {first['dtype']})",
+    )
+    ax_c.set(
+        xscale="log",
+        yscale="log",
+        xlabel=key,
+        ylabel="seconds",
+        title="first call: trace + compile + run (cold process)",
+    )
     for ax in (ax_t, ax_c):
         _readable_log_y(ax)
         ax.grid(True, which="both", alpha=0.3)
@@ -201,7 +219,9 @@ def speedups(records: list[dict], model: str) -> tuple[dict[str, Series], dict[S
     candidates = [s for s, rows in by_series.items() if s.driver == BASELINE and any(timed(r) for r in rows)]
     for s in sorted(candidates, key=lambda s: (by_series[s][0].get("environment_name", "main") != "main", s)):
         baselines.setdefault(s.machine, s)
-    base_ms = {m: {length(r): r["fwd_bwd"]["median_ms"] for r in by_series[s] if timed(r)} for m, s in baselines.items()}
+    base_ms = {
+        m: {length(r): r["fwd_bwd"]["median_ms"] for r in by_series[s] if timed(r)} for m, s in baselines.items()
+    }
     out: dict[Series, dict[int, Any]] = {}
     for s, rows in sorted(by_series.items()):
         if s.machine not in base_ms or baselines[s.machine] == s:
@@ -217,7 +237,7 @@ def speedups(records: list[dict], model: str) -> tuple[dict[str, Series], dict[S
     return baselines, out
 
 
-def speedup_chart(records: list[dict], model: str, out: Path) -> Optional[Path]:
+def speedup_chart(records: list[dict], model: str, out: Path) -> Path | None:
     """Bars: torch_loop median / series median (fwd+bwd) at each trip count, each series over the
     torch_loop of its own machine; line at 1."""
     plt = _plt()
@@ -226,8 +246,9 @@ def speedup_chart(records: list[dict], model: str, out: Path) -> Optional[Path]:
         return None
     by_series = axis_records(records, model, "length")
     key = _key(by_series[next(iter(baselines.values()))][0]["sizes"], LENGTH_KEYS)
-    lengths = sorted({r["sizes"][key] for s in baselines.values() for r in by_series[s]
-                      if r["status"] == "ok" and r.get("fwd_bwd")})
+    lengths = sorted(
+        {r["sizes"][key] for s in baselines.values() for r in by_series[s] if r["status"] == "ok" and r.get("fwd_bwd")}
+    )
     series = list(ratios)
     width = 0.8 / max(len(series), 1)
     from matplotlib.patches import Patch
@@ -256,8 +277,11 @@ def speedup_chart(records: list[dict], model: str, out: Path) -> Optional[Path]:
     ax.set_ylabel(f"speedup over {BASELINE} (fwd+bwd median)")
     against = ", ".join(sorted({b.env for b in baselines.values()}))
     same = " of the same machine" if any(b.machine for b in baselines.values()) else ""
-    ax.set_title(f"{model}: speedup over the torch Python loop ({BASELINE}, {against}){same}\n"
-                 "(hatched: vendor anchors; >1 is faster)", fontsize=10)
+    ax.set_title(
+        f"{model}: speedup over the torch Python loop ({BASELINE}, {against}){same}\n"
+        "(hatched: vendor anchors; >1 is faster)",
+        fontsize=10,
+    )
     ax.grid(True, axis="y", which="both", alpha=0.3)
     ax.legend(handles=handles, fontsize=8, ncol=3 if any(s.machine for s in series) else 4, loc="upper left")
     fig.tight_layout()
@@ -279,7 +303,7 @@ class HeatmapCells(NamedTuple):
     tolerances: list[float]
 
 
-def heatmap_cells(records: list[dict]) -> Optional[HeatmapCells]:
+def heatmap_cells(records: list[dict]) -> HeatmapCells | None:
     """Worst max relative gradient error per (series, model) over all records of the most common
     dtype (a series is a driver in one env label and, with several machines, on one machine);
     a cell with a failing row shows that row's status instead."""
@@ -331,7 +355,7 @@ def short_status(status: str, notes: dict[str, int]) -> str:
     return status.replace("_", "\n", 1)
 
 
-def grad_error_heatmap(records: list[dict], out: Path) -> Optional[Path]:
+def grad_error_heatmap(records: list[dict], out: Path) -> Path | None:
     """Worst max relative gradient error per (series, model) over all records of the most common
     dtype; a cell whose worst row is not ok shows that status instead (heatmap_cells)."""
     from matplotlib.colors import LogNorm
@@ -343,8 +367,10 @@ def grad_error_heatmap(records: list[dict], out: Path) -> Optional[Path]:
     dtype, series, models, label, err, tols = cells
     longest = max(len(s.label) for s in series)
     notes = cell_notes(label)
-    fig, ax = plt.subplots(figsize=(1.2 * len(models) + 3 + 0.06 * max(longest - 20, 0), 0.5 * len(series) + 2.5
-                                    + 0.18 * len(notes)), layout="constrained")
+    fig, ax = plt.subplots(
+        figsize=(1.2 * len(models) + 3 + 0.06 * max(longest - 20, 0), 0.5 * len(series) + 2.5 + 0.18 * len(notes)),
+        layout="constrained",
+    )
     masked = np.ma.masked_invalid(err)
     im = ax.imshow(masked, norm=LogNorm(vmin=1e-9, vmax=1.0), cmap="viridis", aspect="auto")
     ax.set_facecolor("#dddddd")
@@ -353,15 +379,20 @@ def grad_error_heatmap(records: list[dict], out: Path) -> Optional[Path]:
         color = "white" if label[(i, j)] == "ok" and err[i, j] < 1e-4 else "black"
         if label[(i, j)] not in ("ok", "n/a", "skipped"):
             color = "red"
-        ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color, fontweight="bold" if color == "red" else None)
+        ax.text(
+            j, i, text, ha="center", va="center", fontsize=7, color=color, fontweight="bold" if color == "red" else None
+        )
     ax.set_xticks(range(len(models)), models, rotation=35, ha="right")
     ax.set_yticks(range(len(series)), [s.label for s in series])
     cbar = fig.colorbar(im, ax=ax)
     cbar.set_label("worst max relative gradient error vs the float64 oracle")
     for t in tols:
         cbar.ax.axhline(t, color="red", lw=2)
-    ax.set_title(f"gradient error, {dtype}, worst over all rows\n(red line on the scale: tolerance"
-                 f" {', '.join(f'{t:g}' for t in tols)}; n/a: driver does not apply)", fontsize=10)
+    ax.set_title(
+        f"gradient error, {dtype}, worst over all rows\n(red line on the scale: tolerance"
+        f" {', '.join(f'{t:g}' for t in tols)}; n/a: driver does not apply)",
+        fontsize=10,
+    )
     if notes:
         ax.set_xlabel("\n".join(f"[{n}] {status}" for status, n in notes.items()), fontsize=7, loc="left")
     path = out / "grad_error_heatmap.png"
@@ -370,7 +401,7 @@ def grad_error_heatmap(records: list[dict], out: Path) -> Optional[Path]:
     return path
 
 
-def roofline_chart(records: list[dict], out: Path) -> Optional[Path]:
+def roofline_chart(records: list[dict], out: Path) -> Path | None:
     """Per model: % of the measured GEMM peak reached by fwd+bwd, vs trip count."""
     plt = _plt()
     models = sorted({r["model"] for r in records if r.get("roofline") and r.get("sweep", {}).get("axis") == "length"})
@@ -379,17 +410,28 @@ def roofline_chart(records: list[dict], out: Path) -> Optional[Path]:
     fig, axes = plt.subplots(1, len(models), figsize=(6.5 * len(models), 4.8), squeeze=False, layout="constrained")
     look = chart_styles({s: rows for m in models for s, rows in axis_records(records, m, "length").items()})
     by_machine = several_machines(records)
-    peaks = sorted({(machine_of(r) if by_machine else "", round(r["gemm_peak"]["gflops"]), r["gemm_peak"]["threads"])
-                    for r in records if r.get("gemm_peak")})
+    peaks = sorted(
+        {
+            (machine_of(r) if by_machine else "", round(r["gemm_peak"]["gflops"]), r["gemm_peak"]["threads"])
+            for r in records
+            if r.get("gemm_peak")
+        }
+    )
     for ax, model in zip(axes[0], models):
         for series, rows in sorted(axis_records(records, model, "length").items()):
             ok = [r for r in rows if r.get("roofline", {}).get("fwd_bwd")]
             if not ok:
                 continue
             key = _key(ok[0]["sizes"], LENGTH_KEYS)
-            ax.plot([r["sizes"][key] for r in ok], [100 * r["roofline"]["fwd_bwd"]["fraction_of_peak"] for r in ok],
-                    marker=look[series].marker, ms=4, color=look[series].color,
-                    ls="--" if ok[0].get("anchor") else "-", label=series.label)
+            ax.plot(
+                [r["sizes"][key] for r in ok],
+                [100 * r["roofline"]["fwd_bwd"]["fraction_of_peak"] for r in ok],
+                marker=look[series].marker,
+                ms=4,
+                color=look[series].color,
+                ls="--" if ok[0].get("anchor") else "-",
+                label=series.label,
+            )
             ax.set_xlabel(key)
         ax.set(xscale="log", yscale="log", ylabel="% of GEMM peak (fwd+bwd)", title=f"{model}: achieved / peak")
         _readable_log_y(ax)
@@ -398,9 +440,17 @@ def roofline_chart(records: list[dict], out: Path) -> Optional[Path]:
         ax.minorticks_off()
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    measured = " and ".join(f"{m + ': ' if m else ''}{g} GFLOP/s ({t} thread{'s' if t > 1 else ''})" for m, g, t in peaks)
-    fig.suptitle(wrap(f"roofline fraction: analytic FLOPs / median time / float32 GEMM peak measured in the same run"
-                      f"{' on the same machine' if by_machine else ''}\n({measured})", 6.5 * len(models)), fontsize=10)
+    measured = " and ".join(
+        f"{m + ': ' if m else ''}{g} GFLOP/s ({t} thread{'s' if t > 1 else ''})" for m, g, t in peaks
+    )
+    fig.suptitle(
+        wrap(
+            f"roofline fraction: analytic FLOPs / median time / float32 GEMM peak measured in the same run"
+            f"{' on the same machine' if by_machine else ''}\n({measured})",
+            6.5 * len(models),
+        ),
+        fontsize=10,
+    )
     path = out / "roofline.png"
     _save(fig, path)
     plt.close(fig)
@@ -411,10 +461,19 @@ def latest_rows(records: list[dict]) -> list[dict]:
     """One record per row and machine: when a row was run again on the same machine (same model,
     driver, dtype, device, sizes, environment, loss form, sweep or not), the latest record by
     timestamp is kept, in first-seen order. The same row from two machines is two rows."""
+
     def key(r: dict) -> tuple:
-        return (machine_of(r), r["model"], r["driver"], r.get("dtype"), r.get("device"),
-                tuple(sorted((r.get("sizes") or {}).items())), r.get("environment_name"),
-                r.get("loss_form", "model"), "sweep" in r)
+        return (
+            machine_of(r),
+            r["model"],
+            r["driver"],
+            r.get("dtype"),
+            r.get("device"),
+            tuple(sorted((r.get("sizes") or {}).items())),
+            r.get("environment_name"),
+            r.get("loss_form", "model"),
+            "sweep" in r,
+        )
 
     latest: dict[tuple, dict] = {}
     for r in records:
@@ -431,7 +490,7 @@ def all_charts(records: list[dict], out: Path) -> list[Path]:
     from rnnbench.report.bars import bar_chart
     from rnnbench.report.growth import t_growth_chart
 
-    paths: list[Optional[Path]] = []
+    paths: list[Path | None] = []
     for model in sorted({r["model"] for r in records}):
         paths += [bar_chart(records, model, out), t_growth_chart(records, model, out)]
     for model in sorted({r["model"] for r in records if "sweep" in r}):

@@ -10,8 +10,18 @@ from typing import Any
 
 from tabulate import tabulate
 
-from rnnbench.report.compare_pairs import (FIXED, GATING, KNOWN_FIXED, NOT_RUN, QUANTITIES, QUANTITY_LABELS,
-                                           REGRESSION, Comparison, Pair, side_status)
+from rnnbench.report.compare_pairs import (
+    FIXED,
+    GATING,
+    KNOWN_FIXED,
+    NOT_RUN,
+    QUANTITIES,
+    QUANTITY_LABELS,
+    REGRESSION,
+    Comparison,
+    Pair,
+    side_status,
+)
 from rnnbench.report.compare_stats import SLOWER
 from rnnbench.report.table import env_label
 
@@ -61,15 +71,35 @@ def table_rows(cmp: Comparison) -> tuple[list[str], list[list[str]]]:
     with_sizes = len({(p.key[0], p.key[5]) for p in cmp.pairs}) > len({p.key[0] for p in cmp.pairs})
     with_loss = any(p.key[7] != "model" for p in cmp.pairs)
     level = f"{100 * (1 - cmp.alpha):g}%"
-    headers = ["model", "driver", "env", "dtype", "status", "fwd+bwd ms", f"fwd+bwd new/base [{level}]",
-               f"fwd new/base [{level}]", "verdict", "notes"]
+    headers = [
+        "model",
+        "driver",
+        "env",
+        "dtype",
+        "status",
+        "fwd+bwd ms",
+        f"fwd+bwd new/base [{level}]",
+        f"fwd new/base [{level}]",
+        "verdict",
+        "notes",
+    ]
     rows = []
     for p in sorted(cmp.pairs, key=lambda p: p.key):
         if not_run(p):
             continue
         notes = "; ".join([*p.notes, *([p.why] if p.why else [])])
-        row = [p.key[0], p.key[1], _env(p), p.key[3], _status(p), _ms(p), _interval(p, "fwd_bwd"),
-               _interval(p, "fwd"), p.verdict.upper() if p.verdict in GATING else p.verdict, notes]
+        row = [
+            p.key[0],
+            p.key[1],
+            _env(p),
+            p.key[3],
+            _status(p),
+            _ms(p),
+            _interval(p, "fwd_bwd"),
+            _interval(p, "fwd"),
+            p.verdict.upper() if p.verdict in GATING else p.verdict,
+            notes,
+        ]
         if with_loss:
             row.insert(2, p.key[7])
         if with_sizes:
@@ -87,35 +117,49 @@ def header_lines(cmp: Comparison) -> list[str]:
     up, down = 1 + t, 1 / (1 + t)
     runs = {e.estimate.runs for p in cmp.pairs for e in p.times.values()}
     differ = "; ".join(cmp.differences) if cmp.differences else "nothing recorded besides their times"
-    lines = [f"base: {cmp.sides[0]}  ->  new: {cmp.sides[1]}", f"differ in: {differ}",
-             f"threshold {100 * t:g} %: slower = interval above 1 and ratio above {up:.2f}; faster = interval below 1 "
-             f"and ratio below {down:.2f}; same = interval within [{down:.2f}, {up:.2f}]; noisy = too wide to decide",
-             f"intervals: {100 * (1 - cmp.alpha):g} % percentile bootstrap of the ratio of medians over each side's "
-             "runs and samples (seeded)"]
+    lines = [
+        f"base: {cmp.sides[0]}  ->  new: {cmp.sides[1]}",
+        f"differ in: {differ}",
+        f"threshold {100 * t:g} %: slower = interval above 1 and ratio above {up:.2f}; faster = interval below 1 "
+        f"and ratio below {down:.2f}; same = interval within [{down:.2f}, {up:.2f}]; noisy = too wide to decide",
+        f"intervals: {100 * (1 - cmp.alpha):g} % percentile bootstrap of the ratio of medians over each side's "
+        "runs and samples (seeded)",
+    ]
     if runs and all(r == (1, 1) for r in runs):
-        lines.append("one run per side: the intervals cover the noise within each run's process, not between processes "
-                     "(interleaved rounds, --commits, cover both)")
+        lines.append(
+            "one run per side: the intervals cover the noise within each run's process, not between processes "
+            "(interleaved rounds, --commits, cover both)"
+        )
     if cmp.across_machines:
-        lines.append(f"ACROSS MACHINES: base on {cmp.machines[0]}, new on {cmp.machines[1]}: "
-                     "every ratio compares two machines")
+        lines.append(
+            f"ACROSS MACHINES: base on {cmp.machines[0]}, new on {cmp.machines[1]}: every ratio compares two machines"
+        )
     if cmp.factor != 1.0:
-        lines.append(f"normalized: every ratio divided by {cmp.factor:.3f}, the median new/base ratio of all timed "
-                     "rows (the machines' overall speed difference)")
+        lines.append(
+            f"normalized: every ratio divided by {cmp.factor:.3f}, the median new/base ratio of all timed "
+            "rows (the machines' overall speed difference)"
+        )
     return lines
 
 
 def summary_lines(cmp: Comparison) -> list[str]:
     counts = Counter(p.verdict for p in cmp.pairs if not not_run(p))
     hidden = sum(not_run(p) for p in cmp.pairs)
-    lines = [", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + f" -> exit {cmp.exit_code}"
-             + (f" ({hidden} rows not run on either side, unavailable or skipped, are not listed)" if hidden else "")]
+    lines = [
+        ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        + f" -> exit {cmp.exit_code}"
+        + (f" ({hidden} rows not run on either side, unavailable or skipped, are not listed)" if hidden else "")
+    ]
     for p in sorted(cmp.pairs, key=lambda p: p.key):
         name = f"{p.key[0]}/{p.key[1]}/{_env(p)}/{p.key[3]}"
         if p.verdict == REGRESSION:
             lines.append(f"REGRESSION {name}: {_status(p)}" + (f" ({p.why})" if p.why else ""))
         elif p.verdict == SLOWER:
-            slow = [f"{QUANTITY_LABELS[q]} {_interval(p, q)}" for q in QUANTITIES
-                    if q in p.times and p.times[q].verdict == SLOWER]
+            slow = [
+                f"{QUANTITY_LABELS[q]} {_interval(p, q)}"
+                for q in QUANTITIES
+                if q in p.times and p.times[q].verdict == SLOWER
+            ]
             lines.append(f"SLOWER {name}: {'; '.join(slow)}")
         elif p.verdict in (FIXED, KNOWN_FIXED):
             lines.append(f"{p.verdict} {name}: {_status(p)}" + (f" ({p.why})" if p.why else ""))
@@ -131,29 +175,70 @@ def as_markdown(cmp: Comparison) -> str:
     headers, rows = table_rows(cmp)
     head = [f"- {line}" for line in header_lines(cmp)]
     tail = [f"- {line}" for line in summary_lines(cmp)[1:]]
-    return "\n".join(["### rnnbench compare", "", *head, "", tabulate(rows, headers, tablefmt="github"), "",
-                      f"**{summary_lines(cmp)[0]}**", *([""] + tail if tail else [])])
+    return "\n".join(
+        [
+            "### rnnbench compare",
+            "",
+            *head,
+            "",
+            tabulate(rows, headers, tablefmt="github"),
+            "",
+            f"**{summary_lines(cmp)[0]}**",
+            *([""] + tail if tail else []),
+        ]
+    )
 
 
 def _pair_json(p: Pair) -> dict[str, Any]:
     model, driver, env, dtype, device, sizes, seed, loss = p.key
     return {
-        "model": model, "driver": driver, "environment": env or None, "env": _env(p), "dtype": dtype, "device": device,
-        "sizes": dict(sizes), "seed": seed, "loss_form": loss, "verdict": p.verdict, "why": p.why, "notes": p.notes,
+        "model": model,
+        "driver": driver,
+        "environment": env or None,
+        "env": _env(p),
+        "dtype": dtype,
+        "device": device,
+        "sizes": dict(sizes),
+        "seed": seed,
+        "loss_form": loss,
+        "verdict": p.verdict,
+        "why": p.why,
+        "notes": p.notes,
         "status": {"base": side_status(p.base) if p.base else None, "new": side_status(p.new) if p.new else None},
-        "times": {q: {"ratio": t.estimate.ratio, "lo": t.estimate.lo, "hi": t.estimate.hi, "method": t.estimate.method,
-                      "runs": list(t.estimate.runs), "verdict": t.verdict, "base_median_ms": t.base_ms,
-                      "new_median_ms": t.new_ms} for q, t in p.times.items()},
+        "times": {
+            q: {
+                "ratio": t.estimate.ratio,
+                "lo": t.estimate.lo,
+                "hi": t.estimate.hi,
+                "method": t.estimate.method,
+                "runs": list(t.estimate.runs),
+                "verdict": t.verdict,
+                "base_median_ms": t.base_ms,
+                "new_median_ms": t.new_ms,
+            }
+            for q, t in p.times.items()
+        },
     }
 
 
 def as_json(cmp: Comparison) -> str:
-    return json.dumps({
-        "base": cmp.sides[0], "new": cmp.sides[1], "differences": cmp.differences, "threshold": cmp.threshold,
-        "alpha": cmp.alpha, "across_machines": cmp.across_machines, "machines": list(cmp.machines),
-        "normalized_by": cmp.factor, "exit_code": cmp.exit_code, "header": header_lines(cmp),
-        "rows": [_pair_json(p) for p in cmp.pairs],
-    }, indent=1, sort_keys=True)
+    return json.dumps(
+        {
+            "base": cmp.sides[0],
+            "new": cmp.sides[1],
+            "differences": cmp.differences,
+            "threshold": cmp.threshold,
+            "alpha": cmp.alpha,
+            "across_machines": cmp.across_machines,
+            "machines": list(cmp.machines),
+            "normalized_by": cmp.factor,
+            "exit_code": cmp.exit_code,
+            "header": header_lines(cmp),
+            "rows": [_pair_json(p) for p in cmp.pairs],
+        },
+        indent=1,
+        sort_keys=True,
+    )
 
 
 def render(cmp: Comparison, fmt: str) -> str:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from rnnbench import record
 from rnnbench.errors import InputError
@@ -67,24 +68,41 @@ def from_pytest_benchmark(doc: dict[str, Any], path: Path) -> list[dict[str, Any
         info, stats = bench.get("extra_info") or {}, bench.get("stats") or {}
         test = str(bench.get("fullname") or bench.get("name") or "?")
         if not isinstance(info.get("model"), str) or not isinstance(info.get("driver"), str):
-            raise InputError(f"{path}: benchmark {test!r} has no extra_info model and driver "
-                             "(not an rnnbench benchmark)")
+            raise InputError(
+                f"{path}: benchmark {test!r} has no extra_info model and driver (not an rnnbench benchmark)"
+            )
         data = stats.get("data") or []
-        timing = {"median_ms": _ms(stats, "median", path, test), "q1_ms": _ms(stats, "q1", path, test),
-                  "q3_ms": _ms(stats, "q3", path, test), "repeats": int(stats.get("rounds") or len(data)),
-                  "samples": list(record.kept_samples([float(x) * 1e3 for x in data]))}
+        timing = {
+            "median_ms": _ms(stats, "median", path, test),
+            "q1_ms": _ms(stats, "q1", path, test),
+            "q3_ms": _ms(stats, "q3", path, test),
+            "repeats": int(stats.get("rounds") or len(data)),
+            "samples": list(record.kept_samples([float(x) * 1e3 for x in data])),
+        }
         versions = info.get("framework_versions") or {}
         framework = info.get("framework")
         label = f"{framework} {str(versions[framework]).split('+')[0]}" if framework in versions else "main"
-        out.append({
-            "model": info["model"], "driver": info["driver"], "dtype": str(info.get("dtype", "float32")),
-            "sizes": dict(info.get("sizes") or {}), "environment_name": "main", "env_label": label,
-            "device": "cpu", "seed": 0, "loss_form": "model", "status": str(info.get("status") or "error"),
-            "framework": framework or "?", "rnnbench_version": str(info.get("rnnbench_version", "?")),
-            "machine": dict(info.get("machine") or {}), "fwd_bwd": timing,
-            "settings": {"versions": dict(versions), "threads": info.get("threads")},
-            "source": "pytest-benchmark", "test": test,
-        })
+        out.append(
+            {
+                "model": info["model"],
+                "driver": info["driver"],
+                "dtype": str(info.get("dtype", "float32")),
+                "sizes": dict(info.get("sizes") or {}),
+                "environment_name": "main",
+                "env_label": label,
+                "device": "cpu",
+                "seed": 0,
+                "loss_form": "model",
+                "status": str(info.get("status") or "error"),
+                "framework": framework or "?",
+                "rnnbench_version": str(info.get("rnnbench_version", "?")),
+                "machine": dict(info.get("machine") or {}),
+                "fwd_bwd": timing,
+                "settings": {"versions": dict(versions), "threads": info.get("threads")},
+                "source": "pytest-benchmark",
+                "test": test,
+            }
+        )
     return out
 
 
@@ -102,8 +120,10 @@ def split_by_environment(records: list[dict[str, Any]], base: str, new: str) -> 
     sides = [r for r in records if matches(r, base)], [r for r in records if matches(r, new)]
     for selector, side in zip((base, new), sides):
         if not side:
-            there = sorted({r.get("environment_name", "main") for r in records} |
-                           {str(r.get("env_label") or "").replace(" ", "-") for r in records} - {""})
+            there = sorted(
+                {r.get("environment_name", "main") for r in records}
+                | {str(r.get("env_label") or "").replace(" ", "-") for r in records} - {""}
+            )
             raise InputError(f"--environments: no row ran in {selector!r}; the files have {', '.join(there)}")
     return sides
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +70,7 @@ class Pair:
     def first(self) -> dict[str, Any]:
         return (self.base or self.new)[0]
 
-    def status(self, side: list[dict[str, Any]]) -> Optional[str]:
+    def status(self, side: list[dict[str, Any]]) -> str | None:
         return side_status(side) if side else None
 
 
@@ -97,8 +97,16 @@ class Comparison:
 def key_of(rec: dict[str, Any], with_environment: bool = True) -> tuple:
     sizes = tuple(sorted((rec.get("sizes") or {}).items()))
     env = rec.get("environment_name", "main") if with_environment else ""
-    return (rec["model"], rec["driver"], env, rec["dtype"], rec.get("device", "cpu"), sizes, rec.get("seed", 0),
-            rec.get("loss_form", "model"))
+    return (
+        rec["model"],
+        rec["driver"],
+        env,
+        rec["dtype"],
+        rec.get("device", "cpu"),
+        sizes,
+        rec.get("seed", 0),
+        rec.get("loss_form", "model"),
+    )
 
 
 def side_status(records: list[dict[str, Any]]) -> str:
@@ -108,7 +116,7 @@ def side_status(records: list[dict[str, Any]]) -> str:
     return failing[0] if failing else str(records[-1]["status"])
 
 
-def status_verdict(base: str, new: str) -> Optional[tuple[str, str]]:
+def status_verdict(base: str, new: str) -> tuple[str, str] | None:
     """(verdict, what it means where the statuses do not say it) of a change of status, or None
     when the status did not change."""
     if base == new:
@@ -128,12 +136,16 @@ def status_verdict(base: str, new: str) -> Optional[tuple[str, str]]:
     return CHANGED, ""
 
 
-def _side(records: list[dict[str, Any]], quantity: str) -> Optional[Side]:
+def _side(records: list[dict[str, Any]], quantity: str) -> Side | None:
     timed = [r[quantity] for r in records if r.get(quantity) and str(r["status"]) == Status.OK]
     if not timed:
         return None
-    return Side(tuple(float(t["median_ms"]) for t in timed), tuple(float(t["q1_ms"]) for t in timed),
-                tuple(float(t["q3_ms"]) for t in timed), tuple(tuple(t.get("samples") or ()) for t in timed))
+    return Side(
+        tuple(float(t["median_ms"]) for t in timed),
+        tuple(float(t["q1_ms"]) for t in timed),
+        tuple(float(t["q3_ms"]) for t in timed),
+        tuple(tuple(t.get("samples") or ()) for t in timed),
+    )
 
 
 def pair_rows(base: list[dict[str, Any]], new: list[dict[str, Any]], with_environment: bool = True) -> list[Pair]:
@@ -191,17 +203,26 @@ def machines(records: list[dict[str, Any]]) -> str:
     return ", ".join(sorted({machine_of(r) for r in records})) or "?"
 
 
-def compare(base: list[dict[str, Any]], new: list[dict[str, Any]], threshold: float, alpha: float,
-            across_machines: bool = False, normalize: bool = False, with_environment: bool = True,
-            sides: tuple[str, str] = ("base", "new")) -> Comparison:
+def compare(
+    base: list[dict[str, Any]],
+    new: list[dict[str, Any]],
+    threshold: float,
+    alpha: float,
+    across_machines: bool = False,
+    normalize: bool = False,
+    with_environment: bool = True,
+    sides: tuple[str, str] = ("base", "new"),
+) -> Comparison:
     """Pair, decide and describe. Records of two machines are refused (InputError) unless
     across_machines; normalize divides every ratio by machine_factor."""
     where = machines(base), machines(new)
     cpus = [{str((r.get("machine") or {}).get("cpu")) for r in side} for side in (base, new)]
     other_machine = where[0] != where[1] or cpus[0] != cpus[1]
     if other_machine and not across_machines:
-        raise InputError(f"the base ran on {where[0]} and the new side on {where[1]}: times of two machines are not "
-                         "comparable; pass --across-machines to compare them anyway (every line then says so)")
+        raise InputError(
+            f"the base ran on {where[0]} and the new side on {where[1]}: times of two machines are not "
+            "comparable; pass --across-machines to compare them anyway (every line then says so)"
+        )
     pairs = pair_rows(base, new, with_environment)
     factor = machine_factor(pairs) if normalize else 1.0
     pairs = [decide(p, threshold, alpha, factor) for p in pairs]
@@ -233,8 +254,10 @@ def differences(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[s
     out = []
     fields = {
         "commit": lambda r: r.get("rnnbench_version", "?"),
-        "machine": lambda r: f"{machine_of(r)} ({(r.get('machine') or {}).get('cpu', '?')}, "
-                             f"{(r.get('machine') or {}).get('cores', '?')} cores)",
+        "machine": lambda r: (
+            f"{machine_of(r)} ({(r.get('machine') or {}).get('cpu', '?')}, "
+            f"{(r.get('machine') or {}).get('cores', '?')} cores)"
+        ),
         "threads": lambda r: (r.get("settings") or {}).get("threads"),
         "timing": lambda r: (r.get("settings") or {}).get("timing"),
         "environment": lambda r: env_label(r),
@@ -250,6 +273,5 @@ def differences(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[s
             pb, pn = packages.setdefault(package, (set(), set()))
             pb |= vb.get(env, {}).get(package, set())
             pn |= vn.get(env, {}).get(package, set())
-    out += [f"{package}: {_one(b)} -> {_one(n)}" for package, (b, n) in sorted(packages.items())
-            if b and n and b != n]
+    out += [f"{package}: {_one(b)} -> {_one(n)}" for package, (b, n) in sorted(packages.items()) if b and n and b != n]
     return out

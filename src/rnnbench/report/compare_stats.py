@@ -15,8 +15,8 @@ disjoint and the ratio is beyond the threshold (`quartiles_verdict`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 import numpy as np
 
@@ -62,12 +62,12 @@ class Estimate:
     interval (lo, hi; None without); method says which; runs: (base, new) runs pooled."""
 
     ratio: float
-    lo: Optional[float]
-    hi: Optional[float]
+    lo: float | None
+    hi: float | None
     method: str  # "bootstrap" or "quartiles"
     runs: tuple[int, int]
 
-    def scaled(self, factor: float) -> "Estimate":
+    def scaled(self, factor: float) -> Estimate:
         """The estimate divided by `factor` (a machine-speed factor: --normalize)."""
         lo = None if self.lo is None else self.lo / factor
         hi = None if self.hi is None else self.hi / factor
@@ -84,7 +84,7 @@ def _bootstrap_medians(runs: Sequence[Sequence[float]], rng: np.random.Generator
     for c, values in enumerate(arrays):
         rows, cols = np.nonzero(picks == c)
         if rows.size:
-            pooled[rows, cols, :len(values)] = values[rng.integers(0, len(values), size=(rows.size, len(values)))]
+            pooled[rows, cols, : len(values)] = values[rng.integers(0, len(values), size=(rows.size, len(values)))]
     return np.nanmedian(pooled.reshape(resamples, k * width), axis=1)
 
 

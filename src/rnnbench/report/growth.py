@@ -13,7 +13,6 @@ import math
 import textwrap
 from collections import defaultdict
 from pathlib import Path
-from typing import Optional
 
 from rnnbench.report.bars import timed
 from rnnbench.report.charts import DPI, _plt, _readable_log_y, _save, series_namer
@@ -63,8 +62,13 @@ def _lines(ax, rows: list[dict], name, look: dict, x_of=lambda r: r["sizes"]["T"
             xs, med = [x_of(r) for r in ok], [r["fwd_bwd"]["median_ms"] for r in ok]
             drawn += med
             ax.plot(xs, med, label=label, **kw)
-            ax.fill_between(xs, [r["fwd_bwd"]["q1_ms"] for r in ok], [r["fwd_bwd"]["q3_ms"] for r in ok],
-                            color=style.color, alpha=0.15)
+            ax.fill_between(
+                xs,
+                [r["fwd_bwd"]["q1_ms"] for r in ok],
+                [r["fwd_bwd"]["q3_ms"] for r in ok],
+                color=style.color,
+                alpha=0.15,
+            )
             if gaps:  # where the line stops: the first T without a time (the legend lists them all)
                 ax.plot([x_of(gaps[0])], [med[-1]], "x", color=style.color, ms=9, mew=2)
         else:
@@ -85,7 +89,7 @@ def _finish(ax, ts: list[int], drawn: list[float], title: str) -> None:
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)  # below: lines stay visible
 
 
-def t_growth_chart(records: list[dict], model: str, out: Path) -> Optional[Path]:
+def t_growth_chart(records: list[dict], model: str, out: Path) -> Path | None:
     """tgrowth_<model>.png, or None when no sizes of `model` hold several T."""
     groups = t_panels(records, model)
     if not groups:
@@ -96,22 +100,26 @@ def t_growth_chart(records: list[dict], model: str, out: Path) -> Optional[Path]
     look = styles((name(r) for r in every), first=(name(r) for r in every if r.get("anchor")))
     cols = min(len(groups), 2)
     nrows = math.ceil(len(groups) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(7.5 * cols, 5.5 * nrows), squeeze=False, layout="constrained", dpi=DPI)
+    fig, axes = plt.subplots(
+        nrows, cols, figsize=(7.5 * cols, 5.5 * nrows), squeeze=False, layout="constrained", dpi=DPI
+    )
     for ax, ((rest, dtype, device, loss), rows) in zip(axes.flat, groups.items()):
         drawn = _lines(ax, rows, name, look)
         title = f"{model}  {rest}  {dtype}  {device}" + ("" if loss == "model" else f"  loss {loss}")
         _finish(ax, sorted({r["sizes"]["T"] for r in rows}), drawn, title)
-    for ax in list(axes.flat)[len(groups):]:
+    for ax in list(axes.flat)[len(groups) :]:
         ax.set_visible(False)
-    fig.suptitle(wrap(f"{model}: fwd+bwd time vs T (dashed: vendor layers; x: no time at that T, see legend)",
-                      7.5 * cols), fontsize=10)
+    fig.suptitle(
+        wrap(f"{model}: fwd+bwd time vs T (dashed: vendor layers; x: no time at that T, see legend)", 7.5 * cols),
+        fontsize=10,
+    )
     path = out / f"tgrowth_{model}.png"
     _save(fig, path)
     plt.close(fig)
     return path
 
 
-def idiomatic_t_growth_chart(records: list[dict], path: Path) -> Optional[Path]:
+def idiomatic_t_growth_chart(records: list[dict], path: Path) -> Path | None:
     """The T sweep of the idiomatic comparison (rnnbench.study.idiomatic): one line per driver, the
     baseline families ("idiomatic: ...", each at its fastest variant per T) dashed; colours and
     markers from the set of drivers drawn (style.styles)."""
@@ -126,9 +134,13 @@ def idiomatic_t_growth_chart(records: list[dict], path: Path) -> Optional[Path]:
     drawn = _lines(ax, [dict(r, anchor=r["driver"].startswith("idiomatic")) for r in rows], driver, look)
     first = rows[0]
     fixed = ", ".join(f"{k}={v}" for k, v in first["sizes"].items() if k != "T")
-    _finish(ax, sorted({r["sizes"]["T"] for r in rows}), drawn,
-            f"{first['model']}: fwd+bwd time vs T ({fixed}, {first['dtype']}, "
-            f"{(first.get('settings') or {}).get('threads', '?')} thread(s))")
+    _finish(
+        ax,
+        sorted({r["sizes"]["T"] for r in rows}),
+        drawn,
+        f"{first['model']}: fwd+bwd time vs T ({fixed}, {first['dtype']}, "
+        f"{(first.get('settings') or {}).get('threads', '?')} thread(s))",
+    )
     _save(fig, path)
     plt.close(fig)
     return path

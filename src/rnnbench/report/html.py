@@ -15,8 +15,22 @@ from typing import Any
 from rnnbench.report.charts import all_charts, latest_rows
 from rnnbench.report.table import env_label, loss_label, machine_of, several_machines
 
-COLUMNS = ("model", "driver", "env", "sizes", "status", "max rel err", "fwd+bwd ms median [IQR] (n)", "fwd ms median",
-           "first call s", "fwd first call s", "GFLOP/s fwd+bwd", "% peak", "peak RSS MiB", "note")
+COLUMNS = (
+    "model",
+    "driver",
+    "env",
+    "sizes",
+    "status",
+    "max rel err",
+    "fwd+bwd ms median [IQR] (n)",
+    "fwd ms median",
+    "first call s",
+    "fwd first call s",
+    "GFLOP/s fwd+bwd",
+    "% peak",
+    "peak RSS MiB",
+    "note",
+)
 
 
 def columns(with_machine: bool = False, with_loss: bool = False) -> tuple[str, ...]:
@@ -82,28 +96,50 @@ def anchor_ratios(records: list[dict]) -> list[tuple[str, ...]]:
     several machines each tuple starts with the machine (ANCHOR_COLUMNS after it)."""
     with_machine = several_machines(records)
     ok = [r for r in records if r["status"] == "ok" and r.get("fwd_bwd")]
-    where = lambda r: (machine_of(r), r["model"], _family(r), _sizes(r), r["dtype"], r.get("device"),
-                       r.get("loss_form", "model"), "sweep" in r)
+    where = lambda r: (
+        machine_of(r),
+        r["model"],
+        _family(r),
+        _sizes(r),
+        r["dtype"],
+        r.get("device"),
+        r.get("loss_form", "model"),
+        "sweep" in r,
+    )
     anchors = {where(r): r for r in ok if r.get("anchor")}
     out = []
     for r in sorted(ok, key=lambda r: (r["model"], r["driver"], env_label(r), _sizes(r), machine_of(r))):
         a = anchors.get(where(r))
         if a is None or r.get("anchor"):
             continue
-        row = (r["model"], ",".join(f"{k}={v}" for k, v in r["sizes"].items()), r["driver"], env_label(r),
-               f"{a['driver']} ({env_label(a)})", f"{r['fwd_bwd']['median_ms'] / a['fwd_bwd']['median_ms']:.2f}")
+        row = (
+            r["model"],
+            ",".join(f"{k}={v}" for k, v in r["sizes"].items()),
+            r["driver"],
+            env_label(r),
+            f"{a['driver']} ({env_label(a)})",
+            f"{r['fwd_bwd']['median_ms'] / a['fwd_bwd']['median_ms']:.2f}",
+        )
         out.append((machine_of(r), *row) if with_machine else row)
     return out
 
 
-def _html_table(columns: tuple[str, ...], rows: list[tuple[str, ...]], status_col: int | None = None,
-                left: int = 0, table_id: str = "") -> str:
+def _html_table(
+    columns: tuple[str, ...],
+    rows: list[tuple[str, ...]],
+    status_col: int | None = None,
+    left: int = 0,
+    table_id: str = "",
+) -> str:
     """A table; the first `left` columns (names, not numbers) are left-aligned."""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "\n".join(
         "<tr class='{}'>".format(html.escape(row[status_col]) if status_col is not None else "")
-        + "".join(f"<td class='l'>{html.escape(c)}</td>" if i < left else f"<td>{html.escape(c)}</td>"
-                  for i, c in enumerate(row)) + "</tr>"
+        + "".join(
+            f"<td class='l'>{html.escape(c)}</td>" if i < left else f"<td>{html.escape(c)}</td>"
+            for i, c in enumerate(row)
+        )
+        + "</tr>"
         for row in rows
     )
     ident = f" id='{html.escape(table_id)}'" if table_id else ""
@@ -126,8 +162,9 @@ def provenance(records: list[dict]) -> str:
         on = f"{host}: " if by_machine else ""
         env, m = recs[0]["environment"], recs[0].get("machine") or {}
         pythons = ", ".join(sorted({str(x["environment"].get("python", "?")) for x in recs}))
-        versions = ", ".join(f"{k} {v}" for k, v in sorted({kv for x in recs
-                                                            for kv in (x["environment"].get("versions") or {}).items()}))
+        versions = ", ".join(
+            f"{k} {v}" for k, v in sorted({kv for x in recs for kv in (x["environment"].get("versions") or {}).items()})
+        )
         labels = ", ".join(sorted({env_label(x) for x in recs}))
         peak = next((x["gemm_peak"] for x in recs if x.get("gemm_peak")), None)
         desc = f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('platform', '?')}"
@@ -135,7 +172,9 @@ def provenance(records: list[dict]) -> str:
             f"machine: {host} ({desc})" if by_machine else f"machine: {desc}",
             f"{on}python {pythons}; rows on {labels}; {versions}",
             f"{on}threads per framework: {env.get('threads', '?')} (in use: {env.get('threads_in_use', '?')})",
-            f"{on}float32 GEMM peak: {peak['gflops']:.1f} GFLOP/s ({peak['method']}; by size {peak['by_size']})" if peak else "",
+            f"{on}float32 GEMM peak: {peak['gflops']:.1f} GFLOP/s ({peak['method']}; by size {peak['by_size']})"
+            if peak
+            else "",
         ]
     dates = sorted(x["timestamp"] for x in records if x.get("timestamp"))
     parts += [
@@ -166,8 +205,9 @@ def chart_sections(charts: list[Path]) -> str:
         ident = prefix.strip("_")
         contents.append(f'<a href="#{ident}">{html.escape(heading)}</a>')
         parts.append(f'<h2 id="{ident}">{html.escape(heading)}</h2>')
-        parts += [f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>'
-                  for p in mine]
+        parts += [
+            f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>' for p in mine
+        ]
     contents += ['<a href="#vendor">Against the vendor layers</a>', '<a href="#rows">All rows</a>']
     return '<p class="toc">' + " · ".join(contents) + "</p>\n" + "\n".join(parts)
 
@@ -187,9 +227,11 @@ def version_table(records: list[dict]) -> str:
     if not any(len(v) > 1 for v in versions.values()) or not bug_table.outcomes(records):
         return ""
     table = MarkdownIt("commonmark").enable("table").render(bug_table.format_table(records))
-    return ('<h2 id="versions">Which bug reproduces on which version (rnnbench versions)</h2>\n'
-            "<p>Per registered bug, the verdicts of its probe rows on each version in these records.</p>\n"
-            + table.replace("<table>", '<table id="versions-table">'))
+    return (
+        '<h2 id="versions">Which bug reproduces on which version (rnnbench versions)</h2>\n'
+        "<p>Per registered bug, the verdicts of its probe rows on each version in these records.</p>\n"
+        + table.replace("<table>", '<table id="versions-table">')
+    )
 
 
 def write_report(records: list[dict], out_dir: Path) -> Path:
@@ -223,12 +265,25 @@ process with compilation caches off. Timings on a shared machine are noisy: comp
 within one run (ratios), not across runs.</p>
 {imgs}
 <h2 id="vendor">Our drivers against the vendor layer of the same framework (fwd+bwd time ratio; 1 = as fast)</h2>
-{_html_table(("machine", *ANCHOR_COLUMNS) if with_machine else ANCHOR_COLUMNS, anchor_ratios(records),
-             left=len(ANCHOR_COLUMNS) - 1 + with_machine, table_id="anchors")}
+{
+        _html_table(
+            ("machine", *ANCHOR_COLUMNS) if with_machine else ANCHOR_COLUMNS,
+            anchor_ratios(records),
+            left=len(ANCHOR_COLUMNS) - 1 + with_machine,
+            table_id="anchors",
+        )
+    }
 {versions}
 <h2 id="rows">All rows ({len(records)})</h2>
-{_html_table(cols, table_rows(records, with_machine, with_loss), status_col=cols.index("status"),
-             left=cols.index("status") + 1, table_id="rows")}
+{
+        _html_table(
+            cols,
+            table_rows(records, with_machine, with_loss),
+            status_col=cols.index("status"),
+            left=cols.index("status") + 1,
+            table_id="rows",
+        )
+    }
 </body></html>
 """
     path = out_dir / "index.html"

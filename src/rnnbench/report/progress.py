@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Optional, TextIO
+from typing import Any, TextIO
 
 from rnnbench.status import Status
 
@@ -17,8 +17,7 @@ def _clock(seconds: float) -> str:
 class Progress:
     """Call start(job) when a row begins and done(record) when it ends."""
 
-    def __init__(self, total: int, stream: Optional[TextIO] = None, tty: Optional[bool] = None,
-                 unavailable: int = 0):
+    def __init__(self, total: int, stream: TextIO | None = None, tty: bool | None = None, unavailable: int = 0):
         """stream: default the current sys.stdout (looked up now, not when this module was imported).
         unavailable: how many of the rows are known to be unavailable before any runs (the runner
         decides those first): the plain log says so on its first line."""
@@ -32,8 +31,10 @@ class Progress:
         self.unannounced = 0  # unavailable rows the plain log has not mentioned yet
         self.preannounced = unavailable  # ... and those its first line mentioned
         if unavailable and not self.tty:
-            self.stream.write(f"[0/{total}] {unavailable} of the {total} rows are unavailable here (not run; listed by "
-                              f"reason at the end), {total - unavailable} to run\n")
+            self.stream.write(
+                f"[0/{total}] {unavailable} of the {total} rows are unavailable here (not run; listed by "
+                f"reason at the end), {total - unavailable} to run\n"
+            )
             self.stream.flush()
 
     def _bar(self) -> str:
@@ -55,8 +56,10 @@ class Progress:
         """In the plain log, one line for the unavailable rows not yet mentioned (those the runner
         decides before any row runs were counted by the first line): the numbering never jumps."""
         if self.unannounced and not self.tty:
-            self.stream.write(f"[{self.done_rows}/{self.total}] {self.unannounced} row(s) unavailable here "
-                              "(not run; listed by reason at the end)\n")
+            self.stream.write(
+                f"[{self.done_rows}/{self.total}] {self.unannounced} row(s) unavailable here "
+                "(not run; listed by reason at the end)\n"
+            )
             self.stream.flush()
         self.unannounced = 0
 

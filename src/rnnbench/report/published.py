@@ -23,7 +23,6 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from rnnbench import record
 
@@ -58,7 +57,7 @@ def argv(command: tuple[str, ...]) -> list[str]:
     return list(command)
 
 
-def _line_problem(line: str) -> Optional[str]:
+def _line_problem(line: str) -> str | None:
     try:
         return record.problem(json.loads(line))
     except json.JSONDecodeError as exc:
@@ -80,7 +79,9 @@ def problems(manifest: Path, root: Path) -> list[str]:
             lines = [line for line in path.read_text().splitlines() if line.strip()]
             if not lines:
                 out.append(f"{name}: no records")
-            bad = next(((n, why) for n, why in ((n, _line_problem(line)) for n, line in enumerate(lines, 1)) if why), None)
+            bad = next(
+                ((n, why) for n, why in ((n, _line_problem(line)) for n, line in enumerate(lines, 1)) if why), None
+            )
             if bad:
                 out.append(f"{name}:{bad[0]}: {bad[1]}")
         for name in chart.outputs:
@@ -90,7 +91,9 @@ def problems(manifest: Path, root: Path) -> list[str]:
             drawn |= {path} | (set(path.rglob("*")) if path.is_dir() else set())
     for path in sorted((root / "docs").rglob("*")):
         if path.suffix in CHART_SUFFIXES and path not in drawn:
-            out.append(f"{path.relative_to(root)}: a published chart with no entry in {manifest.name} (no data, no command)")
+            out.append(
+                f"{path.relative_to(root)}: a published chart with no entry in {manifest.name} (no data, no command)"
+            )
     return out
 
 
@@ -100,7 +103,7 @@ def redraw(manifest: Path, root: Path) -> None:
         subprocess.run(argv(chart.command), cwd=root, check=True)
 
 
-def main(args: Optional[list[str]] = None) -> int:
+def main(args: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnbench.report.published", description=__doc__.split("\n\n")[0])
     parser.add_argument("manifest", type=Path)
     parser.add_argument("--check", action="store_true", help="check data and outputs; draw nothing")

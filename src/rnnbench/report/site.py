@@ -21,7 +21,6 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 from urllib.parse import unquote, urlsplit
 
 from rnnbench import record
@@ -48,8 +47,10 @@ def load(manifest: Path) -> list[Report]:
 
 def _page(title: str, body: str, up: str = "") -> str:
     back = f'<p><a href="{up}index.html">&larr; results index</a></p>' if up else ""
-    return (f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{STYLE}</style></head><body>{back}\n{body}\n</body></html>\n")
+    return (
+        f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{STYLE}</style></head><body>{back}\n{body}\n</body></html>\n"
+    )
 
 
 _LINK = re.compile(r'<a href="([^"]*)">(.*?)</a>', re.DOTALL)
@@ -63,7 +64,7 @@ def _listing(folder: Path) -> None:
     (folder / "index.html").write_text(_page(folder.name, f"<h1>{html.escape(folder.name)}</h1><ul>{items}</ul>"))
 
 
-def render_result_page(src: Path, results: Path, out_dir: Path, rendering: Optional[set[Path]] = None) -> Path:
+def render_result_page(src: Path, results: Path, out_dir: Path, rendering: set[Path] | None = None) -> Path:
     """docs/results/D/X.md -> out_dir/D/X.html. A link to another page of docs/results points at its
     HTML; a link to a file under docs/results copies that file beside the page; a link elsewhere
     in the repository becomes plain text naming its path; other sites' links stay links. A linked
@@ -77,7 +78,7 @@ def render_result_page(src: Path, results: Path, out_dir: Path, rendering: Optio
     out.parent.mkdir(parents=True, exist_ok=True)
     here = lambda dst: os.path.relpath(dst, out.parent)
 
-    def local(target: str) -> Optional[str]:
+    def local(target: str) -> str | None:
         """The page-relative target inside the site, or None when it is outside docs/results."""
         path = unquote(urlsplit(target).path)
         resolved = (src.parent / path).resolve()
@@ -121,7 +122,7 @@ def render_result_page(src: Path, results: Path, out_dir: Path, rendering: Optio
     return out
 
 
-def _asv(out: Path, asv_html: Optional[Path]) -> None:
+def _asv(out: Path, asv_html: Path | None) -> None:
     """out/asv: a copy of the published asv page (`make asv-publish` vendors its scripts, so it
     renders offline), or a page saying how to get it."""
     target = out / "asv"
@@ -129,18 +130,25 @@ def _asv(out: Path, asv_html: Optional[Path]) -> None:
         shutil.copytree(asv_html, target, dirs_exist_ok=True)
         return
     target.mkdir(parents=True, exist_ok=True)
-    (target / "index.html").write_text(_page("asv history", (
-        "<h1>Benchmark history (asv)</h1><p>No asv results in this checkout. <code>make asv-curated</code> "
-        "records the curated set at two commits; <code>make site</code> then publishes them here.</p>"), up="../"))
+    (target / "index.html").write_text(
+        _page(
+            "asv history",
+            (
+                "<h1>Benchmark history (asv)</h1><p>No asv results in this checkout. <code>make asv-curated</code> "
+                "records the curated set at two commits; <code>make site</code> then publishes them here.</p>"
+            ),
+            up="../",
+        )
+    )
 
 
-def latest_local_run(local: Optional[Path]) -> Optional[Path]:
+def latest_local_run(local: Path | None) -> Path | None:
     """The newest results file of `make bench` / `rnnbench run` under `local`, if any."""
     runs = sorted(local.glob("run-*.jsonl"), key=lambda p: p.stat().st_mtime) if local and local.is_dir() else []
     return runs[-1] if runs else None
 
 
-def build(manifest: Path, out: Path, asv_html: Optional[Path] = None, local: Optional[Path] = None) -> Path:
+def build(manifest: Path, out: Path, asv_html: Path | None = None, local: Path | None = None) -> Path:
     """Build the site into `out` (emptied first); return its index page."""
     root = manifest.resolve().parent.parent
     results = root / "docs" / "results"
@@ -159,8 +167,10 @@ def build(manifest: Path, out: Path, asv_html: Optional[Path] = None, local: Opt
         if rep.page:
             page = render_result_page(root / rep.page, results, out / "results")
             about = f' (<a href="{page.relative_to(out)}">how it was measured</a>)'
-        items.append(f'<li><a href="reports/{rep.name}/index.html">{html.escape(rep.title)}</a>{about}'
-                     f' <span class="dim">{len(records)} records</span></li>')
+        items.append(
+            f'<li><a href="reports/{rep.name}/index.html">{html.escape(rep.title)}</a>{about}'
+            f' <span class="dim">{len(records)} records</span></li>'
+        )
     pages = []
     for md in sorted(results.glob("*.md"), reverse=True):
         page = out / "results" / md.with_suffix(".html").name
@@ -168,16 +178,24 @@ def build(manifest: Path, out: Path, asv_html: Optional[Path] = None, local: Opt
             page = render_result_page(md, results, out / "results")
         heads = (line.lstrip("# ").strip() for line in md.read_text().splitlines() if line.startswith("#"))
         heading = next(heads, md.stem)
-        pages.append(f'<li><a href="{page.relative_to(out)}">{html.escape(heading)}</a>'
-                     f' <span class="dim">{md.name}</span></li>')
+        pages.append(
+            f'<li><a href="{page.relative_to(out)}">{html.escape(heading)}</a> <span class="dim">{md.name}</span></li>'
+        )
     _asv(out, asv_html)
     index = out / "index.html"
-    index.write_text(_page("rnnbench results", (
-        "<h1>rnnbench results</h1>"
-        "<p>Gradients checked against float64 oracles; speed only for rows whose gradients agree.</p>"
-        f"<h2>Reports</h2><ul>{''.join(items)}</ul>"
-        '<h2>Benchmark history</h2><ul><li><a href="asv/index.html">asv: the curated set across commits</a></li></ul>'
-        f"<h2>Result pages (docs/results)</h2><ul>{''.join(pages)}</ul>")))
+    index.write_text(
+        _page(
+            "rnnbench results",
+            (
+                "<h1>rnnbench results</h1>"
+                "<p>Gradients checked against float64 oracles; speed only for rows whose gradients agree.</p>"
+                f"<h2>Reports</h2><ul>{''.join(items)}</ul>"
+                "<h2>Benchmark history</h2>"
+                '<ul><li><a href="asv/index.html">asv: the curated set across commits</a></li></ul>'
+                f"<h2>Result pages (docs/results)</h2><ul>{''.join(pages)}</ul>"
+            ),
+        )
+    )
     return index
 
 
@@ -201,7 +219,7 @@ def broken_links(out: Path) -> list[str]:
     return bad
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnbench.report.site", description=__doc__.split("\n\n")[0])
     parser.add_argument("manifest", type=Path)
     parser.add_argument("out", type=Path)

@@ -9,12 +9,24 @@ VENDOR_HATCH on bars and a dashed line, drawn in a colour that shows on the bar'
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable, NamedTuple, TypeVar
+from collections.abc import Hashable, Iterable
+from typing import NamedTuple, TypeVar
 
 # tab10 without its grey (a grey series reads as "disabled" beside the grey of gaps and grids),
 # plus two darker hues; no black (a black bar hides black hatching).
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
-           "#393b79", "#637939")
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#17becf",
+    "#393b79",
+    "#637939",
+)
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 BAR_HATCHES = ("", "..", "xx", "oo", "--", "||", "++", "**")  # a bar's repeat class (MARKERS' index)
 VENDOR_HATCH = "///"
@@ -35,13 +47,15 @@ def styles(keys: Iterable[K], first: Iterable[K] = ()) -> dict[K, Style]:
     keys, first = set(keys), set(first)
     ordered = sorted(keys & first, key=str) + sorted(keys - first, key=str)
     n = len(PALETTE)
-    return {k: Style(PALETTE[i % n], MARKERS[(i // n) % len(MARKERS)], BAR_HATCHES[(i // n) % len(BAR_HATCHES)])
-            for i, k in enumerate(ordered)}
+    return {
+        k: Style(PALETTE[i % n], MARKERS[(i // n) % len(MARKERS)], BAR_HATCHES[(i // n) % len(BAR_HATCHES)])
+        for i, k in enumerate(ordered)
+    }
 
 
 def luminance(color: str) -> float:
     """Relative luminance (0 black .. 1 white) of a "#rrggbb" colour."""
-    r, g, b = (int(color[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    r, g, b = (int(color[i : i + 2], 16) / 255 for i in (1, 3, 5))
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 

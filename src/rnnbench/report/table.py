@@ -8,7 +8,8 @@ known_issue_fixed:<id>) and one line per registered known issue, never its trace
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rnnbench import record
 from rnnbench.errors import InputError
@@ -55,11 +56,16 @@ def contention_legend(records: Iterable[dict[str, Any]]) -> list[str]:
             counts[note] += 1
     if not marked:
         return []
-    why = {"over_share": "used more cores than its threads", "load": "other work on the machine exceeded the cores it left free",
-           "contended": "other work ran on its CPUs meanwhile"}
+    why = {
+        "over_share": "used more cores than its threads",
+        "load": "other work on the machine exceeded the cores it left free",
+        "contended": "other work ran on its CPUs meanwhile",
+    }
     parts = ", ".join(f"{n} {note} ({why.get(note, note)})" for note, n in sorted(counts.items()))
-    return [f"{CONTENDED_MARK} {marked} row(s) timed under contention, compare them with care: {parts} "
-            "(the records' cpu field)"]
+    return [
+        f"{CONTENDED_MARK} {marked} row(s) timed under contention, compare them with care: {parts} "
+        "(the records' cpu field)"
+    ]
 
 
 def _first(rec: dict) -> str:
@@ -90,13 +96,31 @@ def side_by_side(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     for i, r in enumerate(records):
         for key in ("dtype", "model"):
             first.setdefault((key, r[key]), i)
-    return sorted(records, key=lambda r: (first[("dtype", r["dtype"])], first[("model", r["model"])],
-                                          r["driver"], r.get("environment_name", "main"), loss_label(r),
-                                          machine_of(r)))
+    return sorted(
+        records,
+        key=lambda r: (
+            first[("dtype", r["dtype"])],
+            first[("model", r["model"])],
+            r["driver"],
+            r.get("environment_name", "main"),
+            loss_label(r),
+            machine_of(r),
+        ),
+    )
 
 
-COLUMNS = ("model", "driver", "env", "dtype", "status", "max rel err", "fwd+bwd ms [IQR]", "% peak", "fwd ms [IQR]",
-           "first call s")
+COLUMNS = (
+    "model",
+    "driver",
+    "env",
+    "dtype",
+    "status",
+    "max rel err",
+    "fwd+bwd ms [IQR]",
+    "% peak",
+    "fwd ms [IQR]",
+    "first call s",
+)
 
 
 def machine_of(rec: dict) -> str:
@@ -123,8 +147,13 @@ def hvp_label(rec: dict) -> str:
     return str((rec.get("hvp") or {}).get("status", "-"))
 
 
-def rows(records: Iterable[dict[str, Any]], include_unavailable: bool = False,
-         with_machine: bool = False, with_loss: bool = False, with_hvp: bool = False) -> list[tuple[str, ...]]:
+def rows(
+    records: Iterable[dict[str, Any]],
+    include_unavailable: bool = False,
+    with_machine: bool = False,
+    with_loss: bool = False,
+    with_hvp: bool = False,
+) -> list[tuple[str, ...]]:
     """One tuple of cells per record, each from its own record (machine, loss form and H v columns
     included when asked)."""
     out = []
@@ -139,7 +168,9 @@ def rows(records: Iterable[dict[str, Any]], include_unavailable: bool = False,
             r["dtype"],
             str(r["status"]),
             _err(r),
-            (_ms(r.get("fwd_bwd")) + (f" {CONTENDED_MARK}" if contention(r) and r.get("fwd_bwd") else "")) if ok else "-",
+            (_ms(r.get("fwd_bwd")) + (f" {CONTENDED_MARK}" if contention(r) and r.get("fwd_bwd") else ""))
+            if ok
+            else "-",
             _peak(r) if ok else "-",
             _ms(r.get("fwd")) if ok else "-",
             _first(r) if ok else "-",
@@ -183,8 +214,10 @@ def format_as(records: list[dict[str, Any]], fmt: str, include_unavailable: bool
         try:
             from tabulate import tabulate
         except ImportError:
-            raise InputError("--format markdown needs tabulate: pip install 'rnnbench[charts]' "
-                             "(pinned: pip install -r requirements/charts.txt)") from None
+            raise InputError(
+                "--format markdown needs tabulate: pip install 'rnnbench[charts]' "
+                "(pinned: pip install -r requirements/charts.txt)"
+            ) from None
 
         text = tabulate(body, headers=columns, tablefmt="github", disable_numparse=True)
         below = notes(records, include_unavailable)
@@ -203,8 +236,9 @@ def format_as(records: list[dict[str, Any]], fmt: str, include_unavailable: bool
     raise ValueError(f"unknown table format {fmt!r}")
 
 
-def table_data(records: list[dict[str, Any]], include_unavailable: bool = False
-               ) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def table_data(
+    records: list[dict[str, Any]], include_unavailable: bool = False
+) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """The table's column names and its rows of cells (format_table's, whatever the format)."""
     with_machine = several_machines(records)
     with_loss = any(loss_label(r) != "model" for r in records)
@@ -252,12 +286,22 @@ def failure_reports(records: list[dict[str, Any]]) -> str:
         elif r["status"] not in (Status.OK, Status.UNAVAILABLE):
             under = "" if loss_label(r) == "model" else f" / loss {loss_label(r)}"
             on = f" @ {machine_of(r)}" if by_machine else ""
-            parts.append(f"== {r['model']} / {r['driver']} / {env_label(r)} / {r['dtype']}{under}{on}: {r['status']}\n"
-                         f"{(r.get('report') or r.get('reason') or '').rstrip()}")
+            parts.append(
+                f"== {r['model']} / {r['driver']} / {env_label(r)} / {r['dtype']}{under}{on}: {r['status']}\n"
+                f"{(r.get('report') or r.get('reason') or '').rstrip()}"
+            )
     for status, recs in known.items():
         title = (recs[0].get("report") or "").splitlines()[0] if recs[0].get("report") else status
-        where = ", ".join(sorted({f"{r['model']}/{r['driver']}" + ("" if loss_label(r) == "model" else f"/{loss_label(r)}")
-                                  + (f"@{machine_of(r)}" if by_machine else "") for r in recs}))
+        where = ", ".join(
+            sorted(
+                {
+                    f"{r['model']}/{r['driver']}"
+                    + ("" if loss_label(r) == "model" else f"/{loss_label(r)}")
+                    + (f"@{machine_of(r)}" if by_machine else "")
+                    for r in recs
+                }
+            )
+        )
         parts.append(f"{title} -- {len(recs)} row(s): {where} (details in the records file)")
     return "\n\n".join(parts)
 

@@ -4,7 +4,7 @@ its driver, as plain rows through the ordinary runner (`--no-time`)."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from rnnbench import registry
 from rnnbench.run import environments
@@ -19,7 +19,18 @@ def probe_jobs(probes: Iterable, environment_names: Iterable[str]) -> list[Job]:
     for env in environment_names:
         for probe in probes:
             if environments.runs(registry.get_driver(probe.driver), env):
-                job = Job(probe.model, probe.driver, probe.dtype, "cpu", dict(probe.sizes), 0, 1, time=False,
-                          environment=env, loss_form=probe.loss, order=probe.order)
+                job = Job(
+                    probe.model,
+                    probe.driver,
+                    probe.dtype,
+                    "cpu",
+                    dict(probe.sizes),
+                    0,
+                    1,
+                    time=False,
+                    environment=env,
+                    loss_form=probe.loss,
+                    order=probe.order,
+                )
                 jobs.setdefault(job.key() + (job.order,), job)
     return list(jobs.values())

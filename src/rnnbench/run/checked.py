@@ -3,11 +3,11 @@ pytest-benchmark tests share with the CLI's rows (same registry, same check, sam
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from rnnbench import registry
-from rnnbench.drivers.base import Prepared
 from rnnbench.check.judge import Check, judge
+from rnnbench.drivers.base import Prepared
 from rnnbench.run import environments
 from rnnbench.run.row import Job, check_gradients, unavailable_reason
 from rnnbench.status import Status
@@ -21,8 +21,14 @@ class GradientDisagreement(AssertionError):
     """The driver ran but its gradients do not agree with the oracle: no speed number for it."""
 
 
-def prepare_checked(model_name: str, driver_name: str, sizes: Mapping[str, int] | None = None,
-                    dtype: str = "float32", device: str = "cpu", seed: int = 0) -> tuple[Check, Prepared]:
+def prepare_checked(
+    model_name: str,
+    driver_name: str,
+    sizes: Mapping[str, int] | None = None,
+    dtype: str = "float32",
+    device: str = "cpu",
+    seed: int = 0,
+) -> tuple[Check, Prepared]:
     """Prepare `driver_name` on `model_name` at `sizes` (overrides of the defaults), run the
     staged gradient check once (that first call compiles; Check.first_call_s times it) and return
     (check, prepared). Raises NotApplicable or GradientDisagreement (with the full report)."""
@@ -38,8 +44,16 @@ def prepare_checked(model_name: str, driver_name: str, sizes: Mapping[str, int] 
     return check, prepared
 
 
-def verify(model_name: str, loss: float, grads: dict, sizes: Mapping[str, int] | None = None,
-           dtype: str = "float32", device: str = "cpu", seed: int = 0, driver_name: str = "") -> Check:
+def verify(
+    model_name: str,
+    loss: float,
+    grads: dict,
+    sizes: Mapping[str, int] | None = None,
+    dtype: str = "float32",
+    device: str = "cpu",
+    seed: int = 0,
+    driver_name: str = "",
+) -> Check:
     """Judge a (loss, canonical grads) pair, e.g. the value a benchmark returned, against the
     oracle with the one tolerance policy (and the known-issues registry, for `driver_name`);
     returns the Check (status "ok" when they agree)."""

@@ -18,18 +18,33 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
 
 from rnnbench.errors import InputError
 
 # The curated selection (benchmarks/bench_recurrence.py CURATED: each mechanism once, on rnn and
 # lstm at their default sizes, in the main environment), one thread per row: the default of --commits.
 CURATED_MODELS = ("rnn", "lstm")
-CURATED_DRIVERS = ("torch_loop", "torch_loop_compiled", "torch_scan", "torch_scan_compiled", "jax_loop", "jax_lax_scan",
-                   "flax_scan", "torch_nn_rnn", "torch_nn_lstm", "flax_simple_cell", "flax_lstm_cell")
-DEFAULTS = {"models": ",".join(CURATED_MODELS), "drivers": ",".join(CURATED_DRIVERS), "environments": "main",
-            "threads": "1"}
+CURATED_DRIVERS = (
+    "torch_loop",
+    "torch_loop_compiled",
+    "torch_scan",
+    "torch_scan_compiled",
+    "jax_loop",
+    "jax_lax_scan",
+    "flax_scan",
+    "torch_nn_rnn",
+    "torch_nn_lstm",
+    "flax_simple_cell",
+    "flax_lstm_cell",
+)
+DEFAULTS = {
+    "models": ",".join(CURATED_MODELS),
+    "drivers": ",".join(CURATED_DRIVERS),
+    "environments": "main",
+    "threads": "1",
+}
 
 # How a run is started in the commit's tree: its own cli.main, whatever its layout.
 LAUNCH = "import sys; from rnnbench.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -75,17 +90,27 @@ def run_once(tree: Path, arguments: list[str], out: Path, log: Path) -> int:
     path = [str(tree / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     with open(log, "w") as f:
-        code = subprocess.run([sys.executable, "-c", LAUNCH, "run", *arguments, "--out", str(out)], cwd=tree, env=env,
-                              stdout=f, stderr=subprocess.STDOUT).returncode
+        code = subprocess.run(
+            [sys.executable, "-c", LAUNCH, "run", *arguments, "--out", str(out)],
+            cwd=tree,
+            env=env,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+        ).returncode
     if code not in (0, 1):
         last = (log.read_text().strip().splitlines() or ["(no output)"])[-1]
         raise InputError(f"--commits: the run at {tree.name} exited {code}: {last} (its output: {log})")
     return code
 
 
-def run_commits(base: str, new: str, options: Mapping[str, str], rounds: int, out_dir: Path,
-                say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
-                ) -> tuple[list[Path], list[Path], tuple[str, str]]:
+def run_commits(
+    base: str,
+    new: str,
+    options: Mapping[str, str],
+    rounds: int,
+    out_dir: Path,
+    say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+) -> tuple[list[Path], list[Path], tuple[str, str]]:
     """Run the selection at `base` and `new` in `rounds` alternating rounds (module docstring).
     Returns the base's results files, the new side's, and the two sides' labels."""
     repo = repository()
@@ -101,7 +126,7 @@ def run_commits(base: str, new: str, options: Mapping[str, str], rounds: int, ou
             for tree, sha in zip(trees, shas):
                 _git(repo, "worktree", "add", "--detach", "--quiet", str(tree), sha)
             for r in range(rounds):
-                for side in ((0, 1) if r % 2 == 0 else (1, 0)):
+                for side in (0, 1) if r % 2 == 0 else (1, 0):
                     name = f"{('base', 'new')[side]}-{shas[side][:10]}-run{r + 1}"
                     t0 = time.perf_counter()
                     code = run_once(trees[side], arguments, out_dir / f"{name}.jsonl", out_dir / f"{name}.log")
@@ -110,8 +135,11 @@ def run_commits(base: str, new: str, options: Mapping[str, str], rounds: int, ou
         finally:
             for tree in trees:
                 if tree.exists():
-                    subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
-                                   capture_output=True, timeout=300)
+                    subprocess.run(
+                        ["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
+                        capture_output=True,
+                        timeout=300,
+                    )
             subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=300)
     say(f"rnnbench compare: {2 * rounds} runs in {time.perf_counter() - started:.0f} s; records and logs in {out_dir}")
     labels = tuple(f"{rev} ({sha[:10]}, {rounds} run{'s' * (rounds > 1)})" for rev, sha in zip((base, new), shas))

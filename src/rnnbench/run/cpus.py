@@ -20,15 +20,17 @@ import os
 import resource
 import tempfile
 import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Any
 
 OVER_SHARE = 1.1  # a row whose CPU time / wall exceeds threads * this used more cores than it was given
 CONTENDED_CPUS = 0.1  # other work on the row's CPUs above this many CPUs' worth: its times are not its own
 MIN_OTHERS_WALL_S = 0.5  # /proc/stat counts 10 ms ticks: other work is measured over timed loops at least this long
 NOTES = {
-    "over_share": f"CPU time / wall over the timed loops above threads x {OVER_SHARE:g}: it used more cores than --threads",
+    "over_share": f"CPU time / wall over the timed loops above threads x {OVER_SHARE:g}: "
+    "it used more cores than --threads",
     "load": "other work on the machine while the row was timed exceeded the cores the row left free",
     "contended": f"other work used more than {CONTENDED_CPUS:g} of the row's CPUs while it was timed",
 }
@@ -53,7 +55,7 @@ def allowed_cpus() -> list[int]:
 CPUS_VAR = "RNNBENCH_CPUS"  # "2,3": CPUs claimed for this process's rows (claimed_cpus); choose_cpus takes them
 
 
-def assigned_cpus() -> Optional[list[int]]:
+def assigned_cpus() -> list[int] | None:
     """The CPUs named in $RNNBENCH_CPUS that this process may run on (a claim made by the Ray
     executor for the rows of one task: claimed_cpus), or None where it is unset or names none."""
     value = os.environ.get(CPUS_VAR, "")
@@ -76,7 +78,7 @@ def cpu_order(pool: Iterable[int]) -> list[int]:
     return first + siblings
 
 
-def choose_cpus(threads: int, allowed: Optional[Iterable[int]] = None) -> list[int]:
+def choose_cpus(threads: int, allowed: Iterable[int] | None = None) -> list[int]:
     """The CPUs a worker with `threads` threads is pinned to: the first `threads` of `allowed` in
     cpu_order (default: the CPUs claimed for this process in $RNNBENCH_CPUS, else this process's
     affinity, which a worker inherits from its parent), the same ones every time. All of `allowed`
@@ -84,14 +86,14 @@ def choose_cpus(threads: int, allowed: Optional[Iterable[int]] = None) -> list[i
     pool = sorted(set((assigned_cpus() or allowed_cpus()) if allowed is None else allowed))
     if threads >= len(pool):
         return pool
-    return sorted(cpu_order(pool)[:max(1, threads)])
+    return sorted(cpu_order(pool)[: max(1, threads)])
 
 
 CLAIM_POLL_S = 0.1
 
 
 @contextlib.contextmanager
-def claimed_cpus(count: int, wait: bool = True) -> Iterator[Optional[list[int]]]:
+def claimed_cpus(count: int, wait: bool = True) -> Iterator[list[int] | None]:
     """Claim `count` CPUs of this process's affinity for the block, so that concurrent claimers on
     this machine (two Ray tasks on one node) get distinct cores: one lock file per CPU in a
     directory per machine and user, held with flock (the kernel releases a dead holder's claim).
@@ -159,11 +161,11 @@ class CpuClock:
 
     cpu_s: float
     wall_s: float
-    cpus_busy_s: Optional[float]
-    machine_busy_s: Optional[float] = None  # the same over every CPU of the machine
+    cpus_busy_s: float | None
+    machine_busy_s: float | None = None  # the same over every CPU of the machine
 
 
-def _busy_s(cpus: Optional[Iterable[int]]) -> Optional[float]:
+def _busy_s(cpus: Iterable[int] | None) -> float | None:
     """Busy seconds of `cpus` (None: the whole machine, /proc/stat's "cpu" line) since boot."""
     wanted = {"cpu"} if cpus is None else {f"cpu{c}" for c in cpus}
     try:
@@ -181,7 +183,7 @@ def _busy_s(cpus: Optional[Iterable[int]]) -> Optional[float]:
     return busy / tick if found == len(wanted) else None
 
 
-def _cpus_busy_s(cpus: Iterable[int]) -> Optional[float]:
+def _cpus_busy_s(cpus: Iterable[int]) -> float | None:
     return _busy_s(cpus)
 
 
@@ -190,7 +192,7 @@ def cpu_clock() -> CpuClock:
     return CpuClock(usage.ru_utime + usage.ru_stime, time.perf_counter(), _busy_s(allowed_cpus()), _busy_s(None))
 
 
-def machine_others(interval_s: float = 0.3) -> Optional[float]:
+def machine_others(interval_s: float = 0.3) -> float | None:
     """CPUs' worth of work on the whole machine over the next `interval_s` seconds (this process
     sleeps meanwhile): what is busy now, not a minute's average. None where /proc/stat is unreadable."""
     before = _busy_s(None)
@@ -210,8 +212,13 @@ def load_average() -> list[float]:
         return []
 
 
-def cpu_record(threads: int, affinity: Sequence[int], spans: Sequence[tuple[CpuClock, CpuClock]],
-               load_start: Sequence[float], load_end: Sequence[float]) -> dict[str, Any]:
+def cpu_record(
+    threads: int,
+    affinity: Sequence[int],
+    spans: Sequence[tuple[CpuClock, CpuClock]],
+    load_start: Sequence[float],
+    load_end: Sequence[float],
+) -> dict[str, Any]:
     """What a row had of the machine: its CPU list, over its timed loops (`spans`: (before, after)
     readings around each) its CPU time / wall ratio and how many of its CPUs' worth other work
     used meanwhile (their busy time less its own), the load average at its start and end, and the
@@ -221,8 +228,11 @@ def cpu_record(threads: int, affinity: Sequence[int], spans: Sequence[tuple[CpuC
     busy = [b.cpus_busy_s - a.cpus_busy_s for a, b in spans if a.cpus_busy_s is not None and b.cpus_busy_s is not None]
     measurable = bool(spans) and len(busy) == len(spans) and wall >= MIN_OTHERS_WALL_S
     others = max(0.0, sum(busy) - cpu) / wall if measurable else None
-    machine = [b.machine_busy_s - a.machine_busy_s for a, b in spans
-               if a.machine_busy_s is not None and b.machine_busy_s is not None]
+    machine = [
+        b.machine_busy_s - a.machine_busy_s
+        for a, b in spans
+        if a.machine_busy_s is not None and b.machine_busy_s is not None
+    ]
     on_machine = max(0.0, sum(machine) - cpu) / wall if measurable and len(machine) == len(spans) else None
     rec: dict[str, Any] = {
         "threads": threads,
@@ -236,10 +246,10 @@ def cpu_record(threads: int, affinity: Sequence[int], spans: Sequence[tuple[CpuC
         "load_start": list(load_start),
         "load_end": list(load_end),
         "method": "cpu_ratio: process CPU time (getrusage user+system) / wall over the timed loops (warm-ups "
-                  "included); others_on_cpus: busy time of the affinity's CPUs (/proc/stat, steal included) less "
-                  f"the process's own, / wall, in CPUs (null when the loops took under {MIN_OTHERS_WALL_S:g} s: "
-                  "10 ms ticks); others_on_machine: the same over every CPU of the machine; load: 1/5/15-minute "
-                  "load averages (recorded, not judged: a minute's average counts this run's own earlier rows)",
+        "included); others_on_cpus: busy time of the affinity's CPUs (/proc/stat, steal included) less "
+        f"the process's own, / wall, in CPUs (null when the loops took under {MIN_OTHERS_WALL_S:g} s: "
+        "10 ms ticks); others_on_machine: the same over every CPU of the machine; load: 1/5/15-minute "
+        "load averages (recorded, not judged: a minute's average counts this run's own earlier rows)",
     }
     rec["notes"] = contention_notes(rec)
     return rec
@@ -270,8 +280,7 @@ def contention_notes(cpu: Mapping[str, Any]) -> list[str]:
     return notes
 
 
-def load_line(threads: int, cores: Optional[int] = None, load: Optional[float] = None,
-              busy: Optional[float] = None) -> str:
+def load_line(threads: int, cores: int | None = None, load: float | None = None, busy: float | None = None) -> str:
     """'load average 1.9 on 2 cores at start, 1.8 cores busy now: timings may be contended': the one
     line a run says about the machine before it times. Contended when the work measured now (busy:
     machine_others, CPUs' worth over a moment) exceeds the cores the rows leave free by more than
@@ -286,5 +295,6 @@ def load_line(threads: int, cores: Optional[int] = None, load: Optional[float] =
     contended = busy is not None and busy > cores - threads + CONTENDED_CPUS
     now = f", {busy:.1f} cores busy now" if busy is not None else ""
     plural = "s" if threads != 1 else ""
-    return (f"load average {load:.1f} on {cores} cores at start{now}" +
-            (f": timings may be contended ({threads} thread{plural} per row)" if contended else ""))
+    return f"load average {load:.1f} on {cores} cores at start{now}" + (
+        f": timings may be contended ({threads} thread{plural} per row)" if contended else ""
+    )

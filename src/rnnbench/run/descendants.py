@@ -20,8 +20,8 @@ import ctypes
 import os
 import signal
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable, Optional
 
 TOKEN_VAR = "RNNBENCH_WORKER_TOKEN"
 PR_SET_PDEATHSIG = 1
@@ -29,7 +29,7 @@ PR_SET_CHILD_SUBREAPER = 36
 MAX_ROUNDS = 50  # stop-and-look rounds: a tree that still grows after this many is killed as found
 
 
-def _load_prctl() -> Optional[Callable[..., int]]:
+def _load_prctl() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     for name in (None, "libc.so.6"):  # None: the symbols already loaded, libc's among them
@@ -65,7 +65,7 @@ def _parents() -> dict[int, int]:
             stat = Path(f"/proc/{name}/stat").read_bytes()
         except OSError:  # gone meanwhile
             continue
-        fields = stat[stat.rfind(b")") + 2:].split()  # after "pid (comm) ": state ppid ...
+        fields = stat[stat.rfind(b")") + 2 :].split()  # after "pid (comm) ": state ppid ...
         if len(fields) > 1:
             out[int(name)] = int(fields[1])
     return out

@@ -26,7 +26,15 @@ from typing import Any
 
 from rnnbench.run import accelerator
 from rnnbench.run.caches import cache_root
-from rnnbench.run.roofline import peak_packages, best_rates, PEAK_MAX_AGE_DAYS, PEAK_SQUARE, best_gflops, gemm_shapes, with_roofline
+from rnnbench.run.roofline import (
+    PEAK_MAX_AGE_DAYS,
+    PEAK_SQUARE,
+    best_gflops,
+    best_rates,
+    gemm_shapes,
+    peak_packages,
+    with_roofline,
+)
 
 
 def device_shapes(sizes: Iterable[Mapping[str, int]] = ()) -> list[tuple[int, int, int]]:

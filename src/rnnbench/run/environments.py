@@ -24,9 +24,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional
+from typing import Any
 
 from rnnbench.errors import InputError
 from rnnbench.inputs import read_regular_file
@@ -50,7 +51,7 @@ class Environment:
     purpose: str = ""
     variables: Mapping[str, str] = field(default_factory=dict)  # set for its worker processes
     requirements: tuple[str, ...] = ()  # pinned requirements (read from its file where it names one)
-    requirements_file: Optional[str] = None
+    requirements_file: str | None = None
     default: bool = False  # in the default selection
     creatable: bool = True  # False: the running interpreter (main), which rnnbench cannot create
 
@@ -58,7 +59,7 @@ class Environment:
     def prefix(self) -> Path:
         return Path(self.python).parent.parent
 
-    def missing_reason(self) -> Optional[str]:
+    def missing_reason(self) -> str | None:
         if Path(self.python).exists() and (not self.creatable or self.complete()):
             return None
         what = f"{self.purpose} environment" if self.purpose else "environment"
@@ -78,9 +79,13 @@ class Environment:
         except (OSError, ValueError):
             return not (self.prefix / ".rnnbench-partial").exists()
         # a mark from before lock files has no "lock": built from the same pins, it stands
-        return isinstance(made, dict) and made.get("requirements") == list(self.requirements) and \
-            made.get("lock", lock_digest(self.name)) == lock_digest(self.name) and \
-            made.get("rnnbench_dependencies") == list(rnnbench_dependencies()) and made.get("recipe") == RECIPE
+        return (
+            isinstance(made, dict)
+            and made.get("requirements") == list(self.requirements)
+            and made.get("lock", lock_digest(self.name)) == lock_digest(self.name)
+            and made.get("rnnbench_dependencies") == list(rnnbench_dependencies())
+            and made.get("recipe") == RECIPE
+        )
 
     def packages(self) -> set[str]:
         """The distribution names its requirements pin, normalized (`jax[cpu]==0.8.2` -> jax)."""
@@ -99,6 +104,7 @@ def versioned_packages() -> tuple[str, ...]:
 
     return tuple(sorted({p for f in registry.frameworks().values() for p in f.packages}))
 
+
 DEFINITIONS_VAR = "RNNBENCH_ENVIRONMENTS"
 """JSON of the definitions a --config file added: set by add_definitions, so the run's worker
 processes (which judge where a driver runs) know them too."""
@@ -114,7 +120,7 @@ def load_definitions() -> None:
     package_versions.cache_clear()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def package_versions(name: str) -> tuple[tuple[str, str], ...]:
     """(package, version) of versioned_packages() installed in environment `name`, read from package
     metadata (nothing is imported; another environment is asked through its interpreter once per
@@ -130,10 +136,13 @@ def package_versions(name: str) -> tuple[tuple[str, str], ...]:
             except importlib.metadata.PackageNotFoundError:
                 pass
         return tuple(sorted(found.items()))
-    script = ("import importlib.metadata as m, json, sys\nout = {}\nfor p in sys.argv[1:]:\n"
-              "    try: out[p] = m.version(p)\n    except m.PackageNotFoundError: pass\nprint(json.dumps(out))")
-    proc = subprocess.run([env.python, "-c", script, *versioned_packages()], capture_output=True, text=True,
-                          timeout=120)
+    script = (
+        "import importlib.metadata as m, json, sys\nout = {}\nfor p in sys.argv[1:]:\n"
+        "    try: out[p] = m.version(p)\n    except m.PackageNotFoundError: pass\nprint(json.dumps(out))"
+    )
+    proc = subprocess.run(
+        [env.python, "-c", script, *versioned_packages()], capture_output=True, text=True, timeout=120
+    )
     if proc.returncode != 0:
         return ()
     return tuple(sorted(json.loads(proc.stdout).items()))
@@ -157,8 +166,18 @@ def _builtin() -> dict[str, dict[str, Any]]:
         return tomllib.load(f)
 
 
-DEFINITION_KEYS = {"about": str, "requirements": (str, list), "lock_with": list, "path": str, "python_variable": str,
-                   "variables": dict, "default": bool, "interpreter": str, "create": str, "purpose": str}
+DEFINITION_KEYS = {
+    "about": str,
+    "requirements": (str, list),
+    "lock_with": list,
+    "path": str,
+    "python_variable": str,
+    "variables": dict,
+    "default": bool,
+    "interpreter": str,
+    "create": str,
+    "purpose": str,
+}
 
 
 def check_definition(name: str, entry: Any, where: str) -> dict[str, Any]:
@@ -194,12 +213,12 @@ def add_definitions(definitions: Mapping[str, Any], where: str) -> list[str]:
     return list(definitions)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _requirements_file(path: Path) -> tuple[str, ...]:
     return tuple(l.split("#")[0].strip() for l in path.read_text().splitlines() if l.split("#")[0].strip())
 
 
-def _requirements(entry: Mapping[str, Any]) -> tuple[tuple[str, ...], Optional[str]]:
+def _requirements(entry: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
     reqs = entry.get("requirements", ())
     if isinstance(reqs, str):
         path = REPO / reqs
@@ -259,8 +278,17 @@ def _environment(name: str, entry: Mapping[str, Any]) -> Environment:
     if override:
         python = override
     command = entry.get("create", f"rnnbench env create {name}")
-    return Environment(name, python, command, entry.get("purpose", ""), dict(entry.get("variables", {})),
-                       requirements, requirements_file, bool(entry.get("default", False)), creatable)
+    return Environment(
+        name,
+        python,
+        command,
+        entry.get("purpose", ""),
+        dict(entry.get("variables", {})),
+        requirements,
+        requirements_file,
+        bool(entry.get("default", False)),
+        creatable,
+    )
 
 
 def environments() -> dict[str, Environment]:
@@ -330,8 +358,9 @@ def pip_sources() -> list[str]:
     `pip install` on this machine. With extra indexes, uv must be told to take the best version
     across indexes (its default takes a package from the first index that has it at all)."""
     try:
-        out = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
-                             timeout=60).stdout
+        out = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         out = ""
     values: dict[str, list[str]] = {}
@@ -343,8 +372,12 @@ def pip_sources() -> list[str]:
             if v not in values[option]:
                 values[option].append(v)
     flags: list[str] = []
-    for option, flag in (("index-url", "--index-url"), ("extra-index-url", "--extra-index-url"),
-                         ("find-links", "--find-links"), ("constraint", "--constraint")):
+    for option, flag in (
+        ("index-url", "--index-url"),
+        ("extra-index-url", "--extra-index-url"),
+        ("find-links", "--find-links"),
+        ("constraint", "--constraint"),
+    ):
         for v in values.get(option, []):
             if flag == "--constraint" and not Path(v).is_file():
                 continue
@@ -354,7 +387,7 @@ def pip_sources() -> list[str]:
     return flags
 
 
-def _uv() -> Optional[str]:
+def _uv() -> str | None:
     return shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
 
 
@@ -368,12 +401,15 @@ def create(name: str, log: Callable[[str], None] = print) -> Environment:
             raise InputError(f"environment {name!r} is the interpreter rnnbench runs in; create it with `make venv`")
         return env
     if not env.requirements:
-        raise InputError(f"environment {name!r} has no requirements to create it from"
-                         + (f" ({env.requirements_file} is missing)" if env.requirements_file else ""))
+        raise InputError(
+            f"environment {name!r} has no requirements to create it from"
+            + (f" ({env.requirements_file} is missing)" if env.requirements_file else "")
+        )
     uv = _uv()
     if uv is None:
-        raise InputError("creating an environment needs uv: `pip install uv` (requirements/dev.txt pins it; "
-                         "`make venv` installs it)")
+        raise InputError(
+            "creating an environment needs uv: `pip install uv` (requirements/dev.txt pins it; `make venv` installs it)"
+        )
     prefix = env.prefix
     prefix.parent.mkdir(parents=True, exist_ok=True)
     with open(_lock_path(prefix), "w") as lock:
@@ -383,7 +419,8 @@ def create(name: str, log: Callable[[str], None] = print) -> Environment:
         if prefix.exists():
             shutil.rmtree(prefix)
         start = time.perf_counter()
-        log(f"creating environment {name} in {prefix} ({', '.join(env.requirements) if not env.requirements_file else env.requirements_file})")
+        wanted = env.requirements_file or ", ".join(env.requirements)
+        log(f"creating environment {name} in {prefix} ({wanted})")
         uv_env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "VIRTUAL_ENV": ""}
         _run([uv, "venv", "-q", "--seed", "--python", sys.executable, str(prefix)], uv_env)
         (prefix / ".rnnbench-partial").touch()
@@ -396,11 +433,18 @@ def create(name: str, log: Callable[[str], None] = print) -> Environment:
         # then rnnbench itself: an editable install of this checkout, nothing else changed.
         _run([uv, "pip", "install", "-q", "--python", python, *pip_sources(), *reqs], uv_env)
         _run([uv, "pip", "install", "-q", "--python", python, "--no-deps", "-e", str(REPO)], uv_env)
-        (prefix / COMPLETE_MARK).write_text(json.dumps({"requirements": list(env.requirements),
-                                                         "lock": lock_digest(name),
-                                                         "rnnbench_dependencies": list(rnnbench_dependencies()),
-                                                         "recipe": RECIPE,
-                                                         "seconds": round(time.perf_counter() - start, 1)}) + "\n")
+        (prefix / COMPLETE_MARK).write_text(
+            json.dumps(
+                {
+                    "requirements": list(env.requirements),
+                    "lock": lock_digest(name),
+                    "rnnbench_dependencies": list(rnnbench_dependencies()),
+                    "recipe": RECIPE,
+                    "seconds": round(time.perf_counter() - start, 1),
+                }
+            )
+            + "\n"
+        )
         (prefix / ".rnnbench-partial").unlink()
         log(f"created environment {name} in {time.perf_counter() - start:.0f} s")
     _remove_superseded(env, log)

@@ -51,9 +51,10 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any
 
 from rnnbench.errors import InputError
 from rnnbench.run import cpus as run_cpus
@@ -97,18 +98,20 @@ def ray_module():
     try:
         import ray
     except ImportError as exc:
-        raise InputError(f"--executor ray needs the ray package, which cannot be imported here ({exc}); "
-                         "install it (requirements/main.txt pins it) or leave out --executor") from None
+        raise InputError(
+            f"--executor ray needs the ray package, which cannot be imported here ({exc}); "
+            "install it (requirements/main.txt pins it) or leave out --executor"
+        ) from None
     return ray
 
 
-def host_port(address: str) -> Optional[tuple[str, int]]:
+def host_port(address: str) -> tuple[str, int] | None:
     """The (host, port) an --address names: HOST:PORT, [IPV6]:PORT, HOST (Ray's default port) or
     ray://HOST[:PORT] (Ray Client); None for `auto` / `local` (found or started by Ray itself)."""
     if address in ("auto", "local"):
         return None
     scheme = "ray://" if address.startswith("ray://") else ""
-    rest = address[len(scheme):].rstrip("/")
+    rest = address[len(scheme) :].rstrip("/")
     if rest.startswith("["):  # [IPV6]:PORT
         host, _, tail = rest[1:].partition("]")
         port = tail[1:] if tail.startswith(":") else tail
@@ -155,8 +158,10 @@ def probe(address: str) -> None:
         return
     why = _speaks_grpc(target)
     if why:
-        raise InputError(f"--address {address}: no Ray cluster there ({why}, {target[0]} port {target[1]}, "
-                         f"within {PROBE_S:g} s); start one with `ray start --head` or fix the address")
+        raise InputError(
+            f"--address {address}: no Ray cluster there ({why}, {target[0]} port {target[1]}, "
+            f"within {PROBE_S:g} s); start one with `ray start --head` or fix the address"
+        )
 
 
 def forwarded_env() -> dict[str, str]:
@@ -165,15 +170,19 @@ def forwarded_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith("RNNBENCH_") and k not in NOT_FORWARDED}
 
 
-def node_identity(cpus: Optional[list[int]]) -> dict[str, Any]:
+def node_identity(cpus: list[int] | None) -> dict[str, Any]:
     """The `node` of a record made on a Ray node: its Ray id, hostname, IP and the CPUs claimed there."""
     import ray
 
     node_id = ray.get_runtime_context().get_node_id()
     # The address the node joined the cluster with (the machine may have several).
     ip = next((n["NodeManagerAddress"] for n in ray.nodes() if n.get("NodeID") == node_id), None)
-    return {"ray_node_id": node_id, "hostname": socket.gethostname(), "ip": ip or ray.util.get_node_ip_address(),
-            "cpus": cpus}
+    return {
+        "ray_node_id": node_id,
+        "hostname": socket.gethostname(),
+        "ip": ip or ray.util.get_node_ip_address(),
+        "cpus": cpus,
+    }
 
 
 def run_unit(work: Callable[[Emit], None], cpus: float, exclusive: bool, env: dict[str, str]) -> list[dict]:
@@ -252,24 +261,25 @@ class RayExecutor:
     private temporary directory, OOM retries capped) or connects to `address`; leaving cancels what
     is still in flight and stops the local instance (a cluster given by address is left running)."""
 
-    def __init__(self, address: Optional[str] = None):
+    def __init__(self, address: str | None = None):
         self.address = address
-        self.temp_dir: Optional[Path] = None
+        self.temp_dir: Path | None = None
         self.ray: Any = None
         self.task: Any = None
         self.in_flight: list[_InFlight] = []
 
     # --- the cluster ---------------------------------------------------------------------------
 
-    def __enter__(self) -> "RayExecutor":
+    def __enter__(self) -> RayExecutor:
         ray = self.ray = ray_module()
         os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
         # The owner of a task (this process) keeps its OOM retry budget: capped here for a cluster
         # given by address too, where _system_config cannot be set.
         os.environ["RAY_task_oom_retries"] = str(RETRIES)
         handlers = {sig: signal.getsignal(sig) for sig in parent.HANDLED_SIGNALS}
-        options: dict[str, Any] = dict(log_to_driver=False, configure_logging=True, logging_level="ERROR",
-                                       include_dashboard=False)
+        options: dict[str, Any] = dict(
+            log_to_driver=False, configure_logging=True, logging_level="ERROR", include_dashboard=False
+        )
         try:
             with _signals_through_ray():  # a signal during start-up
                 self._start(ray, options)
@@ -285,8 +295,13 @@ class RayExecutor:
     def _start(self, ray: Any, options: dict[str, Any]) -> None:
         if self.address is None:
             self.temp_dir = tmpdirs.short_tmpdir("ray", LOCAL_SOCKET_ROOM)
-            ray.init(address="local", num_cpus=len(run_cpus.allowed_cpus()), _temp_dir=str(self.temp_dir),
-                     _system_config={"task_oom_retries": RETRIES}, **options)
+            ray.init(
+                address="local",
+                num_cpus=len(run_cpus.allowed_cpus()),
+                _temp_dir=str(self.temp_dir),
+                _system_config={"task_oom_retries": RETRIES},
+                **options,
+            )
         else:
             self._connect(ray, options)
         self.task = ray.remote(run_unit)
@@ -310,8 +325,10 @@ class RayExecutor:
         deadline = time.monotonic() + CONNECT_S
         while thread.is_alive():
             if time.monotonic() > deadline:
-                raise InputError(f"--address {self.address}: something answers there, but no Ray cluster connected "
-                                 f"within {CONNECT_S:g} s; check the address and the cluster's version")
+                raise InputError(
+                    f"--address {self.address}: something answers there, but no Ray cluster connected "
+                    f"within {CONNECT_S:g} s; check the address and the cluster's version"
+                )
             thread.join(WAIT_S)
         if outcome and isinstance(outcome[0], (ConnectionError, ValueError, RuntimeError)):
             first = (str(outcome[0]).strip().splitlines() or [type(outcome[0]).__name__])[0]
@@ -351,8 +368,13 @@ class RayExecutor:
     # --- running units -------------------------------------------------------------------------
 
     def _submit(self, unit: Unit, env: dict[str, str]) -> _InFlight:
-        task = self.task.options(num_cpus=unit.cpus, num_gpus=unit.gpus, max_retries=RETRIES,
-                                                 retry_exceptions=False, name=f"rnnbench: {unit.label}")
+        task = self.task.options(
+            num_cpus=unit.cpus,
+            num_gpus=unit.gpus,
+            max_retries=RETRIES,
+            retry_exceptions=False,
+            name=f"rnnbench: {unit.label}",
+        )
         ref = task.remote(unit.work, unit.cpus, unit.exclusive, env)
         return _InFlight(unit, ref, time.monotonic() + unit.deadline_s)
 
@@ -361,8 +383,10 @@ class RayExecutor:
         if not self.in_flight:
             return True
         cpus, gpus = self.capacity()
-        return (sum(f.unit.cpus for f in self.in_flight) + unit.cpus <= cpus
-                and sum(f.unit.gpus for f in self.in_flight) + unit.gpus <= gpus)
+        return (
+            sum(f.unit.cpus for f in self.in_flight) + unit.cpus <= cpus
+            and sum(f.unit.gpus for f in self.in_flight) + unit.gpus <= gpus
+        )
 
     def run(self, units: Sequence[Unit], emit: Emit) -> None:
         """Run every unit; emit(record) in this process for each record, unit by unit as they finish."""
@@ -390,20 +414,26 @@ class RayExecutor:
                 elif now > f.deadline:
                     self.in_flight.remove(f)
                     _cancel(self.ray, [f.ref])
-                    for rec in f.unit.lost(Status.TIMEOUT, f"the unit ({f.unit.label}) ran past its deadline of "
-                                           f"{f.unit.deadline_s:g} s on Ray; task cancelled, its workers killed"):
+                    for rec in f.unit.lost(
+                        Status.TIMEOUT,
+                        f"the unit ({f.unit.label}) ran past its deadline of "
+                        f"{f.unit.deadline_s:g} s on Ray; task cancelled, its workers killed",
+                    ):
                         emit(rec)
 
     def _records(self, f: _InFlight) -> list[dict]:
         try:
             return self.ray.get(f.ref)
         except self.ray.exceptions.RayError as exc:  # lost twice (worker or node died), or our own bug
-            return f.unit.lost(Status.CRASH, f"the Ray task running this row's unit ({f.unit.label}) was lost "
-                                             f"after {RETRIES} retry: {_ray_error(exc)}")
+            return f.unit.lost(
+                Status.CRASH,
+                f"the Ray task running this row's unit ({f.unit.label}) was lost "
+                f"after {RETRIES} retry: {_ray_error(exc)}",
+            )
 
 
 @contextlib.contextmanager
-def executor(name: str, address: Optional[str]) -> Iterator[Optional[RayExecutor]]:
+def executor(name: str, address: str | None) -> Iterator[RayExecutor | None]:
     """The executor `--executor NAME [--address ADDR]` asks for: None for local (the default)."""
     if name != "ray":
         yield None
@@ -412,7 +442,7 @@ def executor(name: str, address: Optional[str]) -> Iterator[Optional[RayExecutor
         yield ray_executor
 
 
-def check_executor(name: str, address: Optional[str]) -> None:
+def check_executor(name: str, address: str | None) -> None:
     """Bad input refused before any work: --address without --executor ray; ray not importable."""
     if address is not None and name != "ray":
         raise InputError("--address needs --executor ray (it names the Ray cluster to send work to)")

@@ -43,8 +43,8 @@ import contextlib
 import os
 import pickle
 import resource
-import select
 import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -52,9 +52,10 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, Mapping
+from typing import Any
 
 from rnnbench.run import descendants, protocol
 from rnnbench.run.descendants import PR_SET_PDEATHSIG, PRCTL
@@ -72,12 +73,14 @@ WATCH_INTERVAL_S = 0.25
 # The guard: waits for EOF on stdin (the parent gone, or done with the worker), then kills the
 # worker's process group and every process carrying the worker's token ($2: what left the group).
 # Signals a terminal or a CI runner sends to a process group do not stop it.
-GUARD_SCRIPT = ('trap "" INT TERM HUP; read _ ; kill -KILL "-$1" 2>/dev/null; '
-                'for f in $(grep -lsxzF "$2" /proc/[0-9]*/environ 2>/dev/null); do '
-                'p=${f#/proc/}; kill -KILL "${p%/environ}" 2>/dev/null; done; exit 0')
+GUARD_SCRIPT = (
+    'trap "" INT TERM HUP; read _ ; kill -KILL "-$1" 2>/dev/null; '
+    'for f in $(grep -lsxzF "$2" /proc/[0-9]*/environ 2>/dev/null); do '
+    'p=${f#/proc/}; kill -KILL "${p%/environ}" 2>/dev/null; done; exit 0'
+)
 
 
-def exit_description(returncode: Optional[int]) -> str:
+def exit_description(returncode: int | None) -> str:
     """How a worker ended, for the record: a signal by name (SIGKILL with the usual culprit)."""
     if returncode is not None and returncode < 0:
         sig = signal.Signals(-returncode)
@@ -119,25 +122,33 @@ def _arm_worker() -> None:
 @dataclass
 class _Worker:
     proc: subprocess.Popen
-    guard: Optional[subprocess.Popen]
-    guard_pipe: Optional[int]  # the write end; closing it tells the guard to kill the group
+    guard: subprocess.Popen | None
+    guard_pipe: int | None  # the write end; closing it tells the guard to kill the group
     token: str  # in the worker's environment, inherited by whatever it starts (descendants.TOKEN_VAR)
 
 
-def _start_worker(command: Sequence[str], env: Mapping[str, str], err_file, memory_limit_gb: Optional[float]) -> _Worker:
+def _start_worker(command: Sequence[str], env: Mapping[str, str], err_file, memory_limit_gb: float | None) -> _Worker:
     limit = {MEMORY_VAR: repr(float(memory_limit_gb))} if memory_limit_gb else {}
     token = secrets.token_hex(16)
-    proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file,
-                            env={**env, PARENT_VAR: str(os.getpid()), DEATH_SIGNAL_VAR: "1",
-                                 descendants.TOKEN_VAR: token, **limit},
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        list(command),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=err_file,
+        env={**env, PARENT_VAR: str(os.getpid()), DEATH_SIGNAL_VAR: "1", descendants.TOKEN_VAR: token, **limit},
+        start_new_session=True,
+    )
     guard = guard_pipe = None
     read_end, write_end = os.pipe()  # both close-on-exec: only the guard gets the read end, as stdin
     try:
-        guard = subprocess.Popen(["/bin/sh", "-c", GUARD_SCRIPT, "rnnbench-guard", str(proc.pid),
-                                  f"{descendants.TOKEN_VAR}={token}"], stdin=read_end,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(env),
-                                 start_new_session=True)
+        guard = subprocess.Popen(
+            ["/bin/sh", "-c", GUARD_SCRIPT, "rnnbench-guard", str(proc.pid), f"{descendants.TOKEN_VAR}={token}"],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=dict(env),
+            start_new_session=True,
+        )
         guard_pipe = write_end
     except OSError:  # no /bin/sh: PDEATHSIG and the worker's watchdog remain
         os.close(write_end)
@@ -146,7 +157,7 @@ def _start_worker(command: Sequence[str], env: Mapping[str, str], err_file, memo
     return _Worker(proc, guard, guard_pipe, token)
 
 
-def _exit_status(proc: subprocess.Popen, timeout_s: float) -> Optional[int]:
+def _exit_status(proc: subprocess.Popen, timeout_s: float) -> int | None:
     """The worker's return code once it has exited (None if it is still running after timeout_s),
     without reaping it where the platform allows (waitid WNOWAIT): an unreaped worker keeps its pid,
     so its process-group id cannot be reused before the group is killed."""
@@ -224,8 +235,8 @@ def run_isolated(
     on_failure: Callable[[int, str, str], None],
     on_start: Callable[[int], None] = lambda index: None,
     context: Callable[[], Any] = lambda: None,
-    env: Optional[Mapping[str, str]] = None,
-    memory_limit_gb: Optional[float] = None,
+    env: Mapping[str, str] | None = None,
+    memory_limit_gb: float | None = None,
 ) -> None:
     """Process every item in workers, in order. on_start(i) when the worker begins item i,
     on_result(i, result) when it returns, on_failure(i, status, report) when the worker crashed or
@@ -239,11 +250,14 @@ def run_isolated(
     env = dict(os.environ if env is None else env)
     next_index = 0
     while next_index < len(items):
-        next_index = _one_worker(command, items, next_index, timeout_s, on_result, on_failure, on_start,
-                                 context(), env, memory_limit_gb)
+        next_index = _one_worker(
+            command, items, next_index, timeout_s, on_result, on_failure, on_start, context(), env, memory_limit_gb
+        )
 
 
-def _one_worker(command, items, first, timeout_s, on_result, on_failure, on_start, context, env, memory_limit_gb) -> int:
+def _one_worker(
+    command, items, first, timeout_s, on_result, on_failure, on_start, context, env, memory_limit_gb
+) -> int:
     """One worker over items[first:]; returns the index the next worker starts at. A row's deadline
     is its start (the worker's stamp) plus timeout_s; before its first row, a worker also has
     WORKER_START_GRACE_S to start."""
@@ -260,7 +274,7 @@ def _one_worker(command, items, first, timeout_s, on_result, on_failure, on_star
         except BrokenPipeError:  # died before reading its work: judged below like any early death
             pass
         events = protocol.Events(proc.stdout.fileno())
-        started: Optional[int] = None
+        started: int | None = None
         done = first
         deadline = time.monotonic() + timeout_s + WORKER_START_GRACE_S
         while True:
@@ -270,8 +284,11 @@ def _one_worker(command, items, first, timeout_s, on_result, on_failure, on_star
                 _end_worker(worker)
                 failed = done if started is None else started
                 wait = timeout_s if started is not None else timeout_s + WORKER_START_GRACE_S
-                on_failure(failed, Status.TIMEOUT, f"no result within {wait:g} s; worker killed\n"
-                                                   f"--- last stderr lines ---\n{_tail(err_path)}")
+                on_failure(
+                    failed,
+                    Status.TIMEOUT,
+                    f"no result within {wait:g} s; worker killed\n--- last stderr lines ---\n{_tail(err_path)}",
+                )
                 return failed + 1
             if event is None:  # the pipe closed: finished, or died
                 returncode = _exit_status(proc, EXIT_WAIT_S)
@@ -279,8 +296,12 @@ def _one_worker(command, items, first, timeout_s, on_result, on_failure, on_star
                 if done == len(items):
                     return done
                 failed = done if started is None else started
-                on_failure(failed, Status.CRASH, f"{exit_description(returncode if returncode is not None else proc.returncode)}\n"
-                                                 f"--- last stderr lines ---\n{_tail(err_path)}")
+                on_failure(
+                    failed,
+                    Status.CRASH,
+                    f"{exit_description(returncode if returncode is not None else proc.returncode)}\n"
+                    f"--- last stderr lines ---\n{_tail(err_path)}",
+                )
                 return failed + 1
             kind, index = event[0], first + event[1]
             if kind == "start":  # ("start", i, the worker's time.monotonic() when it began item i)

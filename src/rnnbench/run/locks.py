@@ -41,13 +41,28 @@ def write_lock(name: str, log: Callable[[str], None] = print) -> Path:
     out = environments.lock_path(name)
     out.parent.mkdir(parents=True, exist_ok=True)
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    command = [uv, "pip", "compile", "-q", "--generate-hashes", "--python-version", version,
-               "--custom-compile-command", f"rnnbench env lock {name}", *environments.pip_sources(),
-               *files, "-", "-o", str(out.relative_to(environments.REPO))]
+    command = [
+        uv,
+        "pip",
+        "compile",
+        "-q",
+        "--generate-hashes",
+        "--python-version",
+        version,
+        "--custom-compile-command",
+        f"rnnbench env lock {name}",
+        *environments.pip_sources(),
+        *files,
+        "-",
+        "-o",
+        str(out.relative_to(environments.REPO)),
+    ]
     proc = subprocess.run(command, input=inline, capture_output=True, text=True, cwd=environments.REPO)
     if proc.returncode != 0:
         raise RuntimeError(f"uv pip compile failed for {name}: {proc.stderr.strip()[-2000:]}")
     pins = sum(1 for line in out.read_text().splitlines() if "==" in line)
-    log(f"locked {name}: {out.relative_to(environments.REPO)} ({pins} "
-        f"packages, from {', '.join(files + ['rnnbench dependencies'])})")
+    log(
+        f"locked {name}: {out.relative_to(environments.REPO)} ({pins} "
+        f"packages, from {', '.join(files + ['rnnbench dependencies'])})"
+    )
     return out

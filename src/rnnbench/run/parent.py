@@ -14,9 +14,9 @@ import signal
 import stat
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
 
 from rnnbench.run.tmpdirs import remove_run_tmpdir
 
@@ -40,10 +40,10 @@ class _Results:
 
 
 class _State:
-    unwinding: Optional[int] = None  # the signal being handled; later ones are ignored
+    unwinding: int | None = None  # the signal being handled; later ones are ignored
     stdout_closed = False
-    results: Optional[_Results] = None
-    stderr: Optional["_LineTracker"] = None
+    results: _Results | None = None
+    stderr: _LineTracker | None = None
 
 
 _state = _State()
@@ -70,7 +70,7 @@ def _on_signal(signum: int, frame) -> None:
     raise Interrupted(signum)
 
 
-def interruption() -> Optional[BaseException]:
+def interruption() -> BaseException | None:
     """The exception the signal being handled raised (Interrupted; BrokenPipeError for a closed
     stdout), or None: for callers of a library that swallows it and raises a plain
     KeyboardInterrupt instead (Ray's blocking calls do), so the exit code still names the signal."""

@@ -7,8 +7,9 @@ Every function raises rnnbench.errors.InputError on bad input (one line, exit co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from rnnbench import losses, record, registry
 from rnnbench.check.tolerance import tolerance
@@ -52,23 +53,37 @@ RUN_DEFAULTS: dict[str, Any] = {
 # torch_xla environment too. bugs: the docs/bugs.md case models on every driver, buffer drivers
 # included. all: both.
 SUITES: dict[str, dict[str, Any]] = {
-    "quick": {"models": ("rnn", "lstm", "lstm2", "taylor_exp", "newton_sqrt"), "drivers": "core",
-              "environments": ("main",)},
+    "quick": {
+        "models": ("rnn", "lstm", "lstm2", "taylor_exp", "newton_sqrt"),
+        "drivers": "core",
+        "environments": ("main",),
+    },
     "core": {"models": "core", "drivers": "core", "environments": "default"},
     "bugs": {"models": "bugs", "drivers": "all", "environments": "default"},
     "all": {"models": "all", "drivers": "all", "environments": "default"},
     # realistic: sizes people train at (docs/cli.md#the-realistic-suite), one driver per mechanism
     # (no unrolled loops: their compile grows with T) and the vendor layers; "sizes" are the suite's
     # size sets, each row run at each (--sizes replaces them).
-    "realistic": {"models": ("rnn", "lstm", "lstm2"), "environments": ("main",),
-                  "drivers": ("torch_loop", "torch_scan_compiled", "jax_lax_scan", "flax_scan", "torch_nn_rnn",
-                              "torch_nn_lstm", "flax_simple_cell", "flax_lstm_cell"),
-                  "sizes": tuple({"T": t, "B": 32, "I": h, "H": h} for t in (128, 512) for h in (256, 512))},
+    "realistic": {
+        "models": ("rnn", "lstm", "lstm2"),
+        "environments": ("main",),
+        "drivers": (
+            "torch_loop",
+            "torch_scan_compiled",
+            "jax_lax_scan",
+            "flax_scan",
+            "torch_nn_rnn",
+            "torch_nn_lstm",
+            "flax_simple_cell",
+            "flax_lstm_cell",
+        ),
+        "sizes": tuple({"T": t, "B": 32, "I": h, "H": h} for t in (128, 512) for h in (256, 512)),
+    },
     "gpu": gpu_suite.SUITE,  # its own sizes, order, defaults and device check (rnnbench.run.gpu_suite)
 }
 
 
-def names(value: Optional[str], known: Sequence[str], what: str, required: bool = False) -> list[str]:
+def names(value: str | None, known: Sequence[str], what: str, required: bool = False) -> list[str]:
     """The names in a comma-separated selection, each once, in the order given; None selects all
     (unless `required`). A selection that names nothing (",") is an error, not an empty run."""
     if value is None and not required:
@@ -82,7 +97,7 @@ def names(value: Optional[str], known: Sequence[str], what: str, required: bool 
     return chosen
 
 
-def sizes(value: Optional[str], models: list[str]) -> dict[str, int]:
+def sizes(value: str | None, models: list[str]) -> dict[str, int]:
     """`KEY=VALUE,...` overrides of model sizes, each a positive integer used by a selected model."""
     out: dict[str, int] = {}
     for item in (value or "").split(","):
@@ -138,15 +153,26 @@ def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
     if s["suite"] not in SUITES:
         raise InputError(f"unknown suite {s['suite']!r}{did_you_mean(s['suite'], SUITES)}; known: {', '.join(SUITES)}")
     suite = SUITES[s["suite"]]
-    models = (names(s["models"], list(registry.models()), "model") if s["models"]
-              else suite_names(suite["models"], registry.models()))
-    drivers = (names(s["drivers"], list(registry.drivers()), "driver") if s["drivers"]
-               else suite_names(suite["drivers"], registry.drivers()))
+    models = (
+        names(s["models"], list(registry.models()), "model")
+        if s["models"]
+        else suite_names(suite["models"], registry.models())
+    )
+    drivers = (
+        names(s["drivers"], list(registry.drivers()), "driver")
+        if s["drivers"]
+        else suite_names(suite["drivers"], registry.drivers())
+    )
     # Named drivers run in each of their default environments (naming torch_xla_loop means running
     # it); the suite's environments hold for the suite's own drivers.
     suite_envs = "default" if s["drivers"] else suite["environments"]
-    envs = (names(s["environments"], list(environments.environments()), "environment") if s["environments"]
-            else environments.default_names() if suite_envs == "default" else list(suite_envs))
+    envs = (
+        names(s["environments"], list(environments.environments()), "environment")
+        if s["environments"]
+        else environments.default_names()
+        if suite_envs == "default"
+        else list(suite_envs)
+    )
     dtypes = names(s["dtypes"], DTYPES, "dtype")
     if s["device"] not in DEVICES:
         raise InputError(f"unknown device {s['device']!r}; known: {', '.join(DEVICES)}")
@@ -163,12 +189,27 @@ def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
     timing = TimingConfig(budget_s=float(s["budget"]))
     pairs = [(d, env) for d in drivers for env in envs if environments.runs(registry.get_driver(d), env)]
     if not pairs:  # a run of nothing would exit 0 with an empty results file
-        raise InputError(f"no selected driver runs in the selected environments ({', '.join(envs)}): "
-                         + "; ".join(f"{d} runs in {', '.join(registry.get_driver(d).environments)}"
-                                     for d in drivers[:5]) + ("; ..." if len(drivers) > 5 else ""))
+        raise InputError(
+            f"no selected driver runs in the selected environments ({', '.join(envs)}): "
+            + "; ".join(f"{d} runs in {', '.join(registry.get_driver(d).environments)}" for d in drivers[:5])
+            + ("; ..." if len(drivers) > 5 else "")
+        )
     planned = [
-        Job(m, d, dtype, s["device"], dict(overrides), int(s["seed"]), int(s["threads"]), timing, timed, env,
-            loss_form, order(str(s["order"]), registry.get_model(m), dtype), s.get("compile_budget"))
+        Job(
+            m,
+            d,
+            dtype,
+            s["device"],
+            dict(overrides),
+            int(s["seed"]),
+            int(s["threads"]),
+            timing,
+            timed,
+            env,
+            loss_form,
+            order(str(s["order"]), registry.get_model(m), dtype),
+            s.get("compile_budget"),
+        )
         for dtype in dtypes
         for m in models
         for overrides in size_sets
@@ -194,8 +235,9 @@ def shard(planned: list[Job], i: int, n: int) -> list[Job]:
 def not_yet_recorded(planned: list[Job], out: Path, results: record.ResultsFile) -> tuple[int, list[Job]]:
     """A resumed run: how many of `planned` `out` already records (skipped), and the rest, to run
     (record.resume_plan reruns or refuses records of another version or settings)."""
-    wanted = [(j.key(), j.fingerprint(), j.settings(), f"{j.model}/{j.driver}/{j.environment}/{j.dtype}")
-              for j in planned]
+    wanted = [
+        (j.key(), j.fingerprint(), j.settings(), f"{j.model}/{j.driver}/{j.environment}/{j.dtype}") for j in planned
+    ]
     todo = record.resume_plan(out, results.existing, wanted)
     return len(planned) - len(todo), [planned[i] for i in todo]
 
@@ -203,11 +245,12 @@ def not_yet_recorded(planned: list[Job], out: Path, results: record.ResultsFile)
 def unavailable_here(jobs: list[Job]) -> int:
     """How many of `jobs` are unavailable as decided before any worker starts (the runner decides
     them first, with the same rnnbench.run.row.unavailable_reason): the progress log says so first."""
-    return sum(unavailable_reason(registry.get_model(j.model), registry.get_driver(j.driver), j) is not None
-               for j in jobs)
+    return sum(
+        unavailable_reason(registry.get_model(j.model), registry.get_driver(j.driver), j) is not None for j in jobs
+    )
 
 
-def fuzz_drivers(value: Optional[str], dtype: str, device: str, probe: Model) -> list:
+def fuzz_drivers(value: str | None, dtype: str, device: str, probe: Model) -> list:
     """Named drivers (each must run here and support a user step at `dtype` on `device`), or the
     default set: every available eager / jax driver of this environment that runs an arbitrary step.
     probe: a fuzzed body's model (rnnbench.fuzz builds it), asked of each driver."""
@@ -216,9 +259,10 @@ def fuzz_drivers(value: Optional[str], dtype: str, device: str, probe: Model) ->
         chosen = [registry.get_driver(n) for n in names(value, [d.name for d in here], "driver")]
     else:
         chosen = [d for d in here if not (d.compiled and d.framework.slow_compile)]
-    why = {d.name: unavailable_reason(probe, d, Job(probe.name, d.name, dtype, device,
-                                                     environment=environments.current()))
-           for d in chosen}
+    why = {
+        d.name: unavailable_reason(probe, d, Job(probe.name, d.name, dtype, device, environment=environments.current()))
+        for d in chosen
+    }
     for d in chosen:
         if why[d.name] and value:
             raise InputError(f"driver {d.name!r} cannot fuzz here: {why[d.name]}")

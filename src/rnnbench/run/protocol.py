@@ -16,7 +16,7 @@ import pickle
 import select
 import struct
 import time
-from typing import Any, BinaryIO, Optional
+from typing import Any, BinaryIO
 
 HEADER = struct.Struct("<Q")
 SLICE_S = 0.25  # waits are cut into slices: an exception set in the waiting thread (Ray's cancel) lands within one
@@ -42,14 +42,14 @@ class Events:
         self.buffer = bytearray()
         self.eof = False
 
-    def _frame(self) -> Optional[tuple]:
+    def _frame(self) -> tuple | None:
         if len(self.buffer) < HEADER.size:
             return None
         (size,) = HEADER.unpack_from(self.buffer)
         if len(self.buffer) < HEADER.size + size:
             return None
-        data = bytes(self.buffer[HEADER.size:HEADER.size + size])
-        del self.buffer[:HEADER.size + size]
+        data = bytes(self.buffer[HEADER.size : HEADER.size + size])
+        del self.buffer[: HEADER.size + size]
         try:
             return pickle.loads(data)
         except Exception:  # a torn or foreign write: the worker is judged by how it ended
@@ -71,7 +71,7 @@ class Events:
             self.eof = True
         return True
 
-    def next(self, deadline: float) -> Optional[Any]:
+    def next(self, deadline: float) -> Any | None:
         """The next event, None once the pipe closed (the worker finished or died), or Expired
         when time.monotonic() passed `deadline` and everything the pipe held has been read."""
         while True:

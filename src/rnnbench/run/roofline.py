@@ -17,18 +17,21 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any
 
 from rnnbench.run.caches import cache_root
 from rnnbench.run.cpus import CONTENDED_CPUS, MIN_OTHERS_WALL_S, choose_cpus, cpu_clock, pin_process
 
 PEAK_SQUARE = (256, 512, 1024, 2048)  # square GEMMs always measured
 PEAK_MAX_AGE_DAYS = 30.0  # a cached peak older than this is measured again
-PEAK_METHOD = ("best GEMM among torch.matmul, jax.jit(jnp.matmul), numpy @ present, at the row's dtype, in a process "
-               "pinned to as many CPUs as the rows' threads: square n = 256..2048 and the rows' own GEMM shapes, "
-               "2mkn / fastest call (2 warm-ups, then at least 10 calls and 0.3 s), max over shapes and frameworks")
+PEAK_METHOD = (
+    "best GEMM among torch.matmul, jax.jit(jnp.matmul), numpy @ present, at the row's dtype, in a process "
+    "pinned to as many CPUs as the rows' threads: square n = 256..2048 and the rows' own GEMM shapes, "
+    "2mkn / fastest call (2 warm-ups, then at least 10 calls and 0.3 s), max over shapes and frameworks"
+)
 
 
 def gemm_shapes(sizes: Iterable[Mapping[str, int]] = ()) -> list[tuple[int, int, int]]:
@@ -61,7 +64,7 @@ def _random_pair(m: int, k: int, n: int):
     return rng.standard_normal((m, k)), rng.standard_normal((k, n))
 
 
-def _numpy_gemm(a, b, dtype: str) -> Optional[Callable[[], Any]]:
+def _numpy_gemm(a, b, dtype: str) -> Callable[[], Any] | None:
     if dtype not in ("float32", "float64"):
         return None  # numpy has no bfloat16
     a, b = a.astype(dtype), b.astype(dtype)
@@ -70,7 +73,7 @@ def _numpy_gemm(a, b, dtype: str) -> Optional[Callable[[], Any]]:
 
 # A GEMM (Framework.gemm's signature): (a, b: float64 numpy (m, k) and (k, n), dtype) -> a callable
 # computing a @ b at dtype to completion, or None where the library has no such dtype.
-Gemm = Callable[[Any, Any, str], Optional[Callable[[], Any]]]
+Gemm = Callable[[Any, Any, str], Callable[[], Any] | None]
 
 
 def peak_gemms() -> list[tuple[str, str, Gemm, Callable[[int], None]]]:
@@ -79,7 +82,8 @@ def peak_gemms() -> list[tuple[str, str, Gemm, Callable[[int], None]]]:
     from rnnbench import registry
 
     out: list[tuple[str, str, Gemm, Callable[[int], None]]] = [
-        (f.name, f.module, f.gemm, f.set_threads) for f in registry.frameworks().values() if f.gemm is not None]
+        (f.name, f.module, f.gemm, f.set_threads) for f in registry.frameworks().values() if f.gemm is not None
+    ]
     return out + [("numpy", "numpy", _numpy_gemm, lambda threads: None)]
 
 
@@ -88,8 +92,9 @@ def peak_frameworks() -> tuple[str, ...]:
     return tuple(name for name, _, _, _ in peak_gemms())
 
 
-def best_gflops(fn: Callable[[], Any], flops: float, min_repeats: int = 10, budget_s: float = 0.3,
-                max_repeats: int = 500) -> float:
+def best_gflops(
+    fn: Callable[[], Any], flops: float, min_repeats: int = 10, budget_s: float = 0.3, max_repeats: int = 500
+) -> float:
     """flops / the fastest of at least min_repeats calls (and budget_s seconds), after 2 warm-ups:
     on a shared machine the fastest call is the one least disturbed."""
     fn()
@@ -139,8 +144,14 @@ def _peak_key(dtype: str, threads: int, cpus: Sequence[int]) -> dict[str, Any]:
 
     machine = record.machine()
     versions = dict(environments.package_versions("main"))
-    return {"hostname": machine["hostname"], "cpu": machine["cpu"], "affinity_size": len(cpus), "dtype": dtype,
-            "threads": threads, "versions": {p: versions.get(p, "missing") for p in peak_packages()}}
+    return {
+        "hostname": machine["hostname"],
+        "cpu": machine["cpu"],
+        "affinity_size": len(cpus),
+        "dtype": dtype,
+        "threads": threads,
+        "versions": {p: versions.get(p, "missing") for p in peak_packages()},
+    }
 
 
 def peak_packages() -> list[str]:
@@ -150,8 +161,14 @@ def peak_packages() -> list[str]:
     return sorted({"numpy", *(p for f in registry.frameworks().values() if f.gemm is not None for p in f.packages)})
 
 
-def peak_for(dtype: str, threads: int, sizes: Iterable[Mapping[str, int]] = (), cpus: Optional[Sequence[int]] = None,
-             python: Optional[str] = None, timeout_s: float = 900.0) -> dict[str, Any]:
+def peak_for(
+    dtype: str,
+    threads: int,
+    sizes: Iterable[Mapping[str, int]] = (),
+    cpus: Sequence[int] | None = None,
+    python: str | None = None,
+    timeout_s: float = 900.0,
+) -> dict[str, Any]:
     """This machine's GEMM peak at `dtype` and `threads` (the record's `gemm_peak`): the best rate
     of any framework present on any shape of gemm_shapes(sizes), measured in a fresh process
     (`python`, default the main environment's) pinned to `cpus` (default choose_cpus(threads), the
@@ -182,8 +199,11 @@ def peak_for(dtype: str, threads: int, sizes: Iterable[Mapping[str, int]] = (), 
             # measured while other work ran on these CPUs: every shape again, until a calm measurement
             missing = sorted({*missing, *(tuple(int(x) for x in name.split("x")) for name in done)})
         if missing:
-            got = _measure_in_worker({"dtype": dtype, "threads": threads, "cpus": cpus, "shapes": missing},
-                                     python or environments.get("main").python, timeout_s)
+            got = _measure_in_worker(
+                {"dtype": dtype, "threads": threads, "cpus": cpus, "shapes": missing},
+                python or environments.get("main").python,
+                timeout_s,
+            )
             for framework, rates in got["by_framework"].items():
                 old = entry["by_framework"].setdefault(framework, {})
                 for shape, rate in rates.items():
@@ -224,11 +244,13 @@ def _valid_entry(entry: Any) -> bool:
         return False
     for rates in entry["by_framework"].values():
         if not isinstance(rates, dict) or not all(
-                isinstance(shape, str) and re.fullmatch(r"\d+x\d+x\d+", shape) and _number(rate) and rate > 0
-                for shape, rate in rates.items()):
+            isinstance(shape, str) and re.fullmatch(r"\d+x\d+x\d+", shape) and _number(rate) and rate > 0
+            for shape, rate in rates.items()
+        ):
             return False
-    if not _number(entry.get("measured_epoch", 0)) or not (entry.get("others_on_cpus") is None
-                                                           or _number(entry["others_on_cpus"])):
+    if not _number(entry.get("measured_epoch", 0)) or not (
+        entry.get("others_on_cpus") is None or _number(entry["others_on_cpus"])
+    ):
         return False
     if not isinstance(entry.get("errors", {}), dict) or not isinstance(entry.get("measured", ""), str):
         return False
@@ -242,8 +264,13 @@ def _measure_in_worker(request: dict[str, Any], python: str, timeout_s: float) -
     from rnnbench.run import environments
 
     env = {**os.environ, **environments.thread_env(int(request["threads"]))}
-    proc = subprocess.run([python, "-m", "rnnbench.run.roofline", "peak", json.dumps(request)],
-                          capture_output=True, text=True, env=env, timeout=timeout_s)
+    proc = subprocess.run(
+        [python, "-m", "rnnbench.run.roofline", "peak", json.dumps(request)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout_s,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"GEMM peak measurement failed: {proc.stderr.strip().splitlines()[-1:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -262,15 +289,27 @@ def best_rates(entry: Mapping[str, Any], what: str = "GEMM") -> tuple[tuple[floa
     return best, by_size
 
 
-def _peak_summary(entry: Mapping[str, Any], dtype: str, threads: int, cpus: Sequence[int], path: Path) -> dict[str, Any]:
+def _peak_summary(
+    entry: Mapping[str, Any], dtype: str, threads: int, cpus: Sequence[int], path: Path
+) -> dict[str, Any]:
     best, by_size = best_rates(entry)
     squares = {f"{n}x{n}x{n}" for n in PEAK_SQUARE}
-    return {"gflops": best[0], "framework": best[1], "shape": best[2], "dtype": dtype, "threads": threads,
-            "cpus": list(cpus), "by_size": {s: round(r, 2) for s, r in sorted(by_size.items()) if s in squares or r >= 0.5 * best[0]},
-            "by_framework_best": {f: round(max(r.values()), 2) for f, r in entry["by_framework"].items() if r},
-            "shapes_measured": len(by_size), "measured": entry.get("measured"), "errors": entry.get("errors", {}),
-            "others_on_cpus": entry.get("others_on_cpus"),
-            "cache": str(path), "method": PEAK_METHOD}
+    return {
+        "gflops": best[0],
+        "framework": best[1],
+        "shape": best[2],
+        "dtype": dtype,
+        "threads": threads,
+        "cpus": list(cpus),
+        "by_size": {s: round(r, 2) for s, r in sorted(by_size.items()) if s in squares or r >= 0.5 * best[0]},
+        "by_framework_best": {f: round(max(r.values()), 2) for f, r in entry["by_framework"].items() if r},
+        "shapes_measured": len(by_size),
+        "measured": entry.get("measured"),
+        "errors": entry.get("errors", {}),
+        "others_on_cpus": entry.get("others_on_cpus"),
+        "cache": str(path),
+        "method": PEAK_METHOD,
+    }
 
 
 def roofline(flops: float, median_ms: float, peak_gflops: float) -> dict[str, float]:
@@ -279,7 +318,7 @@ def roofline(flops: float, median_ms: float, peak_gflops: float) -> dict[str, fl
     return {"flops": flops, "gflops": gflops, "fraction_of_peak": gflops / peak_gflops}
 
 
-def with_roofline(rec: dict[str, Any], peak: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+def with_roofline(rec: dict[str, Any], peak: Mapping[str, Any] | None) -> dict[str, Any]:
     """Attach the GEMM peak (at the row's dtype) and, for an ok row whose model counts its FLOPs,
     GFLOP/s and the fraction of the peak for each timed quantity. Used by `run` and `sweep` alike."""
     if not peak:
@@ -288,7 +327,9 @@ def with_roofline(rec: dict[str, Any], peak: Optional[Mapping[str, Any]]) -> dic
     flops = rec.get("flops")
     if rec.get("status") == "ok" and flops:
         rec["roofline"] = {
-            q: roofline(flops[q], rec[q]["median_ms"], peak["gflops"]) for q in ("fwd", "fwd_bwd") if rec.get(q) and flops.get(q)
+            q: roofline(flops[q], rec[q]["median_ms"], peak["gflops"])
+            for q in ("fwd", "fwd_bwd")
+            if rec.get(q) and flops.get(q)
         }
     return rec
 
@@ -302,9 +343,9 @@ class Roofline:
 
     threads: int
     sizes: dict[str, list[dict[str, int]]]  # dtype -> the sizes of its timed rows (their GEMM shapes)
-    peaks: dict[tuple[str, str], Optional[dict[str, Any]]] = field(default_factory=dict)  # (hostname, dtype)
+    peaks: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)  # (hostname, dtype)
 
-    def peak(self, dtype: str, warn: Callable[[str], None] = lambda message: None) -> Optional[dict[str, Any]]:
+    def peak(self, dtype: str, warn: Callable[[str], None] = lambda message: None) -> dict[str, Any] | None:
         key = (socket.gethostname(), dtype)
         if key not in self.peaks:
             try:

@@ -9,7 +9,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Optional
+from typing import Any
 
 from rnnbench import record
 from rnnbench.check.finite_diff import Oracle, oracle_grads
@@ -19,10 +19,10 @@ from rnnbench.drivers.base import Driver, Prepared
 from rnnbench.losses import with_loss
 from rnnbench.model import Case, Model
 from rnnbench.run import environments
-from rnnbench.run.cpus import allowed_cpus, cpu_clock, cpu_record, load_average
-from rnnbench.run.timing import TimingConfig, first_call, measure, peak_rss_mb, timed_call
 from rnnbench.run.accelerator import RowDevice
 from rnnbench.run.compile_budget import CompileBudgetExceeded, budget
+from rnnbench.run.cpus import allowed_cpus, cpu_clock, cpu_record, load_average
+from rnnbench.run.timing import TimingConfig, first_call, measure, peak_rss_mb, timed_call
 from rnnbench.status import Status, is_fixed, is_known
 
 
@@ -42,13 +42,13 @@ class Job:
     environment: str = "main"  # which of the driver's environments runs it (rnnbench.run.environments)
     loss_form: str = "model"  # the loss the gradients are taken of (rnnbench.losses)
     order: int = 1  # 2: also check the Hessian-vector product (float64 rows; rnnbench.check.second_order)
-    compile_budget_s: Optional[float] = None  # a longer first call is a timeout record (rnnbench.run.compile_budget)
+    compile_budget_s: float | None = None  # a longer first call is a timeout record (rnnbench.run.compile_budget)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Job":
+    def from_dict(cls, d: dict[str, Any]) -> Job:
         return cls(**{**d, "timing": TimingConfig(**d.get("timing", {}))})
 
     def identity(self) -> dict[str, Any]:
@@ -59,31 +59,52 @@ class Job:
         # A row is labelled with its framework's version where this process can read it.
         here = self.environment == environments.current()
         return record.identity(
-            model=self.model, driver=self.driver, framework=driver.framework.name, family=driver.framework.family,
+            model=self.model,
+            driver=self.driver,
+            framework=driver.framework.name,
+            family=driver.framework.family,
             anchor=driver.anchor,
-            environment=self.environment, env_label=driver.framework.label() if here else self.environment,
-            dtype=self.dtype, device=self.device, seed=self.seed,
-            sizes=registry.get_model(self.model).sizes_with_defaults(self.sizes), loss_form=self.loss_form,
-            settings=self.settings())
+            environment=self.environment,
+            env_label=driver.framework.label() if here else self.environment,
+            dtype=self.dtype,
+            device=self.device,
+            seed=self.seed,
+            sizes=registry.get_model(self.model).sizes_with_defaults(self.sizes),
+            loss_form=self.loss_form,
+            settings=self.settings(),
+        )
 
     def settings(self) -> dict[str, Any]:
         """What determines this row's result besides its key (rnnbench.record.fingerprint)."""
-        return {"threads": self.threads, "timing": dataclasses.asdict(self.timing), "time": self.time,
-                "order": self.order, "versions": dict(environments.package_versions(self.environment)),
-                **({"compile_budget_s": self.compile_budget_s} if self.compile_budget_s else {})}
+        return {
+            "threads": self.threads,
+            "timing": dataclasses.asdict(self.timing),
+            "time": self.time,
+            "order": self.order,
+            "versions": dict(environments.package_versions(self.environment)),
+            **({"compile_budget_s": self.compile_budget_s} if self.compile_budget_s else {}),
+        }
 
     def fingerprint(self) -> str:
         """The fingerprint this row's record will carry (what --resume matches)."""
-        return record.fingerprint({**self.identity_key(), "rnnbench_version": record.rnnbench_version(),
-                                   "settings": self.settings()})
+        return record.fingerprint(
+            {**self.identity_key(), "rnnbench_version": record.rnnbench_version(), "settings": self.settings()}
+        )
 
     def identity_key(self) -> dict[str, Any]:
         """The fields of rnnbench.record.row_key, as a record has them."""
         from rnnbench import registry
 
-        return {"model": self.model, "driver": self.driver, "environment_name": self.environment,
-                "dtype": self.dtype, "device": self.device, "sizes": registry.get_model(self.model).sizes_with_defaults(self.sizes),
-                "seed": self.seed, "loss_form": self.loss_form}
+        return {
+            "model": self.model,
+            "driver": self.driver,
+            "environment_name": self.environment,
+            "dtype": self.dtype,
+            "device": self.device,
+            "sizes": registry.get_model(self.model).sizes_with_defaults(self.sizes),
+            "seed": self.seed,
+            "loss_form": self.loss_form,
+        }
 
     def key(self) -> tuple:
         """What makes two rows the same row (rnnbench.record.row_key), without the machine and time
@@ -95,17 +116,32 @@ LOCALIZED = (Status.GRAD_MISMATCH, Status.MISSING_GRAD)  # unexplained wrong gra
 LOCALIZE_BUDGET_S = 60.0  # a compiled driver recompiles for every suffix: bound the walk
 
 
-def check_gradients(model: Model, driver: Driver, case: Case, dtype: str, device: str,
-                    oracle: Optional[Oracle] = None,
-                    compile_budget_s: Optional[float] = None) -> tuple[Check, Optional[Prepared]]:
+def check_gradients(
+    model: Model,
+    driver: Driver,
+    case: Case,
+    dtype: str,
+    device: str,
+    oracle: Oracle | None = None,
+    compile_budget_s: float | None = None,
+) -> tuple[Check, Prepared | None]:
     """Prepare the driver, run loss_and_grads once (timing it: the first call compiles) and ask
     the judge (rnnbench.check.judge) for the verdict. Never raises for driver failures: they
     become the status. oracle: the case's oracle, when the caller has it (the fuzzer computes
     each body's once). compile_budget_s: prepare + first call stop with CompileBudgetExceeded
     after this long."""
     oracle = oracle if oracle is not None else oracle_grads(model, case)
-    verdict = partial(judge, model, case, dtype, device, driver.name, compiled=driver.compiled,
-                      autocast=driver.autocast is not None, oracle=oracle)
+    verdict = partial(
+        judge,
+        model,
+        case,
+        dtype,
+        device,
+        driver.name,
+        compiled=driver.compiled,
+        autocast=driver.autocast is not None,
+        oracle=oracle,
+    )
     try:
         with budget(compile_budget_s):
             prepared = driver.prepare(model, case, dtype, device)
@@ -117,7 +153,7 @@ def check_gradients(model: Model, driver: Driver, case: Case, dtype: str, device
     return result, prepared
 
 
-def localization(chk: Check, model: Model, driver: Driver, case: Case, dtype: str, device: str) -> Optional[Localization]:
+def localization(chk: Check, model: Model, driver: Driver, case: Case, dtype: str, device: str) -> Localization | None:
     """For an unexplained wrong gradient (not on a vendor layer, which does not run the model's
     step): at which step and leaf the backward first goes wrong, appended to chk.report."""
     if chk.status not in LOCALIZED or driver.anchor:
@@ -144,11 +180,17 @@ def run_row(job: Job) -> dict[str, Any]:
     rss_before_mb = peak_rss_mb()
     device = RowDevice(driver.framework, job.device) if job.device != "cpu" else None
     try:
-        chk, prepared = check_gradients(model, driver, case, job.dtype, job.device,
-                                        compile_budget_s=job.compile_budget_s)
+        chk, prepared = check_gradients(
+            model, driver, case, job.dtype, job.device, compile_budget_s=job.compile_budget_s
+        )
     except CompileBudgetExceeded as exc:
-        rec = {**base, "status": Status.TIMEOUT, "first_call_s": None, "elapsed_s": exc.elapsed_s,
-               "report": f"{exc}: stopped (--compile-budget)"}
+        rec = {
+            **base,
+            "status": Status.TIMEOUT,
+            "first_call_s": None,
+            "elapsed_s": exc.elapsed_s,
+            "report": f"{exc}: stopped (--compile-budget)",
+        }
         return device.fill(rec) if device else rec
     rec = {
         **base,
@@ -187,17 +229,20 @@ def run_row(job: Job) -> dict[str, Any]:
     if model.flops is not None:
         rec["flops"] = model.flops(sizes)
     # Thread counts as the framework reports them (the requested count is in `threads`).
-    rec["environment"]["threads_in_use"] = {"os_cpus_available": len(allowed_cpus()),
-                                            **driver.framework.threads_in_use()}
+    rec["environment"]["threads_in_use"] = {
+        "os_cpus_available": len(allowed_cpus()),
+        **driver.framework.threads_in_use(),
+    }
     # Whether its first call could have been served by an on-disk compile cache.
-    rec["environment"]["compile_cache"] = {k: os.environ.get(k, "(unset: the framework's default)")
-                                           for k in driver.framework.cache_variables}
+    rec["environment"]["compile_cache"] = {
+        k: os.environ.get(k, "(unset: the framework's default)") for k in driver.framework.cache_variables
+    }
     # The cores it ran on and what it used of them over the timed loops (rnnbench.run.cpus.cpu_record).
     rec["cpu"] = cpu_record(job.threads, allowed_cpus(), spans, load_start, load_average())
     return device.fill(rec) if device else rec
 
 
-def time_row(rec: dict[str, Any], prepared: Prepared, job: Job, device: Optional[RowDevice]) -> list:
+def time_row(rec: dict[str, Any], prepared: Prepared, job: Job, device: RowDevice | None) -> list:
     """Time forward+backward and forward into `rec`; returns the (before, after) CPU clock readings
     around each timed loop. On a GPU the device memory figure is the timed forward+backward's."""
     before = cpu_clock()
@@ -227,12 +272,14 @@ def hvp_decides(first_order: str, hvp_status: str) -> bool:
     wrong H v, a framework error in the double backward, or a registered (or fixed) second-order
     bug, once the gradients agree. An H v the oracle cannot resolve (ill_conditioned), a driver
     without a second-order path and an unchecked row keep the first-order verdict."""
-    return first_order == Status.OK and (hvp_status in (Status.HVP_MISMATCH, Status.HVP_ERROR)
-                                         or is_known(hvp_status) or is_fixed(hvp_status))
+    return first_order == Status.OK and (
+        hvp_status in (Status.HVP_MISMATCH, Status.HVP_ERROR) or is_known(hvp_status) or is_fixed(hvp_status)
+    )
 
 
-def second_order_record(model: Model, driver: Driver, case: Case, job: Job, prepared: Optional[Prepared],
-                        oracle: Optional[str] = None) -> dict[str, Any]:
+def second_order_record(
+    model: Model, driver: Driver, case: Case, job: Job, prepared: Prepared | None, oracle: str | None = None
+) -> dict[str, Any]:
     """The row's H v check (rnnbench.check.second_order): "skipped" with why where it is not
     judged (float32 rows: the oracle's ~1e-10 error is invisible under float32 rounding; first
     order already wrong), "unsupported" where the driver has no second-order path. oracle: a rung
@@ -247,9 +294,14 @@ def second_order_record(model: Model, driver: Driver, case: Case, job: Job, prep
         return {"status": Status.UNSUPPORTED, "report": f"{driver.name} has no second-order path"}
     started = time.perf_counter()
     result = check_second_order(model, driver.name, case, prepared, seed=job.seed, choice=oracle)
-    return {"status": result.status, "raw_status": result.raw_status or result.status, "report": result.report,
-            "errors": [e.to_dict() for e in result.errors], "check_s": time.perf_counter() - started,
-            "oracle_kind": result.oracle_kind or None}
+    return {
+        "status": result.status,
+        "raw_status": result.raw_status or result.status,
+        "report": result.report,
+        "errors": [e.to_dict() for e in result.errors],
+        "check_s": time.perf_counter() - started,
+        "oracle_kind": result.oracle_kind or None,
+    }
 
 
 def repeatability(prepared: Prepared, chk: Check) -> dict[str, Any]:
@@ -272,7 +324,7 @@ def repeatability(prepared: Prepared, chk: Check) -> dict[str, Any]:
     return out
 
 
-def unavailable_reason(model: Model, driver: Driver, job: Job, trying: bool = False) -> Optional[str]:
+def unavailable_reason(model: Model, driver: Driver, job: Job, trying: bool = False) -> str | None:
     """None, or why this row cannot run: the one place that decides it. Whether the driver runs in
     the job's environment and that environment exists is decided anywhere; whether its framework
     is installed there, and supports the dtype, device and model, is decided (Driver.why_not) only

@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING
 
 from rnnbench import record, registry
 from rnnbench.errors import InputError
@@ -46,7 +47,7 @@ class GroupWork:
     environment: str
     jobs: list[Job]
     timeout_s: float
-    memory_limit_gb: Optional[float] = None
+    memory_limit_gb: float | None = None
     extra_env: ExtraEnv = field(default_factory=dict)
     annotate: Callable[[dict], dict] = _no_annotation  # e.g. roofline.Roofline: made where the row ran
 
@@ -60,8 +61,14 @@ class GroupWork:
         except (InputError, RuntimeError, OSError) as exc:  # uv failed, no uv, disk full: no row can start
             for job in jobs:
                 on_start(job)
-                emit(self.failed(job, Status.CRASH, f"environment {self.environment!r} is missing on "
-                                                    f"{socket.gethostname()} and creating it there failed: {exc}"))
+                emit(
+                    self.failed(
+                        job,
+                        Status.CRASH,
+                        f"environment {self.environment!r} is missing on "
+                        f"{socket.gethostname()} and creating it there failed: {exc}",
+                    )
+                )
             return
         extra = self.extra_env() if callable(self.extra_env) else self.extra_env
         run_isolated(
@@ -82,20 +89,29 @@ class GroupWork:
         units on one node never build it at once: the second waits, then finds it made."""
         env = environments.get(self.environment)
         if env.missing_reason() and env.on_demand:
-            env = environments.create(self.environment, log=lambda line: print(f"rnnbench: {line}", file=sys.stderr,
-                                                                               flush=True))
+            env = environments.create(
+                self.environment, log=lambda line: print(f"rnnbench: {line}", file=sys.stderr, flush=True)
+            )
         return env
 
-    def unit(self) -> "Unit":
+    def unit(self) -> Unit:
         """This group as a unit for an executor: the CPUs its rows' threads need, its own cores for
         timed rows, a GPU for cuda rows, and a deadline of its rows' timeouts plus a worker start."""
         from rnnbench.run.executors import ENVIRONMENT_CREATION_S, UNIT_GRACE_S, Unit
 
         first = self.jobs[0]
-        return Unit(f"{first.driver} in {self.environment} ({len(self.jobs)} rows)", self, self.lost,
-                    cpus=first.threads, gpus=int(first.device == "cuda"), exclusive=first.time,
-                    deadline_s=len(self.jobs) * self.timeout_s + WORKER_START_GRACE_S + UNIT_GRACE_S
-                    + (ENVIRONMENT_CREATION_S if environments.get(self.environment).on_demand else 0.0))
+        return Unit(
+            f"{first.driver} in {self.environment} ({len(self.jobs)} rows)",
+            self,
+            self.lost,
+            cpus=first.threads,
+            gpus=int(first.device == "cuda"),
+            exclusive=first.time,
+            deadline_s=len(self.jobs) * self.timeout_s
+            + WORKER_START_GRACE_S
+            + UNIT_GRACE_S
+            + (ENVIRONMENT_CREATION_S if environments.get(self.environment).on_demand else 0.0),
+        )
 
     def lost(self, status: str, report: str) -> list[dict]:
         """The records of this group's rows when the unit that ran them was lost."""
@@ -107,14 +123,14 @@ class Runner:
 
     def __init__(
         self,
-        results: Optional[record.ResultsFile],
+        results: record.ResultsFile | None,
         timeout_s: float,
         on_start: Callable[[Job], None] = lambda job: None,
         on_record: Callable[[dict], None] = lambda rec: None,
-        memory_limit_gb: Optional[float] = None,
-        extra_env: Optional[ExtraEnv] = None,
+        memory_limit_gb: float | None = None,
+        extra_env: ExtraEnv | None = None,
         annotate: Callable[[dict], dict] = _no_annotation,
-        executor: Optional["RayExecutor"] = None,
+        executor: RayExecutor | None = None,
     ):
         """results: the open results file records are appended to (None: records are only
         reported). extra_env: added to each worker's environment (e.g. caches.cold_cache_env for

@@ -14,16 +14,17 @@ fraction of that peak (roofline.with_roofline, shared with `run`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING
 
 from rnnbench import record, registry
 from rnnbench.run import environments
-from rnnbench.run.row import Job, unavailable_reason
-from rnnbench.run.isolation import WORKER_START_GRACE_S
-from rnnbench.run.runner import GroupWork
 from rnnbench.run.caches import cold_cache_env
+from rnnbench.run.isolation import WORKER_START_GRACE_S
 from rnnbench.run.roofline import Roofline, peak_for, with_roofline  # noqa: F401 (with_roofline: re-exported)
+from rnnbench.run.row import Job, unavailable_reason
+from rnnbench.run.runner import GroupWork
 from rnnbench.run.timing import TimingConfig
 from rnnbench.status import Status
 
@@ -48,7 +49,7 @@ class SweepPlan:
     row_timeout_s: float = 600.0  # no single row runs longer than this
 
 
-def size_key(model_name: str, keys: tuple[str, ...]) -> Optional[str]:
+def size_key(model_name: str, keys: tuple[str, ...]) -> str | None:
     defaults = registry.get_model(model_name).default_sizes
     return next((k for k in keys if k in defaults), None)
 
@@ -87,14 +88,22 @@ class SweepPair:
     annotate: Callable[[dict], dict]  # roofline.Roofline: the GEMM peak of the machine the rows ran on
 
     def rows(self) -> list[tuple[str, Job]]:
-        env = environments.get(registry.get_driver(self.driver).environments[0])  # a sweep times each driver in its first environment
+        env = environments.get(
+            registry.get_driver(self.driver).environments[0]
+        )  # a sweep times each driver in its first environment
         p = self.plan
-        return [(axis, Job(self.model, self.driver, p.dtype, "cpu", sizes, 0, p.threads, p.timing, True, env.name))
-                for axis, sizes in rows_for(p, self.model)]
+        return [
+            (axis, Job(self.model, self.driver, p.dtype, "cpu", sizes, 0, p.threads, p.timing, True, env.name))
+            for axis, sizes in rows_for(p, self.model)
+        ]
 
     def finish(self, rec: dict, axis: str) -> dict:
-        rec["sweep"] = {"axis": axis, "driver_budget_s": self.plan.driver_budget_s, "fresh_process_per_row": True,
-                        "cold_caches": True}
+        rec["sweep"] = {
+            "axis": axis,
+            "driver_budget_s": self.plan.driver_budget_s,
+            "fresh_process_per_row": True,
+            "cold_caches": True,
+        }
         return self.annotate(rec)
 
     def __call__(self, emit: Callable[[dict], None]) -> None:
@@ -109,11 +118,15 @@ class SweepPair:
             left = plan.driver_budget_s - spent
             skip = None
             if left <= 0:
-                skip = (f"budget: the {plan.driver_budget_s:g} s budget of {self.driver} on {self.model} "
-                        "was spent on smaller sizes")
+                skip = (
+                    f"budget: the {plan.driver_budget_s:g} s budget of {self.driver} on {self.model} "
+                    "was spent on smaller sizes"
+                )
             elif last_wall.get(axis, 0.0) > left:
-                skip = (f"budget: the previous size took {last_wall[axis]:.0f} s, more than the "
-                        f"{left:.0f} s left of the {plan.driver_budget_s:g} s budget")
+                skip = (
+                    f"budget: the previous size took {last_wall[axis]:.0f} s, more than the "
+                    f"{left:.0f} s left of the {plan.driver_budget_s:g} s budget"
+                )
             if skip is not None:
                 emit(self.finish({**job.identity(), "status": Status.SKIPPED, "reason": skip}, axis))
                 continue
@@ -127,26 +140,35 @@ class SweepPair:
             for rec in got:
                 if rec["status"] == Status.TIMEOUT:
                     rec["status"] = Status.SKIPPED
-                    rec["reason"] = f"budget: no result within {timeout:.0f} s (what was left of the budget); worker killed"
+                    rec["reason"] = (
+                        f"budget: no result within {timeout:.0f} s (what was left of the budget); worker killed"
+                    )
                 rec["row_wall_s"] = wall
                 emit(self.finish(rec, axis))
 
-    def unit(self) -> "Unit":
+    def unit(self) -> Unit:
         """This pair as a unit: its threads' CPUs to itself (timed rows), a deadline of its budget
         (or its rows' timeouts, if less) plus a worker start per row."""
         from rnnbench.run.executors import UNIT_GRACE_S, Unit
 
         rows = [job for _, job in self.rows()]
         busy = min(self.plan.driver_budget_s, len(rows) * self.plan.row_timeout_s)
-        return Unit(f"sweep {self.model} on {self.driver} ({len(rows)} sizes)", self, self.lost, cpus=self.plan.threads,
-                    exclusive=True, deadline_s=busy + len(rows) * WORKER_START_GRACE_S + UNIT_GRACE_S)
+        return Unit(
+            f"sweep {self.model} on {self.driver} ({len(rows)} sizes)",
+            self,
+            self.lost,
+            cpus=self.plan.threads,
+            exclusive=True,
+            deadline_s=busy + len(rows) * WORKER_START_GRACE_S + UNIT_GRACE_S,
+        )
 
     def lost(self, status: str, report: str) -> list[dict]:
         return [self.finish({**job.identity(), "status": status, "report": report}, axis) for axis, job in self.rows()]
 
 
-def run_sweep(plan: SweepPlan, out: record.ResultsFile, on_record: Callable[[dict], None],
-              executor: Optional["RayExecutor"] = None) -> list[dict]:
+def run_sweep(
+    plan: SweepPlan, out: record.ResultsFile, on_record: Callable[[dict], None], executor: RayExecutor | None = None
+) -> list[dict]:
     """Run the sweep; records are appended to the open results file `out` as they complete and
     returned. executor: where the (model, driver) pairs run (None: here, one after another)."""
     results: list[dict] = []

@@ -23,8 +23,9 @@ from __future__ import annotations
 import resource
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,15 @@ def measure(fn: Callable[[], Any], block: Callable[[Any], None], config: TimingC
     from rnnbench import record
 
     q1, med, q3 = np.percentile(samples, [25, 50, 75])
-    return Timing(float(med), float(q1), float(q3), float(min(samples)), float(max(samples)), len(samples),
-                  record.kept_samples(samples))
+    return Timing(
+        float(med),
+        float(q1),
+        float(q3),
+        float(min(samples)),
+        float(max(samples)),
+        len(samples),
+        record.kept_samples(samples),
+    )
 
 
 def timed_call(fn: Callable[[], Any]) -> tuple[Any, float]:

@@ -11,11 +11,10 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Optional
 
 TMP_PREFIX = "rnnbench-run-"
-_run_dir: Optional[Path] = None
-_run_dir_owner: Optional[int] = None
+_run_dir: Path | None = None
+_run_dir_owner: int | None = None
 _run_dir_lock = threading.Lock()
 
 
@@ -24,7 +23,7 @@ def _start_time(pid: int) -> str:
     owner; "0" where unknown."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat[stat.rindex(")") + 2:].split()[19]
+        return stat[stat.rindex(")") + 2 :].split()[19]
     except (OSError, ValueError, IndexError):
         return "0"
 
@@ -39,7 +38,7 @@ def _owner_alive(pid: int, start: str) -> bool:
     return start == "0" or _start_time(pid) in (start, "0")
 
 
-def remove_stale_tmpdirs(root: Optional[str] = None) -> list[Path]:
+def remove_stale_tmpdirs(root: str | None = None) -> list[Path]:
     """Remove the run directories under `root` (default: the temp dir) whose process is gone
     (a run that was SIGKILLed could not remove its own). Returns what was removed."""
     root_path = Path(root or tempfile.gettempdir())
@@ -49,7 +48,7 @@ def remove_stale_tmpdirs(root: Optional[str] = None) -> list[Path]:
     except OSError:
         return removed
     for entry in entries:
-        parts = entry.name[len(TMP_PREFIX):].split("-")
+        parts = entry.name[len(TMP_PREFIX) :].split("-")
         if len(parts) < 3 or not parts[0].isdigit() or not parts[1].isdigit():
             continue
         pid, start = int(parts[0]), parts[1]

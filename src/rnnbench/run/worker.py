@@ -24,8 +24,9 @@ def setup(context: Any, jobs: list[dict]) -> None:
 
     from rnnbench import registry
 
-    frameworks = {registry.get_driver(j["driver"]).framework.name: registry.get_driver(j["driver"]).framework
-                  for j in jobs}
+    frameworks = {
+        registry.get_driver(j["driver"]).framework.name: registry.get_driver(j["driver"]).framework for j in jobs
+    }
     for framework in frameworks.values():
         framework.set_threads(threads)
 

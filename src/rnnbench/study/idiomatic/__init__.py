@@ -26,8 +26,9 @@ first call (trace + compile + run) and judge its gradients (rnnbench.check.judge
 computed once); then the ok candidates are timed in rounds, each round one sample of each candidate
 in a rotating order (A, B, C, then B, C, A, ...), each sample `inner` calls (enough for about
 Plan.target_sample_ms); medians and quartiles per candidate; os.getloadavg() at the start and end
-of each point's timing and at the start of every round, in each record. Threads: the process is pinned to `threads` CPUs (XLA's CPU client
-ignores thread variables) and the frameworks' thread settings are applied before import.
+of each point's timing and at the start of every round, in each record. Threads: the process is
+pinned to `threads` CPUs (XLA's CPU client ignores thread variables) and the frameworks' thread
+settings are applied before import.
 
 Budgets: in the T sweep (run first, by increasing T), a candidate whose one fwd+bwd call took more
 than Plan.slow_call_s, or whose next first call is predicted (from its last two, log-log) to

@@ -41,8 +41,11 @@ def torch_unbind_loop(model: Model, case: Case, hoisted: bool, compiled: bool) -
         loss = (torch.stack(ys) * wy).sum() + (h * wh).sum()
         return loss + (c * consts["wc"]).sum() if lstm else loss
 
-    settings: dict[str, Any] = {"loop": "for x in xs.unbind(0)", "cell": "one addmm a step",
-                                "input_projection": "hoisted" if hoisted else "in the cell"}
+    settings: dict[str, Any] = {
+        "loop": "for x in xs.unbind(0)",
+        "cell": "one addmm a step",
+        "input_projection": "hoisted" if hoisted else "in the cell",
+    }
     if compiled:
         loss_fn, compile_settings = _torch.compiled(loss_fn)
         settings.update(compile_settings)
@@ -82,8 +85,12 @@ def torch_hand_scan(model: Model, case: Case, compiled: bool) -> Prepared:
         loss = (ys * wy).sum() + (carry[0] * wh).sum()
         return loss + (carry[1] * consts["wc"]).sum() if lstm else loss
 
-    settings: dict[str, Any] = {"loop": "torch._higher_order_ops.scan(cell, carry0, xp)", "cell": "one addmm a step",
-                                "input_projection": "hoisted", "carry_cloned": compiled}
+    settings: dict[str, Any] = {
+        "loop": "torch._higher_order_ops.scan(cell, carry0, xp)",
+        "cell": "one addmm a step",
+        "input_projection": "hoisted",
+        "carry_cloned": compiled,
+    }
     if compiled:
         loss_fn, compile_settings = _torch.compiled(loss_fn)
         settings.update(compile_settings)
@@ -104,7 +111,7 @@ def jax_jit_loop(model: Model, case: Case, indexed: bool) -> Prepared:
         xp, W_hh_t = p["xs"] @ p["W_ih"].T + p["b"], p["W_hh"].T
         h, c = p["carry0.h"], (p["carry0.c"] if lstm else None)
         ys = []
-        for x in ([xp[t] for t in range(xp.shape[0])] if indexed else jnp.unstack(xp)):
+        for x in [xp[t] for t in range(xp.shape[0])] if indexed else jnp.unstack(xp):
             gates = x + h @ W_hh_t
             if lstm:
                 i, f, g, o = jnp.split(gates, 4, axis=-1)
@@ -116,8 +123,16 @@ def jax_jit_loop(model: Model, case: Case, indexed: bool) -> Prepared:
         loss = jnp.sum(jnp.stack(ys) * consts["wy"]) + jnp.sum(h * consts["wh"])
         return loss + jnp.sum(c * consts["wc"]) if lstm else loss
 
-    return _jax.prepared_from_loss(loss_fn, diff, rest, {"loop": "python loop under jax.jit, " + ("xp[t]" if indexed else "jnp.unstack(xp)"),
-                                                         "cell": "one matmul a step", "input_projection": "hoisted"})
+    return _jax.prepared_from_loss(
+        loss_fn,
+        diff,
+        rest,
+        {
+            "loop": "python loop under jax.jit, " + ("xp[t]" if indexed else "jnp.unstack(xp)"),
+            "cell": "one matmul a step",
+            "input_projection": "hoisted",
+        },
+    )
 
 
 def jax_lax_scan(model: Model, case: Case, hoisted: bool, unroll: int) -> Prepared:
@@ -148,5 +163,13 @@ def jax_lax_scan(model: Model, case: Case, hoisted: bool, unroll: int) -> Prepar
         loss = jnp.sum(ys * consts["wy"]) + jnp.sum(carry[0] * consts["wh"])
         return loss + jnp.sum(carry[1] * consts["wc"]) if lstm else loss
 
-    return _jax.prepared_from_loss(loss_fn, diff, rest, {"loop": f"lax.scan(unroll={unroll})", "cell": "one matmul a step",
-                                                         "input_projection": "hoisted" if hoisted else "in the cell"})
+    return _jax.prepared_from_loss(
+        loss_fn,
+        diff,
+        rest,
+        {
+            "loop": f"lax.scan(unroll={unroll})",
+            "cell": "one matmul a step",
+            "input_projection": "hoisted" if hoisted else "in the cell",
+        },
+    )

@@ -30,11 +30,18 @@ class Plan:
     threads: int
 
     @classmethod
-    def from_json(cls, text: str) -> "Plan":
+    def from_json(cls, text: str) -> Plan:
         d = json.loads(text)
         pairs = lambda items: tuple((k, int(v)) for k, v in items)  # noqa: E731
-        return cls(**{**d, "points": tuple((m, pairs(s)) for m, s in d["points"]), "sweep_sizes": pairs(d["sweep_sizes"]),
-                      "sweep": tuple(d["sweep"]), "unrolls": tuple(d["unrolls"])})
+        return cls(
+            **{
+                **d,
+                "points": tuple((m, pairs(s)) for m, s in d["points"]),
+                "sweep_sizes": pairs(d["sweep_sizes"]),
+                "sweep": tuple(d["sweep"]),
+                "unrolls": tuple(d["unrolls"]),
+            }
+        )
 
     def all_points(self) -> list[tuple[str, dict[str, int]]]:
         """Every (model, sizes) to measure, in order: the sweep by increasing T first (the budget
@@ -52,16 +59,34 @@ def plan_for(quick: bool, threads: int) -> Plan:
         # distinct (I != H, B > 1) and two sweep points, as small as possible because the unrolled
         # candidates' compile grows with T (jax_loop's LSTM as T^2; docs/measuring.md#the-quick-mode).
         tiny = {"T": 8, "B": 2, "I": 3, "H": 4}
-        return Plan(points=tuple((m, tuple(tiny.items())) for m in MODELS), sweep_model="lstm",
-                    sweep_sizes=tuple(tiny.items()), sweep=(4, 8), unrolls=(1, 4), rounds=3, target_sample_ms=2.0,
-                    # Every candidate runs (the test wants every status ok): the first compiled
-                    # call carries the process's one-time inductor start-up, which the T
-                    # extrapolation would double past a tight budget (docs/measuring.md#the-quick-mode).
-                    slow_call_s=5.0, first_call_budget_s=900.0, point_first_call_budget_s=900.0,
-                    threads=threads)
+        return Plan(
+            points=tuple((m, tuple(tiny.items())) for m in MODELS),
+            sweep_model="lstm",
+            sweep_sizes=tuple(tiny.items()),
+            sweep=(4, 8),
+            unrolls=(1, 4),
+            rounds=3,
+            target_sample_ms=2.0,
+            # Every candidate runs (the test wants every status ok): the first compiled
+            # call carries the process's one-time inductor start-up, which the T
+            # extrapolation would double past a tight budget (docs/measuring.md#the-quick-mode).
+            slow_call_s=5.0,
+            first_call_budget_s=900.0,
+            point_first_call_budget_s=900.0,
+            threads=threads,
+        )
     # The sweep runs at the small size (its T=32 point is the small comparison point): eager calls
     # stay cheap up to T=512, and compile times do not depend on B, I, H.
-    return Plan(points=tuple((m, tuple(s.items())) for m in MODELS for s in (SMALL, REVIEW)), sweep_model="lstm",
-                sweep_sizes=tuple(SMALL.items()), sweep=(32, 64, 128, 256, 512), unrolls=(1, 2, 4),
-                rounds=11, target_sample_ms=20.0, slow_call_s=1.0, first_call_budget_s=45.0,
-                point_first_call_budget_s=200.0, threads=threads)
+    return Plan(
+        points=tuple((m, tuple(s.items())) for m in MODELS for s in (SMALL, REVIEW)),
+        sweep_model="lstm",
+        sweep_sizes=tuple(SMALL.items()),
+        sweep=(32, 64, 128, 256, 512),
+        unrolls=(1, 2, 4),
+        rounds=11,
+        target_sample_ms=20.0,
+        slow_call_s=1.0,
+        first_call_budget_s=45.0,
+        point_first_call_budget_s=200.0,
+        threads=threads,
+    )

@@ -11,8 +11,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
@@ -28,11 +29,17 @@ from rnnbench.study.idiomatic.plan import DEVICE, DTYPE, SEED, Plan
 
 def _timing(samples: list[float]) -> dict[str, Any]:
     q1, med, q3 = np.percentile(samples, [25, 50, 75])
-    return {"median_ms": float(med), "q1_ms": float(q1), "q3_ms": float(q3), "min_ms": float(min(samples)),
-            "max_ms": float(max(samples)), "repeats": len(samples)}
+    return {
+        "median_ms": float(med),
+        "q1_ms": float(q1),
+        "q3_ms": float(q3),
+        "min_ms": float(min(samples)),
+        "max_ms": float(max(samples)),
+        "repeats": len(samples),
+    }
 
 
-def _skip_reason(history: list[tuple[int, dict]], T: int, plan: Plan, in_sweep: bool) -> Optional[str]:
+def _skip_reason(history: list[tuple[int, dict]], T: int, plan: Plan, in_sweep: bool) -> str | None:
     """Why a candidate is not run at T, from its sweep results (T ascending). In the sweep: its last
     T was skipped, or its call there was over slow_call_s, or its first call at T is predicted over
     first_call_budget_s (from its last two, log-log). At another point of the sweep's model (other
@@ -54,8 +61,10 @@ def _skip_reason(history: list[tuple[int, dict]], T: int, plan: Plan, in_sweep: 
     predicted = last["first_call_s"] * (T / t1) ** slope
     budget = plan.first_call_budget_s if in_sweep else plan.point_first_call_budget_s
     if predicted > budget:
-        return (f"first call predicted {predicted:.0f} s at T={T} (> {budget:.0f} s): "
-                f"{last['first_call_s']:.1f} s at T={t1} of the sweep, growing as T^{slope:.1f}")
+        return (
+            f"first call predicted {predicted:.0f} s at T={T} (> {budget:.0f} s): "
+            f"{last['first_call_s']:.1f} s at T={t1} of the sweep, growing as T^{slope:.1f}"
+        )
     return None
 
 
@@ -90,13 +99,23 @@ def run_worker(family: str, plan: Plan, log: Callable[[str], None]) -> list[dict
         for cand in mine:
             if model.kind not in cand.kinds:
                 continue
-            row: dict[str, Any] = {"candidate": cand.name, "family": cand.family, "driver": cand.driver,
-                                   "framework": cand.framework.name, "framework_family": cand.framework.family,
-                                   "env_label": cand.framework.label(), "model": model_name, "sizes": dict(sizes),
-                                   "unrolled": cand.unrolled, "first_call_s": None, "fwd_bwd": None}
+            row: dict[str, Any] = {
+                "candidate": cand.name,
+                "family": cand.family,
+                "driver": cand.driver,
+                "framework": cand.framework.name,
+                "framework_family": cand.framework.family,
+                "env_label": cand.framework.label(),
+                "model": model_name,
+                "sizes": dict(sizes),
+                "unrolled": cand.unrolled,
+                "first_call_s": None,
+                "fwd_bwd": None,
+            }
             rows.append(row)
-            reason = (_skip_reason(history[cand.name], sizes["T"], plan, in_sweep)
-                      if model_name == plan.sweep_model else None)
+            reason = (
+                _skip_reason(history[cand.name], sizes["T"], plan, in_sweep) if model_name == plan.sweep_model else None
+            )
             if reason is not None:
                 row.update(status=Status.SKIPPED, skip_reason=reason)
                 log(f"{point}: {cand.name} skipped: {reason}")
@@ -110,12 +129,18 @@ def run_worker(family: str, plan: Plan, log: Callable[[str], None]) -> list[dict
             except Exception as exc:  # a candidate that fails is a result, not a crash of the comparison
                 chk = judge(model, case, DTYPE, DEVICE, cand.driver or cand.name, raised=exc, oracle=oracle)
                 prepared = None
-            row.update(status=chk.status, max_rel_error=chk.max_rel_error if chk.errors else None,
-                       tolerance=chk.tolerance.max_rel_error, settings=dict(prepared.settings) if prepared else {})
+            row.update(
+                status=chk.status,
+                max_rel_error=chk.max_rel_error if chk.errors else None,
+                tolerance=chk.tolerance.max_rel_error,
+                settings=dict(prepared.settings) if prepared else {},
+            )
             if chk.status != Status.OK:
                 row["report"] = chk.report[-2000:]
-            log(f"{point}: {cand.name} {chk.status} (max rel err {row['max_rel_error']}, "
-                f"first call {row['first_call_s'] or 0:.2f} s)")
+            log(
+                f"{point}: {cand.name} {chk.status} (max rel err {row['max_rel_error']}, "
+                f"first call {row['first_call_s'] or 0:.2f} s)"
+            )
             if chk.status == Status.OK and prepared is not None:
                 live.append((cand, prepared, row))
         _time_interleaved(live, plan, point, log)
@@ -127,8 +152,9 @@ def run_worker(family: str, plan: Plan, log: Callable[[str], None]) -> list[dict
     return results
 
 
-def _time_interleaved(live: list[tuple[Candidate, Prepared, dict]], plan: Plan, point: str,
-                      log: Callable[[str], None]) -> None:
+def _time_interleaved(
+    live: list[tuple[Candidate, Prepared, dict]], plan: Plan, point: str, log: Callable[[str], None]
+) -> None:
     """Time the ok candidates of one point in rounds, rotating the order; results into each row."""
     if not live:
         return
@@ -153,16 +179,22 @@ def _time_interleaved(live: list[tuple[Candidate, Prepared, dict]], plan: Plan, 
             for _ in range(inner[i]):
                 block(call())
             samples[i].append((time.perf_counter() - started) * 1e3 / inner[i])
-    loads = {"start": [round(v, 2) for v in load_start], "end": [round(v, 2) for v in os.getloadavg()],
-             "per_round_1min": per_round}
-    for (cand, _, row), s, n in zip(live, samples, inner):
+    loads = {
+        "start": [round(v, 2) for v in load_start],
+        "end": [round(v, 2) for v in os.getloadavg()],
+        "per_round_1min": per_round,
+    }
+    for (_, _, row), s, n in zip(live, samples, inner):
         row.update(fwd_bwd=_timing(s), calls_per_sample=n, loadavg=loads)
     best = min(live, key=lambda item: item[2]["fwd_bwd"]["median_ms"])
-    log(f"{point}: timed {len(live)} candidates x {plan.rounds} rounds, load {loads['start'][0]} -> {loads['end'][0]}; "
-        f"fastest {best[0].name} {best[2]['fwd_bwd']['median_ms']:.3f} ms")
+    log(
+        f"{point}: timed {len(live)} candidates x {plan.rounds} rounds, load {loads['start'][0]} -> {loads['end'][0]}; "
+        f"fastest {best[0].name} {best[2]['fwd_bwd']['median_ms']:.3f} ms"
+    )
 
 
 # ---- the parent: one worker per framework family, then records, table and chart -------------------
+
 
 def families(plan: Plan) -> list[str]:
     seen: list[str] = []
@@ -187,8 +219,17 @@ def run_family(family: str, plan: Plan) -> list[dict[str, Any]]:
         env = {**os.environ, **thread_env(plan.threads)}
         for framework in registry.frameworks().values():  # cold first calls: on-disk compile caches off, empty
             env.update(framework.cold_cache_env(tmp))
-        cmd = [sys.executable, "-m", "rnnbench.study.idiomatic", "--worker", family, "--plan", str(plan_path),
-               "--result", str(out_path)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "rnnbench.study.idiomatic",
+            "--worker",
+            family,
+            "--plan",
+            str(plan_path),
+            "--result",
+            str(out_path),
+        ]
         proc = subprocess.run(cmd, env=env)
         if proc.returncode != 0 or not out_path.exists():
             raise RuntimeError(f"the {family} worker exited with status {proc.returncode}")

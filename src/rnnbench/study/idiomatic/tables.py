@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from rnnbench import record
 from rnnbench.status import Status
@@ -15,10 +15,20 @@ from rnnbench.study.idiomatic.run import point_key
 
 
 def _identity(row: dict[str, Any], plan: Plan, settings: dict[str, Any]) -> dict[str, Any]:
-    return record.identity(model=row["model"], driver=row["candidate"], framework=row["framework"],
-                           family=row["framework_family"], anchor=not row["family"] == "", environment="main",
-                           env_label=row["env_label"], dtype=DTYPE, device=DEVICE, sizes=row["sizes"], seed=SEED,
-                           settings={"threads": plan.threads, "rounds": plan.rounds, **settings})
+    return record.identity(
+        model=row["model"],
+        driver=row["candidate"],
+        framework=row["framework"],
+        family=row["framework_family"],
+        anchor=not row["family"] == "",
+        environment="main",
+        env_label=row["env_label"],
+        dtype=DTYPE,
+        device=DEVICE,
+        sizes=row["sizes"],
+        seed=SEED,
+        settings={"threads": plan.threads, "rounds": plan.rounds, **settings},
+    )
 
 
 def best_by_family(rows: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -38,21 +48,43 @@ def comparison_records(rows: list[dict[str, Any]], plan: Plan) -> list[dict[str,
     wanted = {point_key(m, dict(s)) for m, s in plan.points}
     out = []
     for mech in (r for r in rows if not r["family"] and r["point"] in wanted):
-        families = {fam: b for (pt, fam), b in best.items() if pt == mech["point"] and b["framework_family"] == mech["framework_family"]}
+        families = {
+            fam: b
+            for (pt, fam), b in best.items()
+            if pt == mech["point"] and b["framework_family"] == mech["framework_family"]
+        }
         overall = min(families.values(), key=lambda b: b["fwd_bwd"]["median_ms"]) if families else None
         for fam, base in sorted(families.items()):
             ok = mech["status"] == Status.OK and mech.get("fwd_bwd")
-            variants = [{"variant": r["candidate"], "status": r["status"], "max_rel_error": r.get("max_rel_error"),
-                         "tolerance": r.get("tolerance"), "first_call_s": r["first_call_s"],
-                         "median_ms": (r.get("fwd_bwd") or {}).get("median_ms")}
-                        for r in rows if r["point"] == mech["point"] and r["family"] == fam]
+            variants = [
+                {
+                    "variant": r["candidate"],
+                    "status": r["status"],
+                    "max_rel_error": r.get("max_rel_error"),
+                    "tolerance": r.get("tolerance"),
+                    "first_call_s": r["first_call_s"],
+                    "median_ms": (r.get("fwd_bwd") or {}).get("median_ms"),
+                }
+                for r in rows
+                if r["point"] == mech["point"] and r["family"] == fam
+            ]
             rec = _identity(mech, plan, {"baseline": fam, "mechanism_settings": mech.get("settings", {})})
-            rec.update(status=mech["status"], first_call_s=mech["first_call_s"], max_rel_error=mech.get("max_rel_error"),
-                       fwd_bwd=mech.get("fwd_bwd"), loadavg=mech.get("loadavg"), baseline=fam,
-                       baseline_variant=base["candidate"], baseline_settings=base.get("settings", {}),
-                       baseline_fwd_bwd=base["fwd_bwd"], baseline_max_rel_error=base.get("max_rel_error"),
-                       baseline_first_call_s=base["first_call_s"], baseline_variants=variants, best_idiomatic=base is overall,
-                       ratio=(mech["fwd_bwd"]["median_ms"] / base["fwd_bwd"]["median_ms"]) if ok else None)
+            rec.update(
+                status=mech["status"],
+                first_call_s=mech["first_call_s"],
+                max_rel_error=mech.get("max_rel_error"),
+                fwd_bwd=mech.get("fwd_bwd"),
+                loadavg=mech.get("loadavg"),
+                baseline=fam,
+                baseline_variant=base["candidate"],
+                baseline_settings=base.get("settings", {}),
+                baseline_fwd_bwd=base["fwd_bwd"],
+                baseline_max_rel_error=base.get("max_rel_error"),
+                baseline_first_call_s=base["first_call_s"],
+                baseline_variants=variants,
+                best_idiomatic=base is overall,
+                ratio=(mech["fwd_bwd"]["median_ms"] / base["fwd_bwd"]["median_ms"]) if ok else None,
+            )
             if mech.get("skip_reason") or mech.get("report"):
                 rec["reason" if mech.get("skip_reason") else "report"] = mech.get("skip_reason") or mech["report"]
             out.append(rec)
@@ -76,67 +108,123 @@ def sweep_records(rows: list[dict[str, Any]], plan: Plan) -> list[dict[str, Any]
             rec = _identity({**row, "candidate": f"idiomatic: {row['family']}"}, plan, {"variant": row["candidate"]})
         else:
             rec = _identity(row, plan, {})
-        rec.update(status=row["status"], first_call_s=row["first_call_s"], max_rel_error=row.get("max_rel_error"),
-                   fwd_bwd=row.get("fwd_bwd"), loadavg=row.get("loadavg"), variant_settings=row.get("settings", {}))
+        rec.update(
+            status=row["status"],
+            first_call_s=row["first_call_s"],
+            max_rel_error=row.get("max_rel_error"),
+            fwd_bwd=row.get("fwd_bwd"),
+            loadavg=row.get("loadavg"),
+            variant_settings=row.get("settings", {}),
+        )
         if row.get("skip_reason"):
             rec["reason"] = row["skip_reason"]
         out.append(rec)
     return out
 
 
-def _fmt_ms(t: Optional[dict]) -> str:
+def _fmt_ms(t: dict | None) -> str:
     return "-" if not t else f"{t['median_ms']:.3g} [{t['q1_ms']:.3g}-{t['q3_ms']:.3g}]"
 
 
-def ratio_table(comparison: list[dict[str, Any]], sweep: list[dict[str, Any]], rows: list[dict[str, Any]],
-                command: str, plan: Plan) -> str:
+def ratio_table(
+    comparison: list[dict[str, Any]], sweep: list[dict[str, Any]], rows: list[dict[str, Any]], command: str, plan: Plan
+) -> str:
     """The markdown page: the ratio table, every baseline variant's time, the sweep, the command."""
     first = comparison[0] if comparison else (sweep[0] if sweep else {})
+    machine = first.get("machine", {})
     versions = sorted({f"{r['env_label']}" for r in rows})
-    lines = [f"# Idiomatic comparison ({time.strftime('%Y-%m-%d')})", "",
-             "Each rnnbench mechanism's fwd+bwd time over the fastest idiomatic form of the same math in its framework "
-             "(every candidate's gradients checked against the oracle first; method: docs/measuring.md#the-idiomatic-comparison). "
-             f"float32, {plan.threads} thread(s), one process per framework, {plan.rounds} interleaved rounds, medians "
-             f"[IQR] in ms. Machine: {first.get('machine', {}).get('cpu', '?')}, {first.get('machine', {}).get('cores', '?')} "
-             f"cores; {', '.join(versions)}.", "", "```", command, "```", "",
-             "## Ratio: mechanism / best idiomatic", "",
-             "| model | sizes | mechanism | fwd+bwd ms [IQR] | best idiomatic (variant) | its ms | ratio | "
-             "same mechanism, idiomatic (variant): ratio | load 1-min start-end |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    same = {(r["model"], tuple(r["sizes"].items()), r["driver"]): r for r in comparison
-            if r["baseline"] == SAME_MECHANISM.get(r["driver"])}
+    lines = [
+        f"# Idiomatic comparison ({time.strftime('%Y-%m-%d')})",
+        "",
+        "Each rnnbench mechanism's fwd+bwd time over the fastest idiomatic form of the same math in its framework "
+        "(every candidate's gradients checked against the oracle first; "
+        "method: docs/measuring.md#the-idiomatic-comparison). "
+        f"float32, {plan.threads} thread(s), one process per framework, {plan.rounds} interleaved rounds, medians "
+        f"[IQR] in ms. Machine: {machine.get('cpu', '?')}, {machine.get('cores', '?')} "
+        f"cores; {', '.join(versions)}.",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        "## Ratio: mechanism / best idiomatic",
+        "",
+        "| model | sizes | mechanism | fwd+bwd ms [IQR] | best idiomatic (variant) | its ms | ratio | "
+        "same mechanism, idiomatic (variant): ratio | load 1-min start-end |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    same = {
+        (r["model"], tuple(r["sizes"].items()), r["driver"]): r
+        for r in comparison
+        if r["baseline"] == SAME_MECHANISM.get(r["driver"])
+    }
     for rec in comparison:
         if not rec["best_idiomatic"]:
             continue
         own = same.get((rec["model"], tuple(rec["sizes"].items()), rec["driver"]))
-        own_s = "-" if own is None else (f"{own['baseline_variant']}: " + (
-            "-" if own["ratio"] is None else (f"**{own['ratio']:.2f}**" if own["ratio"] > 1.1 else f"{own['ratio']:.2f}")))
+        own_s = (
+            "-"
+            if own is None
+            else (
+                f"{own['baseline_variant']}: "
+                + (
+                    "-"
+                    if own["ratio"] is None
+                    else (f"**{own['ratio']:.2f}**" if own["ratio"] > 1.1 else f"{own['ratio']:.2f}")
+                )
+            )
+        )
         sizes = " ".join(f"{k}={v}" for k, v in rec["sizes"].items())
         load = rec.get("loadavg") or {}
         load_s = f"{load['start'][0]:.2f}-{load['end'][0]:.2f}" if load else "-"
-        ratio = f"**{rec['ratio']:.2f}**" if rec["ratio"] is not None and rec["ratio"] > 1.1 else (
-            f"{rec['ratio']:.2f}" if rec["ratio"] is not None else f"{rec['status']}: {rec.get('reason', '')}")
-        lines.append(f"| {rec['model']} | {sizes} | {rec['driver']} | {_fmt_ms(rec['fwd_bwd'])} | {rec['baseline']} "
-                     f"({rec['baseline_variant']}) | {_fmt_ms(rec['baseline_fwd_bwd'])} | {ratio} | {own_s} | {load_s} |")
-    lines += ["", "Bold: above 1.1. The same-mechanism column divides by the idiomatic form written with the "
-              "mechanism's own construct (SAME_MECHANISM): above 1.1 there is the driver's cost; the ratio column "
-              "beyond it is the construct's.", "", "## Against each baseline family", "",
-              "| model | sizes | mechanism | " + " | ".join(["family", "variant", "ratio"]) + " |", "|---|---|---|---|---|---|"]
+        ratio = (
+            f"**{rec['ratio']:.2f}**"
+            if rec["ratio"] is not None and rec["ratio"] > 1.1
+            else (f"{rec['ratio']:.2f}" if rec["ratio"] is not None else f"{rec['status']}: {rec.get('reason', '')}")
+        )
+        lines.append(
+            f"| {rec['model']} | {sizes} | {rec['driver']} | {_fmt_ms(rec['fwd_bwd'])} | {rec['baseline']} "
+            f"({rec['baseline_variant']}) | {_fmt_ms(rec['baseline_fwd_bwd'])} | {ratio} | {own_s} | {load_s} |"
+        )
+    lines += [
+        "",
+        "Bold: above 1.1. The same-mechanism column divides by the idiomatic form written with the "
+        "mechanism's own construct (SAME_MECHANISM): above 1.1 there is the driver's cost; the ratio column "
+        "beyond it is the construct's.",
+        "",
+        "## Against each baseline family",
+        "",
+        "| model | sizes | mechanism | " + " | ".join(["family", "variant", "ratio"]) + " |",
+        "|---|---|---|---|---|---|",
+    ]
     for rec in comparison:
         sizes = " ".join(f"{k}={v}" for k, v in rec["sizes"].items())
         ratio = f"{rec['ratio']:.2f}" if rec["ratio"] is not None else rec["status"]
-        lines.append(f"| {rec['model']} | {sizes} | {rec['driver']} | {rec['baseline']} | {rec['baseline_variant']} | {ratio} |")
-    lines += ["", "## Every candidate", "", "| point | candidate | family | status | max rel err | first call s | fwd+bwd ms [IQR] |",
-              "|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {rec['model']} | {sizes} | {rec['driver']} | {rec['baseline']} | {rec['baseline_variant']} | {ratio} |"
+        )
+    lines += [
+        "",
+        "## Every candidate",
+        "",
+        "| point | candidate | family | status | max rel err | first call s | fwd+bwd ms [IQR] |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         err = "-" if row.get("max_rel_error") is None else f"{row['max_rel_error']:.1e}"
         first_s = "-" if row["first_call_s"] is None else f"{row['first_call_s']:.2f}"
         status = row["status"] + (f" ({row['skip_reason']})" if row.get("skip_reason") else "")
-        lines.append(f"| {row['point']} | {row['candidate']} | {row['family'] or 'mechanism'} | {status} | {err} | "
-                     f"{first_s} | {_fmt_ms(row.get('fwd_bwd'))} |")
-    lines += ["", f"## T sweep ({plan.sweep_model}, " + " ".join(f"{k}={v}" for k, v in plan.sweep_sizes if k != "T") + ")", "",
-              "| candidate | " + " | ".join(f"T={t}" for t in sorted(plan.sweep)) + " |",
-              "|---|" + "---|" * len(plan.sweep)]
+        lines.append(
+            f"| {row['point']} | {row['candidate']} | {row['family'] or 'mechanism'} | {status} | {err} | "
+            f"{first_s} | {_fmt_ms(row.get('fwd_bwd'))} |"
+        )
+    lines += [
+        "",
+        f"## T sweep ({plan.sweep_model}, " + " ".join(f"{k}={v}" for k, v in plan.sweep_sizes if k != "T") + ")",
+        "",
+        "| candidate | " + " | ".join(f"T={t}" for t in sorted(plan.sweep)) + " |",
+        "|---|" + "---|" * len(plan.sweep),
+    ]
     by_driver: dict[str, dict[int, dict]] = {}
     for rec in sweep:
         by_driver.setdefault(rec["driver"], {})[rec["sizes"]["T"]] = rec
@@ -144,10 +232,16 @@ def ratio_table(comparison: list[dict[str, Any]], sweep: list[dict[str, Any]], r
         cells = []
         for t in sorted(plan.sweep):
             rec = per_t.get(t)
-            cells.append("-" if rec is None else (f"{rec['fwd_bwd']['median_ms']:.3g}" if rec.get("fwd_bwd") else rec["status"]))
+            cells.append(
+                "-" if rec is None else (f"{rec['fwd_bwd']['median_ms']:.3g}" if rec.get("fwd_bwd") else rec["status"])
+            )
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", "fwd+bwd median ms; `skipped`: over the run's budgets (the records say why). Chart: "
-              "the `-tgrowth.png` beside this file; records: the `.jsonl` and `-tgrowth.jsonl` files.", ""]
+    lines += [
+        "",
+        "fwd+bwd median ms; `skipped`: over the run's budgets (the records say why). Chart: "
+        "the `-tgrowth.png` beside this file; records: the `.jsonl` and `-tgrowth.jsonl` files.",
+        "",
+    ]
     return "\n".join(lines)
 
 
