@@ -23,6 +23,7 @@ FLOORS = {
     "rnnbench.errors": 0,
     "rnnbench.model": 1,
     "rnnbench.inputs": 1,
+    "rnnbench.record_fields": 1,
     "rnnbench.drivers": 2,
     "rnnbench.record": 2,
     "rnnbench.losses": 2,

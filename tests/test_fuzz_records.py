@@ -26,12 +26,12 @@ from rnnbench.fuzz.grammar import generate, judged_body
 from rnnbench.fuzz.runner import (
     ILL_DRIVER,
     Campaign,
-    FuzzSummary,
     Outcome,
     fuzz_settings,
     outcome_from_record,
     shrunk_from_records,
 )
+from rnnbench.fuzz.summary import FuzzSummary
 from rnnbench.status import Status, known
 
 PLUGIN_DIR = Path(__file__).parent / "plugins"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rnnbench import record
-from rnnbench.report import charts
+from rnnbench.report import charts, heatmap
 from rnnbench.report.html import write_report
 from rnnbench.report.table import failure_reports, format_table
 
@@ -339,7 +339,7 @@ def test_speedups_are_over_the_same_machines_loop(merged: list[dict]) -> None:
 
 
 def test_heatmap_fails_only_the_failing_machines_cell(merged: list[dict]) -> None:
-    cells = charts.heatmap_cells(merged)
+    cells = heatmap.heatmap_cells(merged)
     assert set(cells.series) == {charts.Series(d, DRIVERS[d][3], h) for d in DRIVERS for h in HOSTS}
     name = charts.series_namer(merged)
     j = cells.models.index("lstm")

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from rnnbench import record  # noqa: E402
-from rnnbench.report import bars, charts, style  # noqa: E402
+from rnnbench.report import bars, charts, heatmap, style  # noqa: E402
 from rnnbench.report.html import write_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,10 +105,10 @@ def test_heatmap_labels_fit_their_cells_and_titles_stay_on_the_figure(tmp_path: 
     bar chart's titles end inside the figure."""
     plt = charts._plt()
     records = record.load([DEFAULT_RUN])
-    path = charts.grad_error_heatmap(records, tmp_path)
+    path = heatmap.grad_error_heatmap(records, tmp_path)
     assert path is not None
-    cells = charts.heatmap_cells(records)
-    notes = charts.cell_notes(cells.label)
+    cells = heatmap.heatmap_cells(records)
+    notes = heatmap.cell_notes(cells.label)
     assert notes, "the default run has known issues: the footnotes are what this test is about"
     fig, ax = plt.subplots(figsize=(1.2 * len(cells.models) + 3, 0.5 * len(cells.series) + 2.5), layout="constrained")
     ax.imshow(cells.err, aspect="auto")
@@ -116,7 +116,7 @@ def test_heatmap_labels_fit_their_cells_and_titles_stay_on_the_figure(tmp_path: 
         ax.text(
             j,
             i,
-            charts.short_status(t, notes) if t != "ok" else f"{cells.err[i, j]:.0e}",
+            heatmap.short_status(t, notes) if t != "ok" else f"{cells.err[i, j]:.0e}",
             ha="center",
             va="center",
             fontsize=7,

@@ -37,6 +37,60 @@ class InputError:
         return d
 
 
+def _judge_input(
+    name: str, g_raw: np.ndarray | None, r: np.ndarray, bound: np.ndarray, t: Tolerance, scale: float, bound_name: str
+) -> InputError:
+    """One input's verdict (compare_grads): its gradient `g_raw` against the oracle's `r`, entry by
+    entry, with the oracle's absolute error bound per entry."""
+    oracle_error = float(np.max(bound)) / scale if r.size else 0.0  # the largest (a shape mismatch judges no entry)
+    g = np.zeros_like(r) if g_raw is None else np.asarray(g_raw, dtype=np.float64)
+    if g.shape != r.shape:
+        return InputError(
+            name,
+            InputStatus.MISMATCH,
+            float("inf"),
+            (),
+            float("nan"),
+            0.0,
+            scale,
+            f"shape {g.shape} != oracle shape {r.shape}",
+            oracle_error,
+        )
+    if r.size == 0:
+        return InputError(name, InputStatus.OK, 0.0, (), 0.0, 0.0, scale)
+    diff = np.abs(g - r)
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    # how far each entry is from the oracle's error interval; an unbounded entry (the loss is not
+    # smooth at the finite-difference step) contains every finite gradient, never a NaN / inf one
+    beyond = np.where(np.isfinite(bound), diff - bound, np.where(np.isfinite(diff), -np.inf, np.inf))
+    allowed = t.max_rel_error * scale
+    # the entry shown: the one furthest beyond the oracle's interval where that decides (a
+    # mismatch), else the largest difference (what cannot be decided, or the worst agreement)
+    flat = int(np.argmax(beyond) if np.max(beyond) > allowed else np.argmax(diff))
+    idx = tuple(int(i) for i in np.unravel_index(flat, r.shape))
+    err = float(np.max(diff) / scale)
+    oracle_error = float(bound.flat[flat]) / scale  # the bound of the entry judged, not the largest one
+    zero = "gradient is None (read as zero)" if g_raw is None else "gradient is identically zero"
+    if not np.any(g) and np.any(np.abs(r) > allowed + bound):
+        status, detail = InputStatus.MISSING, zero
+    elif beyond.flat[flat] > allowed:
+        status = InputStatus.MISMATCH
+        detail = f"beyond the tolerance plus {bound_name} at this entry" if oracle_error else ""
+    elif err > t.max_rel_error:
+        status = InputStatus.UNDECIDED
+        detail = (
+            f"beyond tolerance, but within {bound_name} ({oracle_error:.2g} of scale): cannot decide"
+            if np.isfinite(oracle_error)
+            else "beyond tolerance, but the loss is not smooth at the finite-difference step (a step "
+            "1000 times smaller disagrees): finite differences cannot decide"
+            if bound_name == FD_BOUND
+            else f"beyond tolerance, and {bound_name}: cannot decide"
+        )
+    else:
+        status, detail = InputStatus.OK, ""
+    return InputError(name, status, err, idx, float(g.flat[flat]), float(r.flat[flat]), scale, detail, oracle_error)
+
+
 def compare_grads(
     got: Mapping[str, np.ndarray | None],
     want: Mapping[str, np.ndarray],
@@ -63,60 +117,7 @@ def compare_grads(
         bound = np.broadcast_to(np.asarray((error or {}).get(name, 0.0), dtype=np.float64), r.shape)
         r_max = float(np.max(np.abs(r))) if r.size else 0.0
         scale = max(r_max, t.scale_floor * G, t.absolute_scale) or 1.0
-        oracle_error = float(np.max(bound)) / scale if r.size else 0.0  # the largest (a shape mismatch judges no entry)
-        g_raw = got.get(name)
-        g = np.zeros_like(r) if g_raw is None else np.asarray(g_raw, dtype=np.float64)
-        if g.shape != r.shape:
-            out.append(
-                InputError(
-                    name,
-                    InputStatus.MISMATCH,
-                    float("inf"),
-                    (),
-                    float("nan"),
-                    0.0,
-                    scale,
-                    f"shape {g.shape} != oracle shape {r.shape}",
-                    oracle_error,
-                )
-            )
-            continue
-        if r.size == 0:
-            out.append(InputError(name, InputStatus.OK, 0.0, (), 0.0, 0.0, scale))
-            continue
-        diff = np.abs(g - r)
-        diff = np.where(np.isnan(diff), np.inf, diff)
-        # how far each entry is from the oracle's error interval; an unbounded entry (the loss is not
-        # smooth at the finite-difference step) contains every finite gradient, never a NaN / inf one
-        beyond = np.where(np.isfinite(bound), diff - bound, np.where(np.isfinite(diff), -np.inf, np.inf))
-        allowed = t.max_rel_error * scale
-        # the entry shown: the one furthest beyond the oracle's interval where that decides (a
-        # mismatch), else the largest difference (what cannot be decided, or the worst agreement)
-        flat = int(np.argmax(beyond) if np.max(beyond) > allowed else np.argmax(diff))
-        idx = tuple(int(i) for i in np.unravel_index(flat, r.shape))
-        err = float(np.max(diff) / scale)
-        oracle_error = float(bound.flat[flat]) / scale  # the bound of the entry judged, not the largest one
-        zero = "gradient is None (read as zero)" if g_raw is None else "gradient is identically zero"
-        if not np.any(g) and np.any(np.abs(r) > allowed + bound):
-            status, detail = InputStatus.MISSING, zero
-        elif beyond.flat[flat] > allowed:
-            status = InputStatus.MISMATCH
-            detail = f"beyond the tolerance plus {bound_name} at this entry" if oracle_error else ""
-        elif err > t.max_rel_error:
-            status = InputStatus.UNDECIDED
-            detail = (
-                f"beyond tolerance, but within {bound_name} ({oracle_error:.2g} of scale): cannot decide"
-                if np.isfinite(oracle_error)
-                else "beyond tolerance, but the loss is not smooth at the finite-difference step (a step "
-                "1000 times smaller disagrees): finite differences cannot decide"
-                if bound_name == FD_BOUND
-                else f"beyond tolerance, and {bound_name}: cannot decide"
-            )
-        else:
-            status, detail = InputStatus.OK, ""
-        out.append(
-            InputError(name, status, err, idx, float(g.flat[flat]), float(r.flat[flat]), scale, detail, oracle_error)
-        )
+        out.append(_judge_input(name, got.get(name), r, bound, t, scale, bound_name))
     return out
 
 

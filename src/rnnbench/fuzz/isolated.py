@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rnnbench.fuzz.grammar import judged_body
-from rnnbench.fuzz.runner import Campaign, FuzzSummary, Outcome, fuzz_settings, is_ill, shrunk_from_records
+from rnnbench.fuzz.runner import Campaign, Outcome, fuzz_settings, is_ill, shrunk_from_records
+from rnnbench.fuzz.summary import FuzzSummary
 from rnnbench.run.isolation import WORKER_START_GRACE_S, run_isolated
 
 if TYPE_CHECKING:
@@ -219,21 +220,34 @@ def fuzz_isolated(
             if items:
                 chunk(name, items)(keep, progress)
     else:
-        size = chunk_size(sum(len(todo(name)) for name in driver_names), executor.workers)
-        units = [
-            chunk(name, items[k : k + size]).unit()
-            for name in driver_names
-            for items in [todo(name)]
-            for k in range(0, len(items), size)
-        ]
-
-        def received(rec: dict) -> None:
-            keep(rec)
-            if progress is not None:
-                progress(f"{rec['driver']}: case {rec['case'] + 1}/{campaign.judged}")
-
-        executor.run(units, received)
+        _on_executor(executor, driver_names, todo, chunk, keep, progress, campaign.judged)
     return campaign.summary(records)
+
+
+def _on_executor(
+    executor: RayExecutor,
+    driver_names: list[str],
+    todo: Callable[[str], list[int]],
+    chunk: Callable[[str, list[int]], FuzzChunk],
+    keep: Callable[[dict], None],
+    progress: Callable[[str], None] | None,
+    judged: int,
+) -> None:
+    """Every driver's cases still to do, in chunks sized for the executor's workers, run at once."""
+    size = chunk_size(sum(len(todo(name)) for name in driver_names), executor.workers)
+    units = [
+        chunk(name, items[k : k + size]).unit()
+        for name in driver_names
+        for items in [todo(name)]
+        for k in range(0, len(items), size)
+    ]
+
+    def received(rec: dict) -> None:
+        keep(rec)
+        if progress is not None:
+            progress(f"{rec['driver']}: case {rec['case'] + 1}/{judged}")
+
+    executor.run(units, received)
 
 
 if __name__ == "__main__":

@@ -153,6 +153,45 @@ def ratio_table(
         "same mechanism, idiomatic (variant): ratio | load 1-min start-end |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+    lines += _ratio_rows(comparison)
+    lines += [
+        "",
+        "Bold: above 1.1. The same-mechanism column divides by the idiomatic form written with the "
+        "mechanism's own construct (SAME_MECHANISM): above 1.1 there is the driver's cost; the ratio column "
+        "beyond it is the construct's.",
+        "",
+        "## Against each baseline family",
+        "",
+        "| model | sizes | mechanism | " + " | ".join(["family", "variant", "ratio"]) + " |",
+        "|---|---|---|---|---|---|",
+    ]
+    for rec in comparison:
+        sizes = " ".join(f"{k}={v}" for k, v in rec["sizes"].items())
+        ratio = f"{rec['ratio']:.2f}" if rec["ratio"] is not None else rec["status"]
+        lines.append(
+            f"| {rec['model']} | {sizes} | {rec['driver']} | {rec['baseline']} | {rec['baseline_variant']} | {ratio} |"
+        )
+    lines += _candidate_rows(rows)
+    lines += [
+        "",
+        f"## T sweep ({plan.sweep_model}, " + " ".join(f"{k}={v}" for k, v in plan.sweep_sizes if k != "T") + ")",
+        "",
+        "| candidate | " + " | ".join(f"T={t}" for t in sorted(plan.sweep)) + " |",
+        "|---|" + "---|" * len(plan.sweep),
+    ]
+    lines += _sweep_rows(sweep, plan)
+    lines += [
+        "",
+        "fwd+bwd median ms; `skipped`: over the run's budgets (the records say why). Chart: "
+        "the `-tgrowth.png` beside this file; records: the `.jsonl` and `-tgrowth.jsonl` files.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _ratio_rows(comparison: list[dict[str, Any]]) -> list[str]:
+    """The ratio table's rows: each mechanism over its best idiomatic form and its own construct's."""
+    lines: list[str] = []
     same = {
         (r["model"], tuple(r["sizes"].items()), r["driver"]): r
         for r in comparison
@@ -186,23 +225,12 @@ def ratio_table(
             f"| {rec['model']} | {sizes} | {rec['driver']} | {_fmt_ms(rec['fwd_bwd'])} | {rec['baseline']} "
             f"({rec['baseline_variant']}) | {_fmt_ms(rec['baseline_fwd_bwd'])} | {ratio} | {own_s} | {load_s} |"
         )
-    lines += [
-        "",
-        "Bold: above 1.1. The same-mechanism column divides by the idiomatic form written with the "
-        "mechanism's own construct (SAME_MECHANISM): above 1.1 there is the driver's cost; the ratio column "
-        "beyond it is the construct's.",
-        "",
-        "## Against each baseline family",
-        "",
-        "| model | sizes | mechanism | " + " | ".join(["family", "variant", "ratio"]) + " |",
-        "|---|---|---|---|---|---|",
-    ]
-    for rec in comparison:
-        sizes = " ".join(f"{k}={v}" for k, v in rec["sizes"].items())
-        ratio = f"{rec['ratio']:.2f}" if rec["ratio"] is not None else rec["status"]
-        lines.append(
-            f"| {rec['model']} | {sizes} | {rec['driver']} | {rec['baseline']} | {rec['baseline_variant']} | {ratio} |"
-        )
+    return lines
+
+
+def _candidate_rows(rows: list[dict[str, Any]]) -> list[str]:
+    """Every candidate's row: status, error, first call, time."""
+    lines: list[str] = []
     lines += [
         "",
         "## Every candidate",
@@ -218,13 +246,12 @@ def ratio_table(
             f"| {row['point']} | {row['candidate']} | {row['family'] or 'mechanism'} | {status} | {err} | "
             f"{first_s} | {_fmt_ms(row.get('fwd_bwd'))} |"
         )
-    lines += [
-        "",
-        f"## T sweep ({plan.sweep_model}, " + " ".join(f"{k}={v}" for k, v in plan.sweep_sizes if k != "T") + ")",
-        "",
-        "| candidate | " + " | ".join(f"T={t}" for t in sorted(plan.sweep)) + " |",
-        "|---|" + "---|" * len(plan.sweep),
-    ]
+    return lines
+
+
+def _sweep_rows(sweep: list[dict[str, Any]], plan: Plan) -> list[str]:
+    """The T sweep's rows: one per candidate, a cell per T."""
+    lines: list[str] = []
     by_driver: dict[str, dict[int, dict]] = {}
     for rec in sweep:
         by_driver.setdefault(rec["driver"], {})[rec["sizes"]["T"]] = rec
@@ -236,13 +263,7 @@ def ratio_table(
                 "-" if rec is None else (f"{rec['fwd_bwd']['median_ms']:.3g}" if rec.get("fwd_bwd") else rec["status"])
             )
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "fwd+bwd median ms; `skipped`: over the run's budgets (the records say why). Chart: "
-        "the `-tgrowth.png` beside this file; records: the `.jsonl` and `-tgrowth.jsonl` files.",
-        "",
-    ]
-    return "\n".join(lines)
+    return lines
 
 
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:

@@ -1,0 +1,117 @@
+"""A fuzz campaign's summary: per driver, how many bodies agreed, failed, were known issues,
+errors or undecided, and one line per outcome worth reading."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from rnnbench.fuzz.grammar import body_wrt
+from rnnbench.fuzz.runner import COLUMNS, ERRORS, FIRST_ORDER_FAILURES, Outcome
+from rnnbench.status import Status, is_fixed, is_known
+
+
+@dataclass
+class FuzzSummary:
+    drivers: list[str]
+    bodies: int
+    seed: int
+    dtype: str
+    device: str = "cpu"
+    losses: tuple[str, ...] = ("weighted",)  # every body is judged under each
+    ill_conditioned: Counter = field(default_factory=Counter)
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def counts(self) -> dict[str, Counter]:
+        per: dict[str, Counter] = defaultdict(Counter)
+        for o in self.outcomes:
+            c = per[o.driver]
+            c["tried"] += 1
+            if o.status in FIRST_ORDER_FAILURES:
+                c["mismatch"] += 1
+            elif is_known(o.status):
+                c["known"] += 1
+            elif o.status in ERRORS:
+                c["error"] += 1
+            elif o.status == Status.CANNOT_DECIDE:  # the oracle's error bound is wider than the tolerance
+                c["undecided"] += 1
+            else:  # ok, or a body a registry entry covers that came out right
+                c["agree"] += 1
+                c["covered_ok"] += is_fixed(o.status)
+            if o.hvp_status is None:
+                continue
+            if o.hvp_status == Status.ILL_CONDITIONED:
+                c["hvp_ill_cond"] += 1
+                continue
+            c["hvp_tried"] += 1
+            c[
+                {Status.HVP_MISMATCH: "hvp_mismatch", Status.HVP_ERROR: "hvp_error"}.get(o.hvp_status, "")
+                or ("hvp_known" if is_known(o.hvp_status) else "hvp_agree")
+            ] += 1
+        return per
+
+    @property
+    def failures(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.failed]
+
+    def format(self) -> str:
+        counts = self.counts()
+        skipped = sum(self.ill_conditioned.values())
+        lines = [
+            f"fuzz: {self.bodies} bodies x {len(self.losses)} losses ({', '.join(self.losses)}; seed {self.seed}, "
+            f"{self.dtype}, {self.device}); {skipped} cases skipped as ill-conditioned"
+            + (
+                " (" + ", ".join(f"{n} {why}" for why, n in self.ill_conditioned.most_common()) + ")" if skipped else ""
+            ),
+            f"{'driver':<26}" + "".join(f"{c:>13}" for c in COLUMNS),
+        ]
+        for d in self.drivers:
+            lines.append(f"{d:<26}" + "".join(f"{counts[d][c]:>13}" for c in COLUMNS))
+        covered = {d: counts[d]["covered_ok"] for d in self.drivers if counts[d]["covered_ok"]}
+        if covered:
+            lines.append(f"(agree includes bodies a known-issue entry covers that came out right: {covered})")
+        failures = self.failures
+        lines.append(
+            f"\n{len(failures)} mismatches (gradients the oracle contradicts, no registry entry)"
+            + (":" if failures else "")
+        )
+        lines += [_describe(o) for o in failures]
+        known = [o for o in self.outcomes if o.known and o.minimal is not None]
+        if known:
+            lines.append("\nknown upstream issues reproduced (one minimal body each):")
+            lines += [_describe(o) for o in known]
+        undecided = [o for o in self.outcomes if o.status == Status.CANNOT_DECIDE]
+        if undecided:
+            lines.append(
+                f"\n{len(undecided)} outcomes the check cannot decide (beyond the tolerance, but within the "
+                "oracle's error bound or what rounding alone does; not failures), the first:"
+            )
+            lines.append(_describe(undecided[0]))
+        errors = [o for o in self.outcomes if o.errored]
+        if errors:
+            lines.append(f"\n{len(errors)} driver errors (the framework raised; not gradient mismatches):")
+            lines += [
+                _describe(o) for o in errors if o.minimal is not None or o.status in (Status.CRASH, Status.TIMEOUT)
+            ]
+        return "\n".join(lines)
+
+
+def _describe(o: Outcome) -> str:
+    b = o.minimal or o.body
+    under = f" under loss {b.loss}" if b is not None else ""
+    head = f"\n== case {o.index}{under} on {o.driver}: {o.status}" + (
+        f", second order {o.hvp_status}" if o.hvp_status not in (None, Status.OK) else ""
+    )
+    parts = [head]
+    if b is not None:
+        wrt = body_wrt(b)  # the effective flags: a leaf that cannot reach the loss is not differentiated
+        grad = [f"carry0.{c}" in wrt for c in b.carry_names]
+        minimal = "minimal " if o.minimal is not None else ""
+        parts.append(
+            f"{minimal}body (T={b.length}, n={b.n}, xs={'yes' if b.has_xs else 'no'}, "
+            f"carry0 requires grad={grad}):\n{b.source().rstrip()}"
+        )
+    parts += [s.rstrip() for s in (o.report, o.localization) if s.strip()]
+    if o.repro:
+        parts.append(f"repro: {o.repro}")
+    return "\n".join(parts)
