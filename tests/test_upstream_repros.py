@@ -39,7 +39,10 @@ def test_markdown_report_inlines_the_repro_and_an_unknown_id_is_bad_input(capsys
 
 
 def _claimed_here(issue: known_issues.KnownIssue) -> bool:
-    return all(version_matches(installed_version(p) or "0", spec) for p, spec in issue.versions.items())
+    """Whether the repro should reproduce here: the entry's repro_versions where it states them (its
+    smallest case is narrower than its witnesses), else the versions the registry claims."""
+    versions = issue.repro_versions if issue.repro_versions is not None else issue.versions
+    return all(version_matches(installed_version(p) or "0", spec) for p, spec in versions.items())
 
 
 def _undecided_here(issue: known_issues.KnownIssue) -> bool:

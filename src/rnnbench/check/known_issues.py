@@ -263,6 +263,9 @@ class KnownIssue:
     ] = ()  # rows ({"model", "dtype"}, optional "versions") on which it must reproduce
     losses: tuple[str, ...] | None = None  # loss forms (rnnbench.losses) it shows under; None: any
     upstream_match: str | None = None  # with `upstream`: why that report is this bug (op, symptom, versions)
+    # where docs/upstream/<id>.py reproduces, when narrower than `versions` (its smallest case misses a
+    # version where only a registered witness shows the bug); None: the same as `versions`
+    repro_versions: dict[str, str] | None = None
 
     def covers(
         self, driver: str, model: Model, case: Case, dtype: str, versions: Callable[[str], str | None], order: int = 1
@@ -315,6 +318,7 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
                 witnesses=tuple(dict(w) for w in raw.get("witnesses", ())),
                 losses=tuple(affects["losses"]) if affects.get("losses") is not None else None,
                 upstream_match=raw.get("upstream_match"),
+                repro_versions=dict(raw["repro_versions"]) if "repro_versions" in raw else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise RegistryError(f"known issue {raw.get('id', '?')!r}: missing or malformed field {exc}") from None

@@ -36,10 +36,15 @@ def _versions(issue: known_issues.KnownIssue) -> str:
 
 
 def listing(markdown: bool, folder: Path = UPSTREAM_DIR) -> str:
-    from tabulate import tabulate
-
+    """One line per entry: id, versions, upstream status; a markdown table with `markdown`. Written
+    by hand, not with tabulate: `bugs` runs in every environment, and tabulate is an extra there."""
+    headers = ("id", "claimed on", "upstream")
     rows = [(i.id, _versions(i), status(i, folder)) for i in known_issues.registry()]
-    return tabulate(rows, headers=("id", "claimed on", "upstream"), tablefmt="github" if markdown else "plain")
+    if markdown:
+        lines = [headers, ("---",) * 3, *rows]
+        return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+    widths = [max(len(r[k]) for r in (headers, *rows)) for k in range(2)]
+    return "\n".join(f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c}".rstrip() for a, b, c in (headers, *rows))
 
 
 def inline_repro(text: str, script: Path) -> str:

@@ -8,8 +8,6 @@ import json
 from collections import Counter
 from typing import Any
 
-from tabulate import tabulate
-
 from rnnbench.report.compare_pairs import (
     FIXED,
     GATING,
@@ -168,6 +166,8 @@ def summary_lines(cmp: Comparison) -> list[str]:
 
 def as_text(cmp: Comparison) -> str:
     headers, rows = table_rows(cmp)
+    from tabulate import tabulate  # an extra ([charts]): the environments without it still run every other command
+
     return "\n".join([*header_lines(cmp), "", tabulate(rows, headers, tablefmt="simple"), "", *summary_lines(cmp)])
 
 
@@ -175,6 +175,8 @@ def as_markdown(cmp: Comparison) -> str:
     headers, rows = table_rows(cmp)
     head = [f"- {line}" for line in header_lines(cmp)]
     tail = [f"- {line}" for line in summary_lines(cmp)[1:]]
+    from tabulate import tabulate  # an extra ([charts]), imported where it draws
+
     return "\n".join(
         [
             "### rnnbench compare",
