@@ -352,11 +352,13 @@ def thread_env(threads: int) -> dict[str, str]:
 # Creating an environment
 
 
-def pip_sources() -> list[str]:
+def pip_sources(constraints: bool = True) -> list[str]:
     """pip's configured package sources (find-links, index URLs, constraint files), as uv flags:
     uv reads no pip configuration, and an environment must resolve from the same sources as
     `pip install` on this machine. With extra indexes, uv must be told to take the best version
-    across indexes (its default takes a package from the first index that has it at all)."""
+    across indexes (its default takes a package from the first index that has it at all).
+    constraints=False leaves constraint files out: a hashed lock pins every version already, and
+    uv's --require-hashes refuses a constraint that is not an exact pin."""
     try:
         out = subprocess.run(
             [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60
@@ -379,7 +381,7 @@ def pip_sources() -> list[str]:
         ("constraint", "--constraint"),
     ):
         for v in values.get(option, []):
-            if flag == "--constraint" and not Path(v).is_file():
+            if flag == "--constraint" and (not constraints or not Path(v).is_file()):
                 continue
             flags += [flag, v]
     if values.get("extra-index-url") or values.get("find-links"):
@@ -426,12 +428,13 @@ def create(name: str, log: Callable[[str], None] = print) -> Environment:
         (prefix / ".rnnbench-partial").touch()
         python = str(prefix / "bin" / "python")
         reqs = ["-r", env.requirements_file] if env.requirements_file else list(env.requirements)
-        if lock_path(name).is_file():  # every package pinned with its hashes, rnnbench's dependencies too
+        locked = lock_path(name).is_file()
+        if locked:  # every package pinned with its hashes, rnnbench's dependencies too
             reqs = ["--require-hashes", "-r", str(lock_path(name))]
         else:  # the pins and rnnbench's own dependencies in one resolution (the pins win)
             reqs += list(rnnbench_dependencies())
         # then rnnbench itself: an editable install of this checkout, nothing else changed.
-        _run([uv, "pip", "install", "-q", "--python", python, *pip_sources(), *reqs], uv_env)
+        _run([uv, "pip", "install", "-q", "--python", python, *pip_sources(constraints=not locked), *reqs], uv_env)
         _run([uv, "pip", "install", "-q", "--python", python, "--no-deps", "-e", str(REPO)], uv_env)
         (prefix / COMPLETE_MARK).write_text(
             json.dumps(
