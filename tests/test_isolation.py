@@ -308,3 +308,36 @@ def test_a_row_that_finished_while_the_parent_was_stopped_is_its_result(item: st
 def test_a_row_still_running_past_its_deadline_after_the_stop_times_out() -> None:
     """The deadline runs on the row's clock: the stop does not extend it either."""
     assert _stopped_around_a_row(["a", "sleep_30"], timeout_s=2.0, stopped_s=4.0) == {"0": "ok", "1": "timeout"}
+
+
+def test_results_written_before_an_interruption_are_kept(tmp_path: Path) -> None:
+    """The parent is interrupted while results the worker already wrote wait unread in the pipe
+    (a loaded machine, a slow callback): they are delivered before the interruption goes on."""
+    flag = tmp_path / "hanging"
+    results: dict[int, tuple] = {}
+
+    def slow_then_interrupted(i: int, result: tuple) -> None:
+        results[i] = result
+        if i == 0:  # the worker goes on meanwhile: writes b and c, then hangs on the last item
+            deadline = time.monotonic() + 30
+            while not flag.exists():
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            raise KeyboardInterrupt
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH")])),
+        "ISOLATION_FLAG": str(flag),
+    }
+    with pytest.raises(KeyboardInterrupt):
+        run_isolated(
+            [sys.executable, "-m", "isolation_worker"],
+            ["a", "b", "c", "flag_then_hang"],
+            30.0,
+            on_result=slow_then_interrupted,
+            on_failure=lambda i, status, report: pytest.fail(f"item {i}: {status}"),
+            env=env,
+        )
+    assert [results[i][0] for i in sorted(results)] == ["a", "b", "c"]
+    assert not _alive({r[2] for r in results.values()})

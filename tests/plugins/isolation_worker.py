@@ -53,6 +53,9 @@ def handle(context, item):
         ctypes.string_at(0)
     if item == "hang":
         time.sleep(3600)
+    if item == "flag_then_hang":  # says it reached this item (so every earlier result is written), hangs
+        Path(os.environ["ISOLATION_FLAG"]).write_text("")
+        time.sleep(3600)
     if item == "sigkill":
         os.kill(os.getpid(), signal.SIGKILL)
     if item == "raise":

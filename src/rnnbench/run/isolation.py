@@ -255,6 +255,25 @@ def run_isolated(
         )
 
 
+DRAIN_S = 1.0  # an ended worker's pipe holds only complete writes and closes at once; a bound all the same
+
+
+def _keep_written_results(events: protocol.Events, first: int, on_result: Callable[[int, Any], None]) -> None:
+    """Results a worker wrote before the parent was interrupted, still in the pipe because the parent
+    had not read them yet (a loaded machine): delivered, so an interruption loses no finished item."""
+    deadline = time.monotonic() + DRAIN_S
+    with signals_deferred():
+        while True:
+            try:
+                event = events.next(deadline)
+            except protocol.Expired:
+                return
+            if event is None:
+                return
+            if event[0] == "result":
+                on_result(first + event[1], event[2])
+
+
 def _one_worker(
     command, items, first, timeout_s, on_result, on_failure, on_start, context, env, memory_limit_gb
 ) -> int:
@@ -263,7 +282,7 @@ def _one_worker(
     WORKER_START_GRACE_S to start."""
     fd, err_name = tempfile.mkstemp(prefix="worker-", suffix=".stderr", dir=run_tmpdir())
     err_path = Path(err_name)
-    worker = None
+    worker = events = None
     try:
         with signals_deferred(), os.fdopen(fd, "w") as err_file:  # no interruption between start and `worker =`
             worker = _start_worker(command, env, err_file, memory_limit_gb)
@@ -312,6 +331,11 @@ def _one_worker(
                 on_result(index, event[2])
                 done, started = index + 1, None
                 deadline = time.monotonic() + timeout_s + WORKER_START_GRACE_S
+    except (KeyboardInterrupt, BrokenPipeError):  # the parent is leaving (rnnbench.run.parent)
+        if worker is not None and events is not None:
+            _end_worker(worker)  # nothing more is written: what the pipe holds is all there is
+            _keep_written_results(events, first, on_result)
+        raise
     finally:
         if worker is not None:  # a callback raised or the parent is leaving: no orphans
             _end_worker(worker)
