@@ -341,3 +341,19 @@ def test_results_written_before_an_interruption_are_kept(tmp_path: Path) -> None
         )
     assert [results[i][0] for i in sorted(results)] == ["a", "b", "c"]
     assert not _alive({r[2] for r in results.values()})
+
+
+def test_a_signal_whose_handler_runs_inside_a_deferred_block_is_raised_after_it() -> None:
+    """A signal that arrived just before a signals_deferred block has its Python handler run at the
+    block's first instruction (the mask cannot hold back what already arrived): the block runs to
+    its end (a result read from a worker is written whole), then the interruption is raised."""
+    from rnnbench.run import parent
+
+    ran = []
+    with parent.handle_signals():
+        with pytest.raises(parent.Interrupted) as caught:
+            with parent.signals_deferred():
+                parent._on_signal(signal.SIGTERM, None)  # what a handler that ran inside does
+                os.kill(os.getpid(), signal.SIGINT)  # arrives within the block: held back by the mask
+                ran.append("the rest of the block")
+    assert ran == ["the rest of the block"] and caught.value.signum == signal.SIGTERM

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rnnbench import losses, record
 from rnnbench.cli import options
-from rnnbench.run import executors, parent, plan
+from rnnbench.run import executors, local_pool, parent, plan
 
 NAME = "fuzz"
 HELP = "random step bodies on every driver, gradients (and H v) vs float64 finite differences"
@@ -55,6 +55,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="continue --out: outcomes already recorded there are not run again (same arguments required)",
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        help="drivers fuzzed at once on this machine, each in its own worker process "
+        "(default: the CPUs rnnbench may use; 1 runs them one after another)",
+    )
     options.executor_flags(p)
 
 
@@ -81,6 +87,12 @@ def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, 
     if args.device not in plan.DEVICES:
         raise options.UsageError(f"unknown device {args.device!r}; known: {', '.join(plan.DEVICES)}")
     executors.check_executor(args.executor, args.address)
+    if args.workers is None:
+        args.workers = local_pool.usable_cpus()
+    elif args.executor == "ray":
+        raise options.UsageError("--workers is for the local executor (Ray runs as many chunks as its CPUs hold)")
+    else:
+        options.number("--workers", args.workers, integer=True)
     drivers = {dtype: fuzz_drivers(args.drivers, dtype, args.device) for dtype in dtypes}
     if not all(drivers.values()):
         raise options.UsageError(
@@ -133,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
                 write=results.append,
                 done=done[dtype],
                 executor=executor,
+                workers=args.workers,
             )
             print(file=sys.stderr)
             print(summary.format())

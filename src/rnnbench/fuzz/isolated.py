@@ -21,6 +21,7 @@ from rnnbench.fuzz.grammar import judged_body
 from rnnbench.fuzz.runner import Campaign, Outcome, fuzz_settings, is_ill, shrunk_from_records
 from rnnbench.fuzz.summary import FuzzSummary
 from rnnbench.run.isolation import WORKER_START_GRACE_S, run_isolated
+from rnnbench.run.local_pool import LocalPool
 
 if TYPE_CHECKING:
     from rnnbench.run.executors import RayExecutor, Unit
@@ -164,6 +165,7 @@ def fuzz_isolated(
     write: Callable[[dict], None] | None = None,
     done: Sequence[dict] = (),
     executor: RayExecutor | None = None,
+    workers: int = 1,
 ) -> FuzzSummary:
     """fuzz() with process isolation per driver (drivers run one after another, or with an executor
     in chunks at once: chunk_size). Every outcome and every ill-conditioned case becomes a record
@@ -173,7 +175,9 @@ def fuzz_isolated(
     run again, an ill-conditioned case is skipped on every driver, kinds they shrank are not shrunk
     again (with an executor each chunk shrinks up to shrink_per_kind failures of a kind: chunks run
     at once and cannot share the count). The summary is rebuilt from done + the new records: the
-    same as one uninterrupted run's."""
+    same as one uninterrupted run's. Without an executor, `workers` > 1 runs that many drivers at
+    once here (rnnbench.run.local_pool), each driver one chunk: one worker start and one compile
+    cache per driver, as when they run one after another."""
     losses = tuple(losses)
     campaign = Campaign(
         cases,
@@ -214,6 +218,8 @@ def fuzz_isolated(
     def todo(name: str) -> list[int]:
         return [i for i in range(campaign.judged) if i not in ill and (i, name) not in finished]
 
+    if executor is None and min(workers, len(driver_names)) > 1:
+        executor = LocalPool(workers)
     if executor is None:
         for name in driver_names:
             items = todo(name)  # after the drivers before it: the cases they found ill are skipped
@@ -225,7 +231,7 @@ def fuzz_isolated(
 
 
 def _on_executor(
-    executor: RayExecutor,
+    executor: RayExecutor | LocalPool,
     driver_names: list[str],
     todo: Callable[[str], list[int]],
     chunk: Callable[[str, list[int]], FuzzChunk],
@@ -233,8 +239,10 @@ def _on_executor(
     progress: Callable[[str], None] | None,
     judged: int,
 ) -> None:
-    """Every driver's cases still to do, in chunks sized for the executor's workers, run at once."""
-    size = chunk_size(sum(len(todo(name)) for name in driver_names), executor.workers)
+    """Every driver's cases still to do, in chunks sized for the executor's workers (on this
+    machine, each driver's cases in one chunk), run at once."""
+    total = sum(len(todo(name)) for name in driver_names)
+    size = max(1, total) if isinstance(executor, LocalPool) else chunk_size(total, executor.workers)
     units = [
         chunk(name, items[k : k + size]).unit()
         for name in driver_names

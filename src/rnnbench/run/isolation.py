@@ -327,8 +327,9 @@ def _one_worker(
                 started = index
                 deadline = event[2] + timeout_s
                 on_start(index)
-            else:  # ("result", i, value)
-                on_result(index, event[2])
+            else:  # ("result", i, value): read from the pipe, it is delivered whole before a signal lands
+                with signals_deferred():
+                    on_result(index, event[2])
                 done, started = index + 1, None
                 deadline = time.monotonic() + timeout_s + WORKER_START_GRACE_S
     except (KeyboardInterrupt, BrokenPipeError):  # the parent is leaving (rnnbench.run.parent)

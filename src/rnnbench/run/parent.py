@@ -41,6 +41,8 @@ class _Results:
 
 class _State:
     unwinding: int | None = None  # the signal being handled; later ones are ignored
+    deferring = 0  # signals_deferred blocks entered and not left (main thread)
+    pending: int | None = None  # a signal whose handler ran inside one: raised when the last is left
     stdout_closed = False
     results: _Results | None = None
     stderr: _LineTracker | None = None
@@ -63,6 +65,9 @@ def has_results_file() -> bool:
 def _on_signal(signum: int, frame) -> None:
     if _state.unwinding is not None:  # already leaving: let the finally blocks finish
         return
+    if _state.deferring:  # arrived just before the block, handled inside it: after it
+        _state.pending = _state.pending or signum
+        return
     if _state.stdout_closed:  # watch_stdout's wake-up call
         _state.unwinding = signal.SIGPIPE
         raise BrokenPipeError(errno.EPIPE, "stdout was closed")
@@ -83,16 +88,26 @@ def interruption() -> BaseException | None:
 
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM/SIGHUP back during a cleanup, so an exception raised by their handler
-    cannot cut it short; they are delivered right after."""
+    """Hold SIGINT/SIGTERM/SIGHUP back during a cleanup (or while a finished result is written),
+    so an exception raised by their handler cannot cut it short; they are delivered right after.
+    The mask holds back signals that arrive within the block; one that arrived just before it has
+    its Python handler run at the first instruction inside, so the handler itself waits
+    (_state.pending) and the interruption is raised when the outermost block is left."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     old = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)
+    _state.deferring += 1
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        _state.deferring -= 1
+        try:
+            if not _state.deferring and _state.pending is not None:  # the first signal wins
+                signum, _state.pending = _state.pending, None
+                _on_signal(signum, None)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 @contextlib.contextmanager
@@ -101,6 +116,7 @@ def handle_signals() -> Iterator[None]:
     KeyboardInterrupt) once; signals the process was started ignoring (nohup) stay ignored. The
     previous handlers come back on leaving; the run's temporary directory is removed then."""
     _state.unwinding, _state.stdout_closed, _state.results, _state.stderr = None, False, None, None
+    _state.deferring, _state.pending = 0, None
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -1,0 +1,118 @@
+"""Units of correctness-only work (fuzz chunks) run several at once on this machine: one thread per
+unit in flight, each waiting on its own worker processes (rnnbench.run.isolation), up to `workers`
+at once; the same `run(units, emit)` as the Ray executor.
+
+Timed rows never come here: they need cores to themselves, so `rnnbench run` keeps running its
+rows one after another. A fuzz chunk's worker is busy on one core most of the time (tracing, jit
+compiles, one body at a time), so on a machine of N cores N chunks at once use the cores a single
+worker left idle.
+
+This thread is the one writer: each unit's records pass through a queue and are emitted here, in
+the order they arrive. Signals reach this (main) thread only (rnnbench.run.parent): on an
+interruption, or when emit raises, every unit still running gets a KeyboardInterrupt raised in its
+thread (it lands within one of the pipe's wait slices, rnnbench.run.protocol.SLICE_S), whose
+`finally` ends its workers and delivers the results they had already written; those records are
+emitted before the interruption goes on, so an interrupted fuzz keeps every finished body.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rnnbench.run.parent import signals_deferred
+
+Emit = Callable[[dict], None]
+WAIT_S = 0.2  # how often this thread looks at its units while no record arrives
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this platform
+        return os.cpu_count() or 1
+
+
+def _raise_in(thread: threading.Thread, exc: type[BaseException]) -> None:
+    if thread.ident is not None and thread.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(exc))
+
+
+class LocalPool:
+    """Run units (rnnbench.run.executors.Unit) in up to `workers` threads of this process."""
+
+    def __init__(self, workers: int):
+        self.workers = max(1, workers)
+
+    def run(self, units: Sequence, emit: Emit) -> None:
+        """Every unit's work(emit) in a thread of its own, `workers` at once; emit(record) is called
+        in this thread only. An exception in a unit ends the others and is raised here."""
+        inbox: queue.Queue = queue.Queue()
+        waiting, running = list(units), []
+
+        def body(unit) -> None:
+            try:
+                unit.work(inbox.put)
+            except BaseException as exc:  # the interruption _stop raised included: run() decides
+                inbox.put(_Ended(threading.current_thread(), exc))
+            else:
+                inbox.put(_Ended(threading.current_thread(), None))
+
+        try:
+            while waiting or running:
+                while waiting and len(running) < self.workers:
+                    thread = threading.Thread(target=body, args=(waiting.pop(0),), daemon=True)
+                    thread.start()
+                    running.append(thread)
+                try:
+                    message = inbox.get(timeout=WAIT_S)
+                except queue.Empty:
+                    continue
+                if isinstance(message, _Ended):
+                    message.thread.join()
+                    running.remove(message.thread)
+                    if message.error is not None:
+                        raise message.error
+                else:
+                    with signals_deferred():  # a record taken from the queue is written whole
+                        emit(message)
+        except (KeyboardInterrupt, BrokenPipeError):
+            self._stop(running)
+            _flush(inbox, emit)  # results the stopped units' workers had written
+            raise
+        except BaseException:
+            self._stop(running)
+            raise
+
+    @staticmethod
+    def _stop(threads: list[threading.Thread]) -> None:
+        """End every unit still running: its workers are killed and reaped in its thread's finally."""
+        with signals_deferred():
+            for thread in threads:
+                _raise_in(thread, KeyboardInterrupt)
+            for thread in threads:
+                thread.join()
+
+
+@dataclass
+class _Ended:
+    """A unit's last message: its thread ends, with the exception that ended it, if any."""
+
+    thread: threading.Thread
+    error: BaseException | None
+
+
+def _flush(inbox: queue.Queue, emit: Emit) -> None:
+    with signals_deferred():
+        while True:
+            try:
+                message = inbox.get_nowait()
+            except queue.Empty:
+                return
+            if not isinstance(message, _Ended):
+                emit(message)
