@@ -102,7 +102,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="run the selection at both commits here, "
         "interleaved in --rounds rounds (each commit installed apart), then compare",
     )
-    p.add_argument("--rounds", type=int, default=2, help="with --commits: runs per commit, alternating (default 2)")
+    p.add_argument("--rounds", type=int, default=3, help="with --commits: runs per commit, alternating (default 3)")
     p.add_argument("--out-dir", help="with --commits: where the runs' records go (default results/compare-<time>)")
     run = p.add_argument_group("run options (with --commits; default: the curated selection, 1 thread)")
     for name in RUN_OPTIONS[:3] + RUN_OPTIONS[4:]:  # --environments is above: with --commits it is a run option
