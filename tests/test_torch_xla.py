@@ -47,3 +47,25 @@ def test_block_leaves_no_pending_graph() -> None:
         pending = not (len(nodes) == 1 and "xla::device_data()" in nodes[0])
         assert pending is not blocked, f"blocked={blocked}, loss IR: {nodes[:3]}"
     prepared.block(None)
+
+
+def test_a_failed_scan_trace_does_not_crash_the_next_body_of_the_worker(tmp_path) -> None:
+    """torch_xla 2.9.0 segfaults at the next graph execution while the tensors of a scan trace that
+    raised are still alive (docs/upstream/torch-xla-scan-failed-trace-segfaults-next-sync.py); the
+    exception's frames keep them until the cyclic collector runs, and a fuzz worker runs body after
+    body. rnnbench collects after a torch_xla failure (Framework.collect_after_failure): the bodies
+    of seed 0 that ended in SIGSEGV in the worker (5 and 6 of 80 in two runs without it) are judged
+    like the rest, their registered errors as known issues."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "fuzz.jsonl"
+    args = ["fuzz", "--cases", "20", "--seed", "0", "--drivers", "torch_xla_scan", "--no-second-order"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", *args, "--out", str(out)], capture_output=True, text=True, timeout=900
+    )
+    statuses = [json.loads(line)["status"] for line in out.read_text().splitlines()]
+    assert len(statuses) == 80 and "crash" not in statuses, proc.stderr[-2000:]
+    assert all(s == "ok" or s.startswith("known_issue:torch-xla-scan-") for s in statuses)
+    assert proc.returncode == 0, proc.stderr[-2000:]

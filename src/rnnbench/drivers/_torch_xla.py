@@ -27,6 +27,7 @@ TORCH_XLA = Framework(
     thread_env=_jax.xla_thread_env,
     set_threads=_torch.set_threads,
     threads_in_use=_torch.threads_in_use,
+    collect_after_failure=True,
 )
 
 SETTINGS = {"device": "xla (PJRT_DEVICE=CPU)", "lazy_tensors": True, "block": "torch_xla.sync(wait=True)"}

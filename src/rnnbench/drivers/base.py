@@ -104,6 +104,10 @@ class Framework:
     repro: the head (imports, the `ops` namespace) and body of the standalone script a fuzzed
         failure is exported as (rnnbench.fuzz.repro), or None where it has none.
     device: what it reports about an accelerator (DeviceQueries).
+    collect_after_failure: its next graph execution takes in every tensor still alive (torch_xla's
+        sync), so the tensors of a trace that raised, kept alive by the exception's frames, must be
+        released before the process goes on: the frames are cleared and the cyclic garbage
+        collected (placeholders without data reached the next execution: a segfault, docs/bugs.md).
     """
 
     name: str
@@ -122,6 +126,7 @@ class Framework:
     cpu_time_clock: bool = False
     repro: ReproScript | None = None
     device: DeviceQueries = DeviceQueries()
+    collect_after_failure: bool = False
 
     def available(self) -> str | None:
         """None, or the reason the framework cannot be used in this Python environment."""

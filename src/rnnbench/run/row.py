@@ -5,8 +5,10 @@ forward+backward. Returns a plain-data record."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import time
+import traceback
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -147,10 +149,16 @@ def check_gradients(
             prepared = driver.prepare(model, case, dtype, device)
             produced, first_call_s = timed_call(prepared.loss_and_grads)
     except Exception as exc:  # a driver failure is a result, not a crash of the suite
-        return verdict(raised=exc), None
-    result = verdict(produced=produced)
-    result.first_call_s = first_call_s
-    return result, prepared
+        failed = verdict(raised=exc)
+        if driver.framework.collect_after_failure:  # the failed trace's tensors go with the frames' locals
+            traceback.clear_frames(exc.__traceback__)
+    else:
+        result = verdict(produced=produced)
+        result.first_call_s = first_call_s
+        return result, prepared
+    if driver.framework.collect_after_failure:  # `exc` is gone: what only reference cycles held goes too
+        gc.collect()
+    return failed, None
 
 
 def localization(chk: Check, model: Model, driver: Driver, case: Case, dtype: str, device: str) -> Localization | None:
