@@ -339,6 +339,42 @@ def test_every_driver_of_an_uncertain_entry_has_a_witness_it_runs() -> None:
             )
 
 
+@pytest.mark.parametrize(
+    "name, covered",
+    [
+        ("loop_add@params_as_xs", True),  # acc' = acc + x, acc' also y: one summed cotangent to acc and x
+        ("loop_add_sq@params_as_xs", False),  # acc + x*x: x's gradient is 2x g, a tensor of its own
+        ("loop_mul@params_as_xs", False),
+        ("loop_add", False),  # x closed over: its gradient is accumulated, not returned per step
+    ],
+)
+def test_the_gradient_returned_twice_condition_follows_the_mechanism(name: str, covered: bool) -> None:
+    """docs/bugs.md#torch-inductor-scan-aliasing-gradient-returned-twice: measured on torch 2.9.0."""
+    model, case = _model(name, {})
+    assert known_issues.CONDITIONS["step_gradient_returned_twice"](model, case) is covered
+
+
+def test_the_gradient_returned_twice_condition_needs_both_inputs_differentiated_and_a_summed_cotangent() -> None:
+    """The variations measured in plain torch 2.9.0: acc0 or xs without grad compiles; a second
+    acc + x for y compiles; two carry leaves added (c1' = c1 + c2, y = c1') is refused."""
+    condition = known_issues.CONDITIONS["step_gradient_returned_twice"]
+    model, case = _model("loop_add@params_as_xs", {})
+    assert not condition(model, dataclasses.replace(case, xs_requires_grad=False))
+    assert not condition(model, dataclasses.replace(case, carry0_requires_grad=(False,)))
+
+    def second_add(ops, params, carry, x):
+        return (carry[0] + x,), carry[0] + x
+
+    assert not condition(dataclasses.replace(model, step=second_add), case)
+
+    def two_leaves(ops, params, carry, x):
+        c1 = carry[0] + carry[1]
+        return (c1, x * 2), c1
+
+    two = dataclasses.replace(case, carry0=(case.carry0[0], case.carry0[0] * 0.5), carry0_requires_grad=(True, True))
+    assert condition(dataclasses.replace(model, step=two_leaves), dataclasses.replace(two, xs_requires_grad=False))
+
+
 def test_a_covered_case_where_the_symptom_cannot_show_is_ok() -> None:
     """Two equal-shape parameters used symmetrically in the body (their gradients are identical) and
     nothing differentiated upstream: the old equal-shape condition covered this case, and the right

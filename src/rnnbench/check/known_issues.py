@@ -81,6 +81,10 @@ CONDITIONS: dict[str, Callable[[Model, Case], bool]] = {
     "step_returns_a_parameter": lambda model, case: _step_graph(model, case)[2],
     # Two or more recurrences (scans) in one program: stacked or bidirectional layers.
     "several_recurrences": lambda model, case: len(recurrence_carries(model, case)) >= 2,
+    # The step's backward returns one computed tensor (not a cotangent handed in) as the gradient of two
+    # differentiated inputs (c' = c + x, x from xs', c' read twice): torch 2.9.0's create_bw_fn clones
+    # gradients that alias its inputs, not one returned twice (_higher_order_ops/utils.py).
+    "step_gradient_returned_twice": lambda model, case: _step_gradient_returned_twice(model, case),
 }
 """Case predicates that entries name in affects.conditions. Add one here for a new bug class."""
 
@@ -235,6 +239,33 @@ def _step_graph(model: Model, case: Case) -> tuple[bool, bool, bool]:
         else [None] * len(carry)
     )
     return len(with_grad) < len(outputs), any(g is None for g in grads), returns_param
+
+
+def _step_gradient_returned_twice(model: Model, case: Case) -> bool:
+    """One eager torch step, carry leaves and x differentiated as the case (or its prologue) does: do two of
+    their gradients share storage that no output cotangent has? Several recurrences: False."""
+    import torch
+
+    from rnnbench.ops import numpy_ops, torch_ops
+
+    if model.forward is not None:
+        return False
+    wants = case.carry0_requires_grad or (False,) * len(case.carry0)
+    leaves = [torch.tensor(np.asarray(c, dtype=np.float64), requires_grad=bool(g)) for c, g in zip(case.carry0, wants)]
+    xs = case.xs if model.prologue is None or case.xs is None else model.prologue(numpy_ops(), case.params, case.xs)
+    grad = bool(case.xs_requires_grad or (model.prologue is not None and case.params))
+    x = None if xs is None else torch.tensor(np.asarray(xs, dtype=np.float64)[0], requires_grad=grad)
+    params = {k: torch.tensor(np.asarray(v, dtype=np.float64), requires_grad=True) for k, v in case.params.items()}
+    new, y = model.step(torch_ops(), params, tuple(leaves), x)
+    outputs = [o for o in (*new, y) if isinstance(o, torch.Tensor) and o.requires_grad]
+    inputs = [t for t in (*leaves, x) if t is not None and t.requires_grad]
+    if len(inputs) < 2 or not outputs:
+        return False
+    cotangents = [torch.ones_like(o) for o in outputs]
+    grads = torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True)
+    handed_in = {c.untyped_storage().data_ptr() for c in cotangents}
+    storages = [g.untyped_storage().data_ptr() for g in grads if g is not None and g.numel()]
+    return any(s not in handed_in and storages.count(s) >= 2 for s in storages)
 
 
 def _body_grad_numel_shared_upstream(model: Model, case: Case) -> bool:
