@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from rnnbench.run.executors import Unit
+from rnnbench.run.isolation import cancel_requested
 from rnnbench.run.local_pool import LocalPool
+from rnnbench.run.protocol import Cancelled
 from test_faults import FUZZ, HANG_AT_3, finish, gone_after, hanging, rnnbench_temp_files, start
 
 
@@ -26,7 +28,9 @@ def _unit(name: str, records: int, then_block: bool, running: list, peak: list, 
                 emit({"unit": name, "k": k})
             if fail:
                 raise ValueError(f"{name} failed")
-            while then_block:  # a worker that hangs: only the interruption ends it
+            while then_block:  # a worker that hangs: only the pool's stop ends it, as run_isolated does
+                if cancel_requested():
+                    raise Cancelled
                 time.sleep(0.01)
         finally:
             running.remove(name)

@@ -227,6 +227,26 @@ def _tail(path: Path) -> str:
     return "\n".join(lines[-STDERR_TAIL_LINES:])
 
 
+_cancel = threading.local()  # .event: set by the thread's owner to stop this thread's run_isolated
+
+
+@contextlib.contextmanager
+def cancellable(event: threading.Event):
+    """Within the block, run_isolated in this thread ends its worker and raises
+    protocol.Cancelled once `event` is set (between wait slices, never inside a callback): how a
+    pool stops the units its threads run (rnnbench.run.local_pool)."""
+    _cancel.event = event
+    try:
+        yield
+    finally:
+        _cancel.event = None
+
+
+def cancel_requested() -> bool:
+    event = getattr(_cancel, "event", None)
+    return event is not None and event.is_set()
+
+
 def run_isolated(
     command: Sequence[str],
     items: Sequence[Any],
@@ -250,6 +270,8 @@ def run_isolated(
     env = dict(os.environ if env is None else env)
     next_index = 0
     while next_index < len(items):
+        if cancel_requested():
+            raise protocol.Cancelled
         next_index = _one_worker(
             command, items, next_index, timeout_s, on_result, on_failure, on_start, context(), env, memory_limit_gb
         )
@@ -298,7 +320,7 @@ def _one_worker(
         deadline = time.monotonic() + timeout_s + WORKER_START_GRACE_S
         while True:
             try:
-                event = events.next(deadline)
+                event = events.next(deadline, cancel_requested)
             except protocol.Expired:
                 _end_worker(worker)
                 failed = done if started is None else started

@@ -9,21 +9,22 @@ worker left idle.
 
 This thread is the one writer: each unit's records pass through a queue and are emitted here, in
 the order they arrive. Signals reach this (main) thread only (rnnbench.run.parent): on an
-interruption, or when emit raises, every unit still running gets a KeyboardInterrupt raised in its
-thread (it lands within one of the pipe's wait slices, rnnbench.run.protocol.SLICE_S), whose
-`finally` ends its workers and delivers the results they had already written; those records are
-emitted before the interruption goes on, so an interrupted fuzz keeps every finished body.
+interruption, or when emit raises, the pool sets its stop event; each unit's run_isolated looks at
+it between the pipe's wait slices (rnnbench.run.isolation.cancellable; never inside a callback, so
+a result already read is queued whole), ends its workers and queues the results they had already
+written; those records are emitted before the interruption goes on, so an interrupted fuzz keeps
+every finished body.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rnnbench.run.isolation import cancellable
 from rnnbench.run.parent import signals_deferred
 
 Emit = Callable[[dict], None]
@@ -38,11 +39,6 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _raise_in(thread: threading.Thread, exc: type[BaseException]) -> None:
-    if thread.ident is not None and thread.is_alive():
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(exc))
-
-
 class LocalPool:
     """Run units (rnnbench.run.executors.Unit) in up to `workers` threads of this process."""
 
@@ -54,11 +50,13 @@ class LocalPool:
         in this thread only. An exception in a unit ends the others and is raised here."""
         inbox: queue.Queue = queue.Queue()
         waiting, running = list(units), []
+        stop = threading.Event()
 
         def body(unit) -> None:
             try:
-                unit.work(inbox.put)
-            except BaseException as exc:  # the interruption _stop raised included: run() decides
+                with cancellable(stop):
+                    unit.work(inbox.put)
+            except BaseException as exc:  # protocol.Cancelled (the pool's stop) included: run() decides
                 inbox.put(_Ended(threading.current_thread(), exc))
             else:
                 inbox.put(_Ended(threading.current_thread(), None))
@@ -82,21 +80,20 @@ class LocalPool:
                     with signals_deferred():  # a record taken from the queue is written whole
                         emit(message)
         except (KeyboardInterrupt, BrokenPipeError):
-            self._stop(running)
+            _stop(stop, running)
             _flush(inbox, emit)  # results the stopped units' workers had written
             raise
         except BaseException:
-            self._stop(running)
+            _stop(stop, running)
             raise
 
-    @staticmethod
-    def _stop(threads: list[threading.Thread]) -> None:
-        """End every unit still running: its workers are killed and reaped in its thread's finally."""
-        with signals_deferred():
-            for thread in threads:
-                _raise_in(thread, KeyboardInterrupt)
-            for thread in threads:
-                thread.join()
+
+def _stop(stop: threading.Event, threads: list[threading.Thread]) -> None:
+    """End every unit still running: its workers are killed and reaped in its own thread."""
+    with signals_deferred():
+        stop.set()
+        for thread in threads:
+            thread.join()
 
 
 @dataclass

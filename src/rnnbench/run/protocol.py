@@ -16,6 +16,7 @@ import pickle
 import select
 import struct
 import time
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 HEADER = struct.Struct("<Q")
@@ -25,6 +26,11 @@ PARTIAL_GRACE_S = 10.0  # past the deadline, how long a half-read event may take
 
 class Expired(Exception):
     """The deadline passed and the pipe holds no (partly written) event."""
+
+
+class Cancelled(KeyboardInterrupt):
+    """The waiting thread was asked to stop (rnnbench.run.local_pool): raised between wait slices,
+    never inside a callback, so a result already read is always delivered whole."""
 
 
 def send(stream: BinaryIO, event: tuple) -> None:
@@ -71,15 +77,18 @@ class Events:
             self.eof = True
         return True
 
-    def next(self, deadline: float) -> Any | None:
+    def next(self, deadline: float, stop: Callable[[], bool] = lambda: False) -> Any | None:
         """The next event, None once the pipe closed (the worker finished or died), or Expired
-        when time.monotonic() passed `deadline` and everything the pipe held has been read."""
+        when time.monotonic() passed `deadline` and everything the pipe held has been read;
+        Cancelled when stop() holds (looked at between wait slices) and no event is ready."""
         while True:
             event = self._frame()
             if event is not None:
                 return event
             if self.eof:
                 return None
+            if stop():
+                raise Cancelled
             late = time.monotonic() - deadline
             if late < 0:
                 self._fill(min(SLICE_S, -late))
