@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from rnnbench import registry
-from rnnbench.check import known_issues
+from rnnbench.check import conditions, known_issues
 from rnnbench.check.known_issues import KnownIssue, RegistryError, classify, parse, version_matches
 from rnnbench.status import is_failing
 
@@ -40,7 +40,7 @@ def test_every_entry_covers_some_registered_case() -> None:
     def covered(issue, m) -> bool:
         for form in issue.losses or NAMES:
             model, case = with_loss(m, m.make_case(m.sizes_with_defaults(), 0), form)
-            if all(known_issues.CONDITIONS[c](model, case) for c in issue.conditions):
+            if all(conditions.CONDITIONS[c](model, case, "float64") for c in issue.conditions):
                 return True
         return False
 
@@ -264,11 +264,11 @@ def test_the_donated_buffer_condition_follows_the_mechanism(name: str, sizes: di
     """A differentiated tensor the step reads, and one upstream of the loop, of equal element count
     (docs/bugs.md#torch-inductor-scan-body-grad-reuses-donated-buffer); equal shapes are irrelevant."""
     model, case = _model(name, sizes)
-    assert known_issues.CONDITIONS["body_grad_numel_shared_upstream"](model, case) is covered
+    assert conditions.CONDITIONS["body_grad_numel_shared_upstream"](model, case, "float64") is covered
 
 
 def test_which_tensors_the_step_and_the_prologue_read() -> None:
-    body, upstream = known_issues.differentiated_sizes(*_model("rnn", {"T": 4, "B": 2, "I": 3, "H": 5}))
+    body, upstream = conditions.differentiated_sizes(*_model("rnn", {"T": 4, "B": 2, "I": 3, "H": 5}))
     assert body == {"W_hh": 25}  # h0 does not require grad; W_ih and b are read by the prologue only
     assert upstream == {"W_ih": 15, "b": 5, "xs'": 4 * 2 * 5}
 
@@ -351,13 +351,15 @@ def test_every_driver_of_an_uncertain_entry_has_a_witness_it_runs() -> None:
 def test_the_gradient_returned_twice_condition_follows_the_mechanism(name: str, covered: bool) -> None:
     """docs/bugs.md#torch-inductor-scan-aliasing-gradient-returned-twice: measured on torch 2.9.0."""
     model, case = _model(name, {})
-    assert known_issues.CONDITIONS["step_gradient_returned_twice"](model, case) is covered
+    assert conditions.CONDITIONS["step_gradient_returned_twice"](model, case, "float64") is covered
 
 
 def test_the_gradient_returned_twice_condition_needs_both_inputs_differentiated_and_a_summed_cotangent() -> None:
     """The variations measured in plain torch 2.9.0: acc0 or xs without grad compiles; a second
     acc + x for y compiles; two carry leaves added (c1' = c1 + c2, y = c1') is refused."""
-    condition = known_issues.CONDITIONS["step_gradient_returned_twice"]
+    def condition(model, case) -> bool:
+        return conditions.CONDITIONS["step_gradient_returned_twice"](model, case, "float64")
+
     model, case = _model("loop_add@params_as_xs", {})
     assert not condition(model, dataclasses.replace(case, xs_requires_grad=False))
     assert not condition(model, dataclasses.replace(case, carry0_requires_grad=(False,)))
@@ -426,7 +428,7 @@ def test_per_recurrence_carry_conditions() -> None:
 
     def holds(name: str, condition: str) -> bool:
         m = registry.get_model(name)
-        return known_issues.CONDITIONS[condition](m, m.make_case(m.sizes_with_defaults(), 0))
+        return conditions.CONDITIONS[condition](m, m.make_case(m.sizes_with_defaults(), 0), "float64")
 
     assert holds("rnn2", "one_carry_leaf_of_several_entries") and not holds(
         "rnn2", "several_carry_leaves_in_a_recurrence"
