@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from rnnbench import registry
@@ -357,6 +358,7 @@ def test_the_gradient_returned_twice_condition_follows_the_mechanism(name: str, 
 def test_the_gradient_returned_twice_condition_needs_both_inputs_differentiated_and_a_summed_cotangent() -> None:
     """The variations measured in plain torch 2.9.0: acc0 or xs without grad compiles; a second
     acc + x for y compiles; two carry leaves added (c1' = c1 + c2, y = c1') is refused."""
+
     def condition(model, case) -> bool:
         return conditions.CONDITIONS["step_gradient_returned_twice"](model, case, "float64")
 
@@ -568,3 +570,50 @@ def test_witness_versions_agree_with_the_measured_table() -> None:
                 for version, reproduced in measured.get((issue.id, k), {}).items():
                     if version_matches(version, spec):
                         assert version_matches(version, own) == reproduced, (issue.id, witness, version, reproduced)
+
+
+@pytest.mark.parametrize("loss", ["model", "ys_only", "carry_only", "sum_carry", "mean", "last_y"])
+def test_the_cut_carry_chain_condition_is_scoped_by_mechanism_not_by_loss_name(loss: str) -> None:
+    """torch-scan-drops-carry-cotangent covers an Elman RNN with an initial carry without grad under
+    every loss (each reaches the loss through the carry chain), and never the same case with one step
+    (no chain to cut) or with the initial carry differentiated (nothing is cut)."""
+    from rnnbench.losses import with_loss
+
+    condition = conditions.CONDITIONS["carry_chain_of_leaf_without_grad_matters"]
+    model, case = with_loss(*_model("rnn", {"T": 4, "B": 2, "I": 3, "H": 3}), loss)
+    assert not all(case.carry0_requires_grad or (False,))
+    assert condition(model, case, "float64") and condition(model, case, "float32")
+    assert not condition(*with_loss(*_model("rnn", {"T": 1, "B": 2, "I": 3, "H": 3}), loss), "float64")
+    assert not condition(model, dataclasses.replace(case, carry0_requires_grad=(True,)), "float64")
+
+
+def test_the_cut_carry_chain_condition_sees_that_a_converged_fixed_point_loses_nothing() -> None:
+    """Newton-Schulz converges: its carry Jacobian vanishes at the fixed point, so under a loss of the
+    final carry cutting the chain changes nothing and the condition does not cover it."""
+    from rnnbench.losses import with_loss
+
+    condition = conditions.CONDITIONS["carry_chain_of_leaf_without_grad_matters"]
+    for loss in ("carry_only", "sum_carry"):  # the final carry alone: the converged iterate
+        model, case = with_loss(*_model("newton_schulz", {}), loss)
+        assert not all(case.carry0_requires_grad or (False,))
+        assert not condition(model, case, "float64")
+    assert condition(*with_loss(*_model("newton_schulz", {}), "ys_only"), "float64")  # the iterates on the way
+
+
+@pytest.mark.skipif(
+    not known_issues.version_matches(known_issues.installed_version("torch") or "0", "==2.9.0|==2.11.0"),
+    reason="eager scan drops the carry chain on torch 2.9.0 and 2.11.0 only",
+)
+@pytest.mark.parametrize("name, loss", [("rnn", "carry_only"), ("rnn", "mean"), ("decay", "sum_carry")])
+def test_the_cut_carry_chain_is_what_eager_scan_computes_where_the_bug_is(name: str, loss: str) -> None:
+    """The condition's model of the bug is exact: eager torch_scan's gradient on this torch equals the
+    eager loop's gradient with the carry chain of the leaves without grad cut, to rounding."""
+    from rnnbench.losses import with_loss
+
+    model, case = with_loss(*_model(name, {}), loss)
+    _, cut = conditions._loop_gradient(model, case, cut=True)
+    _, true = conditions._loop_gradient(model, case, cut=False)
+    _, got = registry.get_driver("torch_scan").prepare(model, case, "float64", "cpu").loss_and_grads()
+    scale = max(float(np.max(np.abs(g))) for g in true.values())
+    assert max(float(np.max(np.abs(np.asarray(got[n]) - cut[n]))) for n in cut) <= 1e-12 * max(scale, 1.0)
+    assert max(float(np.max(np.abs(cut[n] - true[n]))) for n in cut) > 1e-3 * max(scale, 1.0)
