@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from rnnbench import registry
-from rnnbench.check import known_issues
+from rnnbench.check import conditions, known_issues
 from rnnbench.check.known_issues import KnownIssue, RegistryError, classify, parse, version_matches
 from rnnbench.status import is_failing
 
@@ -40,7 +41,7 @@ def test_every_entry_covers_some_registered_case() -> None:
     def covered(issue, m) -> bool:
         for form in issue.losses or NAMES:
             model, case = with_loss(m, m.make_case(m.sizes_with_defaults(), 0), form)
-            if all(known_issues.CONDITIONS[c](model, case) for c in issue.conditions):
+            if all(conditions.CONDITIONS[c](model, case, "float64") for c in issue.conditions):
                 return True
         return False
 
@@ -264,11 +265,11 @@ def test_the_donated_buffer_condition_follows_the_mechanism(name: str, sizes: di
     """A differentiated tensor the step reads, and one upstream of the loop, of equal element count
     (docs/bugs.md#torch-inductor-scan-body-grad-reuses-donated-buffer); equal shapes are irrelevant."""
     model, case = _model(name, sizes)
-    assert known_issues.CONDITIONS["body_grad_numel_shared_upstream"](model, case) is covered
+    assert conditions.CONDITIONS["body_grad_numel_shared_upstream"](model, case, "float64") is covered
 
 
 def test_which_tensors_the_step_and_the_prologue_read() -> None:
-    body, upstream = known_issues.differentiated_sizes(*_model("rnn", {"T": 4, "B": 2, "I": 3, "H": 5}))
+    body, upstream = conditions.differentiated_sizes(*_model("rnn", {"T": 4, "B": 2, "I": 3, "H": 5}))
     assert body == {"W_hh": 25}  # h0 does not require grad; W_ih and b are read by the prologue only
     assert upstream == {"W_ih": 15, "b": 5, "xs'": 4 * 2 * 5}
 
@@ -351,13 +352,16 @@ def test_every_driver_of_an_uncertain_entry_has_a_witness_it_runs() -> None:
 def test_the_gradient_returned_twice_condition_follows_the_mechanism(name: str, covered: bool) -> None:
     """docs/bugs.md#torch-inductor-scan-aliasing-gradient-returned-twice: measured on torch 2.9.0."""
     model, case = _model(name, {})
-    assert known_issues.CONDITIONS["step_gradient_returned_twice"](model, case) is covered
+    assert conditions.CONDITIONS["step_gradient_returned_twice"](model, case, "float64") is covered
 
 
 def test_the_gradient_returned_twice_condition_needs_both_inputs_differentiated_and_a_summed_cotangent() -> None:
     """The variations measured in plain torch 2.9.0: acc0 or xs without grad compiles; a second
     acc + x for y compiles; two carry leaves added (c1' = c1 + c2, y = c1') is refused."""
-    condition = known_issues.CONDITIONS["step_gradient_returned_twice"]
+
+    def condition(model, case) -> bool:
+        return conditions.CONDITIONS["step_gradient_returned_twice"](model, case, "float64")
+
     model, case = _model("loop_add@params_as_xs", {})
     assert not condition(model, dataclasses.replace(case, xs_requires_grad=False))
     assert not condition(model, dataclasses.replace(case, carry0_requires_grad=(False,)))
@@ -426,7 +430,7 @@ def test_per_recurrence_carry_conditions() -> None:
 
     def holds(name: str, condition: str) -> bool:
         m = registry.get_model(name)
-        return known_issues.CONDITIONS[condition](m, m.make_case(m.sizes_with_defaults(), 0))
+        return conditions.CONDITIONS[condition](m, m.make_case(m.sizes_with_defaults(), 0), "float64")
 
     assert holds("rnn2", "one_carry_leaf_of_several_entries") and not holds(
         "rnn2", "several_carry_leaves_in_a_recurrence"
@@ -566,3 +570,50 @@ def test_witness_versions_agree_with_the_measured_table() -> None:
                 for version, reproduced in measured.get((issue.id, k), {}).items():
                     if version_matches(version, spec):
                         assert version_matches(version, own) == reproduced, (issue.id, witness, version, reproduced)
+
+
+@pytest.mark.parametrize("loss", ["model", "ys_only", "carry_only", "sum_carry", "mean", "last_y"])
+def test_the_cut_carry_chain_condition_is_scoped_by_mechanism_not_by_loss_name(loss: str) -> None:
+    """torch-scan-drops-carry-cotangent covers an Elman RNN with an initial carry without grad under
+    every loss (each reaches the loss through the carry chain), and never the same case with one step
+    (no chain to cut) or with the initial carry differentiated (nothing is cut)."""
+    from rnnbench.losses import with_loss
+
+    condition = conditions.CONDITIONS["carry_chain_of_leaf_without_grad_matters"]
+    model, case = with_loss(*_model("rnn", {"T": 4, "B": 2, "I": 3, "H": 3}), loss)
+    assert not all(case.carry0_requires_grad or (False,))
+    assert condition(model, case, "float64") and condition(model, case, "float32")
+    assert not condition(*with_loss(*_model("rnn", {"T": 1, "B": 2, "I": 3, "H": 3}), loss), "float64")
+    assert not condition(model, dataclasses.replace(case, carry0_requires_grad=(True,)), "float64")
+
+
+def test_the_cut_carry_chain_condition_sees_that_a_converged_fixed_point_loses_nothing() -> None:
+    """Newton-Schulz converges: its carry Jacobian vanishes at the fixed point, so under a loss of the
+    final carry cutting the chain changes nothing and the condition does not cover it."""
+    from rnnbench.losses import with_loss
+
+    condition = conditions.CONDITIONS["carry_chain_of_leaf_without_grad_matters"]
+    for loss in ("carry_only", "sum_carry"):  # the final carry alone: the converged iterate
+        model, case = with_loss(*_model("newton_schulz", {}), loss)
+        assert not all(case.carry0_requires_grad or (False,))
+        assert not condition(model, case, "float64")
+    assert condition(*with_loss(*_model("newton_schulz", {}), "ys_only"), "float64")  # the iterates on the way
+
+
+@pytest.mark.skipif(
+    not known_issues.version_matches(known_issues.installed_version("torch") or "0", "==2.9.0|==2.11.0"),
+    reason="eager scan drops the carry chain on torch 2.9.0 and 2.11.0 only",
+)
+@pytest.mark.parametrize("name, loss", [("rnn", "carry_only"), ("rnn", "mean"), ("decay", "sum_carry")])
+def test_the_cut_carry_chain_is_what_eager_scan_computes_where_the_bug_is(name: str, loss: str) -> None:
+    """The condition's model of the bug is exact: eager torch_scan's gradient on this torch equals the
+    eager loop's gradient with the carry chain of the leaves without grad cut, to rounding."""
+    from rnnbench.losses import with_loss
+
+    model, case = with_loss(*_model(name, {}), loss)
+    _, cut = conditions._loop_gradient(model, case, cut=True)
+    _, true = conditions._loop_gradient(model, case, cut=False)
+    _, got = registry.get_driver("torch_scan").prepare(model, case, "float64", "cpu").loss_and_grads()
+    scale = max(float(np.max(np.abs(g))) for g in true.values())
+    assert max(float(np.max(np.abs(np.asarray(got[n]) - cut[n]))) for n in cut) <= 1e-12 * max(scale, 1.0)
+    assert max(float(np.max(np.abs(cut[n] - true[n]))) for n in cut) > 1e-3 * max(scale, 1.0)

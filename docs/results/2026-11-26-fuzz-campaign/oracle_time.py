@@ -1,8 +1,9 @@
 """Oracle time on the campaign's bodies: the ladder (dual numbers; 50 digits where the condition
 number asks) against the finite-difference oracles it replaced, first and second order, on the same
-bodies (seed 2026, the four default loss forms, float64), one process, interleaved per case.
+bodies (seed SEED, default 2026; 2027 for the 1000-body campaign of 2026-11-26-fuzz-1000; the four
+default loss forms, float64), one process, interleaved per case.
 
-Usage: python docs/results/2026-11-26-fuzz-campaign/oracle_time.py BODIES > oracle_time.txt
+Usage: python docs/results/2026-11-26-fuzz-campaign/oracle_time.py BODIES [SEED] > oracle_time.txt
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ def timed(fn):
     return out, time.perf_counter() - start
 
 
-def main(bodies: int) -> None:
+def main(bodies: int, seed: int) -> None:
     totals, kinds, worst = Counter(), Counter(), 0.0
     for index in range(bodies * len(losses.CHECKED)):
-        fc = build(judged_body(2026, index, losses.CHECKED))
+        fc = build(judged_body(seed, index, losses.CHECKED))
         if fc.ill_conditioned:
             kinds["ill_conditioned"] += 1
             continue
@@ -51,7 +52,7 @@ def main(bodies: int) -> None:
             if np.any(ok):
                 worst = max(worst, float(np.max(np.abs(fd.grads[n] - ladder.grads[n])[ok])) / scale)
     judged = sum(v for k, v in kinds.items() if k in ("dual", "dual_mp", "finite_differences", "ill_conditioned"))
-    print(f"{bodies} bodies x {len(losses.CHECKED)} loss forms = {judged} cases (seed 2026, float64)")
+    print(f"{bodies} bodies x {len(losses.CHECKED)} loss forms = {judged} cases (seed {seed}, float64)")
     print(f"first order:  ladder {totals['ladder']:.2f} s, finite differences {totals['fd']:.2f} s "
           f"({totals['fd'] / totals['ladder']:.1f}x)")
     print(f"second order: ladder {totals['ladder_hvp']:.2f} s, finite differences {totals['fd_hvp']:.2f} s "
@@ -62,4 +63,4 @@ def main(bodies: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 25)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 25, int(sys.argv[2]) if len(sys.argv) > 2 else 2026)

@@ -1,12 +1,14 @@
 """Summary of the campaign's records (fuzz-float64.jsonl.gz, fuzz-float32.jsonl.gz beside this script):
 bodies every driver finished, statuses per driver, the oracle rungs, and every reason a check could
-not decide. Usage: python docs/results/2026-11-26-fuzz-campaign/summarize.py"""
+not decide. Usage: python docs/results/2026-11-26-fuzz-campaign/summarize.py [FOLDER] (default: this
+script's folder; docs/results/2026-11-26-fuzz-1000 for the 1000-body campaign)"""
 
 from __future__ import annotations
 
 import gzip
 import json
 import re
+import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -28,7 +30,8 @@ def reason(report: str) -> str:
 
 
 def main() -> None:
-    for path in sorted(HERE.glob("fuzz-*.jsonl.gz")):
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE
+    for path in sorted(folder.glob("fuzz-*.jsonl.gz")):
         records = [json.loads(line) for line in gzip.open(path, "rt") if line.strip()]
         from rnnbench.cli import fuzz_drivers
 

@@ -5,9 +5,11 @@ Method: suffix problems. For a step t, the recurrence from t on is its own probl
 c_t (the float64 numpy carry after t steps, every leaf differentiated), xs[t:], and the same loss
 with the outputs of steps < t prepended as constants. Its carry0 gradient is the carry cotangent
 dL/dc_t; its parameter gradient minus that of the suffix from t+1 is step t's contribution to
-dL/dp. The driver computes both on each suffix with its own autodiff; the oracle is float64 finite
-differences of the numpy suffix. Walking t = T-1 .. 0, the first t where either disagrees is where
-the backward first goes wrong.
+dL/dp. The driver computes both on each suffix with its own autodiff; the oracle is the ladder's
+exact rungs on the numpy suffix (check/oracle.dual_oracle: dual numbers, 50 digits where float64
+cannot resolve it, finite differences with their error bars only where a step has no
+derivative). Walking t = T-1 .. 0, the first t where either disagrees is where the backward first
+goes wrong.
 
 A failure that no suffix shows needs something only the full problem has: the report names what
 that is on this case (initial-carry leaves without grad, the docs/bugs.md §1 trigger; a gradient
@@ -23,14 +25,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rnnbench.check.compare import compare_grads, describe
-from rnnbench.check.finite_diff import finite_difference_oracle
+from rnnbench.check.oracle import dual_oracle
 from rnnbench.check.tolerance import at_loss_scale, tolerance
 from rnnbench.drivers.base import Driver
 from rnnbench.model import Case, Model, reference_loss, rollout
 from rnnbench.status import InputStatus
 
 PREFIX = "__prefix_ys"
-MAX_PARAM_ENTRIES = 512  # per-step parameter contributions need finite differences over every entry
+MAX_PARAM_ENTRIES = 512  # per-step parameter contributions need a tangent per parameter entry
 
 
 def suffix_problem(model: Model, case: Case, t: int) -> tuple[Model, Case]:
@@ -121,7 +123,6 @@ def localize(
     model: Model, driver: Driver, case: Case, dtype: str, device: str = "cpu", budget_s: float = 60.0
 ) -> Localization:
     """Walk the suffixes t = T-1 .. 0 until one diverges or `budget_s` is spent."""
-    tol = tolerance(dtype, "finite_differences", device)
     n_param = sum(np.size(p) for p in case.params.values())
     with_params = n_param <= MAX_PARAM_ENTRIES
     carry_names = [f"carry0.{n}" for n in model.carry_names]
@@ -138,7 +139,7 @@ def localize(
         sub_model, sub_case = suffix_problem(model, case, t)
         sub_case = sub_case.rounded_to(dtype)
         names = carry_names + (list(case.params) if with_params else [])
-        oracle = finite_difference_oracle(sub_model, sub_case, names=names)
+        oracle = dual_oracle(sub_model, sub_case, names)
         want, bound = dict(oracle.grads), {n: oracle.error_of(n) for n in names}
         try:
             _, got = driver.prepare(sub_model, sub_case, dtype, device).loss_and_grads()
@@ -153,7 +154,7 @@ def localize(
                 want_step[p] = want[p] - later[1][p]
                 bound_step[p] = bound[p] + later[2][p]
         # the oracle's own error never counts as a divergence (cannot_decide is not evidence)
-        step_tol = at_loss_scale(tol, reference_loss(sub_model, sub_case))
+        step_tol = at_loss_scale(tolerance(dtype, oracle.kind, device), reference_loss(sub_model, sub_case))
         errors = compare_grads(got_step, want_step, names, step_tol, error=bound_step)
         bad = [e for e in errors if e.status in (InputStatus.MISMATCH, InputStatus.MISSING)]
         out.lines.append(f"  t={t}: " + ("agree" if not bad else "DIVERGES"))

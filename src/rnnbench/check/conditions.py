@@ -1,0 +1,317 @@
+"""Case predicates that known-issue entries name in `affects.conditions` (src/rnnbench/known_issues.json):
+each says, from the model and the case alone (numpy or eager torch at the case's values), whether a
+registered bug's mechanism is present on a row at `dtype`. An entry is scoped by mechanism, not by the
+name of a model or loss, wherever the mechanism can be detected this way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from rnnbench.model import Case, Model
+
+CONDITIONS: dict[str, Callable[[Model, Case, str], bool]] = {
+    # Some initial-carry leaf is not differentiated (docs/bugs.md §1's trigger in torch 2.9.0's scan).
+    "carry0_without_grad": lambda model, case, dtype: not all(case.carry0_requires_grad or (False,)),
+    # The loss's gradient changes beyond the dtype's tolerance when the carry chain of every carry leaf whose
+    # initial value has no grad is cut between steps: what torch 2.9.0's scan backward does, since it traces
+    # the step's backward with the initial carry as primals, so a leaf without grad gets a zero carry
+    # cotangent from every step (_higher_order_ops/scan.py ScanAutogradOp.backward, create_bw_fn).
+    "carry_chain_of_leaf_without_grad_matters": lambda model, case, dtype: _carry_chain_cut_matters(model, case, dtype),
+    # Some initial-carry leaf is a 0-dimensional tensor (torch 2.9.0 inductor's scan-backward lowering).
+    "zero_dim_carry": lambda model, case, dtype: any(getattr(c, "ndim", 0) == 0 for c in case.carry0),
+    # The step has trainable parameters (a scan body that closes over them captures tensors).
+    "has_params": lambda model, case, dtype: bool(case.params),
+    # torch inductor's scan backward loop accumulates the gradient of each differentiated tensor the
+    # step reads in a buffer that may alias a buffer of equal element count created after the loop:
+    # the gradient of a differentiated tensor upstream of the scan (a parameter the prologue reads,
+    # xs) or d loss/d xs' (docs/bugs.md#torch-inductor-scan-body-grad-reuses-donated-buffer).
+    "body_grad_numel_shared_upstream": lambda model, case, dtype: _body_grad_numel_shared_upstream(model, case),
+    # One carry leaf, with several entries: an unweighted sum of it gives an expanded (stride-0)
+    # cotangent with several lanes (docs/bugs.md#torch-inductor-scan-expanded-carry-cotangent).
+    "one_carry_leaf_of_several_entries": lambda model, case, dtype: any(
+        len(carry) == 1 and np.size(carry[0]) >= 2 for carry in recurrence_carries(model, case)
+    ),
+    # The carry cotangent crosses a step of the backward loop: two or more steps, or a differentiated
+    # initial carry (whose gradient is the loop's last carried value).
+    "carry_cotangent_crosses_a_step": lambda model, case, dtype: case.length >= 2 or any(case.carry0_requires_grad),
+    # Some final-carry leaf reaches the loss only through an unweighted sum, so the backward seeds the
+    # scan with an expanded (stride-0) cotangent: the trigger itself, whatever the loss is called
+    # (docs/bugs.md#torch-inductor-scan-expanded-carry-cotangent).
+    # Here: stride 0 along a dim of size >= 2 (several lanes share one value).
+    "final_carry_cotangent_expanded": lambda model, case, dtype: any(
+        lanes >= 2 for lanes in expanded_carry_cotangents(model, case)
+    ),
+    # Two or more final-carry leaves get expanded cotangents, of any size: stride-0 views of one
+    # scalar tangent, which scan's functionalization sees as aliased inputs.
+    "final_carry_cotangents_expanded_twice": lambda model, case, dtype: (
+        len(expanded_carry_cotangents(model, case)) >= 2
+    ),
+    # Some recurrence (one scan) carries several leaves (each an expanded cotangent under an
+    # unweighted sum). A stacked model of one-leaf layers (rnn2) has none.
+    "several_carry_leaves_in_a_recurrence": lambda model, case, dtype: any(
+        len(carry) >= 2 for carry in recurrence_carries(model, case)
+    ),
+    # torch_xla's scan traces the step with every carry leaf requiring grad and x requiring grad when
+    # xs' does, then back-propagates ones from every output: an output (new carry leaf or y) that
+    # depends on none of them has no grad_fn (torch_xla/experimental/scan.py value_and_grad_partitioned).
+    "step_output_without_grad": lambda model, case, dtype: _step_graph(model, case)[0],
+    # Some carry leaf reaches no step output that has a grad_fn: the step's backward returns None for
+    # it, which the reverse scan's flattening drops, so its carry is one leaf short
+    # (torch_xla/experimental/scan.py _scan_impl_flat's assertion).
+    "carry_leaf_unread_by_step": lambda model, case, dtype: _step_graph(model, case)[1],
+    # A step output is a closed-over parameter itself (y = p, c' = p): AOTAutograd's metadata
+    # collection meets the captured tensor as a tangent (torch_xla_scan_closure).
+    "step_returns_a_parameter": lambda model, case, dtype: _step_graph(model, case)[2],
+    # Two or more recurrences (scans) in one program: stacked or bidirectional layers.
+    "several_recurrences": lambda model, case, dtype: len(recurrence_carries(model, case)) >= 2,
+    # The step's backward returns one computed tensor (not a cotangent handed in) as the gradient of two
+    # differentiated inputs (c' = c + x, x from xs', c' read twice): torch 2.9.0's create_bw_fn clones
+    # gradients that alias its inputs, not one returned twice (_higher_order_ops/utils.py).
+    "step_gradient_returned_twice": lambda model, case, dtype: _step_gradient_returned_twice(model, case),
+}
+"""Case predicates that entries name in affects.conditions. Add one here for a new bug class."""
+
+
+class _Reads(dict):
+    """A params mapping that records which names a function reads."""
+
+    def __init__(self, params: Mapping) -> None:
+        super().__init__(params)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+    def _all(self):
+        self.read.update(self.keys())
+
+    def items(self):
+        self._all()
+        return super().items()
+
+    def values(self):
+        self._all()
+        return super().values()
+
+    def __iter__(self):
+        self._all()
+        return super().__iter__()
+
+
+def differentiated_sizes(model: Model, case: Case) -> tuple[dict[str, int], dict[str, int]]:
+    """(element counts of the differentiated tensors the step reads: parameters and initial-carry
+    leaves with grad; element counts of the tensors whose gradients a backward computes upstream of
+    the loop: parameters the prologue reads, xs when differentiated, and the prologue's output
+    xs' when anything upstream is), found by running the numpy prologue and one step. A model of
+    several recurrences (Model.forward) has no single body: ({}, {})."""
+    from rnnbench.ops import numpy_ops
+
+    ops = numpy_ops()
+    upstream: dict[str, int] = {}
+    if model.forward is not None:
+        return {}, upstream
+    x0 = None
+    if case.xs is not None:
+        xs = case.xs
+        if model.prologue is not None:
+            reads = _Reads(case.params)
+            xs = model.prologue(ops, reads, case.xs)
+            upstream.update({p: int(np.size(case.params[p])) for p in reads.read})
+        if case.xs_requires_grad:
+            upstream["xs"] = int(np.size(case.xs))
+        if upstream and model.prologue is not None:
+            upstream["xs'"] = int(np.size(xs))
+        x0 = xs[0]
+    reads = _Reads(case.params)
+    model.step(ops, reads, tuple(case.carry0), x0)
+    body = {p: int(np.size(case.params[p])) for p in reads.read}
+    body.update(
+        {
+            f"carry0.{n}": int(np.size(c))
+            for n, c, g in zip(model.carry_names, case.carry0, case.carry0_requires_grad)
+            if g
+        }
+    )
+    return body, upstream
+
+
+def recurrence_carries(model: Model, case: Case) -> list[tuple]:
+    """The initial carry of each recurrence the model runs (one for a single recurrence; one per
+    layer or direction of a Model.forward), found by running the numpy forward."""
+    from rnnbench.model import loop_recur, run_forward
+    from rnnbench.ops import numpy_ops
+
+    if model.forward is None:
+        return [tuple(case.carry0)]
+    ops, seen = numpy_ops(), []
+    loop = loop_recur(ops)
+
+    def recording(step, params, carry0, xs, length):
+        seen.append(tuple(carry0))
+        return loop(step, params, carry0, xs, length)
+
+    run_forward(ops, model, case.params, case.carry0, case.xs, case.length, recording)
+    return seen
+
+
+def expanded_carry_cotangents(model: Model, case: Case) -> list[int]:
+    """For each final-carry leaf the loss seeds with an expanded cotangent (a gradient with a stride-0
+    dim, as torch's backward of an unweighted sum gives: expand of a scalar), the largest size of
+    its stride-0 dims (1 for a one-element leaf); leaves with other cotangents are left out.
+    Runs the numpy forward, then the model's loss in eager torch on the final carry as leaves, and
+    reads the strides of each leaf's incoming gradient. A sum that inductor alone turns into an
+    expand (e.g. of c * ones_like(c)) is not seen here."""
+    import torch
+
+    from rnnbench.model import rollout
+    from rnnbench.ops import forward_pass, numpy_ops, torch_ops
+
+    with forward_pass():
+        ys, carry = rollout(numpy_ops(), model, case.params, case.carry0, case.xs, case.length)
+    leaves = [torch.tensor(np.asarray(c, dtype=np.float64), requires_grad=True) for c in carry]
+    expanded: list[int] = []
+
+    def seen(grad) -> None:
+        lanes = [n for stride, n in zip(grad.stride(), grad.shape) if stride == 0]
+        if lanes:
+            expanded.append(max(lanes))
+
+    for leaf in leaves:
+        leaf.register_hook(seen)
+    consts = {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in case.consts.items()}
+    loss = model.loss(torch_ops(), consts, torch.tensor(np.asarray(ys, dtype=np.float64)), tuple(leaves))
+    if isinstance(loss, torch.Tensor) and loss.requires_grad:
+        loss.backward()
+    return expanded
+
+
+def _step_graph(model: Model, case: Case) -> tuple[bool, bool, bool]:
+    """One eager torch step at the case's values, with every carry leaf and parameter requiring
+    grad and x when xs' does (what torch_xla's scan traces with grad; parameters travel in the carry
+    in torch_xla_scan): (some output has no grad_fn; some carry leaf reaches no output that has
+    one; some output is a parameter tensor itself). A model of several recurrences (Model.forward)
+    has no single body: all False."""
+    import torch
+
+    from rnnbench.ops import numpy_ops, torch_ops
+
+    if model.forward is not None:
+        return False, False, False
+
+    def t(a, grad: bool):
+        return torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=grad)
+
+    x = None
+    if case.xs is not None:
+        xs = case.xs if model.prologue is None else model.prologue(numpy_ops(), case.params, case.xs)
+        x = t(np.asarray(xs)[0], case.xs_requires_grad or (model.prologue is not None and bool(case.params)))
+    carry = tuple(t(c, True) for c in case.carry0)
+    params = {k: t(v, True) for k, v in case.params.items()}
+    new, y = model.step(torch_ops(), params, carry, x)
+    outputs = [o for o in (*new, y) if isinstance(o, torch.Tensor)]
+    returns_param = any(o is p for o in outputs for p in params.values())
+    with_grad = [o for o in outputs if o.requires_grad]
+    grads = (
+        torch.autograd.grad(with_grad, carry, [torch.ones_like(o) for o in with_grad], allow_unused=True)
+        if with_grad
+        else [None] * len(carry)
+    )
+    return len(with_grad) < len(outputs), any(g is None for g in grads), returns_param
+
+
+def _step_gradient_returned_twice(model: Model, case: Case) -> bool:
+    """One eager torch step, carry leaves and x differentiated as the case (or its prologue) does: do two of
+    their gradients share storage that no output cotangent has? Several recurrences: False."""
+    import torch
+
+    from rnnbench.ops import numpy_ops, torch_ops
+
+    if model.forward is not None:
+        return False
+    wants = case.carry0_requires_grad or (False,) * len(case.carry0)
+    leaves = [torch.tensor(np.asarray(c, dtype=np.float64), requires_grad=bool(g)) for c, g in zip(case.carry0, wants)]
+    xs = case.xs if model.prologue is None or case.xs is None else model.prologue(numpy_ops(), case.params, case.xs)
+    grad = bool(case.xs_requires_grad or (model.prologue is not None and case.params))
+    x = None if xs is None else torch.tensor(np.asarray(xs, dtype=np.float64)[0], requires_grad=grad)
+    params = {k: torch.tensor(np.asarray(v, dtype=np.float64), requires_grad=True) for k, v in case.params.items()}
+    new, y = model.step(torch_ops(), params, tuple(leaves), x)
+    outputs = [o for o in (*new, y) if isinstance(o, torch.Tensor) and o.requires_grad]
+    inputs = [t for t in (*leaves, x) if t is not None and t.requires_grad]
+    if len(inputs) < 2 or not outputs:
+        return False
+    cotangents = [torch.ones_like(o) for o in outputs]
+    grads = torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True)
+    handed_in = {c.untyped_storage().data_ptr() for c in cotangents}
+    storages = [g.untyped_storage().data_ptr() for g in grads if g is not None and g.numel()]
+    return any(s not in handed_in and storages.count(s) >= 2 for s in storages)
+
+
+def _body_grad_numel_shared_upstream(model: Model, case: Case) -> bool:
+    body, upstream = differentiated_sizes(model, case)
+    return any(nb == nu for b, nb in body.items() for u, nu in upstream.items() if b != u)
+
+
+def _carry_chain_cut_matters(model: Model, case: Case, dtype: str) -> bool:
+    """Eager torch loops in float64 at the case's values: would the gradient with the carry chain of
+    each leaf whose initial value lacks grad cut between steps be judged wrong at `dtype` against the
+    true one (check/compare.py, the judge's rule with the true gradient as its oracle)?"""
+    from rnnbench.check.compare import compare_grads, verdict
+    from rnnbench.check.tolerance import at_loss_scale, tolerance
+    from rnnbench.status import OracleKind, Status
+
+    if all(case.carry0_requires_grad or (False,)):
+        return False
+    loss, full = _loop_gradient(model, case, cut=False)
+    _, cut = _loop_gradient(model, case, cut=True)
+    names = list(full)
+    tol = at_loss_scale(tolerance(dtype, OracleKind.DUAL), loss)
+    return verdict(0.0, compare_grads(cut, full, names, tol), tol) in (Status.GRAD_MISMATCH, Status.MISSING_GRAD)
+
+
+def _loop_gradient(model: Model, case: Case, cut: bool) -> tuple[float, dict[str, np.ndarray]]:
+    """(loss, {compared input: gradient}) of the model's eager torch loops in float64; cut: every
+    recurrence detaches, before each step after the first, the carry leaves whose initial value has
+    no grad (a model of several recurrences cuts each by its own initial carry)."""
+    import torch
+
+    from rnnbench.model import run_forward
+    from rnnbench.ops import torch_ops
+
+    ops = torch_ops()
+
+    def leaf(a, grad: bool) -> torch.Tensor:
+        return torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=grad)
+
+    params = {k: leaf(v, True) for k, v in case.params.items()}
+    wants = case.carry0_requires_grad or (False,) * len(case.carry0)
+    carry0 = tuple(leaf(c, bool(g)) for c, g in zip(case.carry0, wants))
+    xs = None if case.xs is None else leaf(case.xs, case.xs_requires_grad)
+
+    def recur(step, params, carry0, xs, length):
+        keep = [isinstance(c, torch.Tensor) and c.requires_grad for c in carry0]
+        carry, ys = tuple(carry0), []
+        inputs = (None,) * length if xs is None else ops.unstack(xs)
+        for t in range(length):
+            if cut and t > 0:
+                carry = tuple(c if k else c.detach() for c, k in zip(carry, keep))
+            carry, y = step(ops, params, carry, inputs[t])
+            ys.append(y)
+        return ops.stack(ys), carry
+
+    ys, carry = run_forward(ops, model, params, carry0, xs, case.length, recur)
+    consts = {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in case.consts.items()}
+    loss = model.loss(ops, consts, ys, carry)
+    by_name = {**params, **{f"carry0.{n}": c for n, c in zip(model.carry_names, carry0)}, "xs": xs}
+    names = case.wrt_names(model.carry_names)
+    inputs = [by_name[n] for n in names]
+    grads = torch.autograd.grad(loss, inputs, allow_unused=True) if loss.requires_grad else [None] * len(inputs)
+    return float(loss.detach()), {
+        n: np.zeros(tuple(i.shape)) if g is None else g.detach().numpy() for n, i, g in zip(names, inputs, grads)
+    }
