@@ -151,14 +151,25 @@ def check_gradients(
     except Exception as exc:  # a driver failure is a result, not a crash of the suite
         failed = verdict(raised=exc)
         if driver.framework.collect_after_failure:  # the failed trace's tensors go with the frames' locals
-            traceback.clear_frames(exc.__traceback__)
+            _clear_frames_of_chain(exc)
     else:
         result = verdict(produced=produced)
         result.first_call_s = first_call_s
         return result, prepared
     if driver.framework.collect_after_failure:  # `exc` is gone: what only reference cycles held goes too
+        prepared = None  # the driver's closures may hold the failed trace's tensors in cycles of their own
         gc.collect()
     return failed, None
+
+
+def _clear_frames_of_chain(exc: BaseException | None) -> None:
+    """Clear the locals of every frame in the tracebacks of `exc` and of the exceptions it was raised
+    from or while handling (a backward's error may wrap the one raised inside the traced step)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        exc = exc.__cause__ or exc.__context__
 
 
 def localization(chk: Check, model: Model, driver: Driver, case: Case, dtype: str, device: str) -> Localization | None:
