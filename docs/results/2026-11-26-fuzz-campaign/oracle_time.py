@@ -35,11 +35,11 @@ def main(bodies: int, seed: int) -> None:
         if fc.ill_conditioned:
             kinds["ill_conditioned"] += 1
             continue
-        model, case, seed = fc.model, fc.case, fc.body.data_seed
+        model, case, data_seed = fc.model, fc.case, fc.body.data_seed
         ladder, t1 = timed(lambda: oracle_grads(model, case))
         fd, t2 = timed(lambda: oracle_grads(model, case, "finite_differences"))
-        hv, t3 = timed(lambda: hvp_oracle(model, case, seed))
-        hv_fd, t4 = timed(lambda: hvp_oracle(model, case, seed, "finite_differences"))
+        hv, t3 = timed(lambda: hvp_oracle(model, case, data_seed))
+        hv_fd, t4 = timed(lambda: hvp_oracle(model, case, data_seed, "finite_differences"))
         totals.update({"ladder": t1, "fd": t2, "ladder_hvp": t3, "fd_hvp": t4})
         kinds[ladder.kind] += 1
         kinds[hv.kind] += 1

@@ -33,7 +33,7 @@ def main() -> None:
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE
     for path in sorted(folder.glob("fuzz-*.jsonl.gz")):
         records = [json.loads(line) for line in gzip.open(path, "rt") if line.strip()]
-        from rnnbench.cli import fuzz_drivers
+        from rnnbench.cli.fuzz import fuzz_drivers
 
         drivers = sorted(d.name for d in fuzz_drivers(None, records[0]["dtype"]))  # the default set
         per_case = defaultdict(set)
