@@ -175,7 +175,7 @@ def expanded_carry_cotangents(model: Model, case: Case) -> list[int]:
 
     with forward_pass():
         ys, carry = rollout(numpy_ops(), model, case.params, case.carry0, case.xs, case.length)
-    leaves = [torch.tensor(np.asarray(c, dtype=np.float64), requires_grad=True) for c in carry]
+    leaves = [_leaf(c, True) for c in carry]
     expanded: list[int] = []
 
     def seen(grad) -> None:
@@ -186,7 +186,7 @@ def expanded_carry_cotangents(model: Model, case: Case) -> list[int]:
     for leaf in leaves:
         leaf.register_hook(seen)
     consts = {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in case.consts.items()}
-    loss = model.loss(torch_ops(), consts, torch.tensor(np.asarray(ys, dtype=np.float64)), tuple(leaves))
+    loss = model.loss(torch_ops(), consts, _leaf(ys), tuple(leaves))
     if isinstance(loss, torch.Tensor) and loss.requires_grad:
         loss.backward()
     return expanded
@@ -205,15 +205,12 @@ def _step_graph(model: Model, case: Case) -> tuple[bool, bool, bool]:
     if model.forward is not None:
         return False, False, False
 
-    def t(a, grad: bool):
-        return torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=grad)
-
     x = None
     if case.xs is not None:
         xs = case.xs if model.prologue is None else model.prologue(numpy_ops(), case.params, case.xs)
-        x = t(np.asarray(xs)[0], case.xs_requires_grad or (model.prologue is not None and bool(case.params)))
-    carry = tuple(t(c, True) for c in case.carry0)
-    params = {k: t(v, True) for k, v in case.params.items()}
+        x = _leaf(np.asarray(xs)[0], case.xs_requires_grad or (model.prologue is not None and bool(case.params)))
+    carry = tuple(_leaf(c, True) for c in case.carry0)
+    params = {k: _leaf(v, True) for k, v in case.params.items()}
     new, y = model.step(torch_ops(), params, carry, x)
     outputs = [o for o in (*new, y) if isinstance(o, torch.Tensor)]
     returns_param = any(o is p for o in outputs for p in params.values())
@@ -236,11 +233,11 @@ def _step_gradient_returned_twice(model: Model, case: Case) -> bool:
     if model.forward is not None:
         return False
     wants = case.carry0_requires_grad or (False,) * len(case.carry0)
-    leaves = [torch.tensor(np.asarray(c, dtype=np.float64), requires_grad=bool(g)) for c, g in zip(case.carry0, wants)]
+    leaves = [_leaf(c, bool(g)) for c, g in zip(case.carry0, wants)]
     xs = case.xs if model.prologue is None or case.xs is None else model.prologue(numpy_ops(), case.params, case.xs)
     grad = bool(case.xs_requires_grad or (model.prologue is not None and case.params))
-    x = None if xs is None else torch.tensor(np.asarray(xs, dtype=np.float64)[0], requires_grad=grad)
-    params = {k: torch.tensor(np.asarray(v, dtype=np.float64), requires_grad=True) for k, v in case.params.items()}
+    x = None if xs is None else _leaf(np.asarray(xs)[0], grad)
+    params = {k: _leaf(v, True) for k, v in case.params.items()}
     new, y = model.step(torch_ops(), params, tuple(leaves), x)
     outputs = [o for o in (*new, y) if isinstance(o, torch.Tensor) and o.requires_grad]
     inputs = [t for t in (*leaves, x) if t is not None and t.requires_grad]
@@ -286,13 +283,10 @@ def _loop_gradient(model: Model, case: Case, cut: bool) -> tuple[float, dict[str
 
     ops = torch_ops()
 
-    def leaf(a, grad: bool) -> torch.Tensor:
-        return torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=grad)
-
-    params = {k: leaf(v, True) for k, v in case.params.items()}
+    params = {k: _leaf(v, True) for k, v in case.params.items()}
     wants = case.carry0_requires_grad or (False,) * len(case.carry0)
-    carry0 = tuple(leaf(c, bool(g)) for c, g in zip(case.carry0, wants))
-    xs = None if case.xs is None else leaf(case.xs, case.xs_requires_grad)
+    carry0 = tuple(_leaf(c, bool(g)) for c, g in zip(case.carry0, wants))
+    xs = None if case.xs is None else _leaf(case.xs, case.xs_requires_grad)
 
     def recur(step, params, carry0, xs, length):
         keep = [isinstance(c, torch.Tensor) and c.requires_grad for c in carry0]
@@ -315,3 +309,10 @@ def _loop_gradient(model: Model, case: Case, cut: bool) -> tuple[float, dict[str
     return float(loss.detach()), {
         n: np.zeros(tuple(i.shape)) if g is None else g.detach().numpy() for n, i, g in zip(names, inputs, grads)
     }
+
+
+def _leaf(a, grad: bool = False):
+    """A float64 torch tensor of `a` (an eager step's input), requiring grad or not."""
+    import torch
+
+    return torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=grad)
