@@ -24,7 +24,7 @@ import hashlib, json, sys
 from rnnbench import registry
 from rnnbench.cli import options, run
 from rnnbench.cli.main import parser
-from rnnbench.run.row import unavailable_reason
+from rnnbench.run.pair import unavailable_reason
 
 def planned(flags):
     args = parser().parse_args(["run", *flags])
@@ -37,7 +37,8 @@ def planned(flags):
 
 default = []
 for job, row in planned([]):
-    row["unavailable"] = unavailable_reason(registry.get_model(job.model), registry.get_driver(job.driver), job)
+    model, driver = registry.get_model(job.model), registry.get_driver(job.driver)
+    row["unavailable"] = unavailable_reason(model, driver, **job.where())
     default.append(row)
 digests = {}
 for flags in sys.argv[1:]:

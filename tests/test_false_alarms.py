@@ -17,8 +17,7 @@ from rnnbench import registry
 from rnnbench.check.compare import verdict
 from rnnbench.check.finite_diff import finite_difference_oracle
 from rnnbench.check.judge import failure_report
-from rnnbench.run.environments import current
-from rnnbench.run.row import Job, check_gradients, unavailable_reason
+from rnnbench.run.pair import check_gradients, unavailable_reason
 from rnnbench.status import Status
 
 TORCH_LOOP = registry.get_driver("torch_loop")
@@ -31,9 +30,7 @@ def user_step_drivers() -> list[str]:
     return [
         name
         for name, d in registry.drivers().items()
-        if not d.compiled
-        and not d.anchor
-        and unavailable_reason(probe, d, Job("decay", name, "float64", environment=current())) is None
+        if not d.compiled and not d.anchor and unavailable_reason(probe, d, dtype="float64") is None
     ]
 
 

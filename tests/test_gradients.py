@@ -7,13 +7,12 @@ import pytest
 
 from rnnbench import registry
 from rnnbench.check.known_issues import expect_ok
-from rnnbench.run.environments import current
-from rnnbench.run.row import Job, check_gradients, unavailable_reason
+from rnnbench.run.pair import check_gradients, unavailable_reason
 
 
 def test_gradients_match_oracle(model_name: str, driver_name: str, gradient_dtype: str) -> None:
     model, driver = registry.get_model(model_name), registry.get_driver(driver_name)
-    reason = unavailable_reason(model, driver, Job(model_name, driver_name, gradient_dtype, environment=current()))
+    reason = unavailable_reason(model, driver, dtype=gradient_dtype)
     if reason is not None:
         pytest.skip(reason)
     case = model.make_case(model.sizes_with_defaults(), seed=0).rounded_to(gradient_dtype)

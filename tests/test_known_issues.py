@@ -214,7 +214,7 @@ def test_swapped_carries_show_section1_as_a_missing_gradient() -> None:
     registered versions must fail exactly so, the others must be right."""
     from rnnbench.fuzz.cases import build
     from rnnbench.fuzz.grammar import Body
-    from rnnbench.run.row import check_gradients
+    from rnnbench.run.pair import check_gradients
 
     body = Body(
         updates=(("leaf", "c1"), ("leaf", "c0")),
@@ -298,15 +298,11 @@ def test_entries_reproduce_on_their_witnesses(
     """An entry that is not certain stays honest through its witnesses: where its versions are
     installed, each witness row reproduces it (a fix upstream fails this test, so the entry is
     narrowed or removed)."""
-    from rnnbench.run.environments import current
-    from rnnbench.run.row import Job, check_gradients, unavailable_reason
+    from rnnbench.run.pair import check_gradients, unavailable_reason
 
     issue = next(i for i in known_issues.registry() if i.id == issue_id)
     model, driver = registry.get_model(witness_model), registry.get_driver(witness_driver)
-    if (
-        unavailable_reason(model, driver, Job(witness_model, witness_driver, dtype, sizes=sizes, environment=current()))
-        is not None
-    ):
+    if unavailable_reason(model, driver, dtype=dtype) is not None:
         pytest.skip(f"{witness_driver} does not run {witness_model} here")
     if not all(
         known_issues.installed_version(p) and version_matches(known_issues.installed_version(p), spec)

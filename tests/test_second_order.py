@@ -18,12 +18,12 @@ from rnnbench.check.known_issues import expect_ok
 from rnnbench.check.second_order import check_second_order, direction, hvp_oracle
 from rnnbench.check.tolerance import hvp_tolerance
 from rnnbench.model import reference_loss
-from rnnbench.run.row import Job, unavailable_reason
+from rnnbench.run.pair import unavailable_reason
 
 
 def test_hvp_matches_oracle(second_order_model: str, second_order_driver: str) -> None:
     model, driver = registry.get_model(second_order_model), registry.get_driver(second_order_driver)
-    reason = unavailable_reason(model, driver, Job(model.name, driver.name, "float64"))
+    reason = unavailable_reason(model, driver, dtype="float64", environment="main")
     if reason is not None:
         pytest.skip(reason)
     # Halved sizes (tests/_sizes.py; the marks of conftest.second_order_pairs use the same case):

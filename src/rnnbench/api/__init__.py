@@ -170,48 +170,30 @@ def _user_model(
 def _run_drivers(
     base: Model, judged: dict, names: list, dtype: str, device: str, seed: int, order: int, oracle: str | None = None
 ) -> tuple[list[DriverResult], str]:
-    """Every driver of `names` under every loss form of `judged` ({form: (model, case)}), checked
-    against one oracle per form (`oracle`: a forced rung, None for the ladder): (results, the least
-    exact oracle kind used). The only place drivers run."""
+    """Every driver of `names` under every loss form of `judged` ({form: (model, case)}), each pair
+    checked by rnnbench.run.pair.check_pair against one oracle per form, computed once for all
+    drivers (`oracle`: a forced rung, None for the ladder): (results, the least exact oracle kind used)."""
     from rnnbench import registry
     from rnnbench.check.oracle import oracle_grads, weakest
-    from rnnbench.run.environments import current
-    from rnnbench.run.row import (
-        Job,
-        check_gradients,
-        hvp_decides,
-        localization,
-        second_order_record,
-        unavailable_reason,
-    )
+    from rnnbench.run.pair import PairPlan, check_pair, unavailable_reason
 
-    oracles = {}  # per form, computed once for all drivers
+    plans: dict[str, PairPlan] = {}  # per form, with its oracle
     results = []
     kinds = []
     for name in names:
         driver = registry.get_driver(name)
-        reason = unavailable_reason(base, driver, Job("user", name, dtype, device, environment=current()))
+        reason = unavailable_reason(base, driver, dtype=dtype, device=device)
         if reason is not None:
             results.append(DriverResult(name, Status.UNAVAILABLE, None, reason, loss="-"))
             continue
         for form, (model, form_case) in judged.items():
-            if form not in oracles:
-                oracles[form] = oracle_grads(model, form_case, oracle)
-            chk, prepared = check_gradients(model, driver, form_case, dtype, device, oracle=oracles[form])
+            if form not in plans:
+                first = oracle_grads(model, form_case, oracle)
+                plans[form] = PairPlan(order=order, seed=seed, oracle=first, oracle_choice=oracle, repeat=False)
+            pair = check_pair(model, driver, form_case, dtype, device, plans[form])
+            chk = pair.check
             kinds.append(chk.oracle_kind)
-            localization(chk, model, driver, form_case, dtype, device)
-            status, report, hvp_status = chk.status, chk.report, "-"
-            if order == 2:
-                job = Job("user", name, dtype, device, seed=seed, environment=current(), loss_form=form, order=2)
-                hvp = second_order_record(
-                    model, driver, form_case, job, prepared if chk.status == Status.OK else None, oracle
-                )
-                hvp_status = str(hvp["status"])
-                if hvp_decides(chk.status, hvp["status"]):
-                    status, report = hvp["status"], hvp["report"]
-            results.append(
-                DriverResult(
-                    name, status, chk.max_rel_error if chk.errors else None, report, chk.errors, form, hvp_status
-                )
-            )
+            hvp_status = "-" if pair.hvp is None else str(pair.hvp["status"])
+            max_err = chk.max_rel_error if chk.errors else None
+            results.append(DriverResult(name, pair.status, max_err, pair.report, chk.errors, form, hvp_status))
     return results, weakest(kinds) if kinds else str(oracle or OracleKind.DUAL)

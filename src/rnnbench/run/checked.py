@@ -8,8 +8,7 @@ from collections.abc import Mapping
 from rnnbench import registry
 from rnnbench.check.judge import Check, judge
 from rnnbench.drivers.base import Prepared
-from rnnbench.run import environments
-from rnnbench.run.row import Job, check_gradients, unavailable_reason
+from rnnbench.run.pair import PairPlan, check_pair, unavailable_reason
 from rnnbench.status import Status
 
 
@@ -33,15 +32,14 @@ def prepare_checked(
     staged gradient check once (that first call compiles; Check.first_call_s times it) and return
     (check, prepared). Raises NotApplicable or GradientDisagreement (with the full report)."""
     model, driver = registry.get_model(model_name), registry.get_driver(driver_name)
-    job = Job(model_name, driver_name, dtype, device, dict(sizes or {}), seed, environment=environments.current())
-    reason = unavailable_reason(model, driver, job, trying=True)  # this process runs it: it may try a dtype
+    reason = unavailable_reason(model, driver, dtype=dtype, device=device, trying=True)  # this process may try a dtype
     if reason is not None:
         raise NotApplicable(reason)
-    case = model.make_case(model.sizes_with_defaults(job.sizes), seed).rounded_to(dtype)
-    check, prepared = check_gradients(model, driver, case, dtype, device)
-    if check.status != Status.OK or prepared is None:
-        raise GradientDisagreement(f"{model_name} / {driver_name}: {check.status}\n{check.report}")
-    return check, prepared
+    case = model.make_case(model.sizes_with_defaults(dict(sizes or {})), seed).rounded_to(dtype)
+    pair = check_pair(model, driver, case, dtype, device, PairPlan(repeat=False))
+    if pair.status != Status.OK or pair.prepared is None:
+        raise GradientDisagreement(f"{model_name} / {driver_name}: {pair.status}\n{pair.report}")
+    return pair.check, pair.prepared
 
 
 def verify(

@@ -16,7 +16,8 @@ from rnnbench.check.tolerance import tolerance
 from rnnbench.errors import InputError, did_you_mean
 from rnnbench.model import Model
 from rnnbench.run import environments, gpu_suite
-from rnnbench.run.row import Job, unavailable_reason
+from rnnbench.run.pair import unavailable_reason
+from rnnbench.run.row import Job
 from rnnbench.run.timing import TimingConfig
 
 DTYPES = ("float32", "float64", "bfloat16")
@@ -244,9 +245,10 @@ def not_yet_recorded(planned: list[Job], out: Path, results: record.ResultsFile)
 
 def unavailable_here(jobs: list[Job]) -> int:
     """How many of `jobs` are unavailable as decided before any worker starts (the runner decides
-    them first, with the same rnnbench.run.row.unavailable_reason): the progress log says so first."""
+    them first, with the same rnnbench.run.pair.unavailable_reason): the progress log says so first."""
     return sum(
-        unavailable_reason(registry.get_model(j.model), registry.get_driver(j.driver), j) is not None for j in jobs
+        unavailable_reason(registry.get_model(j.model), registry.get_driver(j.driver), **j.where()) is not None
+        for j in jobs
     )
 
 
@@ -259,10 +261,7 @@ def fuzz_drivers(value: str | None, dtype: str, device: str, probe: Model) -> li
         chosen = [registry.get_driver(n) for n in names(value, [d.name for d in here], "driver")]
     else:
         chosen = [d for d in here if not (d.compiled and d.framework.slow_compile)]
-    why = {
-        d.name: unavailable_reason(probe, d, Job(probe.name, d.name, dtype, device, environment=environments.current()))
-        for d in chosen
-    }
+    why = {d.name: unavailable_reason(probe, d, dtype=dtype, device=device) for d in chosen}
     for d in chosen:
         if why[d.name] and value:
             raise InputError(f"driver {d.name!r} cannot fuzz here: {why[d.name]}")

@@ -1,31 +1,24 @@
-"""One row, in this process: build the case, prepare the driver, time its first call, ask the judge
-(rnnbench.check.judge) for the verdict, then (only if the gradients agree) time forward and
-forward+backward. Returns a plain-data record."""
+"""One row, in this process: build the case, check the pair (rnnbench.run.pair.check_pair: the
+verdict every caller shares), then (only if the gradients agree) time forward and forward+backward.
+Returns a plain-data record."""
 
 from __future__ import annotations
 
 import dataclasses
-import gc
 import os
-import time
-import traceback
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from rnnbench import record
-from rnnbench.check.finite_diff import Oracle, oracle_grads
-from rnnbench.check.judge import Check, judge
-from rnnbench.check.localize import Localization, localize
-from rnnbench.drivers.base import Driver, Prepared
+from rnnbench.drivers.base import Prepared
 from rnnbench.losses import with_loss
-from rnnbench.model import Case, Model
 from rnnbench.run import environments
 from rnnbench.run.accelerator import RowDevice
-from rnnbench.run.compile_budget import CompileBudgetExceeded, budget
+from rnnbench.run.compile_budget import CompileBudgetExceeded
 from rnnbench.run.cpus import allowed_cpus, cpu_clock, cpu_record, load_average
-from rnnbench.run.timing import TimingConfig, first_call, measure, peak_rss_mb, timed_call
-from rnnbench.status import Status, is_fixed, is_known
+from rnnbench.run.pair import PairPlan, check_pair, unavailable_reason
+from rnnbench.run.timing import TimingConfig, first_call, measure, peak_rss_mb
+from rnnbench.status import Status
 
 
 @dataclass(frozen=True)
@@ -108,78 +101,14 @@ class Job:
             "loss_form": self.loss_form,
         }
 
+    def where(self) -> dict[str, str]:
+        """The arguments of rnnbench.run.pair.unavailable_reason this row gives."""
+        return {"dtype": self.dtype, "device": self.device, "environment": self.environment}
+
     def key(self) -> tuple:
         """What makes two rows the same row (rnnbench.record.row_key), without the machine and time
         lookups of a full identity (keys are computed for every job to sort and resume)."""
         return record.row_key(self.identity_key())
-
-
-LOCALIZED = (Status.GRAD_MISMATCH, Status.MISSING_GRAD)  # unexplained wrong gradients get a localization
-LOCALIZE_BUDGET_S = 60.0  # a compiled driver recompiles for every suffix: bound the walk
-
-
-def check_gradients(
-    model: Model,
-    driver: Driver,
-    case: Case,
-    dtype: str,
-    device: str,
-    oracle: Oracle | None = None,
-    compile_budget_s: float | None = None,
-) -> tuple[Check, Prepared | None]:
-    """Prepare the driver, run loss_and_grads once (timing it: the first call compiles) and ask
-    the judge (rnnbench.check.judge) for the verdict. Never raises for driver failures: they
-    become the status. oracle: the case's oracle, when the caller has it (the fuzzer computes
-    each body's once). compile_budget_s: prepare + first call stop with CompileBudgetExceeded
-    after this long."""
-    oracle = oracle if oracle is not None else oracle_grads(model, case)
-    verdict = partial(
-        judge,
-        model,
-        case,
-        dtype,
-        device,
-        driver.name,
-        compiled=driver.compiled,
-        autocast=driver.autocast is not None,
-        oracle=oracle,
-    )
-    try:
-        with budget(compile_budget_s):
-            prepared = driver.prepare(model, case, dtype, device)
-            produced, first_call_s = timed_call(prepared.loss_and_grads)
-    except Exception as exc:  # a driver failure is a result, not a crash of the suite
-        failed = verdict(raised=exc)
-        if driver.framework.collect_after_failure:  # the failed trace's tensors go with the frames' locals
-            _clear_frames_of_chain(exc)
-    else:
-        result = verdict(produced=produced)
-        result.first_call_s = first_call_s
-        return result, prepared
-    if driver.framework.collect_after_failure:  # `exc` is gone: what only reference cycles held goes too
-        prepared = None  # the driver's closures may hold the failed trace's tensors in cycles of their own
-        gc.collect()
-    return failed, None
-
-
-def _clear_frames_of_chain(exc: BaseException | None) -> None:
-    """Clear the locals of every frame in the tracebacks of `exc` and of the exceptions it was raised
-    from or while handling (a backward's error may wrap the one raised inside the traced step)."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        traceback.clear_frames(exc.__traceback__)
-        exc = exc.__cause__ or exc.__context__
-
-
-def localization(chk: Check, model: Model, driver: Driver, case: Case, dtype: str, device: str) -> Localization | None:
-    """For an unexplained wrong gradient (not on a vendor layer, which does not run the model's
-    step): at which step and leaf the backward first goes wrong, appended to chk.report."""
-    if chk.status not in LOCALIZED or driver.anchor:
-        return None
-    loc = localize(model, driver, case, dtype, device, budget_s=LOCALIZE_BUDGET_S)
-    chk.report = f"{chk.report.rstrip()}\n{loc.format()}"
-    return loc
 
 
 def run_row(job: Job) -> dict[str, Any]:
@@ -190,7 +119,9 @@ def run_row(job: Job) -> dict[str, Any]:
     model, driver = registry.get_model(job.model), registry.get_driver(job.driver)
     sizes = model.sizes_with_defaults(job.sizes)
     base = job.identity()
-    reason = unavailable_reason(model, driver, job, trying=True)
+    reason = unavailable_reason(
+        model, driver, dtype=job.dtype, device=job.device, environment=job.environment, trying=True
+    )
     if reason is not None:
         return {**base, "status": Status.UNAVAILABLE, "reason": reason}
     model, case = with_loss(model, model.make_case(sizes, job.seed), job.loss_form)
@@ -198,10 +129,9 @@ def run_row(job: Job) -> dict[str, Any]:
     driver.framework.import_module()  # so the memory baseline includes the framework's own footprint
     rss_before_mb = peak_rss_mb()
     device = RowDevice(driver.framework, job.device) if job.device != "cpu" else None
+    plan = PairPlan(order=job.order, seed=job.seed, compile_budget_s=job.compile_budget_s)
     try:
-        chk, prepared = check_gradients(
-            model, driver, case, job.dtype, job.device, compile_budget_s=job.compile_budget_s
-        )
+        pair = check_pair(model, driver, case, job.dtype, job.device, plan)
     except CompileBudgetExceeded as exc:
         rec = {
             **base,
@@ -211,9 +141,10 @@ def run_row(job: Job) -> dict[str, Any]:
             "report": f"{exc}: stopped (--compile-budget)",
         }
         return device.fill(rec) if device else rec
+    chk, prepared = pair.check, pair.prepared
     rec = {
         **base,
-        "status": chk.status,
+        "status": pair.status,
         "raw_status": chk.raw_status,
         "oracle_kind": chk.oracle_kind,
         "tolerance": chk.tolerance.max_rel_error,
@@ -223,19 +154,16 @@ def run_row(job: Job) -> dict[str, Any]:
         "max_rel_error": chk.max_rel_error if chk.errors else None,
         "grad_errors": [e.to_dict() for e in chk.errors],
         "first_call_s": chk.first_call_s,
-        "report": chk.report,
+        "report": pair.report,
         "environment": record.environment(job.threads, driver.versions(), dict(prepared.settings) if prepared else {}),
     }
-    if prepared is not None:
-        rec["repeatable"] = repeatability(prepared, chk)
-    if job.order == 2:
-        rec["hvp"] = second_order_record(model, driver, case, job, prepared if chk.status == Status.OK else None)
-        if hvp_decides(chk.status, rec["hvp"]["status"]):
-            rec["status"], rec["report"] = rec["hvp"]["status"], rec["hvp"]["report"]
-    loc = localization(chk, model, driver, case, job.dtype, job.device)
-    if loc is not None:
+    if pair.repeatable is not None:
+        rec["repeatable"] = pair.repeatable
+    if pair.hvp is not None:
+        rec["hvp"] = pair.hvp
+    if pair.localization is not None:
+        loc = pair.localization
         rec["localization"] = {"first_step": loc.first_step, "where": loc.where, "complete": loc.complete}
-        rec["report"] = chk.report
     spans = []  # (before, after) CPU clock readings around each timed loop
     if rec["status"] == Status.OK and job.time and prepared is not None:
         spans = time_row(rec, prepared, job, device)  # speed numbers only for rows whose gradients agree
@@ -284,74 +212,3 @@ def time_row(rec: dict[str, Any], prepared: Prepared, job: Job, device: RowDevic
         rec["fwd_bwd_trace_only"] = measure(prepared.forward_backward, lambda result: None, job.timing).to_dict()
         prepared.block(None)
     return spans
-
-
-def hvp_decides(first_order: str, hvp_status: str) -> bool:
-    """Whether a row's H v verdict becomes the row's status (and the row gets no speed number): a
-    wrong H v, a framework error in the double backward, or a registered (or fixed) second-order
-    bug, once the gradients agree. An H v the oracle cannot resolve (ill_conditioned), a driver
-    without a second-order path and an unchecked row keep the first-order verdict."""
-    return first_order == Status.OK and (
-        hvp_status in (Status.HVP_MISMATCH, Status.HVP_ERROR) or is_known(hvp_status) or is_fixed(hvp_status)
-    )
-
-
-def second_order_record(
-    model: Model, driver: Driver, case: Case, job: Job, prepared: Prepared | None, oracle: str | None = None
-) -> dict[str, Any]:
-    """The row's H v check (rnnbench.check.second_order): "skipped" with why where it is not
-    judged (float32 rows: the oracle's ~1e-10 error is invisible under float32 rounding; first
-    order already wrong), "unsupported" where the driver has no second-order path. oracle: a rung
-    of the oracle ladder to force (check_recurrence's `oracle`), None for the ladder."""
-    from rnnbench.check.second_order import check_second_order
-
-    if job.dtype != "float64":
-        return {"status": Status.SKIPPED, "report": "second order is checked on float64 rows"}
-    if prepared is None:
-        return {"status": Status.SKIPPED, "report": "first-order gradients did not agree"}
-    if not driver.second_order:
-        return {"status": Status.UNSUPPORTED, "report": f"{driver.name} has no second-order path"}
-    started = time.perf_counter()
-    result = check_second_order(model, driver.name, case, prepared, seed=job.seed, choice=oracle)
-    return {
-        "status": result.status,
-        "raw_status": result.raw_status or result.status,
-        "report": result.report,
-        "errors": [e.to_dict() for e in result.errors],
-        "check_s": time.perf_counter() - started,
-        "oracle_kind": result.oracle_kind or None,
-    }
-
-
-def repeatability(prepared: Prepared, chk: Check) -> dict[str, Any]:
-    """Run loss_and_grads a second time: on CPU the same case should give bit-identical gradients.
-    Where it does not (threaded reductions with run-dependent order), the record says by how much."""
-    import numpy as np
-
-    try:
-        loss2, grads2 = prepared.loss_and_grads()
-    except Exception as exc:
-        return {"bitwise": False, "why": f"second call raised {type(exc).__name__}"}
-    loss1, grads1 = chk.loss, chk.grads
-    pairs = [(np.asarray(loss1), np.asarray(loss2))]
-    pairs += [(grads1[k], grads2.get(k)) for k in grads1 if grads1[k] is not None and grads2.get(k) is not None]
-    same = all(np.array_equal(a, b, equal_nan=True) for a, b in pairs)
-    out: dict[str, Any] = {"bitwise": bool(same)}
-    if not same:
-        out["max_abs_diff"] = max(float(np.nanmax(np.abs(a - b))) if a.size else 0.0 for a, b in pairs)
-        out["why"] = "two calls on the same inputs differ (non-deterministic reduction order or kernels)"
-    return out
-
-
-def unavailable_reason(model: Model, driver: Driver, job: Job, trying: bool = False) -> str | None:
-    """None, or why this row cannot run: the one place that decides it. Whether the driver runs in
-    the job's environment and that environment exists is decided anywhere; whether its framework
-    is installed there, and supports the dtype, device and model, is decided (Driver.why_not) only
-    by a process of that environment (the runner's parent for its own environment, else the
-    worker). trying: this process may run the driver to decide (Driver.try_dtype): the worker."""
-    if not environments.runs(driver, job.environment):
-        return f"{driver.name} does not run in environment '{job.environment}'"
-    reason = driver.supports(model) or environments.get(job.environment).missing_reason()
-    if reason is None and job.environment == environments.current():
-        reason = driver.why_not(model, job.dtype, job.device, trying=trying)
-    return reason

@@ -23,7 +23,8 @@ from rnnbench import record, registry
 from rnnbench.errors import InputError
 from rnnbench.run import environments
 from rnnbench.run.isolation import WORKER_START_GRACE_S, run_isolated
-from rnnbench.run.row import Job, unavailable_reason
+from rnnbench.run.pair import unavailable_reason
+from rnnbench.run.row import Job
 from rnnbench.status import Status
 
 if TYPE_CHECKING:
@@ -166,7 +167,7 @@ class Runner:
         """Run every job, grouped by (environment, driver) in first-seen order."""
         groups: dict[tuple[str, str], list[Job]] = {}
         for job in jobs:
-            reason = unavailable_reason(registry.get_model(job.model), registry.get_driver(job.driver), job)
+            reason = unavailable_reason(registry.get_model(job.model), registry.get_driver(job.driver), **job.where())
             if reason is not None:  # decided here: no process needed to say so
                 self.on_start(job)
                 self.emit({**job.identity(), "status": Status.UNAVAILABLE, "reason": reason})

@@ -22,8 +22,9 @@ from rnnbench import record, registry
 from rnnbench.run import environments
 from rnnbench.run.caches import cold_cache_env
 from rnnbench.run.isolation import WORKER_START_GRACE_S
+from rnnbench.run.pair import unavailable_reason
 from rnnbench.run.roofline import Roofline, peak_for, with_roofline  # noqa: F401 (with_roofline: re-exported)
-from rnnbench.run.row import Job, unavailable_reason
+from rnnbench.run.row import Job
 from rnnbench.run.runner import GroupWork
 from rnnbench.run.timing import TimingConfig
 from rnnbench.status import Status
@@ -111,7 +112,7 @@ class SweepPair:
         spent = 0.0
         last_wall: dict[str, float] = {}  # axis -> wall seconds of its previous row
         for axis, job in self.rows():
-            reason = unavailable_reason(model, driver, job)
+            reason = unavailable_reason(model, driver, **job.where())
             if reason is not None:
                 emit(self.finish({**job.identity(), "status": Status.UNAVAILABLE, "reason": reason}, axis))
                 continue
