@@ -15,8 +15,8 @@ import pytest
 import rnnbench
 from rnnbench import registry
 from rnnbench.check.compare import verdict
-from rnnbench.check.finite_diff import finite_difference_oracle
 from rnnbench.check.judge import failure_report
+from rnnbench.check.oracle import finite_difference_oracle
 from rnnbench.run.pair import check_gradients, unavailable_reason
 from rnnbench.status import Status
 

@@ -16,9 +16,9 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rnnbench.errors import InputError
 from rnnbench.record_fields import FIELDS, TIMING_FIELDS, problem  # noqa: F401 (readers ask record.problem)
@@ -83,13 +83,6 @@ def kept_samples(samples: Sequence[float], keep: int = SAMPLES_KEPT) -> tuple[fl
     return tuple(float(f"{x:.6g}") for x in picked)
 
 
-def fingerprint(rec: dict[str, Any]) -> str:
-    """A short hash of everything that determines a row's result: its key, the rnnbench version and
-    its settings. Two records with one fingerprint are the same measurement setup."""
-    what = [list(map(str, row_key(rec))), rec.get("rnnbench_version"), rec.get("settings") or {}]
-    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
 @functools.cache
 def rnnbench_version() -> str:
     """The package version, plus the commit (and "dirty" for uncommitted edits) when rnnbench runs
@@ -116,19 +109,60 @@ def rnnbench_version() -> str:
     )
 
 
-def row_key(rec: dict[str, Any]) -> tuple:
-    """What makes two records the same row (used to resume: done rows are skipped)."""
-    sizes = tuple(sorted((rec.get("sizes") or {}).items()))
-    return (
+class RowKey(NamedTuple):
+    """What makes two records the same row: --resume skips a done row by it, `compare` pairs rows by
+    it, a fingerprint hashes it. Sizes are sorted (name, value) pairs, so that keys compare and sort."""
+
+    model: str
+    driver: str
+    environment: str
+    dtype: str
+    device: str
+    sizes: tuple[tuple[str, int], ...]
+    seed: int
+    loss_form: str
+
+    @classmethod
+    def of(
+        cls,
+        model: str,
+        driver: str,
+        environment: str,
+        dtype: str,
+        device: str,
+        sizes: Mapping[str, int],
+        seed: int,
+        loss_form: str,
+    ) -> RowKey:
+        return cls(model, driver, environment, dtype, device, tuple(sorted(sizes.items())), seed, loss_form)
+
+    def fingerprint(self, version: str | None, settings: Mapping[str, Any]) -> str:
+        """A short hash of everything that determines a row's result: this key, the rnnbench version
+        and the row's settings. Two records with one fingerprint are the same measurement setup."""
+        what = [list(map(str, self)), version, dict(settings)]
+        return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def row_key(rec: dict[str, Any], environment: bool = True) -> RowKey:
+    """A record's RowKey (a field an older record lacks takes its default). environment=False puts ""
+    in the environment's place: `compare --environments` pairs two environments' runs of one row."""
+    env = rec.get("environment_name", "main") if environment else ""
+    seed, loss_form = rec.get("seed", 0), rec.get("loss_form", "model")
+    return RowKey.of(
         rec["model"],
         rec["driver"],
-        rec.get("environment_name", "main"),
+        env,
         rec["dtype"],
         rec.get("device", "cpu"),
-        sizes,
-        rec.get("seed", 0),
-        rec.get("loss_form", "model"),
+        rec.get("sizes") or {},
+        seed,
+        loss_form,
     )
+
+
+def fingerprint(rec: dict[str, Any]) -> str:
+    """The record's RowKey.fingerprint, from its own version and settings (what --resume matches)."""
+    return row_key(rec).fingerprint(rec.get("rnnbench_version"), rec.get("settings") or {})
 
 
 def machine() -> dict[str, Any]:

@@ -40,14 +40,12 @@ whichever is larger, and says "cannot decide" where only the bound separates the
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.ops import frozen_stop_gradients
-from rnnbench.status import OracleKind
 
 REL_STEP = 5e-4  # eps^(1/5) ~ 7e-4 balances a 5-point stencil's truncation against its roundoff
 SCALE_FLOOR = 1e-3  # an entry at (or near) 0 takes its step from its input's largest entry
@@ -56,25 +54,6 @@ REFINE_TARGET = 1e-10  # retry an entry whose bound exceeds this fraction of the
 REFINE_FACTORS = (1 / 8, 1 / 64)  # step multipliers tried, inverted when roundoff dominates
 PROBE_FRACTION = 1e-3  # the smoothness probe's step, as a fraction of the entry's base step
 EPS = float(np.finfo(np.float64).eps)
-
-
-@dataclass(frozen=True)
-class Oracle:
-    """Wanted gradients keyed by compared input, their kind, and per-entry absolute error bounds
-    (zero arrays for the exact kinds; the estimate above for finite differences; what float64
-    rounding does for dual_mp). bound_name: what the bound is, as the judge's report says it.
-    reason: why the ladder (check/oracle.py) took this rung. refine: None, or the next rung up
-    (extended precision), which the judge asks for before calling a float64 row wrong."""
-
-    grads: Mapping[str, np.ndarray]
-    kind: str
-    error: Mapping[str, np.ndarray] = field(default_factory=dict)
-    bound_name: str = "the finite-difference oracle's error bound"
-    reason: str = ""
-    refine: Callable[[], Oracle] | None = field(default=None, compare=False, repr=False)
-
-    def error_of(self, name: str) -> np.ndarray:
-        return np.asarray(self.error.get(name, np.zeros(np.shape(self.grads[name]))), dtype=np.float64)
 
 
 def _loss_with(model: Model, case: Case, name: str, value: np.ndarray) -> float:
@@ -124,14 +103,18 @@ def derivative(f: Callable[[float], float], x0: float, h: float) -> tuple[float,
     return d1 + (d1 - d2) / 15, abs(d1 - d2) + abs(d2 - d4), noise
 
 
-def finite_difference_oracle(model: Model, case: Case, names: Sequence[str] | None = None) -> Oracle:
-    """d loss / d input with error bounds for every input in `names` (default: case.wrt_names())."""
+Bounded = tuple[dict[str, np.ndarray], dict[str, np.ndarray]]  # (values, absolute error bounds) by input name
+
+
+def finite_differences(model: Model, case: Case, names: Sequence[str] | None = None) -> Bounded:
+    """d loss / d input with error bounds for every input in `names` (default: case.wrt_names());
+    check.oracle.finite_difference_oracle makes them a rung of the ladder."""
     names = case.wrt_names(model.carry_names) if names is None else list(names)
     with frozen_at_base(model, case):
-        return _finite_difference_oracle(model, case, names)
+        return _finite_differences(model, case, names)
 
 
-def _finite_difference_oracle(model: Model, case: Case, names: list[str]) -> Oracle:
+def _finite_differences(model: Model, case: Case, names: list[str]) -> Bounded:
     grads, errors, dominant, bases = {}, {}, {}, {}
     for name in names:
         base = np.asarray(input_value(model, case, name), dtype=np.float64)
@@ -172,7 +155,7 @@ def _finite_difference_oracle(model: Model, case: Case, names: list[str]) -> Ora
                 errors[name][idx],
             ):
                 errors[name][idx] = np.inf
-    return Oracle(grads, OracleKind.FINITE_DIFFERENCES, errors)
+    return grads, errors
 
 
 def smooth_below_step(f: Callable[[float], float], x0: float, delta: float, value: float, bound: float) -> bool:
@@ -197,13 +180,14 @@ def _entry_function(model: Model, case: Case, name: str, base: np.ndarray, idx: 
 
 
 def finite_difference_grads(model: Model, case: Case, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-    """The oracle's values only (for callers that need no error bars)."""
-    return dict(finite_difference_oracle(model, case, names).grads)
+    """The values only (for callers that need no error bars)."""
+    return finite_differences(model, case, names)[0]
 
 
-def oracle_grads(model: Model, case: Case, choice: str | None = None) -> Oracle:
-    """The oracle of every compared input, from the ladder (rnnbench.check.oracle: the model's own,
-    dual numbers, 50 digits, finite differences where no derivative exists)."""
-    from rnnbench.check.oracle import oracle_grads as ladder
+def __getattr__(name: str):
+    """Oracle lives in rnnbench.check.oracle; the old name here stays until its last importer moves."""
+    if name == "Oracle":
+        from rnnbench.check.oracle import Oracle
 
-    return ladder(model, case, choice)
+        return Oracle
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,9 +21,9 @@ import numpy as np
 
 from rnnbench.check import known_issues
 from rnnbench.check.compare import InputError, compare_grads, describe, loss_condition, loss_rel_error, verdict
-from rnnbench.check.finite_diff import Oracle, input_value
+from rnnbench.check.finite_diff import input_value
 from rnnbench.check.low_precision import ROUNDING_SAFETY, rounding_bounds
-from rnnbench.check.oracle import oracle_grads
+from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.tolerance import Tolerance, at_loss_scale, island_tolerance, tolerance
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.status import Status

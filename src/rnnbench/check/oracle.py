@@ -19,13 +19,14 @@ one rung ("dual", "dual_mp", "finite_differences") for comparisons and for users
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from rnnbench.check.compare import loss_condition
 from rnnbench.check.dual_eval import DualResult, evaluate
-from rnnbench.check.finite_diff import Oracle, finite_difference_oracle, input_value
+from rnnbench.check.finite_diff import finite_differences, input_value
 from rnnbench.check.low_precision import ROUNDING_SAFETY
 from rnnbench.check.tolerance import UNIT_ROUNDOFF, tolerance
 from rnnbench.model import Case, Model
@@ -45,6 +46,32 @@ MP_BOUND_NAME = (
     "from the same at 50 digits)"
 )
 _WEAKEST_LAST = (OracleKind.DUAL, OracleKind.DUAL_MP, OracleKind.FINITE_DIFFERENCES)
+
+
+@dataclass(frozen=True)
+class Oracle:
+    """Wanted gradients keyed by compared input, their kind, and per-entry absolute error bounds
+    (zero arrays for the exact kinds; check/finite_diff.py's estimate for finite differences; what
+    float64 rounding does for dual_mp). bound_name: what the bound is, as the judge's report says
+    it. reason: why the ladder took this rung. refine: None, or the next rung up (extended
+    precision), which the judge asks for before calling a float64 row wrong."""
+
+    grads: Mapping[str, np.ndarray]
+    kind: str
+    error: Mapping[str, np.ndarray] = field(default_factory=dict)
+    bound_name: str = "the finite-difference oracle's error bound"
+    reason: str = ""
+    refine: Callable[[], Oracle] | None = field(default=None, compare=False, repr=False)
+
+    def error_of(self, name: str) -> np.ndarray:
+        return np.asarray(self.error.get(name, np.zeros(np.shape(self.grads[name]))), dtype=np.float64)
+
+
+def finite_difference_oracle(model: Model, case: Case, names: Sequence[str] | None = None) -> Oracle:
+    """Rung 4 alone: check/finite_diff.py's values with their error bounds, for `names` (default:
+    every compared input)."""
+    grads, error = finite_differences(model, case, names)
+    return Oracle(grads, OracleKind.FINITE_DIFFERENCES, error)
 
 
 def oracle_grads(model: Model, case: Case, choice: str | None = None) -> Oracle:

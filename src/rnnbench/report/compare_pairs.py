@@ -1,9 +1,9 @@
 """`rnnbench compare`'s decisions: rows paired by key, each pair's verdict, what the two sides
 differ in, and the exit code.
 
-A row's key is its model, driver, sizes, dtype, loss form, device, seed and environment (when the
-two sides are two environments, `--environments`, the environment is what they differ in, so it
-leaves the key). Several records of one key on one side (the rounds of `--commits`) are that
+A row's key is its record.row_key: model, driver, sizes, dtype, loss form, device, seed and
+environment (when the two sides are two environments, `--environments`, the environment is what
+they differ in, so it leaves the key). Several records of one key on one side (the rounds of `--commits`) are that
 side's runs of the row, pooled by the statistics (rnnbench.report.compare_stats).
 
 Verdicts. A status change is a verdict of its own, whatever the time says:
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from rnnbench.errors import InputError
+from rnnbench.record import RowKey, row_key
 from rnnbench.report.compare_stats import FASTER, NOISY, SAME, SLOWER, Estimate, Side, estimate, verdict
 from rnnbench.report.table import contention, env_label, machine_of
 from rnnbench.status import Status, is_failing, is_fixed, is_known
@@ -58,7 +59,7 @@ class Timed:
 
 @dataclass
 class Pair:
-    key: tuple
+    key: RowKey
     base: list[dict[str, Any]]
     new: list[dict[str, Any]]
     verdict: str = SAME
@@ -92,21 +93,6 @@ class Comparison:
     @property
     def exit_code(self) -> int:
         return 1 if self.gating else 0
-
-
-def key_of(rec: dict[str, Any], with_environment: bool = True) -> tuple:
-    sizes = tuple(sorted((rec.get("sizes") or {}).items()))
-    env = rec.get("environment_name", "main") if with_environment else ""
-    return (
-        rec["model"],
-        rec["driver"],
-        env,
-        rec["dtype"],
-        rec.get("device", "cpu"),
-        sizes,
-        rec.get("seed", 0),
-        rec.get("loss_form", "model"),
-    )
 
 
 def side_status(records: list[dict[str, Any]]) -> str:
@@ -150,10 +136,10 @@ def _side(records: list[dict[str, Any]], quantity: str) -> Side | None:
 
 def pair_rows(base: list[dict[str, Any]], new: list[dict[str, Any]], with_environment: bool = True) -> list[Pair]:
     """Every key of either side, in the base's order then the new side's, with its records."""
-    by_key: dict[tuple, Pair] = {}
+    by_key: dict[RowKey, Pair] = {}
     for side, records in (("base", base), ("new", new)):
         for rec in records:
-            key = key_of(rec, with_environment)
+            key = row_key(rec, with_environment)
             pair = by_key.setdefault(key, Pair(key, [], []))
             getattr(pair, side).append(rec)
     return list(by_key.values())

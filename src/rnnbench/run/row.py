@@ -21,7 +21,7 @@ from rnnbench.run.timing import TimingConfig, first_call, measure, peak_rss_mb
 from rnnbench.status import Status
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Job:
     """A row to run, as plain data (it crosses process boundaries as JSON)."""
 
@@ -82,33 +82,21 @@ class Job:
 
     def fingerprint(self) -> str:
         """The fingerprint this row's record will carry (what --resume matches)."""
-        return record.fingerprint(
-            {**self.identity_key(), "rnnbench_version": record.rnnbench_version(), "settings": self.settings()}
-        )
-
-    def identity_key(self) -> dict[str, Any]:
-        """The fields of rnnbench.record.row_key, as a record has them."""
-        from rnnbench import registry
-
-        return {
-            "model": self.model,
-            "driver": self.driver,
-            "environment_name": self.environment,
-            "dtype": self.dtype,
-            "device": self.device,
-            "sizes": registry.get_model(self.model).sizes_with_defaults(self.sizes),
-            "seed": self.seed,
-            "loss_form": self.loss_form,
-        }
+        return self.key().fingerprint(record.rnnbench_version(), self.settings())
 
     def where(self) -> dict[str, str]:
         """The arguments of rnnbench.run.pair.unavailable_reason this row gives."""
         return {"dtype": self.dtype, "device": self.device, "environment": self.environment}
 
-    def key(self) -> tuple:
-        """What makes two rows the same row (rnnbench.record.row_key), without the machine and time
-        lookups of a full identity (keys are computed for every job to sort and resume)."""
-        return record.row_key(self.identity_key())
+    def key(self) -> record.RowKey:
+        """The row key its record will have, without the machine and time lookups of a full identity
+        (keys are computed for every job to sort and resume)."""
+        from rnnbench import registry
+
+        sizes = registry.get_model(self.model).sizes_with_defaults(self.sizes)
+        return record.RowKey.of(
+            self.model, self.driver, self.environment, self.dtype, self.device, sizes, self.seed, self.loss_form
+        )
 
 
 def run_row(job: Job) -> dict[str, Any]:

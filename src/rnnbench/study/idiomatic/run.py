@@ -74,8 +74,8 @@ def point_key(model: str, sizes: dict[str, int]) -> str:
 
 def run_worker(family: str, plan: Plan, log: Callable[[str], None]) -> list[dict[str, Any]]:
     """Every point for the candidates of one framework family, in this process."""
-    from rnnbench.check.finite_diff import oracle_grads
     from rnnbench.check.judge import judge
+    from rnnbench.check.oracle import oracle_grads
 
     for framework in registry.frameworks().values():
         if framework.family == family:
