@@ -82,6 +82,19 @@ class Ops:
     unstack: Callable[[Array], tuple] = lambda x: tuple(x[t] for t in range(x.shape[0]))
 
 
+# The ops numpy, torch and jax (and the oracle's dual numbers) name alike: a namespace looks these
+# up by name in its module and lists only what its framework names or does differently.
+NAMED_ALIKE = tuple(
+    "tanh exp sin cos tan log sqrt abs where maximum minimum matmul sum zeros_like ones_like reshape".split()
+)
+
+
+def named_ops(module: Any, **ops: Any) -> Ops:
+    """The Ops of `ops` (name and fields), every NAMED_ALIKE field not among them `module`'s
+    function of that name."""
+    return Ops(**{name: getattr(module, name) for name in NAMED_ALIKE if name not in ops}, **ops)
+
+
 class _Frozen:
     """The stop_gradient outputs of the first numpy forward pass inside frozen_stop_gradients(),
     replayed by call index in every later pass."""
@@ -183,34 +196,19 @@ def numpy_ops() -> Ops:
         # tanh form: no overflow warning for large |x|, exact to float64 rounding.
         return 0.5 * (1.0 + np.tanh(0.5 * x))
 
-    return Ops(
+    return named_ops(
+        np,
         name="numpy",
-        tanh=np.tanh,
         sigmoid=sigmoid,
-        exp=np.exp,
-        sin=np.sin,
-        cos=np.cos,
-        tan=np.tan,
-        log=np.log,
-        sqrt=np.sqrt,
-        abs=np.abs,
-        where=np.where,
-        maximum=np.maximum,
-        minimum=np.minimum,
         stop_gradient=_numpy_stop_gradient,
-        matmul=np.matmul,
         linear=lambda x, w, b=None: x @ w.T if b is None else x @ w.T + b,
         split=lambda x, n: tuple(np.split(x, n, axis=-1)),
         stack=lambda xs: np.stack(xs, axis=0),
         unstack=tuple,  # views of the rows
-        sum=np.sum,
         zeros=lambda shape, like: np.zeros(shape, dtype=like.dtype),
-        zeros_like=np.zeros_like,
-        ones_like=np.ones_like,
         eye=lambda n, like: np.eye(n, dtype=like.dtype),
         transpose=lambda x: np.swapaxes(x, -1, -2),
         concat=lambda xs, axis=0: np.concatenate(xs, axis=axis),
-        reshape=np.reshape,
         flip=lambda x: np.flip(x, 0),
         cast_like=lambda x, like: np.asarray(x).astype(like.dtype),
         fp32_island=contextlib.nullcontext,
@@ -230,34 +228,21 @@ def torch_ops() -> Ops:
     import torch
     import torch.nn.functional as F
 
-    return Ops(
+    return named_ops(
+        torch,
         name="torch",
-        tanh=torch.tanh,
         sigmoid=torch.sigmoid,
-        exp=torch.exp,
-        sin=torch.sin,
-        cos=torch.cos,
-        tan=torch.tan,
-        log=torch.log,
-        sqrt=torch.sqrt,
-        abs=torch.abs,
-        where=torch.where,
         maximum=lambda a, b: torch.maximum(*_tensors(torch, a, b)),
         minimum=lambda a, b: torch.minimum(*_tensors(torch, a, b)),
         stop_gradient=lambda x: x.detach(),
-        matmul=torch.matmul,
         linear=F.linear,  # fused x @ w.T + b (addmm, for a (O,) or a (B, O) b alike)
         split=lambda x, n: torch.chunk(x, n, dim=-1),
         stack=lambda xs: torch.stack(xs, dim=0),
         unstack=lambda x: torch.unbind(x, 0),  # one UnbindBackward (a stack) for all T slices
-        sum=torch.sum,
         zeros=lambda shape, like: torch.zeros(shape, dtype=like.dtype, device=like.device),
-        zeros_like=torch.zeros_like,
-        ones_like=torch.ones_like,
         eye=lambda n, like: torch.eye(n, dtype=like.dtype, device=like.device),
         transpose=lambda x: x.transpose(-1, -2),
         concat=lambda xs, axis=0: torch.cat(xs, dim=axis),
-        reshape=torch.reshape,
         flip=lambda x: torch.flip(x, (0,)),  # no negative-step slicing in torch
         cast_like=lambda x, like: x.to(like.dtype),
         # The docs/bugs.md §3 shape. CPU autocast only: the autocast drivers run on CPU.
@@ -270,34 +255,19 @@ def jax_ops() -> Ops:
     import jax
     import jax.numpy as jnp
 
-    return Ops(
+    return named_ops(
+        jnp,
         name="jax",
-        tanh=jnp.tanh,
         sigmoid=jax.nn.sigmoid,
-        exp=jnp.exp,
-        sin=jnp.sin,
-        cos=jnp.cos,
-        tan=jnp.tan,
-        log=jnp.log,
-        sqrt=jnp.sqrt,
-        abs=jnp.abs,
-        where=jnp.where,
-        maximum=jnp.maximum,
-        minimum=jnp.minimum,
         stop_gradient=jax.lax.stop_gradient,
-        matmul=jnp.matmul,
         linear=lambda x, w, b=None: x @ w.T if b is None else x @ w.T + b,
         split=lambda x, n: tuple(jnp.split(x, n, axis=-1)),
         stack=lambda xs: jnp.stack(xs, axis=0),
         unstack=jnp.unstack,  # one unstack primitive, transposed to one stack (no pad per slice)
-        sum=jnp.sum,
         zeros=lambda shape, like: jnp.zeros(shape, dtype=like.dtype),
-        zeros_like=jnp.zeros_like,
-        ones_like=jnp.ones_like,
         eye=lambda n, like: jnp.eye(n, dtype=like.dtype),
         transpose=lambda x: jnp.swapaxes(x, -1, -2),
         concat=lambda xs, axis=0: jnp.concatenate(xs, axis=axis),
-        reshape=jnp.reshape,
         flip=lambda x: jnp.flip(x, 0),
         cast_like=lambda x, like: x.astype(like.dtype),
         fp32_island=contextlib.nullcontext,

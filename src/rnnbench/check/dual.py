@@ -177,27 +177,26 @@ def total(x: Array) -> Array:
     return Dual(total(x.value), sum_axes(x.tangent, tuple(range(1, x.ndim + 1))), x.level)
 
 
-def stack(xs: Sequence[Array], axis: int = 0) -> Array:
+def _joined(xs: Sequence[Array], axis: int, join: Callable, base: Callable, new_axis: bool) -> Array:
+    """xs joined along `axis` by `join` (stack or concatenate: `base` is numpy's, `new_axis` when it
+    adds one) at the highest level among them: the tangents joined alike, one axis further (a
+    constant's as zeros)."""
     at = max(level(x) for x in xs)
     if at == 0:
-        return np.stack([np.asarray(x) for x in xs], axis=axis)
+        return base([np.asarray(x) for x in xs], axis=axis)
     parts = [_parts(x, at) for x in xs]
     k = next(_k_of(t) for _, t in parts if t is not None)
-    values = [v for v, _ in parts]
-    axis = axis % (len(np.shape(primal(values[0]))) + 1)
+    axis = axis % (len(np.shape(primal(parts[0][0]))) + new_axis)
     tangents = [t if t is not None else _zeros((k,) + np.shape(primal(v))) for v, t in parts]
-    return Dual(stack(values, axis), stack(tangents, axis + 1), at)
+    return Dual(join([v for v, _ in parts], axis), join(tangents, axis + 1), at)
+
+
+def stack(xs: Sequence[Array], axis: int = 0) -> Array:
+    return _joined(xs, axis, stack, np.stack, new_axis=True)
 
 
 def concatenate(xs: Sequence[Array], axis: int = 0) -> Array:
-    at = max(level(x) for x in xs)
-    if at == 0:
-        return np.concatenate([np.asarray(x) for x in xs], axis=axis)
-    parts = [_parts(x, at) for x in xs]
-    k = next(_k_of(t) for _, t in parts if t is not None)
-    axis = axis % len(np.shape(primal(parts[0][0])))
-    tangents = [t if t is not None else _zeros((k,) + np.shape(primal(v))) for v, t in parts]
-    return Dual(concatenate([v for v, _ in parts], axis), concatenate(tangents, axis + 1), at)
+    return _joined(xs, axis, concatenate, np.concatenate, new_axis=False)
 
 
 def split(x: Array, n: int) -> tuple:
@@ -426,31 +425,22 @@ def dual_ops() -> Any:
     """rnnbench.ops.Ops over Dual (and the base arrays under it). Every field has its rule here;
     tests/test_dual.py derives its closed-form checks from the Ops fields, so an op added to Ops
     without a rule fails there."""
-    from rnnbench.ops import Ops
+    import sys
 
-    return Ops(
+    from rnnbench.ops import named_ops
+
+    return named_ops(
+        sys.modules[__name__],  # this module's rules, named as numpy names its functions
         name="dual",
-        tanh=tanh,
         sigmoid=sigmoid,
-        exp=exp,
-        sin=sin,
-        cos=cos,
-        tan=tan,
-        log=log,
-        sqrt=sqrt,
         abs=absolute,
-        where=where,
-        maximum=maximum,
-        minimum=minimum,
         stop_gradient=lambda x: primal(x),  # every level: no derivative flows back at any order
-        matmul=matmul,
         linear=lambda x, w, b=None: matmul(x, swapaxes(w, -1, -2)) if b is None else matmul(x, swapaxes(w, -1, -2)) + b,
         split=split,
         stack=lambda xs: stack(list(xs), 0),
         unstack=lambda x: tuple(x[t] for t in range(np.shape(primal(x))[0])),
         concat=lambda xs, axis=0: concatenate(list(xs), axis),
         sum=total,
-        reshape=reshape,
         flip=lambda x: flip(x, 0),
         zeros=lambda shape, like: _constant_like(like, lambda dt: np.zeros(shape, dtype=dt)),
         zeros_like=lambda x: _constant_like(x, lambda dt: np.zeros(np.shape(primal(x)), dtype=dt)),

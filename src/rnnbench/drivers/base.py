@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from rnnbench.model import Case, Model
+from rnnbench.model import BY_PRECISION, Case, Model
 
 Grads = dict[str, np.ndarray | None]
+ALL_DTYPES = BY_PRECISION  # every dtype a row may run at: a driver's `dtypes` when it runs all
 
 
 @dataclass(frozen=True)
@@ -240,13 +242,20 @@ def unflatten(model: Model, case: Case, flat: Mapping[str, Any]) -> tuple[dict[s
     return params, carry0, flat.get("xs")
 
 
-def supports_kind(kind: str) -> Callable[[Model], str | None]:
-    """supports() for an anchor driver: a vendor layer computes one model family only."""
+def configured(name: str, framework: Framework, summary: str, prepare: Callable, config: Any, **fields: Any) -> Driver:
+    """A row of a mechanism's DRIVERS: its prepare(config, model, case, dtype, device) bound to one
+    configuration (`fields`: the Driver's other fields)."""
+    return Driver(name=name, framework=framework, summary=summary, prepare=partial(prepare, config), **fields)
+
+
+def anchor(name: str, framework: Framework, summary: str, prepare: Callable, layer: Any, **fields: Any) -> Driver:
+    """A row of a vendor-layer mechanism (an anchor): `layer` bound to its prepare, run only on the
+    model family it computes (layer.kind, a Model.kind)."""
 
     def supports(model: Model) -> str | None:
-        return None if model.kind == kind else f"vendor layer computes {kind} only"
+        return None if model.kind == layer.kind else f"vendor layer computes {layer.kind} only"
 
-    return supports
+    return configured(name, framework, summary, prepare, layer, supports=supports, anchor=True, **fields)
 
 
 def supports_only(models: tuple[str, ...]) -> Callable[[Model], str | None]:

@@ -7,7 +7,7 @@ tree *is* the canonical dict."""
 from __future__ import annotations
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import Driver, Prepared, unflatten
+from rnnbench.drivers.base import ALL_DTYPES, Driver, Prepared, unflatten
 from rnnbench.model import Case, Model, run_forward, scan_inputs
 from rnnbench.ops import jax_ops
 
@@ -65,12 +65,11 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
 
 DRIVERS = (
     Driver(
-        name="flax_scan",
-        framework=_jax.FLAX,
-        summary="flax.linen nn.scan of the model's step as a cell",
-        prepare=prepare,
-        second_order=True,
-        compiled=True,
-        dtypes=("float64", "float32", "bfloat16"),
+        "flax_scan",
+        _jax.FLAX,
+        "flax.linen nn.scan of the model's step as a cell",
+        prepare,
+        dtypes=ALL_DTYPES,
+        **_jax.ROW_FIELDS,
     ),
 )

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import Driver, Prepared, supports_kind, unflatten
+from rnnbench.drivers.base import Prepared, anchor, unflatten
 from rnnbench.model import Case, Model
 from rnnbench.ops import jax_ops
 
@@ -68,28 +67,18 @@ def prepare(cell: Cell, model: Model, case: Case, dtype: str, device: str) -> Pr
     return _jax.prepared_from_loss(loss_fn, diff, rest, {"layer": cell.label})
 
 
-def _row(name: str, summary: str, cell: Cell) -> Driver:
-    return Driver(
-        name=name,
-        framework=_jax.FLAX,
-        summary=summary,
-        prepare=partial(prepare, cell),
-        supports=supports_kind(cell.kind),
-        second_order=True,
-        compiled=True,
-        anchor=True,
+DRIVERS = tuple(
+    anchor(name, _jax.FLAX, summary, prepare, cell, **_jax.ROW_FIELDS)
+    for name, summary, cell in (
+        (
+            "flax_lstm_cell",
+            "anchor: flax nn.RNN(OptimizedLSTMCell)",
+            Cell("lstm", "OptimizedLSTMCell", flax_lstm_params, (1, 0), "flax.linen.RNN(OptimizedLSTMCell)"),
+        ),
+        (
+            "flax_simple_cell",
+            "anchor: flax nn.RNN(SimpleCell)",
+            Cell("elman_tanh", "SimpleCell", flax_simple_params, (0,), "flax.linen.RNN(SimpleCell)"),
+        ),
     )
-
-
-DRIVERS = (
-    _row(
-        "flax_lstm_cell",
-        "anchor: flax nn.RNN(OptimizedLSTMCell)",
-        Cell("lstm", "OptimizedLSTMCell", flax_lstm_params, (1, 0), "flax.linen.RNN(OptimizedLSTMCell)"),
-    ),
-    _row(
-        "flax_simple_cell",
-        "anchor: flax nn.RNN(SimpleCell)",
-        Cell("elman_tanh", "SimpleCell", flax_simple_params, (0,), "flax.linen.RNN(SimpleCell)"),
-    ),
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import Driver, Prepared, unflatten
+from rnnbench.drivers.base import ALL_DTYPES, Driver, Prepared, unflatten
 from rnnbench.model import Case, Model, run_forward
 from rnnbench.ops import jax_ops
 
@@ -28,14 +28,4 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
     return _jax.prepared_from_loss(loss_fn, diff, rest, {"jit": True, "loop": "lax.scan", **projection})
 
 
-DRIVERS = (
-    Driver(
-        name="jax_lax_scan",
-        framework=_jax.JAX,
-        summary="jax.jit of jax.lax.scan",
-        prepare=prepare,
-        second_order=True,
-        compiled=True,
-        dtypes=("float64", "float32", "bfloat16"),
-    ),
-)
+DRIVERS = (Driver("jax_lax_scan", _jax.JAX, "jax.jit of jax.lax.scan", prepare, dtypes=ALL_DTYPES, **_jax.ROW_FIELDS),)

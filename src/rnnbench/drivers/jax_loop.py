@@ -18,11 +18,10 @@ The op counts and compile times: docs/measuring.md#what-remains-above-11-and-the
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import Driver, Prepared, unflatten
+from rnnbench.drivers.base import ALL_DTYPES, Prepared, configured, unflatten
 from rnnbench.model import Case, Model, rollout
 from rnnbench.ops import jax_ops
 
@@ -62,16 +61,7 @@ def prepare(ys: str, model: Model, case: Case, dtype: str, device: str) -> Prepa
 
 
 DRIVERS = tuple(
-    Driver(
-        name=name,
-        framework=_jax.JAX,
-        summary=summary,
-        prepare=partial(prepare, ys),
-        second_order=True,
-        compiled=True,
-        dtypes=("float64", "float32", "bfloat16"),
-        suite=suite,
-    )
+    configured(name, _jax.JAX, summary, prepare, ys, dtypes=ALL_DTYPES, suite=suite, **_jax.ROW_FIELDS)
     for name, summary, ys, suite in (
         ("jax_loop", "jax.jit of a Python loop (unrolled)", "stack", "core"),
         ("jax_loop_buffer", "jax.jit of a Python loop, ys preallocated and written by .at[t].set", "at_set", "bugs"),

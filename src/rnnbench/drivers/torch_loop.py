@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from rnnbench.drivers import _torch
-from rnnbench.drivers.base import Driver, Prepared, unflatten
+from rnnbench.drivers.base import ALL_DTYPES, Driver, Prepared, configured, unflatten
 from rnnbench.model import Case, Model, rollout
 from rnnbench.ops import torch_ops
 
@@ -72,6 +71,10 @@ class LoopConfig:
     autocast: bool = False
     mode: str | None = None  # torch.compile's mode (compiled rows)
 
+    @property
+    def second_order(self) -> bool:
+        return not self.compiled and not self.autocast  # torch.compile has no double backward
+
 
 def prepare(config: LoopConfig, model: Model, case: Case, dtype: str, device: str) -> Prepared:
     # Under autocast the parameters stay float32 (the row's dtype names the autocast dtype).
@@ -85,24 +88,17 @@ def prepare(config: LoopConfig, model: Model, case: Case, dtype: str, device: st
     if config.autocast:
         loss_fn = _torch.under_autocast(loss_fn, device)
         settings.update(autocast="bfloat16", params="float32")
-    second_order = not config.compiled and not config.autocast  # torch.compile has no double backward
-    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings, second_order=second_order)
+    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings, second_order=config.second_order)
 
 
 def _row(name: str, summary: str, config: LoopConfig, **fields) -> Driver:
     if config.autocast:
         fields.update(supports=_torch.supports_autocast, dtypes=("bfloat16",), devices=("cpu",), autocast="bfloat16")
-    return Driver(
-        name=name,
-        framework=_torch.TORCH,
-        summary=summary,
-        prepare=partial(prepare, config),
-        compiled=config.compiled,
-        second_order=not config.compiled and not config.autocast,
-        **{"dtypes": ("float64", "float32", "bfloat16"), **fields},
-    )
+    fields = {"dtypes": ALL_DTYPES, "compiled": config.compiled, "second_order": config.second_order, **fields}
+    return configured(name, _torch.TORCH, summary, prepare, config, **fields)
 
 
+_LOOP = {False: "torch eager loop", True: "torch.compile(inductor) of the loop"}  # a summary's start, by compiled
 DRIVERS = (
     _row("torch_loop", "torch eager, Python for-loop", LoopConfig(), environments=("main", "xla")),
     _row("torch_loop_compiled", "torch.compile(inductor) of the Python loop (unrolled)", LoopConfig(compiled=True)),
@@ -113,34 +109,23 @@ DRIVERS = (
         devices=("cuda",),
         suite="gpu",
     ),
-    _row(
-        "torch_loop_setitem",
-        "torch eager loop, ys preallocated and written by ys[t] = y",
-        LoopConfig(ys="setitem"),
-        suite="bugs",
+    # The preallocated buffers of docs/bugs.md §5, eager and compiled: rows for a bug class.
+    *(
+        _row(
+            name,
+            f"{_LOOP[compiled]}, ys preallocated and written by {YS_FORMS[ys][0]}",
+            LoopConfig(compiled=compiled, ys=ys),
+            suite="bugs",
+        )
+        for name, ys, compiled in (
+            ("torch_loop_setitem", "setitem", False),
+            ("torch_loop_setitem_compiled", "setitem", True),
+            ("torch_loop_index_put", "index_put", False),
+            ("torch_loop_index_put_compiled", "index_put", True),
+        )
     ),
-    _row(
-        "torch_loop_setitem_compiled",
-        "torch.compile(inductor) of the loop, ys preallocated and written by ys[t] = y",
-        LoopConfig(compiled=True, ys="setitem"),
-        suite="bugs",
-    ),
-    _row(
-        "torch_loop_index_put",
-        "torch eager loop, ys preallocated and written by ys.index_put_((t,), y)",
-        LoopConfig(ys="index_put"),
-        suite="bugs",
-    ),
-    _row(
-        "torch_loop_index_put_compiled",
-        "torch.compile(inductor) of the loop, ys preallocated and written by ys.index_put_((t,), y)",
-        LoopConfig(compiled=True, ys="index_put"),
-        suite="bugs",
-    ),
-    _row("torch_autocast_loop", "torch eager loop, bf16 autocast, fp32 parameters", LoopConfig(autocast=True)),
-    _row(
-        "torch_autocast_loop_compiled",
-        "torch.compile(inductor) of the loop, bf16 autocast, fp32 parameters",
-        LoopConfig(compiled=True, autocast=True),
+    *(
+        _row(name, f"{_LOOP[compiled]}, bf16 autocast, fp32 parameters", LoopConfig(compiled=compiled, autocast=True))
+        for name, compiled in (("torch_autocast_loop", False), ("torch_autocast_loop_compiled", True))
     ),
 )

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from rnnbench.drivers import _torch
-from rnnbench.drivers.base import Driver, Prepared, supports_only, unflatten
+from rnnbench.drivers.base import ALL_DTYPES, Driver, Prepared, configured, supports_only, unflatten
 from rnnbench.model import Case, Model, Recur, run_forward, scan_inputs
 from rnnbench.ops import torch_ops
 
@@ -92,18 +91,10 @@ def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: st
 
 
 def _row(name: str, summary: str, config: ScanConfig, **fields) -> Driver:
-    return Driver(
-        name=name,
-        framework=_torch.TORCH,
-        summary=summary,
-        prepare=partial(prepare, config),
-        compiled=config.compiled,
-        second_order=not config.compiled,
-        **fields,
-    )
+    fields = {"compiled": config.compiled, "second_order": not config.compiled, **fields}
+    return configured(name, _torch.TORCH, summary, prepare, config, **fields)
 
 
-ALL_DTYPES = ("float64", "float32", "bfloat16")
 DRIVERS = (
     _row(
         "torch_scan",

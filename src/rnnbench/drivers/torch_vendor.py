@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from functools import partial
 
 from rnnbench.drivers import _torch
-from rnnbench.drivers.base import Driver, Prepared, supports_kind
+from rnnbench.drivers.base import Prepared, anchor
 from rnnbench.model import Case, Model
 from rnnbench.ops import torch_ops
 
@@ -80,19 +79,10 @@ def try_dtype(layer: Layer, dtype: str, device: str) -> str | None:
     return None
 
 
-def _row(name: str, summary: str, layer: Layer) -> Driver:
-    return Driver(
-        name=name,
-        framework=_torch.TORCH,
-        summary=summary,
-        prepare=partial(prepare, layer),
-        supports=supports_kind(layer.kind),
-        anchor=True,
-        try_dtype=partial(try_dtype, layer),
+DRIVERS = tuple(
+    anchor(name, _torch.TORCH, summary, prepare, layer, try_dtype=functools.partial(try_dtype, layer))
+    for name, summary, layer in (
+        ("torch_nn_lstm", "anchor: torch.nn.LSTM", Layer("lstm", "LSTM", 4)),
+        ("torch_nn_rnn", "anchor: torch.nn.RNN(tanh)", Layer("elman_tanh", "RNN", 1, (("nonlinearity", "tanh"),))),
     )
-
-
-DRIVERS = (
-    _row("torch_nn_lstm", "anchor: torch.nn.LSTM", Layer("lstm", "LSTM", 4)),
-    _row("torch_nn_rnn", "anchor: torch.nn.RNN(tanh)", Layer("elman_tanh", "RNN", 1, (("nonlinearity", "tanh"),))),
 )

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from rnnbench.drivers import _torch_xla
-from rnnbench.drivers.base import Driver, Prepared, unflatten
+from rnnbench.drivers.base import Prepared, configured, unflatten
 from rnnbench.model import Case, Model, Recur, run_forward, scan_inputs
 from rnnbench.ops import torch_ops
 
@@ -93,14 +92,8 @@ def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: st
 
 
 DRIVERS = tuple(
-    Driver(
-        name=name,
-        framework=_torch_xla.TORCH_XLA,
-        summary=summary,
-        prepare=partial(prepare, config),
-        environments=("xla",),
-        compiled=True,
-        devices=("cpu",),
+    configured(
+        name, _torch_xla.TORCH_XLA, summary, prepare, config, environments=("xla",), compiled=True, devices=("cpu",)
     )
     for name, summary, config in (
         (
