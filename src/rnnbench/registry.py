@@ -14,6 +14,7 @@ import importlib.util
 import os
 import pkgutil
 from functools import cache
+from typing import Any
 
 from rnnbench.drivers.base import Driver, Framework
 from rnnbench.errors import InputError, did_you_mean
@@ -111,19 +112,17 @@ def frameworks() -> dict[str, Framework]:
     return {d.framework.name: d.framework for d in drivers().values()}
 
 
-def get_model(name: str) -> Model:
+def _named(kind: str, name: str, known: dict) -> Any:
+    """known[name], or UnknownName naming the closest names and all of them."""
     try:
-        return models()[name]
+        return known[name]
     except KeyError:
-        raise UnknownName(
-            f"unknown model {name!r}{did_you_mean(name, models())}; known: {', '.join(models())}"
-        ) from None
+        raise UnknownName(f"unknown {kind} {name!r}{did_you_mean(name, known)}; known: {', '.join(known)}") from None
+
+
+def get_model(name: str) -> Model:
+    return _named("model", name, models())
 
 
 def get_driver(name: str) -> Driver:
-    try:
-        return drivers()[name]
-    except KeyError:
-        raise UnknownName(
-            f"unknown driver {name!r}{did_you_mean(name, drivers())}; known: {', '.join(drivers())}"
-        ) from None
+    return _named("driver", name, drivers())
