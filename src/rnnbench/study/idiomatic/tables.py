@@ -42,6 +42,12 @@ def best_by_family(rows: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str
     return best
 
 
+def _measured(row: dict[str, Any]) -> dict[str, Any]:
+    """What a record keeps of a candidate's measured row: its verdict, first call, time and load."""
+    optional = {k: row.get(k) for k in ("max_rel_error", "fwd_bwd", "loadavg")}
+    return {"status": row["status"], "first_call_s": row["first_call_s"], **optional}
+
+
 def comparison_records(rows: list[dict[str, Any]], plan: Plan) -> list[dict[str, Any]]:
     """One record per (mechanism, baseline family, comparison point)."""
     best = best_by_family(rows)
@@ -70,11 +76,7 @@ def comparison_records(rows: list[dict[str, Any]], plan: Plan) -> list[dict[str,
             ]
             rec = _identity(mech, plan, {"baseline": fam, "mechanism_settings": mech.get("settings", {})})
             rec.update(
-                status=mech["status"],
-                first_call_s=mech["first_call_s"],
-                max_rel_error=mech.get("max_rel_error"),
-                fwd_bwd=mech.get("fwd_bwd"),
-                loadavg=mech.get("loadavg"),
+                _measured(mech),
                 baseline=fam,
                 baseline_variant=base["candidate"],
                 baseline_settings=base.get("settings", {}),
@@ -108,14 +110,7 @@ def sweep_records(rows: list[dict[str, Any]], plan: Plan) -> list[dict[str, Any]
             rec = _identity({**row, "candidate": f"idiomatic: {row['family']}"}, plan, {"variant": row["candidate"]})
         else:
             rec = _identity(row, plan, {})
-        rec.update(
-            status=row["status"],
-            first_call_s=row["first_call_s"],
-            max_rel_error=row.get("max_rel_error"),
-            fwd_bwd=row.get("fwd_bwd"),
-            loadavg=row.get("loadavg"),
-            variant_settings=row.get("settings", {}),
-        )
+        rec.update(_measured(row), variant_settings=row.get("settings", {}))
         if row.get("skip_reason"):
             rec["reason"] = row["skip_reason"]
         out.append(rec)
