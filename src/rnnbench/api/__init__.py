@@ -26,7 +26,7 @@ import numpy as np
 
 from rnnbench.api.report import DriverResult, RecurrenceReport
 from rnnbench.api.trees import Tree, flatten, is_flat
-from rnnbench.api.validate import DTYPES, Checked, validate
+from rnnbench.api.validate import DTYPES, Checked, Inputs, validate
 from rnnbench.model import Case, Model
 from rnnbench.status import OracleKind, Status
 
@@ -77,26 +77,12 @@ def check_recurrence(
     Bad input raises before any driver runs (rnnbench.api.validate; docs/api.md, "Input validation"):
     TypeError for a wrong type, rnnbench.errors.InputError (a ValueError) for a bad value.
     """
+    given = Inputs(**locals())  # first, while the arguments are all that is local: every one, as one value
     from rnnbench import losses as loss_forms
     from rnnbench.check.oracle import AUTO
 
-    checked = validate(
-        step,
-        params,
-        carry0,
-        xs,
-        length,
-        loss,
-        consts,
-        carry0_requires_grad,
-        xs_requires_grad,
-        dtype,
-        drivers,
-        losses,
-        order,
-        oracle,
-    )
-    base, case = _user_model(step, loss, params, xs, consts, xs_requires_grad, checked, dtype, seed)
+    checked = validate(given)
+    base, case = _user_model(given, checked)
     # The loss form's weights come from the float64 forward; a float32 check rounds them too.
     judged = {form: loss_forms.with_loss(base, case, form) for form in checked.forms}
     judged = {form: (model, form_case.rounded_to(dtype)) for form, (model, form_case) in judged.items()}
@@ -106,24 +92,14 @@ def check_recurrence(
     return RecurrenceReport(dtype, oracle_kind, results)
 
 
-def _user_model(
-    user_step: Callable,
-    user_loss: Callable | None,
-    params: Any,
-    xs: Any,
-    consts: Any,
-    xs_requires_grad: bool,
-    checked: Checked,
-    dtype: str,
-    seed: int,
-) -> tuple[Model, Case]:
+def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
     """The user's recurrence as a suite model on flat arrays, and its one case rounded to dtype:
     params and carry leaves by name, x_t and y_t packed into one vector per step (T, total)."""
     from rnnbench import losses as loss_forms
 
     T = checked.length
-    params_tree, carry_tree = Tree(params), Tree(checked.carry0)
-    xs_tree = None if xs is None else Tree(xs, per_step=True)
+    params_tree, carry_tree = Tree(given.params), Tree(checked.carry0)
+    xs_tree = None if given.xs is None else Tree(given.xs, per_step=True)
     # a tuple of arrays keeps its names c0, c1, ...; any other tree is named by its paths
     flat = is_flat(checked.carry0)
     carry_names = tuple(f"c{i}" for i in range(len(carry_tree.leaves))) if flat else tuple(carry_tree.names())
@@ -132,29 +108,30 @@ def _user_model(
     def step(ops, flat_params, carry, x):
         """The user's step on trees, run on the suite's flat params, carry leaves and packed x."""
         tree_params = params_tree.unflatten([flat_params[n] for n in params_tree.names()])
-        new, y = user_step(ops, tree_params, carry_tree.unflatten(carry), None if x is None else xs_tree.unpack(ops, x))
+        x_t = None if x is None else xs_tree.unpack(ops, x)
+        new, y = given.step(ops, tree_params, carry_tree.unflatten(carry), x_t)
         packed = y if y_tree.single else ops.concat([ops.reshape(leaf, (-1,)) for _, leaf in flatten(y)], axis=0)
         return tuple(leaf for _, leaf in flatten(new)), packed
 
     loss = None
-    if user_loss is not None:
+    if given.loss is not None:
 
         def loss(ops, consts, ys, carry):
             """The user's loss on the trees: ys (T, total) unpacked to (T, ...) per output leaf."""
-            return user_loss(ops, consts, y_tree.unpack(ops, ys, leading=(ys.shape[0],)), carry_tree.unflatten(carry))
+            return given.loss(ops, consts, y_tree.unpack(ops, ys, leading=(ys.shape[0],)), carry_tree.unflatten(carry))
 
     case = Case(
         model="user",
         sizes={"T": T},
-        seed=seed,
+        seed=given.seed,
         params={n: np.asarray(v, dtype=np.float64) for n, v in zip(params_tree.names(), params_tree.leaves)},
         carry0=tuple(np.asarray(c, dtype=np.float64) for c in carry_tree.leaves),
         xs=None if xs_tree is None else xs_tree.pack_sequence(),
         length=T,
-        consts=dict(consts or {}),
+        consts=dict(given.consts or {}),
         carry0_requires_grad=checked.carry0_flags,
-        xs_requires_grad=bool(xs_requires_grad),
-    ).rounded_to(dtype)
+        xs_requires_grad=bool(given.xs_requires_grad),
+    ).rounded_to(given.dtype)
     base = Model(
         name="user",
         summary="user-defined recurrence",

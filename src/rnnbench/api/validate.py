@@ -5,7 +5,8 @@ rnnbench.api.messages (TypeError for a wrong type, InputError for a bad value)."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -14,6 +15,28 @@ from rnnbench.api.messages import label, problem, text
 from rnnbench.api.trees import Tree, flatten, is_flat, leaf_name, rebuild
 
 DTYPES = ("float64", "float32", "bfloat16")  # the dtypes check_recurrence runs at (as `rnnbench run --dtypes`)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """check_recurrence's arguments as the user gave them (what each means: its docstring)."""
+
+    step: Callable
+    params: Any
+    carry0: Any
+    xs: Any = None
+    length: Any = None
+    loss: Callable | None = None
+    consts: Any = None
+    carry0_requires_grad: Any = False
+    xs_requires_grad: Any = False
+    dtype: Any = "float64"
+    drivers: Any = None
+    device: str = "cpu"
+    seed: int = 0
+    losses: Any = None
+    order: Any = 2
+    oracle: Any = None
 
 
 class Checked(NamedTuple):
@@ -27,22 +50,7 @@ class Checked(NamedTuple):
     example_y: Any  # the step's output at t = 0 (the shape of y_t)
 
 
-def validate(
-    step,
-    params,
-    carry0,
-    xs,
-    length,
-    loss,
-    consts,
-    carry0_requires_grad,
-    xs_requires_grad,
-    dtype,
-    drivers,
-    losses,
-    order,
-    oracle=None,
-) -> Checked:
+def validate(given: Inputs) -> Checked:
     """Reject bad input to check_recurrence before any driver runs: TypeError for a wrong type,
     InputError (a ValueError) for a bad value, each naming the argument (a leaf as params['W']) and
     what is expected. Checks every argument, every leaf of params, carry0, xs and consts (real
@@ -55,20 +63,19 @@ def validate(
     one, and a custom loss returns a finite scalar. The checks run in this order."""
     from rnnbench.model import numpy_dtype
 
-    functions(step, loss)
-    options(dtype, order, oracle)
-    xs_flag(xs_requires_grad, xs)
-    driver_names = driver_selection(drivers)
-    forms = loss_forms(loss, losses)
-    np_dtype = numpy_dtype(dtype)
-    carry = carry_values(carry0, np_dtype)
-    T = steps(xs, length, np_dtype)
-    flags = tuple(carry_flags(carry0_requires_grad, carry))
-    param_values(params, np_dtype, other_grads=any(flags) or bool(xs_requires_grad))
-    const_values(consts, loss, np_dtype)
-    example_y = forward(
-        step, loss, params, carry, xs, consts, T, np_dtype, bare=not isinstance(carry0, (tuple, list, dict))
-    )
+    functions(given.step, given.loss)
+    options(given.dtype, given.order, given.oracle)
+    xs_flag(given.xs_requires_grad, given.xs)
+    driver_names = driver_selection(given.drivers)
+    forms = loss_forms(given.loss, given.losses)
+    np_dtype = numpy_dtype(given.dtype)
+    carry = carry_values(given.carry0, np_dtype)
+    T = steps(given.xs, given.length, np_dtype)
+    flags = tuple(carry_flags(given.carry0_requires_grad, carry))
+    param_values(given.params, np_dtype, other_grads=any(flags) or bool(given.xs_requires_grad))
+    const_values(given.consts, given.loss, np_dtype)
+    bare = not isinstance(given.carry0, (tuple, list, dict))
+    example_y = forward(given.step, given.loss, given.params, carry, given.xs, given.consts, T, np_dtype, bare=bare)
     return Checked(carry, T, flags, driver_names, forms, example_y)
 
 
