@@ -1,17 +1,14 @@
 """asv benchmarks: thin classes over rnnbench's own check and timing code, with STABLE parameters.
 
-Parameters are literal names fixed in this file, never read from the installed package: asv
-discovers the parameter list once per run, then runs each benchmark at every commit *by its index
-in that list*. A list built from the installed registry differs from commit to commit (a commit
-that adds a driver shifts every later name), so results were filed under the wrong driver and
-`asv compare` reported false 869x "regressions" between commits where only the registry grew.
-With literal lists the index means the same (model, driver, size) at every commit; a name that
-the installed rnnbench does not have raises NotImplementedError in setup (asv shows n/a).
-
-Rules for editing the lists: add a new driver or model name anywhere (a new name is a new
-benchmark; asv stores results with their parameter values, so older results keep matching by
-name), never rename one (a renamed driver is a new name; the old one stays until its history no
-longer matters), and never compute a list from the package.
+Parameters are literal names (rnnbench.suites.ASV), read from src/rnnbench/suites.py of the
+checkout these files are in, never from the installed package: asv discovers the parameter list
+once per run, then runs each benchmark at every commit, with these files and that commit's
+installed rnnbench, *by its index in that list*. A list built from the installed registry differs
+from commit to commit (a commit that adds a driver shifts every later name), so results were filed
+under the wrong driver and `asv compare` reported false 869x "regressions" between commits where
+only the registry grew. With the checkout's lists the index means the same (model, driver, size)
+at every commit; a name that the installed rnnbench does not have raises NotImplementedError in
+setup (asv shows n/a). How to edit the lists: rnnbench.suites.Benchmarks.
 
 Two classes:
   Curated     one driver per mechanism on rnn and lstm at the small size, time_fwd_bwd only: the
@@ -33,8 +30,11 @@ hence the timeout. Threads are 1 and compilation caches are off (see
 rnnbench.run.caches) before any framework is imported, so track_first_call_s is a cold compile.
 """
 
+import importlib.util
 import os
+import sys
 import time
+from pathlib import Path
 
 try:  # an rnnbench too old for these entry points: every benchmark is n/a, with the reason
     from rnnbench.run.caches import cold_cache_env
@@ -50,76 +50,22 @@ try:  # an rnnbench too old for these entry points: every benchmark is n/a, with
 except ImportError as exc:  # pragma: no cover - only on old commits
     _MISSING_API = f"this rnnbench version lacks the benchmark entry points: {exc}"
 
-# Size presets: overrides applied to each model's defaults (keys a model does not use are ignored).
-SIZES = {
-    "small": {},
-    "medium": {"T": 64, "B": 16, "I": 64, "H": 128, "n": 32},
-}
-MODELS = ("rnn", "lstm", "decay", "taylor_expm", "newton_schulz")
-# Every driver name, literally. One that cannot run in the interpreter asv uses (torch_xla drivers
-# in the main environment, jax drivers in the torch_xla one) is n/a there, with its reason; one
-# that the installed rnnbench does not register (an older commit) is n/a too.
-DRIVERS = (
-    "flax_lstm_cell",
-    "flax_scan",
-    "flax_simple_cell",
-    "jax_lax_scan",
-    "jax_loop",
-    "jax_loop_buffer",
-    "torch_autocast_loop",
-    "torch_autocast_loop_compiled",
-    "torch_loop",
-    "torch_loop_compiled",
-    "torch_loop_index_put",
-    "torch_loop_index_put_compiled",
-    "torch_loop_setitem",
-    "torch_loop_setitem_compiled",
-    "torch_nn_lstm",
-    "torch_nn_rnn",
-    "torch_scan",
-    "torch_scan_compiled",
-    "torch_scan_compiled_clone_y_only",
-    "torch_scan_compiled_default_config",
-    "torch_xla_loop",
-    "torch_xla_scan",
-    "torch_xla_scan_cached",
-    "torch_xla_scan_closure",
-    "torch_loop_compiled_cudagraphs",
-    "torch_scan_compiled_cudagraphs",
-)
 
-# The curated set: each mechanism once, on the two core recurrences, small size. The vendor layer
-# and the flax cell are the model's own class (torch.nn.LSTM / nn.RNN, OptimizedLSTMCell /
-# SimpleCell), so those two mechanisms are a different driver name per model.
-CURATED = {
-    "rnn": (
-        "torch_loop",
-        "torch_loop_compiled",
-        "torch_scan",
-        "torch_scan_compiled",
-        "jax_loop",
-        "jax_lax_scan",
-        "flax_scan",
-        "torch_nn_rnn",
-        "flax_simple_cell",
-    ),
-    "lstm": (
-        "torch_loop",
-        "torch_loop_compiled",
-        "torch_scan",
-        "torch_scan_compiled",
-        "jax_loop",
-        "jax_lax_scan",
-        "flax_scan",
-        "torch_nn_lstm",
-        "flax_lstm_cell",
-    ),
-}
+def _suites_of_this_checkout():
+    """src/rnnbench/suites.py beside these benchmarks, loaded by its path: the same file at every
+    commit asv measures (it imports nothing from rnnbench)."""
+    path = Path(__file__).resolve().parents[1] / "src" / "rnnbench" / "suites.py"
+    spec = importlib.util.spec_from_file_location("rnnbench_suites_of_this_checkout", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look up the module of the classes they build
+    spec.loader.exec_module(module)
+    return module
+
+
+ASV = _suites_of_this_checkout().ASV
+SIZES, MODELS, DRIVERS, CURATED = ASV.sizes, ASV.models, ASV.drivers, ASV.curated
 CURATED_MODELS = tuple(CURATED)
-# Curated drivers whose time differs from process to process by more than the 10 % a rerun must
-# agree within (eager torch scan re-traces its body on every call; measured: docs/measuring.md#asv).
-# Two rounds (processes) are too few for them, so CuratedManyRounds times them in eight.
-CURATED_MANY_ROUNDS = ("torch_scan",)
+CURATED_MANY_ROUNDS = ASV.many_rounds  # timed by CuratedManyRounds, in more processes
 CURATED_DRIVERS = tuple(
     dict.fromkeys(d for drivers in CURATED.values() for d in drivers if d not in CURATED_MANY_ROUNDS)
 )

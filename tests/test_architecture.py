@@ -24,6 +24,7 @@ FLOORS = {
     "rnnbench.model": 1,
     "rnnbench.inputs": 1,
     "rnnbench.record_fields": 1,
+    "rnnbench.suites": 1,
     "rnnbench.drivers": 2,
     "rnnbench.record": 2,
     "rnnbench.losses": 2,
@@ -184,6 +185,51 @@ def test_the_framework_scanner_finds_each_kind_of_use(tmp_path: Path) -> None:
         path = tmp_path / "case.py"
         path.write_text(source + "\n")
         assert len(_framework_string_tests(path)) == expected, source
+
+
+# A driver name outside drivers/ and the suites module is a table "add a driver" would have to
+# touch. Files listed here hold one their owners have yet to move (the reason says where to).
+SUITES_MODULE = SRC / "suites.py"
+DRIVER_NAMES_TO_MOVE = {
+    SRC / "fuzz" / "repro.py": "TEMPLATES: loop or scan, compiled: facts of each mechanism's Driver",
+}
+
+
+def _driver_name_literals(path: Path, names: set[str]) -> list[int]:
+    """Lines holding a string literal that is exactly a driver's name (in a table, a comparison, a
+    default argument); a name inside longer text (a docstring, a message) is not one."""
+    tree = ast.parse(path.read_text())
+    return sorted({n.lineno for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in names})
+
+
+def test_driver_names_are_data_only_in_drivers_and_the_suites_module() -> None:
+    """Which drivers a suite, a curated selection or a study means is data in rnnbench.suites; a
+    fact of one driver is a field of its row in drivers/. Nowhere else in src/ or benchmarks/."""
+    names = set(registry.drivers())
+    drivers = SRC / "drivers"
+    found = [
+        f"{path.relative_to(SRC.parents[1])}:{line}"
+        for path in [*SOURCES, *sorted(BENCHMARKS.rglob("*.py"))]
+        if drivers not in path.parents and path != SUITES_MODULE and path not in DRIVER_NAMES_TO_MOVE
+        for line in _driver_name_literals(path, names)
+    ]
+    assert not found, f"driver names outside drivers/ and src/rnnbench/suites.py: {', '.join(found)}"
+
+
+def test_the_driver_name_scanner_finds_each_kind_of_use(tmp_path: Path) -> None:
+    names = {"torch_scan_compiled", "jax_loop"}
+    cases = {
+        'T = ("torch_scan_compiled", "jax_loop")': [1],
+        'if d.name == "jax_loop":\n    pass': [1],
+        'def f(driver="torch_scan_compiled"): pass': [1],
+        'x = {"jax_loop": 1}\ny = 2\nz = "jax_loop"': [1, 3],
+        '"""jax_loop in a docstring"""\nmessage = "jax_loop_buffer is another name"': [],
+        'name = f"{base}_compiled"': [],
+    }
+    for source, expected in cases.items():
+        path = tmp_path / "case.py"
+        path.write_text(source + "\n")
+        assert _driver_name_literals(path, names) == expected, source
 
 
 def test_mechanisms_do_not_test_framework_names() -> None:

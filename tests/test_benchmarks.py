@@ -162,16 +162,6 @@ def test_histogram_and_extra_info(tmp_path: Path) -> None:
 BENCH_FILE = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_recurrence.py"
 
 
-def _literal(name: str):
-    """The value of a module-level assignment in the asv file, which must be a literal."""
-    import ast
-
-    for node in ast.parse(BENCH_FILE.read_text()).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
-            return ast.literal_eval(node.value)  # raises ValueError for anything computed
-    raise AssertionError(f"{name} is not assigned in {BENCH_FILE}")
-
-
 @pytest.fixture
 def bench_module():
     """benchmarks/bench_recurrence.py imported with the environment restored afterwards (it pins
@@ -189,21 +179,28 @@ def bench_module():
         os.environ.update(saved)
 
 
-def test_asv_parameters_are_literal_names_covering_the_registry(bench_module) -> None:
+def test_asv_parameters_are_the_checkouts_names(bench_module) -> None:
     """asv runs a benchmark by its index in the parameter list it discovered at one commit, so the
-    lists must be the same at every commit: literal names, never read from the package."""
-    drivers, models, curated = _literal("DRIVERS"), _literal("MODELS"), _literal("CURATED")
-    assert len(set(drivers)) == len(drivers) and all(isinstance(d, str) for d in drivers)
+    lists must be the same at every commit: the names of src/rnnbench/suites.py in this checkout,
+    read by path (that module imports nothing from rnnbench), never from the installed package."""
+    import ast
+    import dataclasses
+
+    from rnnbench import suites
+
+    source = ast.parse((BENCH_FILE.parents[1] / "src" / "rnnbench" / "suites.py").read_text())
+    imported = [n for n in ast.walk(source) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert all(isinstance(n, ast.ImportFrom) and n.module in ("__future__", "dataclasses") for n in imported)
+    assert dataclasses.asdict(bench_module.ASV) == dataclasses.asdict(suites.ASV)  # the installed one is this tree
+    drivers, models, curated, many = suites.ASV.drivers, suites.ASV.models, suites.ASV.curated, suites.ASV.many_rounds
+    assert len(set(drivers)) == len(drivers) and set(drivers) <= set(registry.drivers())
     assert list(bench_module.Recurrence.params) == [list(models), list(drivers), ["small", "medium"]]
-    many = _literal("CURATED_MANY_ROUNDS")
     assert list(bench_module.Curated.params) == [
         list(curated),
         list(dict.fromkeys(d for ds in curated.values() for d in ds if d not in many)),
     ]
     assert list(bench_module.CuratedManyRounds.params) == [list(curated), list(many)]
     assert set(many) <= {d for ds in curated.values() for d in ds} and bench_module.CuratedManyRounds.rounds > 2
-    missing = sorted(set(registry.drivers()) - set(drivers))
-    assert not missing, f"add {missing} to DRIVERS in {BENCH_FILE} (append; never rename or reorder by hand)"
     for model, names in curated.items():  # one driver per mechanism, each registered and runnable here
         assert len(names) == 9 and set(names) <= set(registry.drivers()), (model, names)
 

@@ -192,12 +192,13 @@ def test_suites_select_what_they_say() -> None:
     core model on the core drivers in the default environments; bugs and all add the bug-class
     models and drivers; an explicit axis overrides the suite's."""
     from rnnbench import registry
-    from rnnbench.run import environments, plan
+    from rnnbench.run import environments
+    from rnnbench.suites import QUICK
 
     core_drivers = {n for n, d in registry.drivers().items() if d.suite == "core"}
     quick = _selected()
     assert quick == _selected("--suite", "quick")
-    assert {m for m, _, _ in quick} == set(plan.SUITES["quick"]["models"]) <= set(registry.models())
+    assert {m for m, _, _ in quick} == set(QUICK.models) <= set(registry.models())
     assert {d for _, d, _ in quick} == {d for d in core_drivers if environments.runs(registry.get_driver(d), "main")}
     assert {e for _, _, e in quick} == {"main"}
     core = _selected("--suite", "core")

@@ -311,11 +311,12 @@ def test_bad_input_is_one_line_and_exit_2(argv: list[str], tmp_path: Path, monke
 
 
 def test_commits_run_the_curated_selection_by_default() -> None:
-    from rnnbench.run.commits import CURATED_DRIVERS, run_arguments
+    from rnnbench.run.commits import run_arguments
+    from rnnbench.suites import CURATED
 
     args = run_arguments({})
     assert args[args.index("--threads") + 1] == "1"
-    assert args[args.index("--drivers") + 1].split(",") == list(CURATED_DRIVERS)
+    assert args[args.index("--drivers") + 1].split(",") == list(CURATED.drivers)
     chosen = run_arguments({"suite": "quick", "budget": "0.2"})
     assert args[args.index("--environments") + 1] == "main"
     assert "--drivers" not in chosen and "--models" not in chosen and "--environments" not in chosen
@@ -323,19 +324,11 @@ def test_commits_run_the_curated_selection_by_default() -> None:
 
 
 def test_commits_curated_selection_is_asvs() -> None:
-    """The default selection of --commits is asv's Curated set (read from its literal, not imported)."""
-    import ast
+    """The default selection of --commits is asv's Curated set."""
+    from rnnbench.suites import ASV, CURATED
 
-    from rnnbench.run.commits import CURATED_DRIVERS, CURATED_MODELS
-
-    tree = ast.parse((Path(__file__).parents[1] / "benchmarks" / "bench_recurrence.py").read_text())
-    [curated] = [
-        ast.literal_eval(n.value)
-        for n in tree.body
-        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CURATED" for t in n.targets)
-    ]
-    assert tuple(curated) == CURATED_MODELS
-    assert set(CURATED_DRIVERS) == {d for drivers in curated.values() for d in drivers}
+    assert tuple(ASV.curated) == CURATED.models
+    assert set(CURATED.drivers) == {d for drivers in ASV.curated.values() for d in drivers}
 
 
 def test_a_side_may_be_several_files(tmp_path: Path, capsys) -> None:

@@ -18,6 +18,7 @@ from rnnbench.run import accelerator, device_peak, gpu_suite
 from rnnbench.run.row import Job, run_row
 from rnnbench.run.timing import TimingConfig
 from rnnbench.status import Status
+from rnnbench.suites import GPU
 
 CUDA_GRAPH_ROWS = ("torch_loop_compiled_cudagraphs", "torch_scan_compiled_cudagraphs")
 QUICK = TimingConfig(warmup=1, min_repeats=3, max_repeats=5, budget_s=0.05)
@@ -77,7 +78,7 @@ def test_cuda_graph_rows_have_stable_names_and_say_why_not_on_a_cpu() -> None:
         d = drivers[name]
         assert d.compiled and d.devices == ("cuda",) and "reduce-overhead" in d.summary
         assert d.why_not(registry.get_model("lstm"), "float32", "cpu") == f"device cpu not supported by {name}"
-    assert set(CUDA_GRAPH_ROWS) <= set(gpu_suite.DRIVERS)
+    assert set(CUDA_GRAPH_ROWS) <= set(GPU.drivers)
 
 
 def test_a_cuda_graph_row_compiles_in_reduce_overhead_mode(monkeypatch) -> None:
@@ -167,23 +168,22 @@ def test_vendor_layer_dtypes_are_decided_by_trying_once(monkeypatch) -> None:
 
 def test_the_gpu_suite_runs_cheap_rows_first_at_every_size() -> None:
     jobs = [
-        Job(m, d, dt, "cuda", compile_budget_s=gpu_suite.DEFAULT_COMPILE_BUDGET_S)
-        for dt in gpu_suite.DTYPES
-        for m in gpu_suite.MODELS
-        for d in gpu_suite.DRIVERS
+        Job(m, d, dt, "cuda", dict(size), compile_budget_s=GPU.compile_budget)
+        for dt in GPU.dtypes
+        for m in GPU.models
+        for size in GPU.sizes
+        for d in GPU.drivers
     ]
-    planned = gpu_suite.plan(jobs, sizes_given=False)
-    assert len(planned) == len(jobs) * 4
+    planned = gpu_suite.order(jobs)
+    assert len(planned) == len(jobs) == len(GPU.dtypes) * len(GPU.models) * 4 * len(GPU.drivers)
     sizes = {(j.sizes["T"], j.sizes["B"], j.sizes["H"]) for j in planned}
     assert sizes == {(T, 64, H) for T in (256, 1024) for H in (512, 1024)}
     first = gpu_suite.stages(planned)[0]
     assert {(j.model, j.dtype, j.sizes["T"], j.sizes["H"]) for j in first} == {("lstm", "float32", 256, 512)}
-    assert [j.driver for j in first] == list(gpu_suite.DRIVERS)  # vendor layers first, unrolled compiles last
+    assert [j.driver for j in first] == list(GPU.drivers)  # vendor layers first, unrolled compiles last
     last = planned[-1]
     assert (last.sizes["T"], last.sizes["H"]) == (1024, 1024)
-    assert gpu_suite.plan(jobs, sizes_given=True) == sorted(
-        jobs, key=lambda j: (gpu_suite.stage_key(j), gpu_suite.DRIVERS.index(j.driver))
-    )
+    assert planned == sorted(jobs, key=lambda j: (gpu_suite.stage_key(j), GPU.drivers.index(j.driver)))
 
 
 def test_run_suite_gpu_without_a_gpu_exits_2_with_one_line(capsys) -> None:
@@ -223,9 +223,8 @@ def test_a_first_call_past_the_compile_budget_is_a_timeout_record_with_its_elaps
 def test_run_suite_gpu_selects_its_rows_with_its_own_defaults(monkeypatch) -> None:
     from rnnbench.cli import options, run
     from rnnbench.cli.main import parser
-    from rnnbench.run import plan
 
-    monkeypatch.setitem(plan.SUITES["gpu"], "check_device", lambda device, jobs: None)  # as on a GPU machine
+    monkeypatch.setattr(gpu_suite, "check_jobs", lambda device, jobs: None)  # as on a GPU machine
 
     def planned(*flags):
         args = parser().parse_args(["run", "--suite", "gpu", *flags])

@@ -6,7 +6,8 @@ from __future__ import annotations
 from rnnbench import registry
 from rnnbench.cli import options, run
 from rnnbench.cli.main import parser
-from rnnbench.run import environments, plan
+from rnnbench.run import environments
+from rnnbench.suites import QUICK, REALISTIC
 
 
 def _jobs(*flags: str):
@@ -16,20 +17,20 @@ def _jobs(*flags: str):
 
 def test_realistic_runs_every_model_driver_pair_at_each_of_its_sizes() -> None:
     jobs = _jobs("--suite", "realistic")
-    suite = plan.SUITES["realistic"]
+    suite = REALISTIC
     sizes = {tuple(sorted(j.sizes.items())) for j in jobs}
-    assert sizes == {tuple(sorted(s.items())) for s in suite["sizes"]}
-    assert all(s["T"] >= 128 and s["H"] >= 256 and s["I"] == s["H"] and s["B"] == 32 for s in suite["sizes"])
+    assert sizes == {tuple(sorted(s.items())) for s in suite.sizes}
+    assert all(s["T"] >= 128 and s["H"] >= 256 and s["I"] == s["H"] and s["B"] == 32 for s in suite.sizes)
     pairs = {(j.model, j.driver) for j in jobs}
-    assert pairs == {(m, d) for m in suite["models"] for d in suite["drivers"]}
-    assert len(jobs) == len(pairs) * len(suite["sizes"]) and {j.environment for j in jobs} == {"main"}
+    assert pairs == {(m, d) for m in suite.models for d in suite.drivers}
+    assert len(jobs) == len(pairs) * len(suite.sizes) and {j.environment for j in jobs} == {"main"}
     assert {j.dtype for j in jobs} == {"float32"}
     # the vendor layers of the main environment are all in it (the anchors every bar chart marks)
     anchors = {n for n, d in registry.drivers().items() if d.anchor and environments.runs(d, "main")}
-    assert anchors <= set(suite["drivers"])
+    assert anchors <= set(suite.drivers)
 
 
 def test_sizes_replace_the_suites_sizes_and_quick_stays_the_default() -> None:
     jobs = _jobs("--suite", "realistic", "--sizes", "T=64")
     assert {j.sizes["T"] for j in jobs} == {64} and len({tuple(j.sizes.items()) for j in jobs}) == 1
-    assert all(not j.sizes for j in _jobs()) and {j.model for j in _jobs()} == set(plan.SUITES["quick"]["models"])
+    assert all(not j.sizes for j in _jobs()) and {j.model for j in _jobs()} == set(QUICK.models)

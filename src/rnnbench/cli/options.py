@@ -125,9 +125,8 @@ def load_config(path: str | None) -> dict[str, Any]:
 def settings(args: argparse.Namespace) -> dict[str, Any]:
     """RUN_DEFAULTS, overridden by the config file, overridden by flags given; numbers checked."""
     config = load_config(args.config)
-    suite = plan.SUITES.get(args.suite or config.get("suite") or plan.RUN_DEFAULTS["suite"], {})
-    suite_defaults = {k: v for k, v in suite.items() if k in plan.SUITE_DEFAULTS}  # e.g. gpu: device, timeout
-    out = {**plan.RUN_DEFAULTS, **suite_defaults, **config}
+    suite = plan.SUITES.get(args.suite or config.get("suite") or plan.RUN_DEFAULTS["suite"])
+    out = {**plan.RUN_DEFAULTS, **(suite.defaults() if suite else {}), **config}  # e.g. gpu: device, timeout
     for key in plan.RUN_DEFAULTS:
         if getattr(args, key) is not None:
             given = getattr(args, key)

@@ -12,6 +12,7 @@ from rnnbench.report.table import failure_reports, format_table, summary
 from rnnbench.run import executors, parent, plan
 from rnnbench.run.row import Job
 from rnnbench.status import is_failing
+from rnnbench.suites import SUITES
 
 NAME = "run"
 HELP = "check gradients and time every model x driver (the default)"
@@ -21,12 +22,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="TOML file with any of: " + ", ".join(plan.RUN_DEFAULTS))
     p.add_argument(
         "--suite",
-        help="quick (default: rnn, lstm, lstm2, taylor_exp, newton_sqrt on every core driver, "
-        "main environment), core (every core model, also in the torch 2.9.0 / torch_xla environment), "
-        "bugs (the docs/bugs.md case models: variants, loop bodies, mixed precision, on every driver), "
-        "all, realistic (rnn, lstm, lstm2 at T=128,512 x I=H=256,512, B=32: one driver per mechanism and the "
-        "vendor layers), or gpu (LSTM, RNN, stacked LSTM at real sizes on --device cuda; docs/gpu.md); "
-        "--models / --drivers / --environments override it on their axis",
+        help="; ".join(
+            f"{s.name}{' (default)' * (s.name == plan.RUN_DEFAULTS['suite'])}: {s.summary}" for s in SUITES.values()
+        )
+        + "; --models / --drivers / --environments override it on their axis",
     )
     p.add_argument("--models", help="comma-separated model names (default: those of --suite)")
     p.add_argument("--drivers", help="comma-separated driver names (default: those of --suite)")

@@ -8,7 +8,7 @@ the ordinary runner (`--no-time`):
   first PROBES_PER_DRIVER registered models (registry order) its drivers, models, dtypes, losses
   and conditions cover, its versions set aside (the table asks where it shows, not where the
   registry says it does);
-- a bug class (CLASSES): its models on its drivers, where the driver can run them.
+- a bug class (rnnbench.suites.BUG_CLASSES): its models on its drivers, where the driver can run them.
 
 A row reproduces an issue when its raw status and report match what the issue produces (the
 raw status, before the registry renamed it: KnownIssue.reproduced_by); a row's version is the one
@@ -26,45 +26,10 @@ from rnnbench import record, registry
 from rnnbench.check import known_issues
 from rnnbench.losses import with_loss
 from rnnbench.status import Status
+from rnnbench.suites import BUG_CLASSES
 
 PROBES_PER_DRIVER = 2
 DTYPES = ("float64", "float32", "bfloat16")  # an issue without dtypes is probed at the first its driver supports
-
-
-@dataclasses.dataclass(frozen=True)
-class BugClass:
-    """A class of docs/bugs.md without (or beyond) a registered issue: models x drivers to run."""
-
-    id: str
-    title: str
-    models: tuple[str, ...]
-    drivers: tuple[str, ...] | None = None  # None: every driver that runs the models
-    dtype: str = "float64"
-    order: int = 1
-
-
-CLASSES = (
-    # The four bodies whose d body/d acc depends on x (the class's trigger; loop_add and loop_add_sq,
-    # its controls, run in every test run).
-    BugClass(
-        "s4-accumulator-jacobian",
-        "§4 gradients (and second order) wrong when d body/d acc depends on x",
-        ("loop_mul", "loop_div", "loop_sin_mul", "loop_acc_plus_acc_mul"),
-        order=2,
-    ),
-    BugClass(
-        "s5-sliced-assignment-buffer",
-        "§5 gradients lost through sliced assignment into a preallocated buffer",
-        ("decay", "rnn"),
-        (
-            "torch_loop_setitem",
-            "torch_loop_setitem_compiled",
-            "torch_loop_index_put",
-            "torch_loop_index_put_compiled",
-            "jax_loop_buffer",
-        ),
-    ),
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +85,7 @@ def probes() -> list[Probe]:
                 ]
             else:
                 out += _covered(issue, driver)
-    for cls in CLASSES:
+    for cls in BUG_CLASSES:
         drivers = cls.drivers or tuple(
             d.name for d in registry.drivers().values() if d.suite == "core" and not d.anchor
         )
@@ -290,7 +255,7 @@ def format_table(records: Iterable[dict[str, Any]]) -> str:
         "| bug | registry claims | " + " | ".join(f"{p} {v}" for p, v in columns) + " |",
         "|---|---|" + "---|" * len(columns),
     ]
-    for bug in [i.id for i in known_issues.registry()] + [c.id for c in CLASSES]:
+    for bug in [i.id for i in known_issues.registry()] + [c.id for c in BUG_CLASSES]:
         issue = issues.get(bug)
         claims = ", ".join(f"{p} {s}" for p, s in issue.versions.items()).replace("|", " or ") if issue else "(class)"
         row = [_cell(cells.get(bug, {}).get(c, [])) for c in columns]

@@ -23,8 +23,8 @@ import numpy as np
 
 from rnnbench.report.style import VENDOR_HATCH, ink_on, styles, wrap
 from rnnbench.report.table import env_label, machine_of, several_machines
+from rnnbench.suites import CHART_BASELINE
 
-BASELINE = "torch_loop"
 LENGTH_KEYS, HIDDEN_KEYS = ("T", "K"), ("H", "n")
 DPI = 100
 
@@ -216,7 +216,7 @@ def speedups(records: list[dict], model: str) -> tuple[dict[str, Series], dict[S
     length = lambda r: r["sizes"][_key(r["sizes"], LENGTH_KEYS)]
     timed = lambda r: r["status"] == "ok" and r.get("fwd_bwd")
     baselines: dict[str, Series] = {}
-    candidates = [s for s, rows in by_series.items() if s.driver == BASELINE and any(timed(r) for r in rows)]
+    candidates = [s for s, rows in by_series.items() if s.driver == CHART_BASELINE and any(timed(r) for r in rows)]
     for s in sorted(candidates, key=lambda s: (by_series[s][0].get("environment_name", "main") != "main", s)):
         baselines.setdefault(s.machine, s)
     base_ms = {
@@ -274,11 +274,11 @@ def speedup_chart(records: list[dict], model: str, out: Path) -> Path | None:
     ax.set_yscale("log")
     _readable_log_y(ax)
     ax.set_xticks(range(len(lengths)), [f"{key}={L}" for L in lengths])
-    ax.set_ylabel(f"speedup over {BASELINE} (fwd+bwd median)")
+    ax.set_ylabel(f"speedup over {CHART_BASELINE} (fwd+bwd median)")
     against = ", ".join(sorted({b.env for b in baselines.values()}))
     same = " of the same machine" if any(b.machine for b in baselines.values()) else ""
     ax.set_title(
-        f"{model}: speedup over the torch Python loop ({BASELINE}, {against}){same}\n"
+        f"{model}: speedup over the torch Python loop ({CHART_BASELINE}, {against}){same}\n"
         "(hatched: vendor anchors; >1 is faster)",
         fontsize=10,
     )

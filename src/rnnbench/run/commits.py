@@ -22,27 +22,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from rnnbench.errors import InputError
+from rnnbench.suites import CURATED
 
-# The curated selection (benchmarks/bench_recurrence.py CURATED: each mechanism once, on rnn and
-# lstm at their default sizes, in the main environment), one thread per row: the default of --commits.
-CURATED_MODELS = ("rnn", "lstm")
-CURATED_DRIVERS = (
-    "torch_loop",
-    "torch_loop_compiled",
-    "torch_scan",
-    "torch_scan_compiled",
-    "jax_loop",
-    "jax_lax_scan",
-    "flax_scan",
-    "torch_nn_rnn",
-    "torch_nn_lstm",
-    "flax_simple_cell",
-    "flax_lstm_cell",
-)
+# The curated selection (rnnbench.suites.CURATED), one thread per row: the default of --commits.
+# Named, not as a suite: a run at an older commit knows the names, not necessarily the suite.
 DEFAULTS = {
-    "models": ",".join(CURATED_MODELS),
-    "drivers": ",".join(CURATED_DRIVERS),
-    "environments": "main",
+    "models": ",".join(CURATED.models),
+    "drivers": ",".join(CURATED.drivers),
+    "environments": ",".join(CURATED.environments),
     "threads": "1",
 }
 

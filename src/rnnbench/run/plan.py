@@ -1,7 +1,8 @@
-"""What a run selects and in which rows: the suites, the defaults of `rnnbench run`, the name
+"""What a run selects and in which rows: the defaults of `rnnbench run`, the name
 selections (models, drivers, environments, dtypes, sizes), the job matrix, its shards, what a
-resumed run still has to do, and the drivers a fuzz campaign runs on. Suite policy lives here, not
-in the command line, so that the API and the executors plan rows without importing the CLI.
+resumed run still has to do, and the drivers a fuzz campaign runs on, from the suites of
+rnnbench.suites. Planning lives here, not in the command line, so that the API and the executors
+plan rows without importing the CLI.
 
 Every function raises rnnbench.errors.InputError on bad input (one line, exit code 2 at the CLI)."""
 
@@ -19,14 +20,14 @@ from rnnbench.run import environments, gpu_suite
 from rnnbench.run.pair import unavailable_reason
 from rnnbench.run.row import Job
 from rnnbench.run.timing import TimingConfig
+from rnnbench.suites import SUITES
 
 DTYPES = ("float32", "float64", "bfloat16")
 DEVICES = ("cpu", "cuda")
-SUITE_DEFAULTS = gpu_suite.SUITE_DEFAULTS  # the run settings a suite may default (flags and config override)
 
 # Defaults of `run`, also the keys a --config file may set.
 RUN_DEFAULTS: dict[str, Any] = {
-    "suite": "quick",  # what --models / --drivers / --environments default to (SUITES)
+    "suite": "quick",  # what --models / --drivers / --environments default to (rnnbench.suites)
     "models": None,  # the suite's
     "drivers": None,  # the suite's
     "environments": None,  # the suite's: a driver runs once in each of its environments
@@ -41,46 +42,6 @@ RUN_DEFAULTS: dict[str, Any] = {
     "losses": "model",  # loss forms (rnnbench.losses); "model": each model's own loss
     "order": "auto",  # 1, 2, or auto: 2 on float64 rows of core models (H v checked too)
     "compile_budget": None,  # seconds a row's first call may take (None: no budget but --timeout)
-}
-
-
-# --suite: what a run selects on each axis that --models / --drivers / --environments leave open.
-# Models and drivers: a tuple of names, or a Model.suite / Driver.suite value ("core", "bugs"; "all"
-# for every one); environments: a tuple, or "default" (the environments.toml entries marked default),
-# for the suite's drivers: drivers named with --drivers run in every default environment of theirs.
-# quick, the default, is the comparison at a glance: one model per family (Elman, LSTM, a stacked
-# recurrence, Taylor, Newton) on every core driver in the main environment, kept small enough to run
-# by default (its measured cost: docs/cli.md, "Suites"). core: every core model, and the torch 2.9.0 /
-# torch_xla environment too. bugs: the docs/bugs.md case models on every driver, buffer drivers
-# included. all: both.
-SUITES: dict[str, dict[str, Any]] = {
-    "quick": {
-        "models": ("rnn", "lstm", "lstm2", "taylor_exp", "newton_sqrt"),
-        "drivers": "core",
-        "environments": ("main",),
-    },
-    "core": {"models": "core", "drivers": "core", "environments": "default"},
-    "bugs": {"models": "bugs", "drivers": "all", "environments": "default"},
-    "all": {"models": "all", "drivers": "all", "environments": "default"},
-    # realistic: sizes people train at (docs/cli.md#the-realistic-suite), one driver per mechanism
-    # (no unrolled loops: their compile grows with T) and the vendor layers; "sizes" are the suite's
-    # size sets, each row run at each (--sizes replaces them).
-    "realistic": {
-        "models": ("rnn", "lstm", "lstm2"),
-        "environments": ("main",),
-        "drivers": (
-            "torch_loop",
-            "torch_scan_compiled",
-            "jax_lax_scan",
-            "flax_scan",
-            "torch_nn_rnn",
-            "torch_nn_lstm",
-            "flax_simple_cell",
-            "flax_lstm_cell",
-        ),
-        "sizes": tuple({"T": t, "B": 32, "I": h, "H": h} for t in (128, 512) for h in (256, 512)),
-    },
-    "gpu": gpu_suite.SUITE,  # its own sizes, order, defaults and device check (rnnbench.run.gpu_suite)
 }
 
 
@@ -121,7 +82,7 @@ def sizes(value: str | None, models: list[str]) -> dict[str, int]:
 
 
 def suite_names(selection: Any, items: dict[str, Any]) -> list[str]:
-    """The names a suite selects on one axis (SUITES) among registry `items` (models or drivers)."""
+    """The names a suite selects on one axis (rnnbench.suites) among registry `items` (models or drivers)."""
     if isinstance(selection, tuple):
         return list(selection)
     return [name for name, item in items.items() if selection in ("all", item.suite)]
@@ -157,16 +118,16 @@ def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
     models = (
         names(s["models"], list(registry.models()), "model")
         if s["models"]
-        else suite_names(suite["models"], registry.models())
+        else suite_names(suite.models, registry.models())
     )
     drivers = (
         names(s["drivers"], list(registry.drivers()), "driver")
         if s["drivers"]
-        else suite_names(suite["drivers"], registry.drivers())
+        else suite_names(suite.drivers, registry.drivers())
     )
     # Named drivers run in each of their default environments (naming torch_xla_loop means running
     # it); the suite's environments hold for the suite's own drivers.
-    suite_envs = "default" if s["drivers"] else suite["environments"]
+    suite_envs = "default" if s["drivers"] else suite.environments
     envs = (
         names(s["environments"], list(environments.environments()), "environment")
         if s["environments"]
@@ -179,7 +140,7 @@ def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
         raise InputError(f"unknown device {s['device']!r}; known: {', '.join(DEVICES)}")
     for d in dtypes:
         tolerance(d, "analytic")
-    size_sets = [sizes(s["sizes"], models)] if s["sizes"] or "sizes" not in suite else list(suite["sizes"])
+    size_sets = [sizes(s["sizes"], models)] if s["sizes"] or not suite.sizes else list(suite.sizes)
     try:
         loss_forms = losses.parse(str(s["losses"]), [losses.MODEL_LOSS])
     except ValueError as exc:
@@ -217,15 +178,15 @@ def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
         for loss_form in loss_forms
         for d, env in pairs
     ]
-    if "plan" in suite:  # the suite's own sizes and order, on a device it checks
-        suite["check_device"](s["device"], planned)
-        planned = suite["plan"](planned, sizes_given=bool(s["sizes"]))
+    if suite.staged:  # its own order, on a device it checks
+        gpu_suite.check_jobs(s["device"], planned)
+        planned = gpu_suite.order(planned)
     return planned
 
 
 def stages(suite: str, planned: list[Job]) -> list[list[Job]]:
     """The groups a suite runs one after the other (gpu: cheap sizes first); one group otherwise."""
-    return SUITES[suite].get("stages", lambda jobs: [jobs])(planned)
+    return gpu_suite.stages(planned) if SUITES[suite].staged else [planned]
 
 
 def shard(planned: list[Job], i: int, n: int) -> list[Job]:

@@ -46,7 +46,7 @@ candidates (what is timed), run (the workers: interleaved timing; the parent: on
 framework family), tables (records and the markdown page), __main__ (the command line).
 """
 
-from rnnbench.study.idiomatic.candidates import MECHANISMS, SAME_MECHANISM, UNROLLED, Candidate, candidates
+from rnnbench.study.idiomatic.candidates import SAME_MECHANISM, Candidate, candidates
 from rnnbench.study.idiomatic.plan import Plan, plan_for
 
-__all__ = ["MECHANISMS", "SAME_MECHANISM", "UNROLLED", "Candidate", "candidates", "Plan", "plan_for"]
+__all__ = ["SAME_MECHANISM", "Candidate", "candidates", "Plan", "plan_for"]

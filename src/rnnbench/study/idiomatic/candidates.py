@@ -11,31 +11,12 @@ from rnnbench.drivers import _jax, _torch
 from rnnbench.drivers.base import Framework, Prepared
 from rnnbench.model import Case, Model
 from rnnbench.study.idiomatic.baselines import jax_jit_loop, jax_lax_scan, torch_hand_scan, torch_unbind_loop
-from rnnbench.study.idiomatic.plan import DEVICE, DTYPE, Plan
+from rnnbench.study.idiomatic.plan import DEVICE, DTYPE, MODELS, Plan
+from rnnbench.suites import MECHANISMS, VENDOR_LAYERS
 
-# The rnnbench mechanisms compared (the main environment's loop and scan drivers).
-MECHANISMS = (
-    "torch_loop",
-    "torch_loop_compiled",
-    "torch_scan",
-    "torch_scan_compiled",
-    "jax_loop",
-    "jax_lax_scan",
-    "flax_scan",
-)
-# Candidates whose program is the T steps unrolled: their first call grows with T.
-UNROLLED = ("torch_loop_compiled", "jax_loop", "unbind_loop_compiled")
-# Each mechanism's own idiomatic form: the baseline family written with the same mechanism, so a
-# ratio against it is the driver's cost, and its ratio to the best family is the mechanism's.
-SAME_MECHANISM = {
-    "torch_loop": "unbind loop",
-    "torch_loop_compiled": "unbind loop compiled",
-    "torch_scan": "scan, hand-written",
-    "torch_scan_compiled": "scan, hand-written, compiled",
-    "jax_loop": "jit loop",
-    "jax_lax_scan": "lax.scan",
-    "flax_scan": "flax nn.RNN cell",
-}
+# Each mechanism's own idiomatic form (rnnbench.suites.Mechanism.idiom): the baseline family
+# written with the same construct.
+SAME_MECHANISM = {m.driver: m.idiom for m in MECHANISMS}
 
 
 @dataclass(frozen=True)
@@ -56,7 +37,7 @@ class Candidate:
         return not self.family
 
 
-def _driver_candidate(name: str, family: str = "") -> Candidate:
+def _driver_candidate(name: str, family: str = "", unrolled: bool = False) -> Candidate:
     driver = registry.get_driver(name)
     kinds = tuple(k for k in ("lstm", "elman_tanh") if driver.supports(_Kind(k)) is None)
     return Candidate(
@@ -66,7 +47,7 @@ def _driver_candidate(name: str, family: str = "") -> Candidate:
         lambda model, case: driver.prepare(model, case, DTYPE, DEVICE),
         kinds,
         driver=name,
-        unrolled=name in UNROLLED,
+        unrolled=unrolled,
     )
 
 
@@ -79,9 +60,8 @@ class _Kind:
 
 
 def candidates(plan: Plan) -> list[Candidate]:
-    out = [_driver_candidate(name) for name in MECHANISMS]
-    out += [_driver_candidate(name, "torch.nn") for name in ("torch_nn_lstm", "torch_nn_rnn")]
-    out += [_driver_candidate(name, "flax nn.RNN cell") for name in ("flax_lstm_cell", "flax_simple_cell")]
+    out = [_driver_candidate(m.driver, unrolled=m.unrolled) for m in MECHANISMS]
+    out += [_driver_candidate(vendor.drivers[model], vendor.family) for vendor in VENDOR_LAYERS for model in MODELS]
     for hoisted, where in ((True, "hoisted"), (False, "in cell")):
         out.append(
             Candidate(
