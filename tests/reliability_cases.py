@@ -483,11 +483,10 @@ _case("help_closed_pipe", "--help", 141, "", pipe_closed=True)
 
 def _fuzz_record() -> dict:
     """A fuzz campaign's outcome record, as `rnnbench fuzz` writes it."""
-    from rnnbench.fuzz.runner import Campaign, Outcome
+    from rnnbench.fuzz.campaign import Campaign
+    from rnnbench.fuzz.outcome import Outcome
 
-    campaign = Campaign(
-        cases=1, seed=0, drivers=["torch_loop"], dtype="float64", device="cpu", losses=("sum",), settings={}
-    )
+    campaign = Campaign(cases=1, seed=0, drivers=("torch_loop",), dtype="float64", device="cpu", losses=("sum",))
     return campaign.to_record(Outcome(0, "torch_loop", "ok", None, "", campaign.body(0), None, "", ""))
 
 

@@ -13,6 +13,7 @@ from rnnbench_faulty import faulty_loop
 from rnnbench import registry
 from rnnbench.check.known_issues import is_known
 from rnnbench.cli import main
+from rnnbench.fuzz.campaign import Campaign
 from rnnbench.fuzz.cases import build
 from rnnbench.fuzz.grammar import Body, body_valid, body_wrt, generate, reaching, shrink_candidates, size
 from rnnbench.fuzz.report import explain_failure
@@ -57,7 +58,7 @@ def test_shrink_candidates_are_smaller_and_valid() -> None:
 
 
 def test_correct_drivers_have_no_false_alarms() -> None:
-    summary = fuzz(8, 11, [registry.get_driver(n) for n in CORRECT])
+    summary = fuzz(Campaign(cases=8, seed=11, drivers=CORRECT))
     counts = summary.counts()
     assert not summary.failures and not any(o.errored for o in summary.outcomes), summary.format()
     for name in CORRECT:
@@ -69,7 +70,9 @@ def test_planted_bug_is_caught_shrunk_and_located(tmp_path) -> None:
     broken = faulty_loop("cut_carry", cut_carry_from=1)
     seen = []
     summary = fuzz(
-        6, 0, [broken], on_failure=lambda o, fc, d: (explain_failure(o, fc, d, "float64", tmp_path, 0), seen.append(o))
+        Campaign(cases=6, seed=0, drivers=(broken.name,)),
+        [broken],
+        on_failure=lambda o, fc, d: (explain_failure(o, fc, d, "float64", tmp_path, 0), seen.append(o)),
     )
     assert summary.failures, summary.format()
     out = seen[0]

@@ -22,15 +22,9 @@ from pathlib import Path
 import pytest
 
 from rnnbench import record
+from rnnbench.fuzz.campaign import ILL_DRIVER, Campaign, outcome_from_record, shrunk_from_records
 from rnnbench.fuzz.grammar import generate, judged_body
-from rnnbench.fuzz.runner import (
-    ILL_DRIVER,
-    Campaign,
-    Outcome,
-    fuzz_settings,
-    outcome_from_record,
-    shrunk_from_records,
-)
+from rnnbench.fuzz.outcome import Outcome
 from rnnbench.fuzz.summary import FuzzSummary
 from rnnbench.status import Status, known
 
@@ -257,8 +251,7 @@ def test_existing_file_without_resume_and_resume_without_out_are_refused(referen
 
 def test_outcome_record_round_trip() -> None:
     losses = ("weighted", "sum_carry")
-    settings = fuzz_settings(3, True, 1, "cpu", losses, 300.0)
-    campaign = Campaign(4, 3, ["torch_loop", "jax_loop"], "float64", "cpu", losses, settings)
+    campaign = Campaign(cases=4, seed=3, drivers=("torch_loop", "jax_loop"), dtype="float64", losses=losses)
     body = judged_body(3, 5, losses)
     minimal = judged_body(3, 0, losses)
     outcomes = [

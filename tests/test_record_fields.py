@@ -42,11 +42,10 @@ def _sweep_row(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fuzz_row() -> dict[str, Any]:
-    from rnnbench.fuzz.runner import Campaign, Outcome
+    from rnnbench.fuzz.campaign import Campaign
+    from rnnbench.fuzz.outcome import Outcome
 
-    campaign = Campaign(
-        cases=1, seed=0, drivers=["torch_loop"], dtype="float64", device="cpu", losses=("sum",), settings={}
-    )
+    campaign = Campaign(cases=1, seed=0, drivers=("torch_loop",), dtype="float64", device="cpu", losses=("sum",))
     body = campaign.body(0)
     return campaign.to_record(Outcome(0, "torch_loop", "grad_mismatch", "ok", "report", body, body, "here", "x = 1"))
 

@@ -331,7 +331,7 @@ KINDS = {"rows": "rows of `rnnbench run`, `sweep` or `versions`", "fuzz": "outco
 
 
 def campaign_kind(rec: dict[str, Any]) -> str:
-    """ "fuzz" for a fuzz campaign's record (rnnbench.fuzz.runner.Campaign: a generated body, model
+    """ "fuzz" for a fuzz campaign's record (rnnbench.fuzz.campaign.Campaign: a generated body, model
     "fuzz:<seed>:<case>"), else "rows": what a resume of one may append to a file of the other would
     break (each kind's resume reads only its own records)."""
     return "fuzz" if "body" in rec or str(rec.get("model", "")).startswith("fuzz:") else "rows"

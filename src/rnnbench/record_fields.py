@@ -87,7 +87,7 @@ FIELDS: dict[str, str] = {
     "sweep": "dict",
     "sweep.axis": "str!",
     "node": "dict",  # the Ray node a row ran on (--executor ray; rnnbench.run.executors)
-    # fuzz records (rnnbench.fuzz.runner.Campaign)
+    # fuzz records (rnnbench.fuzz.campaign.Campaign)
     "case": "int",
     "body": "dict",
     "minimal": "dict|null",

@@ -104,13 +104,23 @@ def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, 
 
 def run(args: argparse.Namespace) -> int:
     dtypes, loss_forms, drivers, repro_dir = _checked(args)
+    from rnnbench.fuzz.campaign import Campaign, resume
     from rnnbench.fuzz.isolated import fuzz_isolated
-    from rnnbench.fuzz.runner import Campaign, fuzz_settings, resume
 
-    names = {dtype: [d.name for d in drivers[dtype]] for dtype in dtypes}
-    settings = fuzz_settings(args.seed, args.second_order, args.shrink, args.device, loss_forms, args.timeout)
     campaigns = [
-        Campaign(args.cases, args.seed, names[dtype], dtype, args.device, tuple(loss_forms), settings)
+        Campaign(
+            cases=args.cases,
+            seed=args.seed,
+            drivers=tuple(d.name for d in drivers[dtype]),
+            dtype=dtype,
+            device=args.device,
+            losses=tuple(loss_forms),
+            second_order=args.second_order,
+            shrink_per_kind=args.shrink,
+            repro_dir=repro_dir,
+            timeout_s=args.timeout,
+            workers=args.workers,
+        )
         for dtype in dtypes
     ]
     out = options.out_path(args.out, "fuzz-%Y%m%d-%H%M%S.jsonl", args.resume)
@@ -127,25 +137,15 @@ def run(args: argparse.Namespace) -> int:
             f"rnnbench: fuzz -> {out}" + (f" ({already} records already there, not run again)" if already else ""),
             flush=True,
         )
-        for dtype in dtypes:
+        for campaign in campaigns:
             summary = fuzz_isolated(
-                args.cases,
-                args.seed,
-                names[dtype],
-                dtype,
-                args.second_order,
-                args.shrink,
-                repro_dir,
-                args.timeout,
+                campaign,
                 progress=lambda m: print(
                     f"\r{m} ({time.time() - start:.0f} s)   ", end="", file=sys.stderr, flush=True
                 ),
-                device=args.device,
-                losses=loss_forms,
                 write=results.append,
-                done=done[dtype],
+                done=done[campaign.dtype],
                 executor=executor,
-                workers=args.workers,
             )
             print(file=sys.stderr)
             print(summary.format())

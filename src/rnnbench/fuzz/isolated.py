@@ -1,7 +1,7 @@
 """`rnnbench fuzz` with each driver in its own worker processes (rnnbench.run.isolation, as rows
 are run): a framework that segfaults, is killed or hangs on some body costs that (body, driver)
 only, recorded as "crash" / "timeout"; a fresh worker continues with the next body. The parent
-writes one record per outcome as it comes (rnnbench.fuzz.runner.Campaign), so an interrupted
+writes one record per outcome as it comes (rnnbench.fuzz.campaign.Campaign), so an interrupted
 campaign keeps what it finished and `--resume` continues it.
 
 `python -m rnnbench.fuzz.isolated` is the worker: it is sent body indices and returns, per body,
@@ -14,62 +14,41 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from rnnbench.fuzz.grammar import judged_body
-from rnnbench.fuzz.runner import Campaign, Outcome, fuzz_settings, is_ill, shrunk_from_records
+from rnnbench import registry
+from rnnbench.fuzz.campaign import Campaign, is_ill, shrunk_from_records
+from rnnbench.fuzz.cases import build
+from rnnbench.fuzz.outcome import Outcome
+from rnnbench.fuzz.report import explain_failure
+from rnnbench.fuzz.runner import explain
 from rnnbench.fuzz.summary import FuzzSummary
-from rnnbench.run.isolation import WORKER_START_GRACE_S, run_isolated
+from rnnbench.run.executors import UNIT_GRACE_S, RayExecutor, Unit
+from rnnbench.run.isolation import WORKER_START_GRACE_S, run_isolated, serve
 from rnnbench.run.local_pool import LocalPool
-
-if TYPE_CHECKING:
-    from rnnbench.run.executors import RayExecutor, Unit
 
 
 @dataclass
 class FuzzContext:
-    """What a worker needs besides the body indices. shrunk counts the failures already shrunk per
-    (driver, kind): a restarted worker continues from the parent's count, not from zero."""
+    """What a worker needs besides the body indices: the campaign and the driver it runs. shrunk
+    counts the failures already shrunk per (driver, kind): a restarted worker continues from the
+    parent's count, not from zero."""
 
+    campaign: Campaign
     driver: str
-    seed: int
-    dtype: str
-    second_order: bool
-    shrink_per_kind: int
-    repro_dir: str | None
-    device: str
-    losses: tuple[str, ...] = ("weighted",)
     shrunk: Counter = field(default_factory=Counter)
 
 
 def handle(context: FuzzContext, index: int) -> tuple[Outcome | None, str | None]:
     """One body on the context's driver in this worker."""
-    from rnnbench import registry
-    from rnnbench.fuzz.cases import build
-    from rnnbench.fuzz.report import explain_failure
-    from rnnbench.fuzz.runner import explain_outcome
-
-    fc = build(judged_body(context.seed, index, context.losses), dtype=context.dtype)
+    campaign = context.campaign
+    fc = build(campaign.body(index), dtype=campaign.dtype)
     if fc.ill_conditioned:
         return None, fc.ill_conditioned
-    repro_dir = Path(context.repro_dir) if context.repro_dir else None
 
     def on_failure(outcome, minimal, driver):
-        explain_failure(outcome, minimal, driver, context.dtype, repro_dir, context.seed, context.device)
+        explain_failure(outcome, minimal, driver, campaign.dtype, campaign.repro_dir, campaign.seed, campaign.device)
 
-    out = explain_outcome(
-        index,
-        fc,
-        registry.get_driver(context.driver),
-        context.dtype,
-        context.second_order,
-        context.shrink_per_kind,
-        context.shrunk,
-        on_failure,
-        context.device,
-    )
-    return out, None
+    return explain(campaign, index, fc, registry.get_driver(context.driver), context.shrunk, on_failure), None
 
 
 @dataclass
@@ -79,13 +58,12 @@ class FuzzChunk:
     (Campaign: where the bodies ran, with that machine). The unit of work of a fuzz campaign: the
     local campaign runs one chunk per driver, the Ray executor several per driver on its nodes."""
 
-    campaign: Campaign
     context: FuzzContext
     items: list[int]
-    timeout_s: float
 
     def __call__(self, emit: Callable[[dict], None], progress: Callable[[str], None] | None = None) -> None:
-        campaign, context, items, name = self.campaign, self.context, self.items, self.context.driver
+        context, items, name = self.context, self.items, self.context.driver
+        campaign = context.campaign
 
         def said(i: int) -> None:
             if progress is not None:
@@ -108,7 +86,7 @@ class FuzzChunk:
         run_isolated(
             [sys.executable, "-m", "rnnbench.fuzz.isolated"],
             items,
-            self.timeout_s,
+            campaign.timeout_s,
             on_result=on_result,
             on_failure=on_failure,
             context=lambda: context,
@@ -116,23 +94,21 @@ class FuzzChunk:
         )
 
     def failed(self, index: int, status: str, report: str) -> dict:
-        return self.campaign.to_record(
-            Outcome(index, self.context.driver, status, report=report, body=self.campaign.body(index))
-        )
+        campaign = self.context.campaign
+        return campaign.to_record(Outcome(index, self.context.driver, status, report=report, body=campaign.body(index)))
 
     def unit(self) -> Unit:
         """This chunk as a unit: one CPU (Ray sets a task's OMP_NUM_THREADS to its CPUs, so the
         worker's framework uses one), a GPU on cuda, no cores of its own (correctness only), a
         deadline of its bodies' timeouts plus a worker start."""
-        from rnnbench.run.executors import UNIT_GRACE_S, Unit
-
+        campaign = self.context.campaign
         return Unit(
             f"fuzz {len(self.items)} bodies on {self.context.driver}",
             self,
             self.lost,
             cpus=1,
-            gpus=int(self.context.device == "cuda"),
-            deadline_s=len(self.items) * self.timeout_s + WORKER_START_GRACE_S + UNIT_GRACE_S,
+            gpus=int(campaign.device == "cuda"),
+            deadline_s=len(self.items) * campaign.timeout_s + WORKER_START_GRACE_S + UNIT_GRACE_S,
         )
 
     def lost(self, status: str, report: str) -> list[dict]:
@@ -151,43 +127,23 @@ def chunk_size(bodies: int, workers: int) -> int:
 
 
 def fuzz_isolated(
-    cases: int,
-    seed: int,
-    driver_names: list[str],
-    dtype: str = "float64",
-    second_order: bool = True,
-    shrink_per_kind: int = 1,
-    repro_dir: Path | None = None,
-    timeout_s: float = 300.0,
+    campaign: Campaign,
     progress: Callable[[str], None] | None = None,
-    device: str = "cpu",
-    losses: Sequence[str] = ("weighted",),
     write: Callable[[dict], None] | None = None,
     done: Sequence[dict] = (),
     executor: RayExecutor | None = None,
-    workers: int = 1,
 ) -> FuzzSummary:
     """fuzz() with process isolation per driver (drivers run one after another, or with an executor
     in chunks at once: chunk_size). Every outcome and every ill-conditioned case becomes a record
     (Campaign), passed to write() in this process as it is decided (the parent is the one writer of
     the results file; an ill-conditioned case is written once, whichever driver found it). done:
-    records of an earlier run of this campaign (rnnbench.fuzz.runner.resume): their outcomes are not
-    run again, an ill-conditioned case is skipped on every driver, kinds they shrank are not shrunk
-    again (with an executor each chunk shrinks up to shrink_per_kind failures of a kind: chunks run
-    at once and cannot share the count). The summary is rebuilt from done + the new records: the
-    same as one uninterrupted run's. Without an executor, `workers` > 1 runs that many drivers at
-    once here (rnnbench.run.local_pool), each driver one chunk: one worker start and one compile
-    cache per driver, as when they run one after another."""
-    losses = tuple(losses)
-    campaign = Campaign(
-        cases,
-        seed,
-        list(driver_names),
-        dtype,
-        device,
-        losses,
-        fuzz_settings(seed, second_order, shrink_per_kind, device, losses, timeout_s),
-    )
+    records of an earlier run of this campaign (rnnbench.fuzz.campaign.resume): their outcomes are
+    not run again, an ill-conditioned case is skipped on every driver, kinds they shrank are not
+    shrunk again (with an executor each chunk shrinks up to shrink_per_kind failures of a kind:
+    chunks run at once and cannot share the count). The summary is rebuilt from done + the new
+    records: the same as one uninterrupted run's. Without an executor, campaign.workers > 1 runs
+    that many drivers at once here (rnnbench.run.local_pool), each driver one chunk: one worker
+    start and one compile cache per driver, as when they run one after another."""
     records = list(done)
     ill = {rec["case"] for rec in records if is_ill(rec)}
     finished = {(rec["case"], rec["driver"]) for rec in records if not is_ill(rec)}
@@ -202,50 +158,39 @@ def fuzz_isolated(
         records.append(rec)
 
     def chunk(name: str, items: list[int]) -> FuzzChunk:
-        context = FuzzContext(
-            name,
-            seed,
-            dtype,
-            second_order,
-            shrink_per_kind,
-            str(repro_dir) if repro_dir else None,
-            device,
-            losses,
-            shrunk_from_records(rec for rec in records if rec["driver"] == name),
-        )
-        return FuzzChunk(campaign, context, items, timeout_s)
+        shrunk = shrunk_from_records(rec for rec in records if rec["driver"] == name)
+        return FuzzChunk(FuzzContext(campaign, name, shrunk), items)
 
     def todo(name: str) -> list[int]:
         return [i for i in range(campaign.judged) if i not in ill and (i, name) not in finished]
 
-    if executor is None and min(workers, len(driver_names)) > 1:
-        executor = LocalPool(workers)
+    if executor is None and min(campaign.workers, len(campaign.drivers)) > 1:
+        executor = LocalPool(campaign.workers)
     if executor is None:
-        for name in driver_names:
+        for name in campaign.drivers:
             items = todo(name)  # after the drivers before it: the cases they found ill are skipped
             if items:
                 chunk(name, items)(keep, progress)
     else:
-        _on_executor(executor, driver_names, todo, chunk, keep, progress, campaign.judged)
+        _on_executor(executor, campaign, todo, chunk, keep, progress)
     return campaign.summary(records)
 
 
 def _on_executor(
     executor: RayExecutor | LocalPool,
-    driver_names: list[str],
+    campaign: Campaign,
     todo: Callable[[str], list[int]],
     chunk: Callable[[str, list[int]], FuzzChunk],
     keep: Callable[[dict], None],
     progress: Callable[[str], None] | None,
-    judged: int,
 ) -> None:
     """Every driver's cases still to do, in chunks sized for the executor's workers (on this
     machine, each driver's cases in one chunk), run at once."""
-    total = sum(len(todo(name)) for name in driver_names)
+    total = sum(len(todo(name)) for name in campaign.drivers)
     size = max(1, total) if isinstance(executor, LocalPool) else chunk_size(total, executor.workers)
     units = [
         chunk(name, items[k : k + size]).unit()
-        for name in driver_names
+        for name in campaign.drivers
         for items in [todo(name)]
         for k in range(0, len(items), size)
     ]
@@ -253,12 +198,10 @@ def _on_executor(
     def received(rec: dict) -> None:
         keep(rec)
         if progress is not None:
-            progress(f"{rec['driver']}: case {rec['case'] + 1}/{judged}")
+            progress(f"{rec['driver']}: case {rec['case'] + 1}/{campaign.judged}")
 
     executor.run(units, received)
 
 
 if __name__ == "__main__":
-    from rnnbench.run.isolation import serve
-
     sys.exit(serve(handle))

@@ -9,8 +9,8 @@ from rnnbench.check.localize import localize
 from rnnbench.check.tolerance import at_loss_scale, hvp_tolerance, tolerance
 from rnnbench.drivers.base import Driver
 from rnnbench.fuzz.cases import FuzzCase
+from rnnbench.fuzz.outcome import ERRORS, Outcome
 from rnnbench.fuzz.repro import export
-from rnnbench.fuzz.runner import ERRORS, Outcome
 from rnnbench.model import reference_loss
 
 

@@ -7,8 +7,23 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from rnnbench.fuzz.grammar import body_wrt
-from rnnbench.fuzz.runner import COLUMNS, ERRORS, FIRST_ORDER_FAILURES, Outcome
+from rnnbench.fuzz.outcome import ERRORS, FIRST_ORDER_FAILURES, Outcome
 from rnnbench.status import Status, is_fixed, is_known
+
+COLUMNS = (
+    "tried",
+    "agree",
+    "undecided",
+    "mismatch",
+    "known",
+    "error",
+    "hvp_tried",
+    "hvp_agree",
+    "hvp_mismatch",
+    "hvp_known",
+    "hvp_error",
+    "hvp_ill_cond",
+)
 
 
 @dataclass
