@@ -14,8 +14,7 @@ from rnnbench.drivers.base import Driver
 from rnnbench.fuzz.campaign import Campaign
 from rnnbench.fuzz.cases import FuzzCase, build
 from rnnbench.fuzz.grammar import Body, shrink_candidates, size
-from rnnbench.fuzz.outcome import Outcome
-from rnnbench.fuzz.outcome import kind_of as _kind_of  # the spelling shrink() reads
+from rnnbench.fuzz.outcome import Outcome, kind_of
 from rnnbench.fuzz.summary import FuzzSummary
 from rnnbench.run.pair import PairPlan, agrees, check_pair
 from rnnbench.status import Status
@@ -61,7 +60,7 @@ def shrink(body: Body, driver: Driver, dtype: str, kind: str, device: str = "cpu
                 continue
             spent += 1
             fc = build(cand, dtype=dtype)
-            if fc.ill_conditioned is None and _kind_of(*run_driver(fc, driver, dtype, True, device)[:2]) == kind:
+            if fc.ill_conditioned is None and kind_of(*run_driver(fc, driver, dtype, True, device)[:2]) == kind:
                 current, progress = cand, True
                 break
     return current
