@@ -60,11 +60,11 @@ class Observed:
 
 def _record(**over) -> dict:
     """A complete record of a row that was decided in the parent (see QUICK), as `run` writes it."""
-    from rnnbench.cli import options, run
+    from rnnbench.cli import options
     from rnnbench.cli.main import parser
+    from rnnbench.run import plan
 
-    args = parser().parse_args(["run", *QUICK])
-    (job,) = run.jobs(args, options.settings(args))
+    (job,) = plan.jobs(options.settings(parser().parse_args(["run", *QUICK])))
     return {**job.identity(), "status": "unavailable", "reason": "vendor layer computes lstm only", **over}
 
 

@@ -173,18 +173,20 @@ def test_rows_are_labelled_with_their_own_frameworks_version() -> None:
 
     from rnnbench.run.row import Job
 
-    assert Job("rnn", "jax_lax_scan").identity()["env_label"] == f"jax {version('jax')}"
-    assert Job("rnn", "flax_scan").identity()["env_label"] == f"flax {version('flax')}"
-    assert Job("rnn", "torch_loop").identity()["env_label"] == f"torch {version('torch').split('+')[0]}"
+    label = {d: Job(model="rnn", driver=d).identity()["env_label"] for d in ("jax_lax_scan", "flax_scan", "torch_loop")}
+    assert label["jax_lax_scan"] == f"jax {version('jax')}"
+    assert label["flax_scan"] == f"flax {version('flax')}"
+    assert label["torch_loop"] == f"torch {version('torch').split('+')[0]}"
 
 
 def _selected(*flags: str) -> set[tuple[str, str, str]]:
     """(model, driver, environment) of every row `rnnbench run FLAGS` would run."""
-    from rnnbench.cli import options, run
+    from rnnbench.cli import options
     from rnnbench.cli.main import parser
+    from rnnbench.run import plan
 
     args = parser().parse_args(["run", "--no-time", *flags])
-    return {(j.model, j.driver, j.environment) for j in run.jobs(args, options.settings(args))}
+    return {(j.model, j.driver, j.environment) for j in plan.jobs(options.settings(args))}
 
 
 def test_suites_select_what_they_say() -> None:

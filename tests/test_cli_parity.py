@@ -22,14 +22,14 @@ SUITES = ("--suite core --dtypes float32,float64", "--suite bugs", "--suite all"
 PLAN = """
 import hashlib, json, sys
 from rnnbench import registry
-from rnnbench.cli import options, run
+from rnnbench.cli import options
 from rnnbench.cli.main import parser
+from rnnbench.run import plan
 from rnnbench.run.pair import unavailable_reason
 
 def planned(flags):
-    args = parser().parse_args(["run", *flags])
     rows = []
-    for job in run.jobs(args, options.settings(args)):
+    for job in plan.jobs(options.settings(parser().parse_args(["run", *flags]))):
         row = job.to_dict()
         row.pop("threads")
         rows.append((job, row))

@@ -38,7 +38,7 @@ def test_a_cuda_row_record_says_what_ran_it(monkeypatch, tmp_path) -> None:
     fake.patch_smi(monkeypatch, others=True)
     loop = fake.on_fake_device(registry.get_driver("torch_loop"))
     _register(monkeypatch, loop)
-    job = Job("rnn", loop.name, "float32", "cuda", {"T": 8, "B": 8, "I": 16, "H": 32}, threads=1, timing=QUICK)
+    job = Job(model="rnn", driver=loop.name, device="cuda", sizes={"T": 8, "B": 8, "I": 16, "H": 32}, timing=QUICK)
     rec = run_row(job)
     assert rec["status"] == Status.OK, rec.get("report")
 
@@ -89,7 +89,7 @@ def test_a_cuda_graph_row_compiles_in_reduce_overhead_mode(monkeypatch) -> None:
     fake.patch_smi(monkeypatch, others=False)
     row = fake.on_fake_device(registry.get_driver("torch_loop_compiled_cudagraphs"))
     _register(monkeypatch, row)
-    rec = run_row(Job("decay", row.name, "float32", "cuda", {"T": 3}, threads=1, time=False))
+    rec = run_row(Job(model="decay", driver=row.name, device="cuda", sizes={"T": 3}, time=False))
     assert rec["status"] == Status.OK, rec.get("report")
     assert rec["environment"]["settings"]["mode"] == "reduce-overhead"
     assert rec["machine"]["accelerator"]["name"] == fake.NAME
@@ -168,7 +168,7 @@ def test_vendor_layer_dtypes_are_decided_by_trying_once(monkeypatch) -> None:
 
 def test_the_gpu_suite_runs_cheap_rows_first_at_every_size() -> None:
     jobs = [
-        Job(m, d, dt, "cuda", dict(size), compile_budget_s=GPU.compile_budget)
+        Job(model=m, driver=d, dtype=dt, device="cuda", sizes=dict(size), compile_budget_s=GPU.compile_budget)
         for dt in GPU.dtypes
         for m in GPU.models
         for size in GPU.sizes
@@ -210,29 +210,33 @@ def test_a_first_call_past_the_compile_budget_is_a_timeout_record_with_its_elaps
     )
     _register(monkeypatch, slow)
     started = time.perf_counter()
-    rec = run_row(Job("decay", slow.name, "float32", "cpu", compile_budget_s=0.5))
+    rec = run_row(Job(model="decay", driver=slow.name, compile_budget_s=0.5))
     assert time.perf_counter() - started < 30
     assert rec["status"] == Status.TIMEOUT and 0.5 <= rec["elapsed_s"] < 30
     assert "--compile-budget" in rec["report"] and rec["settings"]["compile_budget_s"] == 0.5
     assert record.problem(rec) is None
     assert (
-        dataclasses.replace(Job("decay", slow.name), compile_budget_s=None).settings().get("compile_budget_s") is None
+        dataclasses.replace(Job(model="decay", driver=slow.name), compile_budget_s=None)
+        .settings()
+        .get("compile_budget_s")
+        is None
     )
 
 
 def test_run_suite_gpu_selects_its_rows_with_its_own_defaults(monkeypatch) -> None:
-    from rnnbench.cli import options, run
+    from rnnbench.cli import options
     from rnnbench.cli.main import parser
+    from rnnbench.run import plan
 
     monkeypatch.setattr(gpu_suite, "check_jobs", lambda device, jobs: None)  # as on a GPU machine
 
     def planned(*flags):
         args = parser().parse_args(["run", "--suite", "gpu", *flags])
         s = options.settings(args)
-        return s, run.jobs(args, s)
+        return s, plan.jobs(s)
 
     s, jobs = planned()
-    assert (s["device"], s["dtypes"], s["timeout"], s["compile_budget"]) == ("cuda", "float32,bfloat16", 240.0, 90.0)
+    assert (s.device, s.dtypes, s.timeout, s.compile_budget) == ("cuda", ("float32", "bfloat16"), 240.0, 90.0)
     first = jobs[0]
     assert (first.driver, first.model, first.dtype, first.sizes) == (
         "torch_nn_lstm",
@@ -243,4 +247,4 @@ def test_run_suite_gpu_selects_its_rows_with_its_own_defaults(monkeypatch) -> No
     assert {j.compile_budget_s for j in jobs} == {90.0} and {j.device for j in jobs} == {"cuda"}
     assert set(CUDA_GRAPH_ROWS) <= {j.driver for j in jobs}
     s, jobs = planned("--compile-budget", "30", "--timeout", "100", "--sizes", "T=64", "--dtypes", "float32")
-    assert (s["timeout"], {j.compile_budget_s for j in jobs}, {j.sizes["T"] for j in jobs}) == (100.0, {30.0}, {64})
+    assert (s.timeout, {j.compile_budget_s for j in jobs}, {j.sizes["T"] for j in jobs}) == (100.0, {30.0}, {64})

@@ -52,7 +52,17 @@ def test_run_rows_catch_the_plant(plant: Plant, dtype: str) -> None:
     for model in RUN_MODELS:
         for form in (losses.MODEL_LOSS, *losses.CHECKED):
             order = 2 if dtype == "float64" else 1  # what --order auto gives a core model
-            rec = run_row(Job(model, plant.name, dtype, time=False, environment=current(), loss_form=form, order=order))
+            rec = run_row(
+                Job(
+                    model=model,
+                    driver=plant.name,
+                    dtype=dtype,
+                    time=False,
+                    environment=current(),
+                    loss_form=form,
+                    order=order,
+                )
+            )
             statuses[(model, form)] = str(rec["status"])
             if _caught([rec["status"]]):
                 return  # caught (the rest would only cost CI time)
@@ -105,7 +115,9 @@ def test_an_expanded_cotangent_bug_hides_from_weighted_losses() -> None:
 
     name = "plant_lane0_under_expanded_cotangent"
     status = {
-        form: run_row(Job("rnn", name, "float64", time=False, environment=current(), loss_form=form))["status"]
+        form: run_row(
+            Job(model="rnn", driver=name, dtype="float64", time=False, environment=current(), loss_form=form)
+        )["status"]
         for form in ("model", "weighted", "sum_carry")
     }
     assert status == {"model": "ok", "weighted": "ok", "sum_carry": "grad_mismatch"}, status

@@ -4,15 +4,14 @@ is read from the parser and the job planner, as `rnnbench run` builds it."""
 from __future__ import annotations
 
 from rnnbench import registry
-from rnnbench.cli import options, run
+from rnnbench.cli import options
 from rnnbench.cli.main import parser
-from rnnbench.run import environments
+from rnnbench.run import environments, plan
 from rnnbench.suites import QUICK, REALISTIC
 
 
 def _jobs(*flags: str):
-    args = parser().parse_args(["run", "--no-time", *flags])
-    return run.jobs(args, options.settings(args))
+    return plan.jobs(options.settings(parser().parse_args(["run", "--no-time", *flags])))
 
 
 def test_realistic_runs_every_model_driver_pair_at_each_of_its_sizes() -> None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from reliability_cases import CASES, QUICK, problems, run_case, snapshot
 from rnnbench import cli
-from rnnbench.run import plan
+from rnnbench.run.settings import CONFIG_KEYS
 
 
 def test_the_matrix_is_large_and_its_ids_unique() -> None:
@@ -128,7 +128,7 @@ def _toml(value) -> str:
 
 
 config_documents = st.one_of(
-    st.dictionaries(st.sampled_from([*plan.RUN_DEFAULTS, "modles", "x"]), toml_value, max_size=4).map(
+    st.dictionaries(st.sampled_from([*CONFIG_KEYS, "modles", "x"]), toml_value, max_size=4).map(
         lambda d: "\n".join(f"{k} = {_toml(v)}" for k, v in d.items())
     ),
     st.text(max_size=60),

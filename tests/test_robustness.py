@@ -250,12 +250,13 @@ def test_config_file(tmp_path: Path) -> None:
 
 
 def test_shards_partition_the_matrix() -> None:
-    from rnnbench.cli import options, run
+    from rnnbench.cli import options
     from rnnbench.run import plan
+    from rnnbench.run.settings import CONFIG_KEYS
 
     def jobs(shard):
-        args = argparse.Namespace(no_time=True, shard=shard, config=None, **{k: None for k in plan.RUN_DEFAULTS})
-        return [j.key() for j in run.jobs(args, options.settings(args))]
+        args = argparse.Namespace(no_time=True, shard=shard, config=None, **{k: None for k in CONFIG_KEYS})
+        return [j.key() for j in plan.jobs(options.settings(args))]
 
     whole = jobs(None)
     parts = [jobs(f"{i}/3") for i in (1, 2, 3)]
@@ -291,11 +292,11 @@ def test_progress_bar_on_a_terminal_and_plain_lines_otherwise() -> None:
     rec = {"model": "rnn", "driver": "torch_loop", "dtype": "float32", "status": "ok", "max_rel_error": 2e-7}
     plain = io.StringIO()
     p = Progress(2, plain, tty=False)
-    p.start(Job("rnn", "torch_loop"))
+    p.start(Job(model="rnn", driver="torch_loop"))
     p.done(rec)
     assert plain.getvalue().startswith("[1/2] rnn") and "\r" not in plain.getvalue()
     term = io.StringIO()
     p = Progress(2, term, tty=True)
-    p.start(Job("rnn", "torch_loop"))
+    p.start(Job(model="rnn", driver="torch_loop"))
     p.done(rec)
     assert "\r\033[K" in term.getvalue() and "1/2" in term.getvalue() and "eta" in term.getvalue()

@@ -29,7 +29,7 @@ JAX_TIMING = TimingConfig(budget_s=1.0, min_repeats=5, max_repeats=1000)
 @pytest.fixture(scope="module")
 def jax_row() -> dict:
     pytest.importorskip("jax")
-    job = Job("lstm", "jax_lax_scan", "float32", "cpu", JAX_SIZES, 0, 1, JAX_TIMING, True, "main")
+    job = Job(model="lstm", driver="jax_lax_scan", sizes=JAX_SIZES, timing=JAX_TIMING)
     (rec,) = Runner(None, 600.0).run([job])
     assert rec["status"] == "ok", rec.get("report") or rec.get("reason")
     return rec

@@ -19,6 +19,9 @@ Array = Any  # a numpy, torch or jax array, depending on the ops namespace in us
 Carry = tuple  # tuple of arrays, one per name in Model.carry_names
 Params = Mapping[str, Array]
 
+DTYPES = ("float32", "float64", "bfloat16")  # every dtype a row runs at, in the order a run lists them
+BY_PRECISION = ("float64", *(d for d in DTYPES if d != "float64"))  # the oracle's precision first
+
 
 @dataclass(frozen=True)
 class Case:

@@ -13,8 +13,7 @@ import numpy as np
 
 from rnnbench.api.messages import label, problem, text
 from rnnbench.api.trees import Tree, flatten, is_flat, leaf_name, rebuild
-
-DTYPES = ("float64", "float32", "bfloat16")  # the dtypes check_recurrence runs at (as `rnnbench run --dtypes`)
+from rnnbench.model import BY_PRECISION as DTYPES  # the dtypes check_recurrence runs at, as its messages list them
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from rnnbench.cli import options
 from rnnbench.errors import InputError
 from rnnbench.report import compare_inputs
 from rnnbench.report.compare_format import FORMATS, render
@@ -90,10 +91,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="divide every ratio by the median ratio of all timed rows "
         "(a machine's overall speed); for --across-machines gates",
     )
-    p.add_argument(
-        "--environments",
-        help="BASE_ENV,NEW_ENV: compare two environments of the same files, by name "
-        "(main, torch-2.14.1) or framework version (torch-2.13.0); with --commits, the run's environments",
+    options.selection(
+        p,
+        environments="(BASE_ENV,NEW_ENV: compare two environments of the same files, by name (main, "
+        "torch-2.14.1) or framework version (torch-2.13.0); with --commits, the run's environments)",
     )
     p.add_argument(
         "--commits",
@@ -139,9 +140,9 @@ def _run_commits(
         raise InputError("--commits runs its own rows: give no files")
     if not 1 <= args.rounds <= 20:
         raise InputError(f"--rounds must be 1 to 20, got {args.rounds}")
-    options = {name: getattr(args, name) for name in RUN_OPTIONS if getattr(args, name) is not None}
+    given = {name: getattr(args, name) for name in RUN_OPTIONS if getattr(args, name) is not None}
     out_dir = Path(args.out_dir or time.strftime("results/compare-%Y%m%d-%H%M%S"))
-    base_files, new_files, labels = run_commits(args.commits[0], args.commits[1], options, args.rounds, out_dir)
+    base_files, new_files, labels = run_commits(args.commits[0], args.commits[1], given, args.rounds, out_dir)
     return compare_inputs.load(base_files), compare_inputs.load(new_files), True, labels
 
 

@@ -19,42 +19,27 @@ HELP = "random step bodies on every driver, gradients (and H v) vs float64 finit
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", type=int, default=100, help="number of bodies (default 100)")
     p.add_argument("--seed", type=int, default=0, help="body stream seed (default 0)")
-    p.add_argument(
-        "--drivers",
-        help="comma-separated driver names (default: every eager and jax driver that "
-        "runs a user step here; name compiled ones to include them, ~5 s per body each)",
+    options.selection(
+        p,
+        drivers="(default: every eager and jax driver that runs a user step here; name compiled ones to "
+        "include them, ~5 s per body each)",
+        dtypes=(
+            "float64",
+            "(from float64, float32: fuzzed one after another; default float64; second order is "
+            "checked at float64 only)",
+        ),
+        losses=(
+            ",".join(losses.CHECKED),
+            f"every body is judged under (from {', '.join(losses.FORMS)}; default {','.join(losses.CHECKED)})",
+        ),
+        resume="continue --out: outcomes already recorded there are not run again (same arguments required)",
     )
-    p.add_argument(
-        "--dtypes",
-        default="float64",
-        help="comma-separated, from float64, float32: fuzzed one after "
-        "another (default float64; second order is checked at float64 only)",
-    )
-    p.add_argument("--dtype", dest="dtypes", help=argparse.SUPPRESS)  # the old spelling
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    p.add_argument(
-        "--losses",
-        default=",".join(losses.CHECKED),
-        help="comma-separated loss forms every body is judged under, from "
-        + ", ".join(losses.FORMS)
-        + f" (default {','.join(losses.CHECKED)})",
-    )
     p.add_argument("--no-second-order", dest="second_order", action="store_false", help="skip the H v check")
     p.add_argument("--shrink", type=int, default=1, help="failures shrunk per (driver, status) (default 1)")
     p.add_argument("--repro-dir", help="write a standalone repro script for each shrunk failure here")
-    p.add_argument(
-        "--timeout", type=float, default=300.0, help="seconds per (body, driver) before the worker is killed"
-    )
-    p.add_argument(
-        "--out",
-        help="results file: one JSON record per (body, driver, dtype) outcome, written as each "
-        "finishes (default results/fuzz-<timestamp>.jsonl)",
-    )
-    p.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue --out: outcomes already recorded there are not run again (same arguments required)",
-    )
+    options.timeout_option(p, 300.0, "a (body, driver)'s worker")
+    options.out_option(p, NAME, "one JSON record per (body, driver, dtype) outcome, written as each finishes")
     p.add_argument(
         "--workers",
         type=int,
@@ -123,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         )
         for dtype in dtypes
     ]
-    out = options.out_path(args.out, "fuzz-%Y%m%d-%H%M%S.jsonl", args.resume)
+    out = options.out_path(args.out, NAME, args.resume)
     start = time.time()
     failures = errors = 0
     with (

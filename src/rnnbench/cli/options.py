@@ -1,33 +1,74 @@
-"""What the subcommands share: the parser class (bad input is one line, exit code 2), the number
-validators of flags and config keys, the config file, the executor flags, the results file path,
-and the environments a command creates on first use."""
+"""What the subcommands share: the parser class (bad input is one line, exit code 2), the option
+groups (--out, --timeout, the selection flags, the executor flags), the number validators of flags
+and config keys, `run`'s settings (the config file and the flags, checked once into a RunSettings),
+the results file path, and the environments a command creates on first use."""
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rnnbench import inputs
+from rnnbench import inputs, losses, registry
 from rnnbench.errors import InputError, did_you_mean
+from rnnbench.model import DTYPES
 from rnnbench.run import environments, plan
+from rnnbench.run.settings import CONFIG_KEYS, CORES, RunSettings
 
 UsageError = InputError  # bad input: one line, exit code 2
 
-CORES = len(os.sched_getaffinity(0))
 MAX_SECONDS = 7 * 24 * 3600.0  # a limit beyond a week is a typo, and larger ones overflow timers
 
-SELECTIONS = ("models", "drivers", "environments", "dtypes", "losses")
-NUMERIC = ("seed", "threads", "budget", "timeout", "memory_limit_gb", "compile_budget")
+# How each numeric setting is checked (number()), whether a flag or a config key gives it.
+LIMITS: dict[str, dict[str, Any]] = {
+    "seed": {"integer": True, "inclusive": True},
+    "threads": {"integer": True, "maximum": CORES},
+    "budget": {"maximum": MAX_SECONDS},
+    "timeout": {"maximum": MAX_SECONDS},
+    "memory_limit_gb": {},
+    "compile_budget": {},
+}
+# The selection flags (selection()): what each names; a command adds what it makes of it.
+SELECTION_HELP = {
+    "models": "comma-separated model names",
+    "drivers": "comma-separated driver names",
+    "environments": "comma-separated environments, as `rnnbench env list` names them",
+    "dtypes": "comma-separated dtypes",
+    "losses": "comma-separated loss forms",
+}
 
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse prints usage + exits 2; we want one line
         raise UsageError(message)
+
+
+def selection(p: argparse.ArgumentParser, *, resume: str | None = None, **axes: str | tuple[str, str]) -> None:
+    """The selection flags a command takes: each axis of SELECTION_HELP it names, as `axis=help`
+    (what the command makes of it, its default included) or `axis=(default, help)`; then --resume
+    with its help. --dtype is the old spelling of --dtypes."""
+    for axis, spec in axes.items():
+        default, says = spec if isinstance(spec, tuple) else (None, spec)
+        p.add_argument(f"--{axis}", default=default, help=f"{SELECTION_HELP[axis]} {says}")
+        if axis == "dtypes":
+            p.add_argument("--dtype", dest="dtypes", help=argparse.SUPPRESS)
+    if resume:
+        p.add_argument("--resume", action="store_true", help=resume)
+
+
+def out_option(p: argparse.ArgumentParser, command: str, what: str = "JSON Lines") -> None:
+    """--out: the results file `command` writes (out_path names the default)."""
+    p.add_argument("--out", help=f"results file ({what}; default results/{command}-<timestamp>.jsonl)")
+
+
+def timeout_option(p: argparse.ArgumentParser, seconds: float, what: str = "a row", configurable: bool = False) -> None:
+    """--timeout: seconds before `what` is killed (configurable: None, for `run`'s settings to default)."""
+    says = f"seconds before {what} is killed (default {seconds:g})"
+    p.add_argument("--timeout", type=float, default=None if configurable else seconds, help=says)
 
 
 def number(
@@ -51,10 +92,6 @@ def number(
     if maximum is not None and value > maximum:
         raise UsageError(f"{what} must be at most {maximum:g}, got {value!r}")
     return value
-
-
-def threads(what: str, value: Any) -> int:
-    return number(what, value, integer=True, maximum=CORES)
 
 
 def shard(value: str | None) -> tuple[int, int] | None:
@@ -81,27 +118,24 @@ def _read_toml(path: str) -> dict[str, Any]:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
 
 
-def load_config(path: str | None) -> dict[str, Any]:
-    """The settings of a TOML config file, each checked for its type (numbers are checked with the
-    flags' in check_limits; until then they travel as (key, value, where) to name their origin)."""
-    if path is None:
-        return {}
+def load_config(path: str) -> dict[str, Any]:
+    """The settings of a TOML config file, each checked for its type, selections and sizes as the
+    flags spell them (numbers are checked with the flags' in settings)."""
     config = _read_toml(path)
     if isinstance(config.get("environments"), dict):  # [environments.<name>] tables: definitions, run in them
         names = environments.add_definitions(config["environments"], f"config file {path}")
         if not names:
             raise UsageError(f"config file {path}: the [environments] table defines no environment")
         config["environments"] = ",".join(names)
-    unknown = sorted(set(config) - set(plan.RUN_DEFAULTS))
+    unknown = sorted(set(config) - set(CONFIG_KEYS))
     if unknown:
         raise UsageError(
             f"config file {path}: unknown key(s) {', '.join(unknown)}"
-            f"{did_you_mean(unknown[0], plan.RUN_DEFAULTS)}; "
-            f"known: {', '.join(plan.RUN_DEFAULTS)}"
+            f"{did_you_mean(unknown[0], CONFIG_KEYS)}; known: {', '.join(CONFIG_KEYS)}"
         )
     for key, value in config.items():
         where = f"config file {path}: key {key!r}"
-        if key in SELECTIONS and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        if key in SELECTION_HELP and isinstance(value, list) and all(isinstance(v, str) for v in value):
             config[key] = ",".join(value)  # lists are accepted as well as "a,b"
         elif key == "sizes" and isinstance(value, dict):
             for name, n in value.items():
@@ -109,49 +143,62 @@ def load_config(path: str | None) -> dict[str, Any]:
             config[key] = ",".join(f"{k}={v}" for k, v in value.items())
         elif key == "order" and isinstance(value, int) and not isinstance(value, bool):
             config[key] = str(value)
-        elif key in NUMERIC:
-            continue  # checked with the flags' values in check_limits
-        elif not isinstance(value, str):
-            expected = "a string or a list of strings" if key in SELECTIONS else "a string"
+        elif key not in LIMITS and not isinstance(value, str):
+            expected = "a string or a list of strings" if key in SELECTION_HELP else "a string"
             if key == "sizes":
                 expected = 'a table (e.g. sizes = {T = 64}) or a string "T=64,H=128"'
             raise UsageError(f"{where} must be {expected}, got {type(value).__name__} {value!r}")
-    for key in NUMERIC:
-        if key in config:
-            config[key] = (key, config[key], f"config file {path}: key {key!r}")
     return config
 
 
-def settings(args: argparse.Namespace) -> dict[str, Any]:
-    """RUN_DEFAULTS, overridden by the config file, overridden by flags given; numbers checked."""
-    config = load_config(args.config)
-    suite = plan.SUITES.get(args.suite or config.get("suite") or plan.RUN_DEFAULTS["suite"])
-    out = {**plan.RUN_DEFAULTS, **(suite.defaults() if suite else {}), **config}  # e.g. gpu: device, timeout
-    for key in plan.RUN_DEFAULTS:
-        if getattr(args, key) is not None:
-            given = getattr(args, key)
-            out[key] = (key, given, "--" + key.replace("_", "-")) if key in NUMERIC else given
-    return check_limits(out)
+def settings(args: argparse.Namespace) -> RunSettings:
+    """`run`'s settings: RunSettings' defaults, overridden by the suite's (e.g. gpu: device, timeout),
+    by the config file, by the flags given; every value checked here, once."""
+    config = load_config(args.config) if args.config else {}
+    flags = {key: getattr(args, key) for key in CONFIG_KEYS if getattr(args, key) is not None}
+    where = {key: f"config file {args.config}: key {key!r}" for key in config}
+    where.update({key: "--" + key.replace("_", "-") for key in flags})
+    suite = plan.SUITES.get(args.suite or config.get("suite") or RunSettings.suite)
+    given = {**(suite.defaults() if suite else {}), **config, **flags}
+    for key, limits in LIMITS.items():
+        if key in where:
+            given[key] = number(where[key], given[key], **limits)
+    return _typed(given, timed=not args.no_time, shard=shard(args.shard))
 
 
-def check_limits(given: dict[str, Any]) -> dict[str, Any]:
-    """Each numeric setting, given as (key, value, where it came from), checked and unwrapped."""
-    out = dict(given)
-    for key in NUMERIC:
-        if not isinstance(given[key], tuple):
-            continue  # a default
-        _, value, where = given[key]
-        if key == "seed":
-            out[key] = number(where, value, integer=True, inclusive=True)
-        elif key == "threads":
-            out[key] = threads(where, value)
-        elif key in ("memory_limit_gb", "compile_budget"):
-            out[key] = number(where, value, minimum=0.0)
-        else:
-            out[key] = number(where, value, maximum=MAX_SECONDS)
-    if out["threads"] is None:
-        out["threads"] = CORES
-    return out
+def _typed(given: dict[str, Any], **flags_only: Any) -> RunSettings:
+    """RunSettings of the `given` values (CONFIG_KEYS; selections comma-separated, numbers checked),
+    each checked in the order of CONFIG_KEYS; what is not given keeps RunSettings' default."""
+    suite = given.get("suite", RunSettings.suite)
+    if suite not in plan.SUITES:
+        raise UsageError(f"unknown suite {suite!r}{did_you_mean(suite, plan.SUITES)}; known: {', '.join(plan.SUITES)}")
+
+    def named(key: str, known: Iterable[str], what: str) -> tuple[str, ...] | None:
+        return tuple(plan.names(given[key], list(known), what)) if given.get(key) else None
+
+    out: dict[str, Any] = {
+        "suite": suite,
+        "models": named("models", registry.models(), "model"),
+        "drivers": named("drivers", registry.drivers(), "driver"),
+        "environments": named("environments", environments.environments(), "environment"),
+        **{key: given[key] for key in LIMITS if key in given},
+        **flags_only,
+    }
+    if "dtypes" in given:
+        out["dtypes"] = tuple(plan.names(given["dtypes"], DTYPES, "dtype"))
+    if given.get("device", RunSettings.device) not in plan.DEVICES:
+        raise UsageError(f"unknown device {given['device']!r}; known: {', '.join(plan.DEVICES)}")
+    out["device"] = given.get("device", RunSettings.device)
+    out["sizes"] = plan.parse_sizes(given["sizes"]) if given.get("sizes") else None
+    try:
+        out["losses"] = tuple(losses.parse(str(given.get("losses", "")), RunSettings.losses))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    out["order"] = str(given.get("order", RunSettings.order))
+    if out["order"] not in ("1", "2", "auto"):
+        raise UsageError(f"order must be 1, 2 or auto, got {given['order']!r}")
+    out.update({key: float(given[key]) for key in ("budget", "timeout") if key in given})
+    return RunSettings(**out)
 
 
 def executor_flags(command: argparse.ArgumentParser) -> None:
@@ -167,12 +214,12 @@ def executor_flags(command: argparse.ArgumentParser) -> None:
     )
 
 
-def out_path(value: str | None, default_name: str, resume: bool = False) -> Path:
-    """The results file to write (its parent is created); the file itself is opened, locked and
-    checked by record.ResultsFile."""
+def out_path(value: str | None, command: str, resume: bool = False) -> Path:
+    """The results file to write (--out, else results/<command>-<timestamp>.jsonl; its parent is
+    created); the file itself is opened, locked and checked by record.ResultsFile."""
     if resume and not value:
         raise UsageError("--resume needs --out FILE (the results file to continue)")
-    path = Path(value) if value else Path("results") / time.strftime(default_name)
+    path = Path(value) if value else Path("results") / time.strftime(f"{command}-%Y%m%d-%H%M%S.jsonl")
     try:
         if resume and not path.is_file():
             raise UsageError(f"--resume: results file {path} does not exist")
@@ -207,13 +254,11 @@ def results_files(files: list[str]) -> list[Path]:
     return paths
 
 
-def create_named_environments(selection: str | None, used: set[str]) -> None:
+def create_named_environments(named: Iterable[str] | None, used: set[str]) -> None:
     """Create the environments a run names (--environments or a config) that are missing, live in
     rnnbench's cache and have rows: created on first use. A default run creates nothing; main
     and xla are created by their make targets (their rows say so)."""
-    if not selection:
-        return
-    for name in plan.names(selection, list(environments.environments()), "environment"):
+    for name in named or ():
         env = environments.get(name)
         if name in used and env.missing_reason() and env.on_demand:
             environments.create(name, log=lambda line: print(f"rnnbench: {line}", flush=True))

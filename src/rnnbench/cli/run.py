@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
 
 from rnnbench import losses, record, registry
 from rnnbench.cli import options
+from rnnbench.model import DTYPES
 from rnnbench.report.table import failure_reports, format_table, summary
 from rnnbench.run import executors, parent, plan
-from rnnbench.run.row import Job
+from rnnbench.run.settings import CONFIG_KEYS, RunSettings
 from rnnbench.status import is_failing
 from rnnbench.suites import SUITES
 
@@ -19,23 +19,22 @@ HELP = "check gradients and time every model x driver (the default)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="TOML file with any of: " + ", ".join(plan.RUN_DEFAULTS))
+    p.add_argument("--config", help="TOML file with any of: " + ", ".join(CONFIG_KEYS))
     p.add_argument(
         "--suite",
-        help="; ".join(
-            f"{s.name}{' (default)' * (s.name == plan.RUN_DEFAULTS['suite'])}: {s.summary}" for s in SUITES.values()
-        )
+        help="; ".join(f"{s.name}{' (default)' * (s.name == RunSettings.suite)}: {s.summary}" for s in SUITES.values())
         + "; --models / --drivers / --environments override it on their axis",
     )
-    p.add_argument("--models", help="comma-separated model names (default: those of --suite)")
-    p.add_argument("--drivers", help="comma-separated driver names (default: those of --suite)")
-    p.add_argument(
-        "--environments",
-        help="comma-separated environments (`rnnbench env list`; default: those of "
-        "--suite, each driver once in each of its environments); a framework-version environment runs "
-        "every driver of its framework and is created on first use",
+    options.selection(
+        p,
+        models="(default: those of --suite)",
+        drivers="(default: those of --suite)",
+        environments="(default: those of --suite, each driver once in each of its environments); a "
+        "framework-version environment runs every driver of its framework and is created on first use",
+        dtypes=f"(from {', '.join(DTYPES)}; default float32)",
+        losses=f"(from {', '.join(losses.NAMES)}; default: model, each model's own loss); every row runs under each",
+        resume="skip rows already recorded in --out",
     )
-    p.add_argument("--dtypes", help=f"comma-separated, from {', '.join(plan.DTYPES)} (default float32)")
     p.add_argument("--device", help="cpu (default) or cuda")
     p.add_argument("--sizes", help="overrides of model sizes, e.g. T=64,H=128")
     p.add_argument("--seed", type=int)
@@ -45,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="threads per framework, at most the cores this process may use (default: all of them)",
     )
     p.add_argument("--budget", type=float, help="seconds of repeats per timed quantity (default 0.5)")
-    p.add_argument("--timeout", type=float, help="seconds before a row is killed (default 600)")
+    options.timeout_option(p, RunSettings.timeout, configurable=True)
     p.add_argument(
         "--compile-budget",
         dest="compile_budget",
@@ -54,28 +53,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--memory-limit-gb", dest="memory_limit_gb", type=float, help="address-space limit per worker")
     p.add_argument(
-        "--losses",
-        help="comma-separated loss forms, from "
-        + ", ".join(losses.NAMES)
-        + " (default: model, each model's own loss); every row runs under each",
-    )
-    p.add_argument(
         "--order",
         help="1, 2 (also check Hessian-vector products, float64 rows), or auto "
         "(default: 2 on float64 rows of core models)",
     )
     p.add_argument("--no-time", action="store_true", help="check gradients only")
     p.add_argument("--shard", help="run only shard I of N of the row matrix, e.g. 2/4 (deterministic)")
-    p.add_argument("--out", help="results file (JSON Lines; default results/run-<timestamp>.jsonl)")
-    p.add_argument("--resume", action="store_true", help="skip rows already recorded in --out")
+    options.out_option(p, NAME)
     options.executor_flags(p)
-
-
-def jobs(args: argparse.Namespace, s: dict[str, Any]) -> list[Job]:
-    """The rows `args` select with settings `s` (options.settings), this shard's only with --shard."""
-    planned = plan.jobs(s, timed=not args.no_time)
-    shard = options.shard(args.shard)
-    return plan.shard(planned, *shard) if shard else planned
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,9 +74,9 @@ def run(args: argparse.Namespace) -> int:
 
     s = options.settings(args)
     executors.check_executor(args.executor, args.address)
-    selected = jobs(args, s)
-    out = options.out_path(args.out, "run-%Y%m%d-%H%M%S.jsonl", args.resume)
-    options.create_named_environments(s["environments"], {j.environment for j in selected})
+    selected = plan.jobs(s)
+    out = options.out_path(args.out, NAME, args.resume)
+    options.create_named_environments(s.environments, {j.environment for j in selected})
     # The executor first: a cluster that cannot be reached leaves no results file behind.
     with (
         executors.executor(args.executor if selected else "local", args.address) as executor,
@@ -105,19 +90,19 @@ def run(args: argparse.Namespace) -> int:
             flush=True,
         )
         # read before this run adds its own load
-        load = load_line(int(s["threads"])) if s["device"] == "cpu" else accelerator.load_line()
+        load = load_line(s.threads) if s.device == "cpu" else accelerator.load_line()
         print(f"rnnbench: {load}", flush=True)
         # The GEMM peak, once per machine and dtype, at the rows' threads and CPUs (cached per machine):
         # every timed row gets GFLOP/s and its fraction of it (on a Ray node, that node's peak).
         timed = (
             {}
-            if args.no_time
+            if not s.timed
             else {
                 dtype: [registry.get_model(j.model).sizes_with_defaults(j.sizes) for j in selected if j.dtype == dtype]
                 for dtype in sorted({j.dtype for j in selected})
             }
         )
-        roofline = Roofline(int(s["threads"]), timed) if s["device"] == "cpu" else DeviceRoofline(s["device"], timed)
+        roofline = Roofline(s.threads, timed) if s.device == "cpu" else DeviceRoofline(s.device, timed)
         roofline.measure(warn=lambda message: print(message, flush=True))
         progress = Progress(len(selected), unavailable=plan.unavailable_here(selected))
         # Compile caches persist across runs (caches.warm_cache_env, called where the rows run): a
@@ -125,15 +110,15 @@ def run(args: argparse.Namespace) -> int:
         # time cold first calls instead.
         runner = Runner(
             results,
-            float(s["timeout"]),
+            s.timeout,
             progress.start,
             progress.done,
-            s["memory_limit_gb"],
+            s.memory_limit_gb,
             extra_env=warm_cache_env,
             annotate=roofline,
             executor=executor,
         )
-        for stage in plan.stages(s["suite"], selected):  # gpu: one stage at a time, cheap sizes first
+        for stage in plan.stages(s, selected):  # gpu: one stage at a time, cheap sizes first
             runner.run(stage)
         records = runner.records
         progress.close()

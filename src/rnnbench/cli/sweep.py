@@ -8,6 +8,7 @@ import time
 
 from rnnbench import record, registry
 from rnnbench.cli import options
+from rnnbench.model import DTYPES
 from rnnbench.report.table import summary
 from rnnbench.run import executors, parent, plan
 from rnnbench.run.timing import TimingConfig
@@ -18,22 +19,20 @@ HELP = "time models x drivers over sequence lengths and hidden sizes, each row c
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--models", default="lstm,rnn", help="comma-separated model names (default lstm,rnn)")
-    p.add_argument("--drivers", help="comma-separated driver names (default: all)")
+    options.selection(
+        p,
+        models=("lstm,rnn", "(default lstm,rnn)"),
+        drivers="(default: all)",
+        dtypes=("float32", f"(from {', '.join(DTYPES)}; swept one after another; default float32)"),
+    )
     p.add_argument("--lengths", default="16,32,64,128,256", help="trip counts (T or K), comma-separated")
     p.add_argument("--hidden", default="", help="widths (H or n) at the base length, comma-separated")
     p.add_argument("--sizes", help="base sizes for every row, e.g. B=16,I=64,H=128")
-    p.add_argument(
-        "--dtypes",
-        default="float32",
-        help=f"comma-separated, from {', '.join(plan.DTYPES)}; swept one after another (default float32)",
-    )
-    p.add_argument("--dtype", dest="dtypes", help=argparse.SUPPRESS)  # the old spelling
     p.add_argument("--threads", type=int, default=options.CORES, help="threads per framework")
     p.add_argument("--budget", type=float, default=0.5, help="seconds of repeats per timed quantity")
     p.add_argument("--driver-budget", type=float, default=120.0, help="wall seconds per (model, driver) over the sweep")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds before any one row is killed")
-    p.add_argument("--out", help="results file (JSON Lines; default results/sweep-<timestamp>.jsonl)")
+    options.timeout_option(p, 600.0)
+    options.out_option(p, NAME)
     options.executor_flags(p)
 
 
@@ -65,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
 
     models = plan.names(args.models, list(registry.models()), "model")
     drivers = plan.names(args.drivers, list(registry.drivers()), "driver")
-    dtypes = plan.names(args.dtypes, plan.DTYPES, "dtype", required=True)
-    options.threads("--threads", args.threads)
+    dtypes = plan.names(args.dtypes, DTYPES, "dtype", required=True)
+    options.number("--threads", args.threads, **options.LIMITS["threads"])
     for flag in ("budget", "driver_budget", "timeout"):
         options.number("--" + flag.replace("_", "-"), getattr(args, flag), maximum=options.MAX_SECONDS)
     lengths, hidden = int_list(args.lengths, "--lengths"), int_list(args.hidden, "--hidden")
@@ -75,20 +74,20 @@ def run(args: argparse.Namespace) -> int:
         raise options.UsageError("nothing to sweep: give --lengths and/or --hidden")
     plans = [
         SweepPlan(
-            models,
-            drivers,
-            lengths,
-            hidden,
-            plan.sizes(args.sizes, models),
-            dtype,
-            args.threads,
-            TimingConfig(budget_s=args.budget),
-            args.driver_budget,
-            args.timeout,
+            models=models,
+            drivers=drivers,
+            lengths=lengths,
+            hidden=hidden,
+            base_sizes=plan.used_sizes(plan.parse_sizes(args.sizes), models),
+            dtype=dtype,
+            threads=args.threads,
+            timing=TimingConfig(budget_s=args.budget),
+            driver_budget_s=args.driver_budget,
+            row_timeout_s=args.timeout,
         )
         for dtype in dtypes
     ]
-    out = options.out_path(args.out, "sweep-%Y%m%d-%H%M%S.jsonl")
+    out = options.out_path(args.out, NAME)
     start = time.perf_counter()
     with executors.executor(args.executor, args.address) as executor, record.ResultsFile(out) as results:
         parent.results_file(out, resumable=False)

@@ -17,13 +17,13 @@ HELP = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--environments",
-        help="comma-separated (default: every environment in src/rnnbench/environments.toml; missing ones are created)",
+    options.selection(
+        p,
+        environments="(default: every environment in src/rnnbench/environments.toml; missing ones are created)",
+        resume="skip rows already recorded in --out",
     )
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds before a row is killed (default 900)")
-    p.add_argument("--out", help="results file (default results/versions-<timestamp>.jsonl)")
-    p.add_argument("--resume", action="store_true", help="skip rows already recorded in --out")
+    options.timeout_option(p, 900.0)
+    options.out_option(p, NAME)
     p.add_argument(
         "--from",
         dest="from_files",
@@ -49,8 +49,8 @@ def run(args: argparse.Namespace) -> int:
     executors.check_executor(args.executor, args.address)
     envs = plan.names(args.environments, list(environments.environments()), "environment")
     jobs = bug_versions.probe_jobs(bug_table.probes(), envs)
-    out = options.out_path(args.out, "versions-%Y%m%d-%H%M%S.jsonl", args.resume)
-    options.create_named_environments(",".join(envs), {j.environment for j in jobs})
+    out = options.out_path(args.out, NAME, args.resume)
+    options.create_named_environments(envs, {j.environment for j in jobs})
     with (
         executors.executor(args.executor if jobs else "local", args.address) as executor,
         record.ResultsFile(out, resume=args.resume) as results,

@@ -25,11 +25,11 @@ from typing import Any
 from rnnbench import record, registry
 from rnnbench.check import known_issues
 from rnnbench.losses import with_loss
+from rnnbench.model import BY_PRECISION
 from rnnbench.status import Status
 from rnnbench.suites import BUG_CLASSES
 
 PROBES_PER_DRIVER = 2
-DTYPES = ("float64", "float32", "bfloat16")  # an issue without dtypes is probed at the first its driver supports
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +53,7 @@ def _covered(issue: known_issues.KnownIssue, driver_name: str) -> list[Probe]:
     for model in registry.models().values():
         if driver.supports(model) is not None:
             continue
-        dtype = next((d for d in (issue.dtypes or DTYPES) if d in driver.dtypes), None)
+        dtype = next((d for d in (issue.dtypes or BY_PRECISION) if d in driver.dtypes), None)  # the most precise
         if dtype is None:
             continue
         m, case = with_loss(model, model.make_case(model.sizes_with_defaults({}), 0), loss)

@@ -20,13 +20,10 @@ def probe_jobs(probes: Iterable, environment_names: Iterable[str]) -> list[Job]:
         for probe in probes:
             if environments.runs(registry.get_driver(probe.driver), env):
                 job = Job(
-                    probe.model,
-                    probe.driver,
-                    probe.dtype,
-                    "cpu",
-                    dict(probe.sizes),
-                    0,
-                    1,
+                    model=probe.model,
+                    driver=probe.driver,
+                    dtype=probe.dtype,
+                    sizes=dict(probe.sizes),
                     time=False,
                     environment=env,
                     loss_form=probe.loss,

@@ -1,5 +1,5 @@
-"""What a run selects and in which rows: the defaults of `rnnbench run`, the name
-selections (models, drivers, environments, dtypes, sizes), the job matrix, its shards, what a
+"""What a run selects and in which rows: the name selections (models, drivers, environments,
+dtypes, sizes), the job matrix of a run's settings (rnnbench.run.settings), its shards, what a
 resumed run still has to do, and the drivers a fuzz campaign runs on, from the suites of
 rnnbench.suites. Planning lives here, not in the command line, so that the API and the executors
 plan rows without importing the CLI.
@@ -12,37 +12,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rnnbench import losses, record, registry
-from rnnbench.check.tolerance import tolerance
+from rnnbench import record, registry
 from rnnbench.errors import InputError, did_you_mean
 from rnnbench.model import Model
 from rnnbench.run import environments, gpu_suite
 from rnnbench.run.pair import unavailable_reason
 from rnnbench.run.row import Job
+from rnnbench.run.settings import RunSettings
 from rnnbench.run.timing import TimingConfig
 from rnnbench.suites import SUITES
 
-DTYPES = ("float32", "float64", "bfloat16")
 DEVICES = ("cpu", "cuda")
-
-# Defaults of `run`, also the keys a --config file may set.
-RUN_DEFAULTS: dict[str, Any] = {
-    "suite": "quick",  # what --models / --drivers / --environments default to (rnnbench.suites)
-    "models": None,  # the suite's
-    "drivers": None,  # the suite's
-    "environments": None,  # the suite's: a driver runs once in each of its environments
-    "dtypes": "float32",
-    "device": "cpu",
-    "sizes": None,  # each model's defaults
-    "seed": 0,
-    "threads": None,  # all the cores this process may run on
-    "budget": 0.5,
-    "timeout": 600.0,
-    "memory_limit_gb": None,
-    "losses": "model",  # loss forms (rnnbench.losses); "model": each model's own loss
-    "order": "auto",  # 1, 2, or auto: 2 on float64 rows of core models (H v checked too)
-    "compile_budget": None,  # seconds a row's first call may take (None: no budget but --timeout)
-}
 
 
 def names(value: str | None, known: Sequence[str], what: str, required: bool = False) -> list[str]:
@@ -59,8 +39,8 @@ def names(value: str | None, known: Sequence[str], what: str, required: bool = F
     return chosen
 
 
-def sizes(value: str | None, models: list[str]) -> dict[str, int]:
-    """`KEY=VALUE,...` overrides of model sizes, each a positive integer used by a selected model."""
+def parse_sizes(value: str | None) -> dict[str, int]:
+    """`KEY=VALUE,...` overrides of model sizes, each a positive integer."""
     out: dict[str, int] = {}
     for item in (value or "").split(","):
         if not item.strip():
@@ -75,10 +55,16 @@ def sizes(value: str | None, models: list[str]) -> dict[str, int]:
             raise InputError(f"size {key}={num!r} is not an integer") from None
         if n <= 0:
             raise InputError(f"size {key}={n} must be positive")
-        if not any(key in registry.get_model(m).default_sizes for m in models):
-            raise InputError(f"size {key!r} is not used by any selected model")
         out[key] = n
     return out
+
+
+def used_sizes(sizes: dict[str, int], models: list[str]) -> dict[str, int]:
+    """`sizes`, each used by a selected model."""
+    for key in sizes:
+        if not any(key in registry.get_model(m).default_sizes for m in models):
+            raise InputError(f"size {key!r} is not used by any selected model")
+    return sizes
 
 
 def suite_names(selection: Any, items: dict[str, Any]) -> list[str]:
@@ -108,47 +94,26 @@ def check_drivers_runnable(selected: list[str], explicit: bool) -> None:
                 raise InputError(f"driver {name!r} cannot run here: {reason}; install it with `make venv`")
 
 
-def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
-    """The rows of a run with settings `s` (RUN_DEFAULTS' keys; selections as comma-separated
-    strings, numbers checked): every dtype x model x loss form x driver x environment the driver
-    runs in, in that order. timed=False: check gradients only."""
-    if s["suite"] not in SUITES:
-        raise InputError(f"unknown suite {s['suite']!r}{did_you_mean(s['suite'], SUITES)}; known: {', '.join(SUITES)}")
-    suite = SUITES[s["suite"]]
-    models = (
-        names(s["models"], list(registry.models()), "model")
-        if s["models"]
-        else suite_names(suite.models, registry.models())
-    )
-    drivers = (
-        names(s["drivers"], list(registry.drivers()), "driver")
-        if s["drivers"]
-        else suite_names(suite.drivers, registry.drivers())
-    )
+def jobs(s: RunSettings) -> list[Job]:
+    """The rows of a run with settings `s` (checked where they were given: rnnbench.cli.options):
+    every dtype x model x loss form x driver x environment the driver runs in, in that order; with
+    s.shard, that shard's only."""
+    suite = SUITES[s.suite]
+    models = list(s.models or suite_names(suite.models, registry.models()))
+    drivers = list(s.drivers or suite_names(suite.drivers, registry.drivers()))
     # Named drivers run in each of their default environments (naming torch_xla_loop means running
     # it); the suite's environments hold for the suite's own drivers.
-    suite_envs = "default" if s["drivers"] else suite.environments
+    suite_envs = "default" if s.drivers else suite.environments
     envs = (
-        names(s["environments"], list(environments.environments()), "environment")
-        if s["environments"]
+        list(s.environments)
+        if s.environments
         else environments.default_names()
         if suite_envs == "default"
         else list(suite_envs)
     )
-    dtypes = names(s["dtypes"], DTYPES, "dtype")
-    if s["device"] not in DEVICES:
-        raise InputError(f"unknown device {s['device']!r}; known: {', '.join(DEVICES)}")
-    for d in dtypes:
-        tolerance(d, "analytic")
-    size_sets = [sizes(s["sizes"], models)] if s["sizes"] or not suite.sizes else list(suite.sizes)
-    try:
-        loss_forms = losses.parse(str(s["losses"]), [losses.MODEL_LOSS])
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-    if str(s["order"]) not in ("1", "2", "auto"):
-        raise InputError(f"order must be 1, 2 or auto, got {s['order']!r}")
-    check_drivers_runnable(drivers, explicit=bool(s["drivers"]))
-    timing = TimingConfig(budget_s=float(s["budget"]))
+    size_sets = [used_sizes(s.sizes or {}, models)] if s.sizes is not None or not suite.sizes else list(suite.sizes)
+    check_drivers_runnable(drivers, explicit=s.drivers is not None)
+    timing = TimingConfig(budget_s=s.budget)
     pairs = [(d, env) for d in drivers for env in envs if environments.runs(registry.get_driver(d), env)]
     if not pairs:  # a run of nothing would exit 0 with an empty results file
         raise InputError(
@@ -158,35 +123,35 @@ def jobs(s: dict[str, Any], timed: bool = True) -> list[Job]:
         )
     planned = [
         Job(
-            m,
-            d,
-            dtype,
-            s["device"],
-            dict(overrides),
-            int(s["seed"]),
-            int(s["threads"]),
-            timing,
-            timed,
-            env,
-            loss_form,
-            order(str(s["order"]), registry.get_model(m), dtype),
-            s.get("compile_budget"),
+            model=m,
+            driver=d,
+            dtype=dtype,
+            device=s.device,
+            sizes=dict(overrides),
+            seed=s.seed,
+            threads=s.threads,
+            timing=timing,
+            time=s.timed,
+            environment=env,
+            loss_form=loss_form,
+            order=order(s.order, registry.get_model(m), dtype),
+            compile_budget_s=s.compile_budget,
         )
-        for dtype in dtypes
+        for dtype in s.dtypes
         for m in models
         for overrides in size_sets
-        for loss_form in loss_forms
+        for loss_form in s.losses
         for d, env in pairs
     ]
     if suite.staged:  # its own order, on a device it checks
-        gpu_suite.check_jobs(s["device"], planned)
+        gpu_suite.check_jobs(s.device, planned)
         planned = gpu_suite.order(planned)
-    return planned
+    return shard(planned, *s.shard) if s.shard else planned
 
 
-def stages(suite: str, planned: list[Job]) -> list[list[Job]]:
-    """The groups a suite runs one after the other (gpu: cheap sizes first); one group otherwise."""
-    return gpu_suite.stages(planned) if SUITES[suite].staged else [planned]
+def stages(s: RunSettings, planned: list[Job]) -> list[list[Job]]:
+    """The groups a run of `s` runs one after the other (gpu: cheap sizes first); one group otherwise."""
+    return gpu_suite.stages(planned) if SUITES[s.suite].staged else [planned]
 
 
 def shard(planned: list[Job], i: int, n: int) -> list[Job]:

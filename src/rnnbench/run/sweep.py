@@ -93,10 +93,8 @@ class SweepPair:
             registry.get_driver(self.driver).environments[0]
         )  # a sweep times each driver in its first environment
         p = self.plan
-        return [
-            (axis, Job(self.model, self.driver, p.dtype, "cpu", sizes, 0, p.threads, p.timing, True, env.name))
-            for axis, sizes in rows_for(p, self.model)
-        ]
+        row = {"model": self.model, "driver": self.driver, "dtype": p.dtype, "threads": p.threads, "timing": p.timing}
+        return [(axis, Job(**row, sizes=sizes, environment=env.name)) for axis, sizes in rows_for(p, self.model)]
 
     def finish(self, rec: dict, axis: str) -> dict:
         rec["sweep"] = {
