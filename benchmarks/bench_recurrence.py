@@ -1,6 +1,6 @@
 """asv benchmarks: thin classes over rnnbench's own check and timing code, with STABLE parameters.
 
-Parameters are literal names (rnnbench.suites.ASV), read from src/rnnbench/suites.py of the
+Parameters are literal names (rnnbench.suites: ASV, CURATED), read from src/rnnbench/suites.py of the
 checkout these files are in, never from the installed package: asv discovers the parameter list
 once per run, then runs each benchmark at every commit, with these files and that commit's
 installed rnnbench, *by its index in that list*. A list built from the installed registry differs
@@ -8,7 +8,7 @@ from commit to commit (a commit that adds a driver shifts every later name), so 
 under the wrong driver and `asv compare` reported false 869x "regressions" between commits where
 only the registry grew. With the checkout's lists the index means the same (model, driver, size)
 at every commit; a name that the installed rnnbench does not have raises NotImplementedError in
-setup (asv shows n/a). How to edit the lists: rnnbench.suites.Benchmarks.
+setup (asv shows n/a). How to edit the lists: rnnbench.suites, above ASV.
 
 Two classes:
   Curated     one driver per mechanism on rnn and lstm at the small size, time_fwd_bwd only: the
@@ -62,10 +62,18 @@ def _suites_of_this_checkout():
     return module
 
 
-ASV = _suites_of_this_checkout().ASV
-SIZES, MODELS, DRIVERS, CURATED = ASV.sizes, ASV.models, ASV.drivers, ASV.curated
+SUITES = _suites_of_this_checkout()
+# Size presets: overrides applied to each model's defaults (keys a model does not use are ignored).
+SIZES = {
+    "small": {},
+    "medium": {"T": 64, "B": 16, "I": 64, "H": 128, "n": 32},
+}
+MODELS, DRIVERS = SUITES.ASV.models, SUITES.ASV.drivers
+# The curated set: each mechanism once, on the two core recurrences, small size; the vendor layer
+# and the flax cell are the model's own class, so a different driver name per model.
+CURATED = {model: SUITES.curated(model) for model in SUITES.CURATED.models}
 CURATED_MODELS = tuple(CURATED)
-CURATED_MANY_ROUNDS = ASV.many_rounds  # timed by CuratedManyRounds, in more processes
+CURATED_MANY_ROUNDS = SUITES.ASV_MANY_ROUNDS  # timed by CuratedManyRounds, in more processes
 CURATED_DRIVERS = tuple(
     dict.fromkeys(d for drivers in CURATED.values() for d in drivers if d not in CURATED_MANY_ROUNDS)
 )

@@ -191,8 +191,10 @@ def test_asv_parameters_are_the_checkouts_names(bench_module) -> None:
     source = ast.parse((BENCH_FILE.parents[1] / "src" / "rnnbench" / "suites.py").read_text())
     imported = [n for n in ast.walk(source) if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert all(isinstance(n, ast.ImportFrom) and n.module in ("__future__", "dataclasses") for n in imported)
-    assert dataclasses.asdict(bench_module.ASV) == dataclasses.asdict(suites.ASV)  # the installed one is this tree
-    drivers, models, curated, many = suites.ASV.drivers, suites.ASV.models, suites.ASV.curated, suites.ASV.many_rounds
+    assert dataclasses.asdict(bench_module.SUITES.ASV) == dataclasses.asdict(suites.ASV)  # installed: this tree
+    drivers, models, many = suites.ASV.drivers, suites.ASV.models, suites.ASV_MANY_ROUNDS
+    curated = {model: suites.curated(model) for model in suites.CURATED.models}
+    assert bench_module.CURATED == curated
     assert len(set(drivers)) == len(drivers) and set(drivers) <= set(registry.drivers())
     assert list(bench_module.Recurrence.params) == [list(models), list(drivers), ["small", "medium"]]
     assert list(bench_module.Curated.params) == [

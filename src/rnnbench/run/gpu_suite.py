@@ -53,23 +53,17 @@ def order(jobs: Iterable[Any]) -> list[Any]:
     return [job for stage in stages(jobs) for job in stage]
 
 
-def check_device(device: str, frameworks: Iterable[Any]) -> None:
-    """InputError (one line, exit 2) unless `device` is a CUDA device one of `frameworks` sees. The
-    frameworks are asked in order and the first that sees it ends the check."""
+def check_jobs(device: str, jobs: Sequence[Any]) -> None:
+    """InputError (one line, exit 2) unless `device` is a CUDA device that one of the frameworks of
+    the jobs' drivers sees, asked in the jobs' order (the first that sees it ends the check)."""
+    from rnnbench import registry
+
     if device == "cpu":
         raise InputError("--suite gpu runs on a CUDA GPU: use --device cuda (or another suite on the CPU)")
     reasons = []
-    for framework in frameworks:
+    for framework in {id(fw): fw for fw in (registry.get_driver(j.driver).framework for j in jobs)}.values():
         why = framework.available() or framework.device_missing(device)
         if why is None:
             return
         reasons.append(f"{framework.name}: {why}")
     raise InputError(f"--suite gpu --device {device}: no GPU here ({'; '.join(reasons) or 'no framework'})")
-
-
-def check_jobs(device: str, jobs: Sequence[Any]) -> None:
-    """check_device with the frameworks of the jobs' drivers, in the jobs' order."""
-    from rnnbench import registry
-
-    frameworks = {id(fw): fw for fw in (registry.get_driver(j.driver).framework for j in jobs)}
-    check_device(device, frameworks.values())
