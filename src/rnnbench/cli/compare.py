@@ -112,11 +112,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _sides(args: argparse.Namespace) -> tuple[list[dict], list[dict], bool, tuple[str, str]]:
     """(base records, new records, whether the environment is part of the row key, side labels)."""
-    sides = [[Path(f) for f in arg.split(",") if f] for arg in args.files]  # BASE, NEW: each a file or FILE,FILE...
+    sides = [options.results_files([f for f in arg.split(",") if f]) for arg in args.files]  # BASE, NEW: FILE[,FILE]
     paths = [path for side in sides for path in side]
-    for path in paths:
-        if not path.is_file():
-            raise InputError(f"results file {path} does not exist")
     if args.environments:  # without --commits: two sides of the files, not a run option
         names = [n.strip() for n in args.environments.split(",") if n.strip()]
         if len(names) != 2:

@@ -32,14 +32,7 @@ LIMITS: dict[str, dict[str, Any]] = {
     "memory_limit_gb": {},
     "compile_budget": {},
 }
-# The selection flags (selection()): what each names; a command adds what it makes of it.
-SELECTION_HELP = {
-    "models": "comma-separated model names",
-    "drivers": "comma-separated driver names",
-    "environments": "comma-separated environments, as `rnnbench env list` names them",
-    "dtypes": "comma-separated dtypes",
-    "losses": "comma-separated loss forms",
-}
+SELECTIONS = ("models", "drivers", "environments", "dtypes", "losses")  # the axes of selection()
 
 
 class Parser(argparse.ArgumentParser):
@@ -48,12 +41,12 @@ class Parser(argparse.ArgumentParser):
 
 
 def selection(p: argparse.ArgumentParser, *, resume: str | None = None, **axes: str | tuple[str, str]) -> None:
-    """The selection flags a command takes: each axis of SELECTION_HELP it names, as `axis=help`
-    (what the command makes of it, its default included) or `axis=(default, help)`; then --resume
-    with its help. --dtype is the old spelling of --dtypes."""
+    """The selection flags a command takes: each of SELECTIONS it names, as `axis=help` (what the
+    command makes of it, its default included) or `axis=(default, help)`; then --resume with its
+    help. --dtype is the old spelling of --dtypes."""
     for axis, spec in axes.items():
         default, says = spec if isinstance(spec, tuple) else (None, spec)
-        p.add_argument(f"--{axis}", default=default, help=f"{SELECTION_HELP[axis]} {says}")
+        p.add_argument(f"--{axis}", default=default, help=f"comma-separated {axis} {says}")
         if axis == "dtypes":
             p.add_argument("--dtype", dest="dtypes", help=argparse.SUPPRESS)
     if resume:
@@ -135,7 +128,7 @@ def load_config(path: str) -> dict[str, Any]:
         )
     for key, value in config.items():
         where = f"config file {path}: key {key!r}"
-        if key in SELECTION_HELP and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        if key in SELECTIONS and isinstance(value, list) and all(isinstance(v, str) for v in value):
             config[key] = ",".join(value)  # lists are accepted as well as "a,b"
         elif key == "sizes" and isinstance(value, dict):
             for name, n in value.items():
@@ -144,7 +137,7 @@ def load_config(path: str) -> dict[str, Any]:
         elif key == "order" and isinstance(value, int) and not isinstance(value, bool):
             config[key] = str(value)
         elif key not in LIMITS and not isinstance(value, str):
-            expected = "a string or a list of strings" if key in SELECTION_HELP else "a string"
+            expected = "a string or a list of strings" if key in SELECTIONS else "a string"
             if key == "sizes":
                 expected = 'a table (e.g. sizes = {T = 64}) or a string "T=64,H=128"'
             raise UsageError(f"{where} must be {expected}, got {type(value).__name__} {value!r}")

@@ -29,8 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p,
         models="(default: those of --suite)",
         drivers="(default: those of --suite)",
-        environments="(default: those of --suite, each driver once in each of its environments); a "
-        "framework-version environment runs every driver of its framework and is created on first use",
+        environments="(`rnnbench env list`; default: those of --suite, each driver once in each of its "
+        "environments); a framework-version environment runs every driver of its framework and is created on "
+        "first use",
         dtypes=f"(from {', '.join(DTYPES)}; default float32)",
         losses=f"(from {', '.join(losses.NAMES)}; default: model, each model's own loss); every row runs under each",
         resume="skip rows already recorded in --out",

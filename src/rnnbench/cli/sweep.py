@@ -38,18 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def int_list(value: str, what: str) -> list[int]:
     """Comma-separated positive integers (empty items skipped)."""
-    out = []
-    for item in value.split(","):
-        if not item.strip():
-            continue
-        try:
-            n = int(item)
-        except ValueError:
-            raise options.UsageError(f"{what} value {item.strip()!r} is not an integer") from None
-        if n <= 0:
-            raise options.UsageError(f"{what} value {n} must be positive")
-        out.append(n)
-    return out
+    return [plan.positive_int(item.strip(), f"{what} value ") for item in value.split(",") if item.strip()]
 
 
 def _progress(rec: dict) -> None:

@@ -39,6 +39,17 @@ def names(value: str | None, known: Sequence[str], what: str, required: bool = F
     return chosen
 
 
+def positive_int(text: str, what: str) -> int:
+    """`text` as a positive integer, else InputError after `what` (e.g. "size T=", "--lengths value ")."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise InputError(f"{what}{text!r} is not an integer") from None
+    if n <= 0:
+        raise InputError(f"{what}{n} must be positive")
+    return n
+
+
 def parse_sizes(value: str | None) -> dict[str, int]:
     """`KEY=VALUE,...` overrides of model sizes, each a positive integer."""
     out: dict[str, int] = {}
@@ -46,16 +57,9 @@ def parse_sizes(value: str | None) -> dict[str, int]:
         if not item.strip():
             continue
         key, sep, num = item.partition("=")
-        key = key.strip()
         if not sep:
             raise InputError(f"size {item!r} is not KEY=VALUE (e.g. --sizes T=64,H=128)")
-        try:
-            n = int(num)
-        except ValueError:
-            raise InputError(f"size {key}={num!r} is not an integer") from None
-        if n <= 0:
-            raise InputError(f"size {key}={n} must be positive")
-        out[key] = n
+        out[key.strip()] = positive_int(num, f"size {key.strip()}=")
     return out
 
 
@@ -81,12 +85,10 @@ def order(value: str, model: Model, dtype: str) -> int:
     return int(value)
 
 
-def check_drivers_runnable(selected: list[str], explicit: bool) -> None:
+def check_drivers_runnable(named: Sequence[str]) -> None:
     """A driver named explicitly whose framework is missing from this (main) environment is bad
     input. A missing *other* environment is not: its rows say how to create it."""
-    if not explicit:
-        return
-    for name in selected:
+    for name in named:
         d = registry.get_driver(name)
         if d.environments == ("main",):
             reason = d.available()
@@ -104,15 +106,9 @@ def jobs(s: RunSettings) -> list[Job]:
     # Named drivers run in each of their default environments (naming torch_xla_loop means running
     # it); the suite's environments hold for the suite's own drivers.
     suite_envs = "default" if s.drivers else suite.environments
-    envs = (
-        list(s.environments)
-        if s.environments
-        else environments.default_names()
-        if suite_envs == "default"
-        else list(suite_envs)
-    )
+    envs = list(s.environments or (environments.default_names() if suite_envs == "default" else suite_envs))
     size_sets = [used_sizes(s.sizes or {}, models)] if s.sizes is not None or not suite.sizes else list(suite.sizes)
-    check_drivers_runnable(drivers, explicit=s.drivers is not None)
+    check_drivers_runnable(s.drivers or ())
     timing = TimingConfig(budget_s=s.budget)
     pairs = [(d, env) for d in drivers for env in envs if environments.runs(registry.get_driver(d), env)]
     if not pairs:  # a run of nothing would exit 0 with an empty results file
