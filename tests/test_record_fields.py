@@ -133,9 +133,9 @@ def _read_everything(records: list[dict[str, Any]], tmp: Path) -> None:
     probes = _probes()  # of the registry alone, not of the records: computed once
     with (
         mock.patch.object(bug_table, "probes", lambda: probes),
-        mock.patch.object(charts, "_plt", _Pyplot),
-        mock.patch.object(charts, "_save", lambda fig, path: None),
-        mock.patch.object(charts, "_readable_log_y", lambda ax: None),
+        mock.patch.object(charts, "pyplot", _Pyplot),
+        mock.patch.object(charts, "save_png", lambda fig, path: None),
+        mock.patch.object(charts, "readable_log_y", lambda ax: None),
     ):  # reads the drawn axis' limits
         write_report(records, tmp)
         bug_table.format_table(records)

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from rnnbench import record  # noqa: E402
-from rnnbench.report import bars, charts, heatmap, style  # noqa: E402
+from rnnbench.report import bars, heatmap, style  # noqa: E402
 from rnnbench.report.html import write_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,9 +28,9 @@ def _rnn_rows() -> list[dict]:
 
 def _panel(records: list[dict]):
     """Draw the first rnn panel of `records` as bar_chart does; return (axes, its BarRows)."""
-    plt = charts._plt()
+    plt = style.pyplot()
     groups = bars.panels(records, "rnn")
-    rows, unavailable = bars.bar_rows(next(iter(groups.values())), charts.series_namer(records))
+    rows, unavailable = bars.bar_rows(next(iter(groups.values())), style.series_namer(records))
     fig, ax = plt.subplots()
     bars.draw_panel(ax, rows, style.styles(b.series for b in rows), "t", unavailable)
     return fig, ax, rows
@@ -69,7 +69,7 @@ def test_a_failed_row_is_a_labelled_gap_never_a_bar() -> None:
     # the known issues of the real run are gaps too
     known = {r["status"] for r in records if r["status"].startswith("known_issue")}
     assert {b.status for b in gaps} >= {"grad_mismatch"} | known
-    charts._plt().close(fig)
+    style.pyplot().close(fig)
 
 
 def test_the_vendor_layer_is_hatched_in_ink_that_shows_and_rows_carry_their_speedup() -> None:
@@ -87,7 +87,7 @@ def test_the_vendor_layer_is_hatched_in_ink_that_shows_and_rows_carry_their_spee
         lum = lambda c: 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
         assert abs(lum(face) - lum(ink)) > 0.45
     assert any("x vendor" in t.get_text() for t in ax.texts)
-    charts._plt().close(fig)
+    style.pyplot().close(fig)
 
 
 def test_no_two_series_look_alike_however_many() -> None:
@@ -103,7 +103,7 @@ def test_no_two_series_look_alike_however_many() -> None:
 def test_heatmap_labels_fit_their_cells_and_titles_stay_on_the_figure(tmp_path: Path) -> None:
     """Every cell label is at most as wide as its cell, in the drawn figure; the roofline's and the
     bar chart's titles end inside the figure."""
-    plt = charts._plt()
+    plt = style.pyplot()
     records = record.load([DEFAULT_RUN])
     path = heatmap.grad_error_heatmap(records, tmp_path)
     assert path is not None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rnnbench import record
 from rnnbench.report.bars import timed
-from rnnbench.report.charts import latest_rows
+from rnnbench.report.style import latest_rows
 
 DRIVERS = ("torch_nn_rnn", "torch_nn_lstm", "torch_loop", "torch_scan_compiled", "flax_simple_cell", "flax_lstm_cell",
            "jax_lax_scan", "flax_scan")

@@ -17,8 +17,19 @@ from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
-from rnnbench.report.charts import DPI, Series, _plt, _save, series_namer
-from rnnbench.report.style import VENDOR_HATCH, Style, ink_on, styles, wrap
+from rnnbench.report.style import (
+    DPI,
+    VENDOR_HATCH,
+    Series,
+    Style,
+    ink_on,
+    latest_rows,
+    pyplot,
+    save_png,
+    series_namer,
+    styles,
+    wrap,
+)
 
 GAP_COLOR = "#b00000"
 
@@ -63,7 +74,7 @@ def panels(records: list[dict], model: str) -> dict[tuple, list[dict]]:
 
 def bar_rows(rows: list[dict], name) -> tuple[list[BarRow], int]:
     """The bars and gaps of one panel (fastest first, gaps last) and how many rows were unavailable.
-    `name` is the series namer of all records (charts.series_namer)."""
+    `name` is the series namer of all records (style.series_namer)."""
     vendor: dict[tuple[str, str], float] = {}
     for r in rows:
         if r.get("anchor") and timed(r):
@@ -178,7 +189,7 @@ def bar_chart(records: list[dict], model: str, out: Path) -> Path | None:
 def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, title: str, cols: int = 2) -> Path | None:
     """One panel per (model, sizes, dtype, device, loss) group, in the given order, styled from
     the set of series of the whole figure; None when no group has a row that applies."""
-    plt = _plt()
+    plt = pyplot()
     name = series_namer(records)
     drawn = {k: bar_rows(rows, name) for k, rows in groups.items()}
     drawn = {k: v for k, v in drawn.items() if v[0]}  # a panel of rows that all do not apply is no panel
@@ -198,7 +209,7 @@ def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, tit
     for ax in list(axes.flat)[len(drawn) :]:
         ax.set_visible(False)
     fig.suptitle(wrap(title, 8 * cols), fontsize=10)
-    _save(fig, path)
+    save_png(fig, path)
     plt.close(fig)
     return path
 
@@ -209,7 +220,6 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     from rnnbench import record
-    from rnnbench.report.charts import latest_rows
 
     parser = argparse.ArgumentParser(prog="python -m rnnbench.report.bars")
     parser.add_argument("out", type=Path)

@@ -8,93 +8,38 @@ non-ok cells labelled with their status) and the fraction of the GEMM peak reach
 A series is one driver in one environment (labelled by its records' own env_label, "torch 2.13.0",
 "jax 0.10.2") and, when the records come from several machines, on one machine: two machines'
 timings are never drawn as one line, averaged, or divided by each other (a speedup is over the
-torch_loop of the same machine). series_namer() is the one place records are put into series.
-Each chart styles the series it draws (style.styles): colour x marker, so no two look alike.
+torch_loop of the same machine). style.series_namer() is the one place records are put into series.
+Each chart styles the series it draws (style.chart_styles): colour x marker, so no two look alike.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-import numpy as np
-
-from rnnbench.report.style import VENDOR_HATCH, ink_on, styles, wrap
-from rnnbench.report.table import env_label, machine_of, several_machines
+from rnnbench.report.bars import bar_chart
+from rnnbench.report.growth import idiomatic_t_growth_chart, t_growth_chart
+from rnnbench.report.heatmap import grad_error_heatmap
+from rnnbench.report.style import (
+    VENDOR_HATCH,
+    Series,
+    chart_styles,
+    ink_on,
+    pyplot,
+    readable_log_y,
+    save_png,
+    series_namer,
+    wrap,
+)
+from rnnbench.report.table import machine_of, several_machines
 from rnnbench.suites import CHART_BASELINE
 
 LENGTH_KEYS, HIDDEN_KEYS = ("T", "K"), ("H", "n")
-DPI = 100
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig, path: Path) -> None:
-    """PNG with a 256-colour palette: charts have few colours, and the files stay small enough to commit."""
-    import io
-
-    from PIL import Image
-
-    buf = io.BytesIO()
-    fig.savefig(buf, dpi=DPI, format="png")
-    buf.seek(0)
-    Image.open(buf).convert("RGB").quantize(256).save(path, optimize=True)
 
 
 def _key(sizes: dict, keys: tuple[str, ...]) -> str | None:
     return next((k for k in keys if k in sizes), None)
-
-
-class Series(NamedTuple):
-    """What one line, bar group or heatmap row holds: one driver's records from one environment
-    (named by the records' own env_label) and, with records from several machines, one machine
-    ("" when all records come from one)."""
-
-    driver: str
-    env: str
-    machine: str = ""
-
-    @property
-    def label(self) -> str:
-        """The legend/axis label: "jax_lax_scan (jax 0.10.2)", "torch_scan (torch 2.9.0) @ host-b"."""
-        return f"{self.driver} ({self.env})" + (f" @ {self.machine}" if self.machine else "")
-
-
-def series_namer(records: list[dict]) -> Callable[[dict], Series]:
-    """The series of each of `records`: its own driver, its own env label and, when `records`
-    come from several machines, its own machine. A row decided without starting its environment
-    (unavailable, or skipped by a sweep's budget, before any worker ran) is labelled by the
-    environment's name ("xla"); it joins the series of the rows that ran in that environment on
-    its machine when those all ran under one version, and keeps its own label otherwise."""
-    by_machine = several_machines(records)
-    where = lambda r: (r["driver"], r.get("environment_name", "main"), machine_of(r))
-    ran: dict[tuple[str, str, str], set[str]] = defaultdict(set)
-    for r in records:
-        if env_label(r) != r.get("environment_name", "main"):
-            ran[where(r)].add(env_label(r))
-
-    def name(rec: dict) -> Series:
-        label = env_label(rec)
-        versions = ran.get(where(rec), set())
-        if label == rec.get("environment_name", "main") and len(versions) == 1:
-            label = next(iter(versions))
-        return Series(rec["driver"], label, machine_of(rec) if by_machine else "")
-
-    return name
-
-
-def chart_styles(series_rows: dict[Series, list[dict]]) -> dict:
-    """The styles of the series one chart draws (vendor anchors first: their own colours)."""
-    return styles(series_rows, first=[s for s, rows in series_rows.items() if rows and rows[0].get("anchor")])
 
 
 def axis_records(records: list[dict], model: str, axis: str) -> dict[Series, list[dict]]:
@@ -138,7 +83,7 @@ def _not_run_note(rows: list[dict], key: str) -> str:
 
 
 def time_chart(records: list[dict], model: str, axis: str, out: Path) -> Path | None:
-    plt = _plt()
+    plt = pyplot()
     by_series = axis_records(records, model, axis)
     if not by_series:
         return None
@@ -181,7 +126,7 @@ def time_chart(records: list[dict], model: str, axis: str, out: Path) -> Path | 
         title="first call: trace + compile + run (cold process)",
     )
     for ax in (ax_t, ax_c):
-        _readable_log_y(ax)
+        readable_log_y(ax)
         ax.grid(True, which="both", alpha=0.3)
         xs = sorted({r["sizes"][key] for rows in by_series.values() for r in rows})
         ax.set_xticks(xs, [str(v) for v in xs])
@@ -190,21 +135,9 @@ def time_chart(records: list[dict], model: str, axis: str, out: Path) -> Path | 
     fig.text(0.99, 0.01, "x: not run / stopped (see legend)", ha="right", fontsize=8, color="gray")
     fig.tight_layout()
     path = out / f"{axis}_{model}.png"
-    _save(fig, path)
+    save_png(fig, path)
     plt.close(fig)
     return path
-
-
-def _readable_log_y(ax) -> None:
-    """Label 1-2-5 ticks on a log y axis as plain numbers (call after plotting: uses the limits)."""
-    from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullFormatter, NullLocator
-
-    lo, hi = ax.get_ylim()
-    ticks = [m * 10.0**e for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1) for m in (1, 2, 5)]
-    ax.yaxis.set_major_locator(FixedLocator([t for t in ticks if lo <= t <= hi]))
-    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def speedups(records: list[dict], model: str) -> tuple[dict[str, Series], dict[Series, dict[int, Any]]]:
@@ -240,7 +173,7 @@ def speedups(records: list[dict], model: str) -> tuple[dict[str, Series], dict[S
 def speedup_chart(records: list[dict], model: str, out: Path) -> Path | None:
     """Bars: torch_loop median / series median (fwd+bwd) at each trip count, each series over the
     torch_loop of its own machine; line at 1."""
-    plt = _plt()
+    plt = pyplot()
     baselines, ratios = speedups(records, model)
     if not baselines:
         return None
@@ -272,7 +205,7 @@ def speedup_chart(records: list[dict], model: str, out: Path) -> Path | None:
         handles.append(Patch(facecolor=color, edgecolor="black", hatch=hatch, hatchcolor=ink_on(color), label=s.label))
     ax.axhline(1.0, color="black", lw=1)
     ax.set_yscale("log")
-    _readable_log_y(ax)
+    readable_log_y(ax)
     ax.set_xticks(range(len(lengths)), [f"{key}={L}" for L in lengths])
     ax.set_ylabel(f"speedup over {CHART_BASELINE} (fwd+bwd median)")
     against = ", ".join(sorted({b.env for b in baselines.values()}))
@@ -286,14 +219,14 @@ def speedup_chart(records: list[dict], model: str, out: Path) -> Path | None:
     ax.legend(handles=handles, fontsize=8, ncol=3 if any(s.machine for s in series) else 4, loc="upper left")
     fig.tight_layout()
     path = out / f"speedup_{model}.png"
-    _save(fig, path)
+    save_png(fig, path)
     plt.close(fig)
     return path
 
 
 def roofline_chart(records: list[dict], out: Path) -> Path | None:
     """Per model: % of the measured GEMM peak reached by fwd+bwd, vs trip count."""
-    plt = _plt()
+    plt = pyplot()
     models = sorted({r["model"] for r in records if r.get("roofline") and r.get("sweep", {}).get("axis") == "length"})
     if not models:
         return None
@@ -324,7 +257,7 @@ def roofline_chart(records: list[dict], out: Path) -> Path | None:
             )
             ax.set_xlabel(key)
         ax.set(xscale="log", yscale="log", ylabel="% of GEMM peak (fwd+bwd)", title=f"{model}: achieved / peak")
-        _readable_log_y(ax)
+        readable_log_y(ax)
         xs = sorted({x for line in ax.get_lines() for x in line.get_xdata()})
         ax.set_xticks(xs, [f"{v:g}" for v in xs])
         ax.minorticks_off()
@@ -342,44 +275,15 @@ def roofline_chart(records: list[dict], out: Path) -> Path | None:
         fontsize=10,
     )
     path = out / "roofline.png"
-    _save(fig, path)
+    save_png(fig, path)
     plt.close(fig)
     return path
-
-
-def latest_rows(records: list[dict]) -> list[dict]:
-    """One record per row and machine: when a row was run again on the same machine (same model,
-    driver, dtype, device, sizes, environment, loss form, sweep or not), the latest record by
-    timestamp is kept, in first-seen order. The same row from two machines is two rows."""
-
-    def key(r: dict) -> tuple:
-        return (
-            machine_of(r),
-            r["model"],
-            r["driver"],
-            r.get("dtype"),
-            r.get("device"),
-            tuple(sorted((r.get("sizes") or {}).items())),
-            r.get("environment_name"),
-            r.get("loss_form", "model"),
-            "sweep" in r,
-        )
-
-    latest: dict[tuple, dict] = {}
-    for r in records:
-        k = key(r)
-        if k not in latest or r.get("timestamp", "") >= latest[k].get("timestamp", ""):
-            latest[k] = r
-    return list(latest.values())
 
 
 def all_charts(records: list[dict], out: Path) -> list[Path]:
     """Every chart the records hold, in reading order: per model its bar chart (rows of `run`) and
     T-growth chart, then per swept model its time, speedup and hidden-size charts, then the
     roofline and the gradient-error heatmap."""
-    from rnnbench.report.bars import bar_chart
-    from rnnbench.report.growth import t_growth_chart
-
     paths: list[Path | None] = []
     for model in sorted({r["model"] for r in records}):
         paths += [bar_chart(records, model, out), t_growth_chart(records, model, out)]
@@ -388,8 +292,6 @@ def all_charts(records: list[dict], out: Path) -> list[Path]:
         paths.append(speedup_chart(records, model, out))
         paths.append(time_chart(records, model, "hidden", out))
     paths.append(roofline_chart(records, out))
-    from rnnbench.report.heatmap import grad_error_heatmap  # it draws with this module's helpers
-
     paths.append(grad_error_heatmap(records, out))
     return [p for p in paths if p is not None]
 
@@ -398,7 +300,6 @@ if __name__ == "__main__":  # python -m rnnbench.report.charts idiomatic-tgrowth
     import sys
 
     from rnnbench import record
-    from rnnbench.report.growth import idiomatic_t_growth_chart
 
     if len(sys.argv) != 4 or sys.argv[1] != "idiomatic-tgrowth":
         sys.exit("usage: python -m rnnbench.report.charts idiomatic-tgrowth RECORDS.jsonl OUT.png")

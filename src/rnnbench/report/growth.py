@@ -15,8 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from rnnbench.report.bars import timed
-from rnnbench.report.charts import DPI, _plt, _readable_log_y, _save, series_namer
-from rnnbench.report.style import Style, styles, wrap
+from rnnbench.report.style import DPI, Style, pyplot, readable_log_y, save_png, series_namer, styles, wrap
 
 
 def t_panels(records: list[dict], model: str) -> dict[tuple, list[dict]]:
@@ -82,7 +81,7 @@ def _finish(ax, ts: list[int], drawn: list[float], title: str) -> None:
     ax.set(xscale="log", yscale="log", xlabel="T (steps)", ylabel="fwd+bwd median ms (band: IQR)")
     ax.set_title(title, fontsize=9)
     if drawn:
-        _readable_log_y(ax)
+        readable_log_y(ax)
     ax.grid(True, which="both", alpha=0.3)
     ax.set_xticks(ts, [str(t) for t in ts])
     ax.minorticks_off()
@@ -94,7 +93,7 @@ def t_growth_chart(records: list[dict], model: str, out: Path) -> Path | None:
     groups = t_panels(records, model)
     if not groups:
         return None
-    plt = _plt()
+    plt = pyplot()
     name = series_namer(records)
     every = [r for rows in groups.values() for r in rows]
     look = styles((name(r) for r in every), first=(name(r) for r in every if r.get("anchor")))
@@ -114,7 +113,7 @@ def t_growth_chart(records: list[dict], model: str, out: Path) -> Path | None:
         fontsize=10,
     )
     path = out / f"tgrowth_{model}.png"
-    _save(fig, path)
+    save_png(fig, path)
     plt.close(fig)
     return path
 
@@ -126,7 +125,7 @@ def idiomatic_t_growth_chart(records: list[dict], path: Path) -> Path | None:
     rows = [r for r in records if (r.get("sizes") or {}).get("T")]
     if not rows:
         return None
-    plt = _plt()
+    plt = pyplot()
     driver = lambda r: r["driver"]
     look = styles({r["driver"] for r in rows})
     fig, ax = plt.subplots(figsize=(11, 6.5), layout="constrained", dpi=DPI)
@@ -141,6 +140,6 @@ def idiomatic_t_growth_chart(records: list[dict], path: Path) -> Path | None:
         f"{first['model']}: fwd+bwd time vs T ({fixed}, {first['dtype']}, "
         f"{(first.get('settings') or {}).get('threads', '?')} thread(s))",
     )
-    _save(fig, path)
+    save_png(fig, path)
     plt.close(fig)
     return path

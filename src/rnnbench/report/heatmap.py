@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from rnnbench.report.charts import Series, _plt, _save, series_namer
+from rnnbench.report.style import Series, pyplot, save_png, series_namer
 
 
 class HeatmapCells(NamedTuple):
@@ -81,7 +81,7 @@ def grad_error_heatmap(records: list[dict], out: Path) -> Path | None:
     dtype; a cell whose worst row is not ok shows that status instead (heatmap_cells)."""
     from matplotlib.colors import LogNorm
 
-    plt = _plt()
+    plt = pyplot()
     cells = heatmap_cells(records)
     if cells is None:
         return None
@@ -117,6 +117,6 @@ def grad_error_heatmap(records: list[dict], out: Path) -> Path | None:
     if notes:
         ax.set_xlabel("\n".join(f"[{n}] {status}" for status, n in notes.items()), fontsize=7, loc="left")
     path = out / "grad_error_heatmap.png"
-    _save(fig, path)
+    save_png(fig, path)
     plt.close(fig)
     return path

@@ -12,7 +12,8 @@ import html
 from pathlib import Path
 from typing import Any
 
-from rnnbench.report.charts import all_charts, latest_rows
+from rnnbench.report.charts import all_charts
+from rnnbench.report.style import latest_rows
 from rnnbench.report.table import env_label, loss_label, machine_of, several_machines
 
 COLUMNS = (

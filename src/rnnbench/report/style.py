@@ -1,5 +1,7 @@
-"""How series look in one chart: each gets a colour and a marker (and, for bars, a hatch) from the
-set of series in that chart, so that no two of them look alike however many there are.
+"""What a chart draws and how it looks: records put into series (series_namer: one driver in one
+environment and, with records from several machines, on one machine), one record per row
+(latest_rows), a look per series, and the figure plumbing every chart shares (pyplot on Agg,
+save_png, readable_log_y).
 
 The first len(PALETTE) series get distinct colours, all with the first marker; the next ones
 reuse the colours with the next marker (and the next bar hatch), and so on: the (colour, marker)
@@ -9,8 +11,15 @@ VENDOR_HATCH on bars and a dashed line, drawn in a colour that shows on the bar'
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable
+from pathlib import Path
 from typing import NamedTuple, TypeVar
+
+import numpy as np
+
+from rnnbench.record import row_key
+from rnnbench.report.table import env_label, machine_of, several_machines
 
 # tab10 without its grey (a grey series reads as "disabled" beside the grey of gaps and grids),
 # plus two darker hues; no black (a black bar hides black hatching).
@@ -30,6 +39,7 @@ PALETTE = (
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 BAR_HATCHES = ("", "..", "xx", "oo", "--", "||", "++", "**")  # a bar's repeat class (MARKERS' index)
 VENDOR_HATCH = "///"
+DPI = 100
 
 K = TypeVar("K", bound=Hashable)
 
@@ -71,3 +81,92 @@ def wrap(text: str, width_in: float, fontsize: float = 10) -> str:
 
     per_line = max(20, int(width_in * 72 / (0.55 * fontsize)))
     return "\n".join(textwrap.fill(part, per_line) for part in text.split("\n"))
+
+
+class Series(NamedTuple):
+    """What one line, bar group or heatmap row holds: one driver's records from one environment
+    (named by the records' own env_label) and, with records from several machines, one machine
+    ("" when all records come from one)."""
+
+    driver: str
+    env: str
+    machine: str = ""
+
+    @property
+    def label(self) -> str:
+        """The legend/axis label: "jax_lax_scan (jax 0.10.2)", "torch_scan (torch 2.9.0) @ host-b"."""
+        return f"{self.driver} ({self.env})" + (f" @ {self.machine}" if self.machine else "")
+
+
+def series_namer(records: list[dict]) -> Callable[[dict], Series]:
+    """The series of each of `records`: its own driver, its own env label and, when `records`
+    come from several machines, its own machine. A row decided without starting its environment
+    (unavailable, or skipped by a sweep's budget, before any worker ran) is labelled by the
+    environment's name ("xla"); it joins the series of the rows that ran in that environment on
+    its machine when those all ran under one version, and keeps its own label otherwise."""
+    by_machine = several_machines(records)
+    where = lambda r: (r["driver"], r.get("environment_name", "main"), machine_of(r))
+    ran: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for r in records:
+        if env_label(r) != r.get("environment_name", "main"):
+            ran[where(r)].add(env_label(r))
+
+    def name(rec: dict) -> Series:
+        label = env_label(rec)
+        versions = ran.get(where(rec), set())
+        if label == rec.get("environment_name", "main") and len(versions) == 1:
+            label = next(iter(versions))
+        return Series(rec["driver"], label, machine_of(rec) if by_machine else "")
+
+    return name
+
+
+def chart_styles(series_rows: dict[Series, list[dict]]) -> dict:
+    """The styles of the series one chart draws (vendor anchors first: their own colours)."""
+    return styles(series_rows, first=[s for s, rows in series_rows.items() if rows and rows[0].get("anchor")])
+
+
+def latest_rows(records: list[dict]) -> list[dict]:
+    """One record per row and machine: when a row (record.row_key) was run again on the same machine,
+    the latest record by timestamp is kept, in first-seen order; a sweep's record of a row is apart
+    from a run's. The same row from two machines is two rows."""
+    latest: dict[tuple, dict] = {}
+    for r in records:
+        k = (machine_of(r), row_key(r), "sweep" in r)
+        if k not in latest or r.get("timestamp", "") >= latest[k].get("timestamp", ""):
+            latest[k] = r
+    return list(latest.values())
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, imported on first use: tables and pages need no matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_png(fig, path: Path) -> None:
+    """PNG with a 256-colour palette: charts have few colours, and the files stay small enough to commit."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=DPI, format="png")
+    buf.seek(0)
+    Image.open(buf).convert("RGB").quantize(256).save(path, optimize=True)
+
+
+def readable_log_y(ax) -> None:
+    """Label 1-2-5 ticks on a log y axis as plain numbers (call after plotting: uses the limits)."""
+    from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullFormatter, NullLocator
+
+    lo, hi = ax.get_ylim()
+    ticks = [m * 10.0**e for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1) for m in (1, 2, 5)]
+    ax.yaxis.set_major_locator(FixedLocator([t for t in ticks if lo <= t <= hi]))
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_minor_formatter(NullFormatter())
