@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import textwrap
+
 import numpy as np
 import pytest
 
 import rnnbench
+import rnnbench.api
+from rnnbench.api.validate import Inputs
 
 
 def tanh_step(ops, params, carry, x):
@@ -31,6 +37,21 @@ def test_readme_example_agrees_on_every_driver() -> None:
         and len(scan) == 4
     ), str(report)
     assert report.oracle_kind == "dual"  # exact: dual numbers over the numpy step (check/oracle.py)
+
+
+def test_the_api_docstring_example_runs() -> None:
+    """The example of rnnbench.api's docstring (its indented block), run as written."""
+    lines = rnnbench.api.__doc__.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("    "))
+    end = next(i for i in range(first, len(lines)) if lines[i] and not lines[i].startswith("    "))
+    example = textwrap.dedent("\n".join(lines[first:end]))
+    assert "check_recurrence(" in example and "drivers=" in example  # the example, on a few drivers
+    exec(compile(example, "rnnbench.api.__doc__", "exec"), {})
+
+
+def test_check_recurrence_arguments_are_the_inputs_fields() -> None:
+    """check_recurrence hands its arguments on as one Inputs value (Inputs(**locals())): one field each."""
+    assert list(inspect.signature(rnnbench.check_recurrence).parameters) == [f.name for f in dataclasses.fields(Inputs)]
 
 
 def test_pytree_carry_without_xs_and_trainable_init() -> None:

@@ -17,6 +17,17 @@ def rnnbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
     )
 
 
+@pytest.mark.parametrize("args", [["--help"], ["fuzz", "--help"]])
+def test_help_names_the_oracle_ladder_not_finite_differences(args: list[str]) -> None:
+    """What gradients are compared with, as the help says it: the oracle ladder (finite differences
+    are its last rung only, where a step has no derivative)."""
+    proc = rnnbench(*args)
+    text = " ".join(proc.stdout.split())
+    assert proc.returncode == 0, proc.stderr
+    assert "vs finite differences" not in text and "float64 finite differences" not in text, text
+    assert args != ["--help"] or text.count("oracle ladder") == 2, text  # the description and fuzz's line
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [

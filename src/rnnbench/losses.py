@@ -5,7 +5,8 @@ loss on the last output leaves every earlier output's cotangent zero.
 
 Each form is written once against `ops` (so it runs on every driver) and knows its cotangents in
 closed form: the hand oracles, which take output cotangents (Model.cotangent_consts), then give the
-gradient under any form without finite differences. Shapes: ys (T, ...), carry a tuple of leaves.
+gradient under any form (elsewhere the oracle ladder's dual numbers do, rnnbench.check.oracle).
+Shapes: ys (T, ...), carry a tuple of leaves.
 """
 
 from __future__ import annotations
@@ -178,7 +179,8 @@ def with_loss(model: Model, case: Case, name: str) -> tuple[Model, Case]:
 
     The form's weights are drawn from the case's seed and the form's name (the same on every
     machine). The oracle: the model's hand oracle fed the form's exact cotangents, where the model
-    can take them (Model.cotangent_consts); else None, i.e. finite differences with error bounds."""
+    can take them (Model.cotangent_consts); else None, i.e. the oracle ladder (rnnbench.check.oracle:
+    dual numbers over the numpy step)."""
     if name == MODEL_LOSS:
         return model, case
     form = form_named(name)

@@ -107,7 +107,8 @@ class Model:
     loss(ops, consts, ys, carry_T) -> scalar.
     make_case(sizes, seed) -> Case: seeded canonical data.
     oracle(case) -> {name: float64 gradient}: shares no autodiff engine with any driver
-        (hand-derived BPTT, closed forms). None means central finite differences are the oracle.
+        (hand-derived BPTT, closed forms). None: the oracle ladder's exact dual numbers over the
+        numpy step (rnnbench.check.oracle).
     kind: the computation family that vendor layers (anchor drivers) recognise, e.g. "elman_tanh".
     flops(sizes) -> {"fwd": ..., "fwd_bwd": ...}: floating-point operations of one forward and one
         forward+backward pass, counted analytically (models/_flops.py states the convention), for
@@ -120,7 +121,8 @@ class Model:
     cotangent_consts(dys, dcarry) -> consts: for a loss linear in ys and the final carry, the consts
         under which `loss` has exactly these cotangents (dys (T, ...), one array per carry leaf), so
         the hand oracle gives the gradient under any loss form of rnnbench.losses; None where the
-        loss has no weight for a nonzero cotangent. Absent: other loss forms use finite differences.
+        loss has no weight for a nonzero cotangent. Absent: under other loss forms the oracle ladder
+        answers.
     suite: "core" (the benchmark comparison: `rnnbench run` by default, tested at every dtype) or
         "bugs" (bug-class cases from docs/bugs.md: `rnnbench run --suite bugs`, tested at float64, since
         the classes they target do not depend on the dtype).

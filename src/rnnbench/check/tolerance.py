@@ -62,8 +62,9 @@ _MAX_REL_ERROR = {
 # 1e-4), the loss-difference H v oracle's is ~1e-11 |L| (eps |L| / h^2, h = 2e-3). Without it a
 # stationary point or a loss linear in some input (true value 0) compares noise against noise. The
 # cost: an input whose every gradient is below 1e-3 |L| has its errors measured against 1e-3 |L|, so
-# a wrong gradient there must exceed tolerance * 1e-3 |L| to show (float64 finite differences:
-# 1e-9 |L|); an input with gradients of the loss's own order is unaffected.
+# a wrong gradient there must exceed tolerance * 1e-3 |L| to show (float64: 1e-12 |L| against an
+# exact oracle, 1e-9 |L| against finite differences); an input with gradients of the loss's own
+# order is unaffected.
 ABSOLUTE_SCALE = 1e-3
 
 

@@ -1,5 +1,5 @@
-"""`rnnbench fuzz`: random step bodies on every driver, gradients (and H v) against float64 finite
-differences (rnnbench.fuzz), one record per (body, driver, dtype) outcome."""
+"""`rnnbench fuzz`: random step bodies on every driver, gradients (and H v) against the oracle ladder
+(rnnbench.fuzz, rnnbench.check.oracle), one record per (body, driver, dtype) outcome."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rnnbench.cli import options
 from rnnbench.run import executors, local_pool, parent, plan
 
 NAME = "fuzz"
-HELP = "random step bodies on every driver, gradients (and H v) vs float64 finite differences"
+HELP = "random step bodies on every driver, gradients (and H v) vs the oracle ladder (exact dual numbers)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,6 +1,7 @@
 """Command line: `rnnbench run` (the default comparison), `rnnbench list`, `rnnbench table`,
 `rnnbench sweep` (sizes, cold rows, time budgets), `rnnbench report` (charts + HTML from records),
-`rnnbench fuzz` (random step bodies on every driver: first and second order vs finite differences).
+`rnnbench fuzz` (random step bodies on every driver: first and second order vs the oracle ladder,
+exact dual numbers with finite differences only where a step has no derivative).
 
 Exit codes: 0 every row ok, unavailable or a registered known issue (known_issue:<id>); 1 some row
 failed its check or crashed, or a registered known issue no longer reproduces

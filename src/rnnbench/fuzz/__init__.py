@@ -1,2 +1,3 @@
 """Loop-body fuzzer: random step bodies from a small grammar, run on every driver, checked against
-float64 finite differences (gradients and Hessian-vector products), failures shrunk to a minimal body."""
+the oracle ladder (gradients and Hessian-vector products: exact dual numbers, finite differences only
+where a step has no derivative), failures shrunk to a minimal body."""

@@ -9,8 +9,8 @@ per-step input x (n,), vector parameters p0, p1 (n,) and a matrix parameter W (n
 Trip counts 1-6, or 8/12/16 for ~30% of bodies; ~20% also read a parameter u that never reaches the
 loss (its true gradient is zero: an answer the drivers must give, not an error).
 Denominators are bounded away from 0 and exp's argument is bounded, so bodies are defined
-everywhere; growth over the steps can still make a draw ill-conditioned, which the runner detects
-(finite differences at two step sizes disagree) and skips with a count.
+everywhere; growth over the steps can still make a draw ill-conditioned: one whose numpy forward
+overflows or raises a floating-point exception is skipped with a count (rnnbench.fuzz.cases.build).
 
 Expressions are nested tuples: ("leaf", name) | ("const", value) | ("un", op, e) | ("bin", op, a, b)
 | ("div", style, a, b) | ("matvec", e). `source()` renders them against the `ops` namespace, so one
