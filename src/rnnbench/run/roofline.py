@@ -1,15 +1,19 @@
-"""Roofline: this machine's best GEMM rate (`peak_for`, cached per machine), and each timed row's
-GFLOP/s as a fraction of it (`with_roofline`, `Roofline`).
+"""Roofline: a machine's best GEMM rate, and each timed row's GFLOP/s as a fraction of it.
 
-`gemm_peak` is the best GEMM rate among the frameworks present (each Framework's `gemm`, and
-numpy's) at a dtype and thread count, measured in a process pinned like the rows, over square sizes
-and the rows' own GEMM shapes; `with_roofline` turns a model's analytic FLOP count and a median time
-into GFLOP/s and a fraction of that peak, for every timed row of `run` and `sweep`.
+One measurement for every device (`cached_peak`): the rates of each framework present over square
+sizes and the rows' own GEMM shapes (`measure_rates`), taken in a fresh process (`in_worker`, which
+`serve` answers), cached in a file under cache_root() per key, under the file's lock so that two
+runs never time GEMMs on the same hardware at once. This module measures the CPU (`peak_for`: the
+best GEMM among the frameworks' `gemm` and numpy's at a dtype and thread count, in a process pinned
+like the rows); rnnbench.run.device_peak measures a GPU the same way. `with_roofline` turns a
+model's analytic FLOP count and a median time into GFLOP/s and a fraction of the peak, for every
+timed row of `run` and `sweep`; `Roofline` and device_peak.DeviceRoofline annotate records with it.
 """
 
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import json
 import os
 import re
@@ -22,6 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from rnnbench import record, registry
+from rnnbench.run import environments
 from rnnbench.run.caches import cache_root
 from rnnbench.run.cpus import CONTENDED_CPUS, MIN_OTHERS_WALL_S, choose_cpus, cpu_clock, pin_process
 
@@ -32,6 +40,11 @@ PEAK_METHOD = (
     "pinned to as many CPUs as the rows' threads: square n = 256..2048 and the rows' own GEMM shapes, "
     "2mkn / fastest call (2 warm-ups, then at least 10 calls and 0.3 s), max over shapes and frameworks"
 )
+# A GEMM of one shape: (m, k, n) -> a callable computing an (m, k) @ (k, n) product at the measured
+# dtype to completion, or None where the library has no such dtype.
+GemmOf = Callable[[int, int, int], Callable[[], Any] | None]
+# Framework.gemm's signature: (a, b: float64 numpy (m, k) and (k, n), dtype) -> as GemmOf's callable.
+Gemm = Callable[[Any, Any, str], Callable[[], Any] | None]
 
 
 def gemm_shapes(sizes: Iterable[Mapping[str, int]] = ()) -> list[tuple[int, int, int]]:
@@ -53,43 +66,8 @@ def gemm_shapes(sizes: Iterable[Mapping[str, int]] = ()) -> list[tuple[int, int,
     return sorted(shapes)
 
 
-def _shape_name(shape: Sequence[int]) -> str:
+def shape_name(shape: Sequence[int]) -> str:
     return "x".join(str(int(x)) for x in shape)
-
-
-def _random_pair(m: int, k: int, n: int):
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    return rng.standard_normal((m, k)), rng.standard_normal((k, n))
-
-
-def _numpy_gemm(a, b, dtype: str) -> Callable[[], Any] | None:
-    if dtype not in ("float32", "float64"):
-        return None  # numpy has no bfloat16
-    a, b = a.astype(dtype), b.astype(dtype)
-    return lambda: a @ b
-
-
-# A GEMM (Framework.gemm's signature): (a, b: float64 numpy (m, k) and (k, n), dtype) -> a callable
-# computing a @ b at dtype to completion, or None where the library has no such dtype.
-Gemm = Callable[[Any, Any, str], Callable[[], Any] | None]
-
-
-def peak_gemms() -> list[tuple[str, str, Gemm, Callable[[int], None]]]:
-    """(name recorded as gemm_peak.framework, module that must be importable, its GEMM, how to set
-    its threads): every registered framework that has a `gemm`, then numpy."""
-    from rnnbench import registry
-
-    out: list[tuple[str, str, Gemm, Callable[[int], None]]] = [
-        (f.name, f.module, f.gemm, f.set_threads) for f in registry.frameworks().values() if f.gemm is not None
-    ]
-    return out + [("numpy", "numpy", _numpy_gemm, lambda threads: None)]
-
-
-def peak_frameworks() -> tuple[str, ...]:
-    """The names a gemm_peak.framework may have."""
-    return tuple(name for name, _, _, _ in peak_gemms())
 
 
 def best_gflops(
@@ -108,120 +86,82 @@ def best_gflops(
     return flops / max(best, 1e-9) / 1e9
 
 
-def measure_gemms(dtype: str, threads: int, shapes: Sequence[Sequence[int]]) -> dict[str, Any]:
-    """In this process (pinned already): GFLOP/s of each library of peak_gemms() present on each
-    shape, each with its threads set to `threads`. Returns {"by_framework": {name: {"mxkxn":
-    gflops}}, "errors": {name: why it has no numbers}}."""
-    import importlib.util
-
+def measure_rates(
+    gemms: Iterable[tuple[str, Callable[[], str | None], GemmOf]], shapes: Sequence[Sequence[int]], missing: str
+) -> dict[str, Any]:
+    """In this process: GFLOP/s of each (name, ready, gemm_of) on each (m, k, n) of `shapes`. ready()
+    says why that GEMM cannot run here, or readies it (its threads) and returns None; `missing` is
+    the error where gemm_of has no GEMM. Returns {"by_framework": {name: {"mxkxn": gflops}},
+    "errors": {name: why it has no numbers}}: one library failing leaves the others' numbers."""
     out: dict[str, Any] = {"by_framework": {}, "errors": {}}
-    for name, module, gemm, set_threads in peak_gemms():
-        if importlib.util.find_spec(module) is None:
-            out["errors"][name] = "not installed"
-            continue
+    for name, ready, gemm_of in gemms:
         try:
-            set_threads(threads)
+            why = ready()
+            if why:
+                out["errors"][name] = why
+                continue
             rates = {}
             for m, k, n in shapes:
-                fn = gemm(*_random_pair(int(m), int(k), int(n)), dtype)
+                fn = gemm_of(int(m), int(k), int(n))
                 if fn is None:
-                    raise TypeError(f"no {dtype} GEMM")
-                rates[_shape_name((m, k, n))] = best_gflops(fn, 2.0 * m * k * n)
-            out["by_framework"][name] = rates
+                    raise TypeError(missing)
+                rates[shape_name((m, k, n))] = best_gflops(fn, 2.0 * m * k * n)
+            if rates:
+                out["by_framework"][name] = rates
         except Exception as exc:  # one library failing leaves the others' numbers
             out["errors"][name] = f"{type(exc).__name__}: {exc}"[:300]
     return out
 
 
-def peak_cache_path() -> Path:
-    """$XDG_CACHE_HOME/rnnbench/gemm_peak.json (default ~/.cache/rnnbench/gemm_peak.json)."""
-    return cache_root() / "gemm_peak.json"
-
-
-def _peak_key(dtype: str, threads: int, cpus: Sequence[int]) -> dict[str, Any]:
-    from rnnbench import record
-    from rnnbench.run import environments
-
-    machine = record.machine()
-    versions = dict(environments.package_versions("main"))
-    return {
-        "hostname": machine["hostname"],
-        "cpu": machine["cpu"],
-        "affinity_size": len(cpus),
-        "dtype": dtype,
-        "threads": threads,
-        "versions": {p: versions.get(p, "missing") for p in peak_packages()},
-    }
-
-
-def peak_packages() -> list[str]:
-    """The packages whose versions decide the peak: those of the frameworks with a GEMM, and numpy."""
-    from rnnbench import registry
-
-    return sorted({"numpy", *(p for f in registry.frameworks().values() if f.gemm is not None for p in f.packages)})
-
-
-def peak_for(
-    dtype: str,
-    threads: int,
-    sizes: Iterable[Mapping[str, int]] = (),
-    cpus: Sequence[int] | None = None,
-    python: str | None = None,
-    timeout_s: float = 900.0,
+def cached_peak(
+    path: Path,
+    key: Mapping[str, Any],
+    shapes: Sequence[tuple[int, int, int]],
+    measure: Callable[[list[tuple[int, int, int]]], dict[str, Any]],
+    **fields: Any,
 ) -> dict[str, Any]:
-    """This machine's GEMM peak at `dtype` and `threads` (the record's `gemm_peak`): the best rate
-    of any framework present on any shape of gemm_shapes(sizes), measured in a fresh process
-    (`python`, default the main environment's) pinned to `cpus` (default choose_cpus(threads), the
-    rows' CPUs) with the rows' thread settings. Cached in peak_cache_path() under hostname, CPU
-    model, affinity size, dtype, threads and framework versions: shapes already measured are not
-    measured again, new ones are added, an entry older than PEAK_MAX_AGE_DAYS is measured anew;
-    rates of one shape keep their best (a disturbed measurement is only ever too slow), and an
-    entry whose measurements all had other work on its CPUs (others_on_cpus > CONTENDED_CPUS) is
-    measured again, every shape, at each call until one measurement is calm. The file is locked
-    while one process measures, so two runs do not time GEMMs on the same CPUs at once."""
-    from rnnbench.run import environments
-
-    cpus = list(cpus) if cpus is not None else choose_cpus(threads)
-    key = _peak_key(dtype, threads, cpus)
+    """The entry of `key` in the peak cache `path`, with rates of every one of `shapes`. Shapes
+    already measured are not measured again; the others are measured (measure(shapes): a fresh
+    process's measure_rates, with others_on_cpus where known and any identity of the hardware,
+    which the entry keeps, as it keeps `fields`) and added. An entry older than PEAK_MAX_AGE_DAYS,
+    or of another shape, is measured anew; rates of one shape keep their best (a disturbed
+    measurement is only ever too slow); an entry whose measurements all had other work on its CPUs
+    (others_on_cpus > CONTENDED_CPUS) is measured again, every shape, at each call until one
+    measurement is calm. The file is locked while one process measures, so two runs never time
+    GEMMs on the same hardware at once."""
     key_text = json.dumps(key, sort_keys=True)
-    shapes = gemm_shapes(sizes)
-    path = peak_cache_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        entries = _cached_entries(path)
+        entries = cached_entries(path)
         entry = entries.get(key_text)
         if not _valid_entry(entry) or time.time() - entry.get("measured_epoch", 0) > PEAK_MAX_AGE_DAYS * 86400:
-            entry = {"key": key, "by_framework": {}}  # of another shape, or old: measured again
+            entry = {"key": dict(key), "by_framework": {}}  # of another shape, or old: measured again
         done = set.intersection(*(set(r) for r in entry["by_framework"].values())) if entry["by_framework"] else set()
-        missing = [s for s in shapes if _shape_name(s) not in done]
+        missing = [s for s in shapes if shape_name(s) not in done]
         if (entry.get("others_on_cpus") or 0.0) > CONTENDED_CPUS:
             # measured while other work ran on these CPUs: every shape again, until a calm measurement
             missing = sorted({*missing, *(tuple(int(x) for x in name.split("x")) for name in done)})
         if missing:
-            got = _measure_in_worker(
-                {"dtype": dtype, "threads": threads, "cpus": cpus, "shapes": missing},
-                python or environments.get("main").python,
-                timeout_s,
-            )
-            for framework, rates in got["by_framework"].items():
+            got = dict(measure(missing))
+            for framework, rates in got.pop("by_framework").items():
                 old = entry["by_framework"].setdefault(framework, {})
                 for shape, rate in rates.items():
                     old[shape] = max(rate, old.get(shape, 0.0))
-            entry["errors"] = got.get("errors", {})
-            if got.get("others_on_cpus") is not None:  # the calmest measurement so far
-                entry["others_on_cpus"] = min(got["others_on_cpus"], entry.get("others_on_cpus", got["others_on_cpus"]))
+            others, calmest = got.pop("others_on_cpus", None), entry.get("others_on_cpus")
+            if others is not None:  # the calmest measurement so far
+                entry["others_on_cpus"] = others if calmest is None else min(others, calmest)
+            entry.update({"errors": {}, **got, **fields})
             entry["measured_epoch"] = entry.get("measured_epoch") or time.time()
             entry["measured"] = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(entry["measured_epoch"]))
-            entry["cpus"] = cpus
             entries[key_text] = entry
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps({"entries": entries}, indent=1, sort_keys=True))
             os.replace(tmp, path)
-    return _peak_summary(entry, dtype, threads, cpus, path)
+    return entry
 
 
-def _cached_entries(path: Path) -> dict[str, Any]:
+def cached_entries(path: Path) -> dict[str, Any]:
     """The cache file's entries by key text; {} for a missing file or one of another shape (another
     version's, hand-edited, cut short): the peak is then measured again, and the file rewritten."""
     try:
@@ -258,58 +198,178 @@ def _valid_entry(entry: Any) -> bool:
     return isinstance(cpus, list) and all(isinstance(c, int) and not isinstance(c, bool) for c in cpus)
 
 
-def _measure_in_worker(request: dict[str, Any], python: str, timeout_s: float) -> dict[str, Any]:
-    """measure_gemms in a fresh `python` process with the rows' thread settings, pinned to
-    request["cpus"] before it imports a framework (`python -m rnnbench.run.roofline peak REQUEST`)."""
-    from rnnbench.run import environments
-
-    env = {**os.environ, **environments.thread_env(int(request["threads"]))}
+def in_worker(
+    module: str, request: Mapping[str, Any], python: str, timeout_s: float, env: Mapping[str, str], what: str
+) -> dict[str, Any]:
+    """`python -m <module> REQUEST_JSON` (its `serve`) with `env` added to this process's environment:
+    the measurement's answer."""
     proc = subprocess.run(
-        [python, "-m", "rnnbench.run.roofline", "peak", json.dumps(request)],
+        [python, "-m", module, json.dumps(request)],
         capture_output=True,
         text=True,
-        env=env,
+        env={**os.environ, **env},
         timeout=timeout_s,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"GEMM peak measurement failed: {proc.stderr.strip().splitlines()[-1:]}")
+        raise RuntimeError(f"{what} peak measurement failed: {proc.stderr.strip().splitlines()[-1:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def best_rates(entry: Mapping[str, Any], what: str = "GEMM") -> tuple[tuple[float, str, str], dict[str, float]]:
-    """(best (GFLOP/s, framework, shape), the best rate per shape) of a measured peak entry."""
-    best = (0.0, "", "")
-    by_size: dict[str, float] = {}
+def serve(measure: Callable[[dict[str, Any]], dict[str, Any]], module: str) -> None:
+    """The measuring process's main (`python -m <module> REQUEST_JSON`): measure(request) as one JSON line."""
+    if len(sys.argv) != 2:
+        sys.exit(f"usage: python -m {module} REQUEST_JSON")
+    print(json.dumps(measure(json.loads(sys.argv[1]))))
+
+
+def peak_summary(
+    entry: Mapping[str, Any],
+    squares: Iterable[int],
+    what: str,
+    identity: Mapping[str, Any],
+    cache: Path | str,
+    method: str,
+) -> dict[str, Any]:
+    """The record's gemm_peak from a measured entry: the best rate over frameworks and shapes (and
+    where), what it was measured on (`identity`), the best rate per shape (the squares, and the
+    shapes within half the best), per framework, and how it was measured."""
+    best, by_size = (0.0, "", ""), {}
     for framework, rates in entry["by_framework"].items():
         for shape, rate in rates.items():
             by_size[shape] = max(rate, by_size.get(shape, 0.0))
             best = max(best, (rate, framework, shape))
     if best[0] <= 0:
         raise RuntimeError(f"{what} peak measurement found no framework: {entry.get('errors')}")
-    return best, by_size
-
-
-def _peak_summary(
-    entry: Mapping[str, Any], dtype: str, threads: int, cpus: Sequence[int], path: Path
-) -> dict[str, Any]:
-    best, by_size = best_rates(entry)
-    squares = {f"{n}x{n}x{n}" for n in PEAK_SQUARE}
+    names = {f"{n}x{n}x{n}" for n in squares}
     return {
         "gflops": best[0],
         "framework": best[1],
         "shape": best[2],
-        "dtype": dtype,
-        "threads": threads,
-        "cpus": list(cpus),
-        "by_size": {s: round(r, 2) for s, r in sorted(by_size.items()) if s in squares or r >= 0.5 * best[0]},
+        **identity,
+        "by_size": {s: round(r, 2) for s, r in sorted(by_size.items()) if s in names or r >= 0.5 * best[0]},
         "by_framework_best": {f: round(max(r.values()), 2) for f, r in entry["by_framework"].items() if r},
         "shapes_measured": len(by_size),
         "measured": entry.get("measured"),
         "errors": entry.get("errors", {}),
-        "others_on_cpus": entry.get("others_on_cpus"),
-        "cache": str(path),
-        "method": PEAK_METHOD,
+        "cache": cache,
+        "method": method,
     }
+
+
+# --- the CPU's peak ---------------------------------------------------------------------------------
+
+
+def _random_pair(m: int, k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((m, k)), rng.standard_normal((k, n))
+
+
+def _numpy_gemm(a, b, dtype: str) -> Callable[[], Any] | None:
+    if dtype not in ("float32", "float64"):
+        return None  # numpy has no bfloat16
+    a, b = a.astype(dtype), b.astype(dtype)
+    return lambda: a @ b
+
+
+def peak_gemms() -> list[tuple[str, str, Gemm, Callable[[int], None]]]:
+    """(name recorded as gemm_peak.framework, module that must be importable, its GEMM, how to set
+    its threads): every registered framework that has a `gemm`, then numpy."""
+    out: list[tuple[str, str, Gemm, Callable[[int], None]]] = [
+        (f.name, f.module, f.gemm, f.set_threads) for f in registry.frameworks().values() if f.gemm is not None
+    ]
+    return out + [("numpy", "numpy", _numpy_gemm, lambda threads: None)]
+
+
+def peak_frameworks() -> tuple[str, ...]:
+    """The names a gemm_peak.framework may have."""
+    return tuple(name for name, _, _, _ in peak_gemms())
+
+
+def measure_gemms(dtype: str, threads: int, shapes: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """In this process (pinned already): measure_rates of each library of peak_gemms() present, each
+    with its threads set to `threads`."""
+
+    def ready(module: str, set_threads: Callable[[int], None]) -> str | None:
+        if importlib.util.find_spec(module) is None:
+            return "not installed"
+        set_threads(threads)
+        return None
+
+    gemms = [
+        (name, lambda m=module, t=set_threads: ready(m, t), lambda m, k, n, g=gemm: g(*_random_pair(m, k, n), dtype))
+        for name, module, gemm, set_threads in peak_gemms()
+    ]
+    return measure_rates(gemms, shapes, f"no {dtype} GEMM")
+
+
+def peak_cache_path() -> Path:
+    """$XDG_CACHE_HOME/rnnbench/gemm_peak.json (default ~/.cache/rnnbench/gemm_peak.json)."""
+    return cache_root() / "gemm_peak.json"
+
+
+def _peak_key(dtype: str, threads: int, cpus: Sequence[int]) -> dict[str, Any]:
+    machine = record.machine()
+    versions = dict(environments.package_versions("main"))
+    return {
+        "hostname": machine["hostname"],
+        "cpu": machine["cpu"],
+        "affinity_size": len(cpus),
+        "dtype": dtype,
+        "threads": threads,
+        "versions": {p: versions.get(p, "missing") for p in peak_packages()},
+    }
+
+
+def peak_packages() -> list[str]:
+    """The packages whose versions decide the peak: those of the frameworks with a GEMM, and numpy."""
+
+    return sorted({"numpy", *(p for f in registry.frameworks().values() if f.gemm is not None for p in f.packages)})
+
+
+def peak_for(
+    dtype: str,
+    threads: int,
+    sizes: Iterable[Mapping[str, int]] = (),
+    cpus: Sequence[int] | None = None,
+    python: str | None = None,
+    timeout_s: float = 900.0,
+) -> dict[str, Any]:
+    """This machine's GEMM peak at `dtype` and `threads` (the record's `gemm_peak`): the best rate
+    of any framework present on any shape of gemm_shapes(sizes), measured in a fresh process
+    (`python`, default the main environment's) pinned to `cpus` (default choose_cpus(threads), the
+    rows' CPUs) with the rows' thread settings; cached (cached_peak) under hostname, CPU model,
+    affinity size, dtype, threads and framework versions."""
+    cpus = list(cpus) if cpus is not None else choose_cpus(threads)
+    request = {"dtype": dtype, "threads": threads, "cpus": cpus}
+
+    def measure(shapes: list[tuple[int, int, int]]) -> dict[str, Any]:
+        return _measure_in_worker({**request, "shapes": shapes}, python or environments.get("main").python, timeout_s)
+
+    entry = cached_peak(peak_cache_path(), _peak_key(dtype, threads, cpus), gemm_shapes(sizes), measure, cpus=cpus)
+    identity = {**request, "others_on_cpus": entry.get("others_on_cpus")}
+    return peak_summary(entry, PEAK_SQUARE, "GEMM", identity, str(peak_cache_path()), PEAK_METHOD)
+
+
+def _measure_in_worker(request: dict[str, Any], python: str, timeout_s: float) -> dict[str, Any]:
+    """measure_gemms in a fresh `python` process with the rows' thread settings, pinned to
+    request["cpus"] before it imports a framework (_peak_main)."""
+    env = environments.thread_env(int(request["threads"]))
+    return in_worker("rnnbench.run.roofline", request, python, timeout_s, env, "GEMM")
+
+
+def _peak_main(request: dict[str, Any]) -> dict[str, Any]:
+    pin_process(request["cpus"])  # before any framework is imported: its pools see these CPUs only
+    before = cpu_clock()
+    out = measure_gemms(request["dtype"], int(request["threads"]), [tuple(s) for s in request["shapes"]])
+    after = cpu_clock()
+    wall = after.wall_s - before.wall_s
+    if before.cpus_busy_s is not None and after.cpus_busy_s is not None and wall >= MIN_OTHERS_WALL_S:
+        # other work on these CPUs while the GEMMs were timed, in CPUs: peak_for measures again while it is high
+        out["others_on_cpus"] = max(0.0, (after.cpus_busy_s - before.cpus_busy_s) - (after.cpu_s - before.cpu_s)) / wall
+    return out
+
+
+# --- records --------------------------------------------------------------------------------------
 
 
 def roofline(flops: float, median_ms: float, peak_gflops: float) -> dict[str, float]:
@@ -334,24 +394,25 @@ def with_roofline(rec: dict[str, Any], peak: Mapping[str, Any] | None) -> dict[s
     return rec
 
 
-@dataclass
-class Roofline:
-    """A record annotator (Runner's `annotate`): with_roofline at the GEMM peak of the machine the
-    record is annotated on, per dtype, measured (peak_for, cached per machine) on first need and
-    kept per hostname: on a Ray node the peak is that node's, measured on the CPUs claimed there
-    (choose_cpus), never the parent's. measure() beforehand in the parent reports failures there."""
+class PeaksByDtype:
+    """A record annotator's peaks: measured (self.measured) on first need, once per host and dtype;
+    a failure warns once and leaves the rows without % of peak. measure() beforehand, in the parent,
+    reports failures there."""
 
-    threads: int
     sizes: dict[str, list[dict[str, int]]]  # dtype -> the sizes of its timed rows (their GEMM shapes)
-    peaks: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)  # (hostname, dtype)
+    peaks: dict[tuple[str, str], dict[str, Any] | None]  # (hostname, dtype) -> gemm_peak
+    what = "GEMM"
+
+    def measured(self, dtype: str) -> dict[str, Any]:
+        raise NotImplementedError
 
     def peak(self, dtype: str, warn: Callable[[str], None] = lambda message: None) -> dict[str, Any] | None:
         key = (socket.gethostname(), dtype)
         if key not in self.peaks:
             try:
-                self.peaks[key] = peak_for(dtype, self.threads, self.sizes.get(dtype, []))
+                self.peaks[key] = self.measured(dtype)
             except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as exc:
-                warn(f"rnnbench: no GEMM peak for {dtype} ({exc}); rows get no % of peak")
+                warn(f"rnnbench: no {self.what} peak for {dtype} ({exc}); rows get no % of peak")
                 self.peaks[key] = None
         return self.peaks[key]
 
@@ -359,26 +420,25 @@ class Roofline:
         for dtype in sorted(self.sizes):
             self.peak(dtype, warn)
 
+
+@dataclass
+class Roofline(PeaksByDtype):
+    """A record annotator (Runner's `annotate`): with_roofline at the GEMM peak of the machine the
+    record is annotated on, per dtype (peak_for, cached per machine): on a Ray node the peak is
+    that node's, measured on the CPUs claimed there (choose_cpus), never the parent's."""
+
+    threads: int
+    sizes: dict[str, list[dict[str, int]]]
+    peaks: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
+
+    def measured(self, dtype: str) -> dict[str, Any]:
+        return peak_for(dtype, self.threads, self.sizes.get(dtype, []))
+
     def __call__(self, rec: dict[str, Any]) -> dict[str, Any]:
         if rec.get("device", "cpu") != "cpu" or rec.get("dtype") not in self.sizes:
             return rec
         return with_roofline(rec, self.peak(rec["dtype"]))
 
 
-def _peak_main(request: dict[str, Any]) -> dict[str, Any]:
-    pin_process(request["cpus"])  # before any framework is imported: its pools see these CPUs only
-    before = cpu_clock()
-    out = measure_gemms(request["dtype"], int(request["threads"]), [tuple(s) for s in request["shapes"]])
-    after = cpu_clock()
-    wall = after.wall_s - before.wall_s
-    if before.cpus_busy_s is not None and after.cpus_busy_s is not None and wall >= MIN_OTHERS_WALL_S:
-        # other work on these CPUs while the GEMMs were timed, in CPUs: peak_for measures again while it is high
-        out["others_on_cpus"] = max(0.0, (after.cpus_busy_s - before.cpus_busy_s) - (after.cpu_s - before.cpu_s)) / wall
-    return out
-
-
-if __name__ == "__main__":  # `python -m rnnbench.run.roofline peak REQUEST_JSON`: GEMM rates as JSON (peak_for)
-    if len(sys.argv) == 3 and sys.argv[1] == "peak":
-        print(json.dumps(_peak_main(json.loads(sys.argv[2]))))
-    else:
-        sys.exit("usage: python -m rnnbench.run.roofline peak REQUEST_JSON")
+if __name__ == "__main__":  # `python -m rnnbench.run.roofline REQUEST_JSON`: GEMM rates as JSON (peak_for)
+    serve(_peak_main, "rnnbench.run.roofline")
