@@ -187,12 +187,8 @@ def test_the_framework_scanner_finds_each_kind_of_use(tmp_path: Path) -> None:
         assert len(_framework_string_tests(path)) == expected, source
 
 
-# A driver name outside drivers/ and the suites module is a table "add a driver" would have to
-# touch. Files listed here hold one their owners have yet to move (the reason says where to).
+# A driver name outside drivers/ and the suites module is a table "add a driver" would have to touch.
 SUITES_MODULE = SRC / "suites.py"
-DRIVER_NAMES_TO_MOVE = {
-    SRC / "fuzz" / "repro.py": "TEMPLATES: loop or scan, compiled: facts of each mechanism's Driver",
-}
 
 
 def _driver_name_literals(path: Path, names: set[str]) -> list[int]:
@@ -210,7 +206,7 @@ def test_driver_names_are_data_only_in_drivers_and_the_suites_module() -> None:
     found = [
         f"{path.relative_to(SRC.parents[1])}:{line}"
         for path in [*SOURCES, *sorted(BENCHMARKS.rglob("*.py"))]
-        if drivers not in path.parents and path != SUITES_MODULE and path not in DRIVER_NAMES_TO_MOVE
+        if drivers not in path.parents and path != SUITES_MODULE
         for line in _driver_name_literals(path, names)
     ]
     assert not found, f"driver names outside drivers/ and src/rnnbench/suites.py: {', '.join(found)}"

@@ -101,7 +101,15 @@ def test_repro_script_fails_while_the_bug_is_there_and_passes_on_a_correct_drive
         ("torch_loop", 0, "OK"),
         ("jax_lax_scan", 0, "OK"),
     ):
-        path = export(tmp_path / f"{driver}.py", fc, driver, True, "test", tol.max_rel_error, tol.absolute_scale)
+        path = export(
+            tmp_path / f"{driver}.py",
+            fc,
+            registry.get_driver(driver),
+            True,
+            "test",
+            tol.max_rel_error,
+            tol.absolute_scale,
+        )
         run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert run.returncode == expected_rc and expected in run.stdout, run.stdout + run.stderr
         assert "rnnbench" not in run.stderr  # standalone: it never imports the suite
@@ -184,7 +192,7 @@ def test_committed_repro_is_what_the_exporter_writes(tmp_path) -> None:
     path = export(
         tmp_path / "repro.py",
         fc,
-        "torch_scan",
+        registry.get_driver("torch_scan"),
         True,
         "known_issue:torch-scan-double-backward-drops-saved-values",
         tol.max_rel_error,
@@ -205,7 +213,7 @@ def test_repro_embeds_the_loss_form(tmp_path) -> None:
 
     body = dataclasses.replace(generate(0, 3), loss="sum_carry")
     fc = build(body)
-    path = export(tmp_path / "repro.py", fc, "torch_loop", False, "ok", 1e-9, 0.0)
+    path = export(tmp_path / "repro.py", fc, registry.get_driver("torch_loop"), False, "ok", 1e-9, 0.0)
     text = path.read_text()
     assert "def sum_carry(ops, consts, ys, carry):" in text and "LOSS = sum_carry" in text
     assert subprocess.run([sys.executable, str(path)], capture_output=True).returncode == 0

@@ -46,6 +46,7 @@ def _fault(name: str, fail, only_model: str | None = None, only_length: int | No
             "summary": f"test: {name}",
             "prepare": prepare,
             "environments": ("main",),
+            "repro": None,  # test doubles have no standalone script
             **extra,
         },
     )
@@ -148,6 +149,7 @@ def faulty_loop(name: str = "faulty_loop", cut_carry_from: int | None = None, de
         prepare=prepare,
         environments=("main",),
         second_order=False,
+        repro=None,  # a standalone script would run torch's loop, not the planted fault
     )
 
 
@@ -172,6 +174,7 @@ DRIVERS = (
         framework=TEST,
         prepare=_nondeterministic_prepare,
         environments=("main",),
+        repro=None,
     ),
 )
 

@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.model import BY_PRECISION, Case, Model
+from rnnbench.model import Case, Model
 
 Grads = dict[str, np.ndarray | None]
-ALL_DTYPES = BY_PRECISION  # every dtype a row may run at: a driver's `dtypes` when it runs all
 
 
 @dataclass(frozen=True)
@@ -182,6 +181,8 @@ class Driver:
     second_order: its Prepared provides hvp (double backward / forward-over-reverse), checked by
         rnnbench.check.second_order; compiled torch drivers have no double backward.
     unavailable: a fixed reason it cannot run anywhere (a test double), else None.
+    repro: "loop" or "scan": the shape of the standalone script the fuzzer's repro export writes for
+        it (the framework part is Framework.repro); None: no script (the report says so).
     try_dtype(dtype, device): for a dtype outside `dtypes`, None or why it fails, found by running
         it once (cached by the driver's module): a vendor layer's support depends on the device.
         Only a worker tries (why_not(trying=True)); the parent leaves such rows to it."""
@@ -201,6 +202,7 @@ class Driver:
     second_order: bool = False
     unavailable: str | None = None
     try_dtype: Callable[[str, str], str | None] | None = None
+    repro: str | None = None
 
     def available(self) -> str | None:
         return self.unavailable or self.framework.available()

@@ -7,8 +7,8 @@ tree *is* the canonical dict."""
 from __future__ import annotations
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import ALL_DTYPES, Driver, Prepared, unflatten
-from rnnbench.model import Case, Model, run_forward, scan_inputs
+from rnnbench.drivers.base import Driver, Prepared, unflatten
+from rnnbench.model import BY_PRECISION, Case, Model, run_forward, scan_inputs
 from rnnbench.ops import jax_ops
 
 
@@ -69,7 +69,7 @@ DRIVERS = (
         _jax.FLAX,
         "flax.linen nn.scan of the model's step as a cell",
         prepare,
-        dtypes=ALL_DTYPES,
+        dtypes=BY_PRECISION,
         **_jax.ROW_FIELDS,
     ),
 )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import ALL_DTYPES, Driver, Prepared, unflatten
-from rnnbench.model import Case, Model, run_forward
+from rnnbench.drivers.base import Driver, Prepared, unflatten
+from rnnbench.model import BY_PRECISION, Case, Model, run_forward
 from rnnbench.ops import jax_ops
 
 
@@ -28,4 +28,14 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
     return _jax.prepared_from_loss(loss_fn, diff, rest, {"jit": True, "loop": "lax.scan", **projection})
 
 
-DRIVERS = (Driver("jax_lax_scan", _jax.JAX, "jax.jit of jax.lax.scan", prepare, dtypes=ALL_DTYPES, **_jax.ROW_FIELDS),)
+DRIVERS = (
+    Driver(
+        "jax_lax_scan",
+        _jax.JAX,
+        "jax.jit of jax.lax.scan",
+        prepare,
+        dtypes=BY_PRECISION,
+        repro="scan",
+        **_jax.ROW_FIELDS,
+    ),
+)

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import ALL_DTYPES, Prepared, configured, unflatten
-from rnnbench.model import Case, Model, rollout
+from rnnbench.drivers.base import Prepared, configured, unflatten
+from rnnbench.model import BY_PRECISION, Case, Model, rollout
 from rnnbench.ops import jax_ops
 
 
@@ -61,9 +61,15 @@ def prepare(ys: str, model: Model, case: Case, dtype: str, device: str) -> Prepa
 
 
 DRIVERS = tuple(
-    configured(name, _jax.JAX, summary, prepare, ys, dtypes=ALL_DTYPES, suite=suite, **_jax.ROW_FIELDS)
-    for name, summary, ys, suite in (
-        ("jax_loop", "jax.jit of a Python loop (unrolled)", "stack", "core"),
-        ("jax_loop_buffer", "jax.jit of a Python loop, ys preallocated and written by .at[t].set", "at_set", "bugs"),
+    configured(name, _jax.JAX, summary, prepare, ys, dtypes=BY_PRECISION, suite=suite, repro=repro, **_jax.ROW_FIELDS)
+    for name, summary, ys, suite, repro in (
+        ("jax_loop", "jax.jit of a Python loop (unrolled)", "stack", "core", "loop"),
+        (
+            "jax_loop_buffer",
+            "jax.jit of a Python loop, ys preallocated and written by .at[t].set",
+            "at_set",
+            "bugs",
+            None,
+        ),
     )
 )

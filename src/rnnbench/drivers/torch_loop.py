@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rnnbench.drivers import _torch
-from rnnbench.drivers.base import ALL_DTYPES, Driver, Prepared, configured, unflatten
-from rnnbench.model import Case, Model, rollout
+from rnnbench.drivers.base import Driver, Prepared, configured, unflatten
+from rnnbench.model import BY_PRECISION, Case, Model, rollout
 from rnnbench.ops import torch_ops
 
 
@@ -94,14 +94,19 @@ def prepare(config: LoopConfig, model: Model, case: Case, dtype: str, device: st
 def _row(name: str, summary: str, config: LoopConfig, **fields) -> Driver:
     if config.autocast:
         fields.update(supports=_torch.supports_autocast, dtypes=("bfloat16",), devices=("cpu",), autocast="bfloat16")
-    fields = {"dtypes": ALL_DTYPES, "compiled": config.compiled, "second_order": config.second_order, **fields}
+    fields = {"dtypes": BY_PRECISION, "compiled": config.compiled, "second_order": config.second_order, **fields}
     return configured(name, _torch.TORCH, summary, prepare, config, **fields)
 
 
 _LOOP = {False: "torch eager loop", True: "torch.compile(inductor) of the loop"}  # a summary's start, by compiled
 DRIVERS = (
-    _row("torch_loop", "torch eager, Python for-loop", LoopConfig(), environments=("main", "xla")),
-    _row("torch_loop_compiled", "torch.compile(inductor) of the Python loop (unrolled)", LoopConfig(compiled=True)),
+    _row("torch_loop", "torch eager, Python for-loop", LoopConfig(), environments=("main", "xla"), repro="loop"),
+    _row(
+        "torch_loop_compiled",
+        "torch.compile(inductor) of the Python loop (unrolled)",
+        LoopConfig(compiled=True),
+        repro="loop",
+    ),
     _row(
         "torch_loop_compiled_cudagraphs",
         "torch.compile(inductor, mode=reduce-overhead: CUDA graphs) of the Python loop",

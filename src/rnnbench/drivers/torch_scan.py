@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rnnbench.drivers import _torch
-from rnnbench.drivers.base import ALL_DTYPES, Driver, Prepared, configured, supports_only, unflatten
-from rnnbench.model import Case, Model, Recur, run_forward, scan_inputs
+from rnnbench.drivers.base import Driver, Prepared, configured, supports_only, unflatten
+from rnnbench.model import BY_PRECISION, Case, Model, Recur, run_forward, scan_inputs
 from rnnbench.ops import torch_ops
 
 
@@ -100,21 +100,23 @@ DRIVERS = (
         "torch_scan",
         "torch._higher_order_ops.scan, eager",
         ScanConfig(),
-        dtypes=ALL_DTYPES,
+        dtypes=BY_PRECISION,
         environments=("main", "xla"),
+        repro="scan",
     ),
     _row(
         "torch_scan_compiled",
         "torch.compile(inductor) of torch scan",
         ScanConfig(compiled=True),
-        dtypes=ALL_DTYPES,
+        dtypes=BY_PRECISION,
         environments=("main", "xla"),
+        repro="scan",
     ),
     _row(
         "torch_scan_compiled_cudagraphs",
         "torch.compile(inductor, mode=reduce-overhead: CUDA graphs) of torch scan",
         ScanConfig(compiled=True, mode="reduce-overhead"),
-        dtypes=ALL_DTYPES,
+        dtypes=BY_PRECISION,
         devices=("cuda",),
         suite="gpu",
     ),

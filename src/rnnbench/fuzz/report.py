@@ -28,5 +28,5 @@ def explain_failure(
     else:
         tol = at_loss_scale(tolerance(dtype, "finite_differences"), reference_loss(fc.model, fc.case))
     name = f"repro_{driver.name}_seed{seed}_body{out.index}_{out.kind.replace(':', '-')}.py"
-    path = export(repro_dir / name, fc, driver.name, second_order, out.kind, tol.max_rel_error, tol.absolute_scale)
+    path = export(repro_dir / name, fc, driver, second_order, out.kind, tol.max_rel_error, tol.absolute_scale)
     out.repro = str(path) if path else f"no standalone template for {driver.name} (templates: torch/jax loop and scan)"

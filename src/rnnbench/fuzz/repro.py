@@ -12,21 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rnnbench import losses, registry
+from rnnbench import losses
+from rnnbench.drivers.base import Driver
 from rnnbench.fuzz.cases import FuzzCase
 from rnnbench.fuzz.grammar import Body
 from rnnbench.losses import LossForm
-
-# driver -> (loop or scan, compiled); the script's framework part is the driver's Framework.repro.
-# Drivers not listed get no script (the report says so).
-TEMPLATES: dict[str, tuple[str, bool]] = {
-    "torch_loop": ("loop", False),
-    "torch_loop_compiled": ("loop", True),
-    "torch_scan": ("scan", False),
-    "torch_scan_compiled": ("scan", True),
-    "jax_loop": ("loop", False),
-    "jax_lax_scan": ("scan", True),
-}
 
 _COMPARE = """
 worst = 0.0
@@ -84,17 +74,16 @@ FORM_FUNCTIONS = {f.loss.__name__ for f in losses.FORMS.values()}
 def export(
     path: Path,
     fc: FuzzCase,
-    driver: str,
+    driver: Driver,
     second_order: bool,
     status: str,
     tolerance: float,
     absolute_scale: float = 0.0,
 ) -> Path | None:
     """Write the script for `driver` on the (minimal) body of `fc`; None where no template exists."""
-    script = registry.get_driver(driver).framework.repro if driver in TEMPLATES else None
-    if script is None:
+    script, mode, compiled = driver.framework.repro, driver.repro, driver.compiled
+    if script is None or mode is None:
         return None
-    mode, compiled = TEMPLATES[driver]
     body: Body = fc.body
     loss_form = losses.form_named(body.loss)
     case = fc.case
@@ -107,7 +96,7 @@ def export(
         kind = str(fc.oracle.kind)
         v, want, bound = None, dict(fc.oracle.grads), {n: fc.oracle.error_of(n) for n in fc.oracle.grads}
     data = [
-        f"DRIVER = {driver!r}",
+        f"DRIVER = {driver.name!r}",
         f"WHAT = {status!r}",
         f"MODE, COMPILED, SECOND_ORDER = {mode!r}, {compiled}, {second_order}",
         f"CLONE_CARRY = {compiled}  # inductor also needs every carry leaf cloned",
@@ -128,7 +117,7 @@ def export(
         f"TOLERANCE, ABS_SCALE = {tolerance!r}, {absolute_scale!r}",
     ]
     doc = (
-        f'"""Reproducer exported by rnnbench fuzz: {driver} gives {status} on this step body.\n'
+        f'"""Reproducer exported by rnnbench fuzz: {driver.name} gives {status} on this step body.\n'
         f"Needs only {script.needs} and numpy. Exits 1 while the bug reproduces, 0 once it is fixed.\n"
         f'Loss ({body.loss}): {loss_form.summary}, after LENGTH steps."""\n'
     )
