@@ -92,7 +92,9 @@ charts: venv
 # the report page of each committed records set and of the newest results/run-*.jsonl (after
 # `make bench`), every docs/results page, and the asv history when .asv/results holds some
 # (published and vendored first). Not committed: it is rebuilt from what is. `make check-html`
-# renders it in headless Chromium (tests/test_html_offline.py).
+# renders it in headless Chromium (tests/test_html_offline.py). It replaces only a folder it made
+# (its .rnnbench-site marker; any other non-empty SITE_DIR is refused, untouched), by a rename once
+# the new site is whole.
 SITE_DIR ?= site
 .PHONY: site
 site: venv
@@ -107,7 +109,7 @@ asv-publish: venv
 	$(BIN)/python benchmarks/offline_html.py vendor .asv/html
 
 check-html: venv
-	RNNBENCH_REQUIRE_CHROMIUM=1 $(BIN)/python -m pytest -p no:cacheprovider tests/test_html_offline.py
+	RNNBENCH_REQUIRE_CHROMIUM=1 $(BIN)/python -m pytest -p no:cacheprovider tests/test_html_offline.py tests/test_safe_outputs.py
 	@if [ -f .asv/html/index.html ]; then \
 	  $(BIN)/python benchmarks/offline_html.py vendor .asv/html && \
 	  $(BIN)/python benchmarks/offline_html.py check .asv/html --expect bench_recurrence; fi

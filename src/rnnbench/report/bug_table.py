@@ -26,6 +26,7 @@ from rnnbench import record, registry
 from rnnbench.check import known_issues
 from rnnbench.losses import with_loss
 from rnnbench.model import BY_PRECISION
+from rnnbench.report.escape import md_cell
 from rnnbench.status import Status
 from rnnbench.suites import BUG_CLASSES
 
@@ -252,12 +253,12 @@ def format_table(records: Iterable[dict[str, Any]]) -> str:
     columns = sorted({c for bug in cells.values() for c in bug}, key=lambda c: (c[0], _key(c[1])))
     issues = {i.id: i for i in known_issues.registry()}
     lines = [
-        "| bug | registry claims | " + " | ".join(f"{p} {v}" for p, v in columns) + " |",
+        "| bug | registry claims | " + " | ".join(md_cell(f"{p} {v}") for p, v in columns) + " |",
         "|---|---|" + "---|" * len(columns),
     ]
     for bug in [i.id for i in known_issues.registry()] + [c.id for c in BUG_CLASSES]:
         issue = issues.get(bug)
         claims = ", ".join(f"{p} {s}" for p, s in issue.versions.items()).replace("|", " or ") if issue else "(class)"
-        row = [_cell(cells.get(bug, {}).get(c, [])) for c in columns]
+        row = [md_cell(_cell(cells.get(bug, {}).get(c, []))) for c in columns]
         lines.append(f"| {bug} | {claims} | " + " | ".join(row) + " |")
     return "\n".join(lines)

@@ -21,6 +21,7 @@ from rnnbench.report.compare_pairs import (
     side_status,
 )
 from rnnbench.report.compare_stats import SLOWER
+from rnnbench.report.escape import md_cell
 from rnnbench.report.table import env_label
 
 FORMATS = ("text", "markdown", "json")
@@ -183,7 +184,7 @@ def as_markdown(cmp: Comparison) -> str:
             "",
             *head,
             "",
-            tabulate(rows, headers, tablefmt="github"),
+            tabulate([[md_cell(c) for c in row] for row in rows], [md_cell(h) for h in headers], tablefmt="github"),
             "",
             f"**{summary_lines(cmp)[0]}**",
             *([""] + tail if tail else []),

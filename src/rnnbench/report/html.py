@@ -8,10 +8,10 @@ the records come from several machines, its machine (a leading column; provenanc
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
+from rnnbench.report import escape
 from rnnbench.report.charts import all_charts
 from rnnbench.report.style import latest_rows
 from rnnbench.report.table import env_label, loss_label, machine_of, several_machines
@@ -133,17 +133,17 @@ def _html_table(
     table_id: str = "",
 ) -> str:
     """A table; the first `left` columns (names, not numbers) are left-aligned."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    head = "".join(f"<th>{escape.text(c)}</th>" for c in columns)
     body = "\n".join(
-        "<tr class='{}'>".format(html.escape(row[status_col]) if status_col is not None else "")
+        "<tr class='{}'>".format(escape.text(row[status_col]) if status_col is not None else "")
         + "".join(
-            f"<td class='l'>{html.escape(c)}</td>" if i < left else f"<td>{html.escape(c)}</td>"
+            f"<td class='l'>{escape.text(c)}</td>" if i < left else f"<td>{escape.text(c)}</td>"
             for i, c in enumerate(row)
         )
         + "</tr>"
         for row in rows
     )
-    ident = f" id='{html.escape(table_id)}'" if table_id else ""
+    ident = f" id='{escape.text(table_id)}'" if table_id else ""
     return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
 
 
@@ -182,7 +182,7 @@ def provenance(records: list[dict]) -> str:
         f"dates: {dates[0]} .. {dates[-1]}" if dates else "",
         f"memory: {(timed[0].get('memory') or {}).get('method', 'not recorded')}",
     ]
-    return "".join(f"<li>{html.escape(p)}</li>" for p in parts if p)
+    return "".join(f"<li>{escape.text(p)}</li>" for p in parts if p)
 
 
 SECTIONS = (  # chart file prefix -> the heading of its section, in page order
@@ -204,10 +204,12 @@ def chart_sections(charts: list[Path]) -> str:
         if not mine:
             continue
         ident = prefix.strip("_")
-        contents.append(f'<a href="#{ident}">{html.escape(heading)}</a>')
-        parts.append(f'<h2 id="{ident}">{html.escape(heading)}</h2>')
+        contents.append(f'<a href="#{ident}">{escape.text(heading)}</a>')
+        parts.append(f'<h2 id="{ident}">{escape.text(heading)}</h2>')
         parts += [
-            f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>' for p in mine
+            f'<figure><img src="{escape.href(p.name)}" alt="{escape.text(p.stem)}">'
+            f"<figcaption>{escape.text(p.stem)}</figcaption></figure>"
+            for p in mine
         ]
     contents += ['<a href="#vendor">Against the vendor layers</a>', '<a href="#rows">All rows</a>']
     return '<p class="toc">' + " · ".join(contents) + "</p>\n" + "\n".join(parts)
@@ -216,8 +218,6 @@ def chart_sections(charts: list[Path]) -> str:
 def version_table(records: list[dict]) -> str:
     """The bug x version table (rnnbench versions) as HTML, when the records hold some framework
     at more than one version and some registered probe among them; else ""."""
-    from markdown_it import MarkdownIt
-
     from rnnbench.report import bug_table
 
     versions: dict[str, set[str]] = {}
@@ -227,7 +227,7 @@ def version_table(records: list[dict]) -> str:
             versions.setdefault(label[0], set()).add(label[1])
     if not any(len(v) > 1 for v in versions.values()) or not bug_table.outcomes(records):
         return ""
-    table = MarkdownIt("commonmark").enable("table").render(bug_table.format_table(records))
+    table = escape.markdown(bug_table.format_table(records), links=False)
     return (
         '<h2 id="versions">Which bug reproduces on which version (rnnbench versions)</h2>\n'
         "<p>Per registered bug, the verdicts of its probe rows on each version in these records.</p>\n"

@@ -7,13 +7,13 @@ pages of docs/results rendered to HTML with the files they link to, and the asv 
 Every link in the folder resolves inside it (broken_links(), checked after building: a page of
 docs/results that links outside docs/results gets that link as plain text with its repository
 path); links to other sites are navigation only, never fetched by a page. Without --asv-html the
-asv page says how to record the history instead.
+asv page says how to record the history instead. The folder is rnnbench's own (MARKER): any other
+non-empty folder is refused, and a new site replaces the old by a rename once it is whole.
 """
 
 from __future__ import annotations
 
 import argparse
-import html
 import os
 import re
 import shutil
@@ -24,6 +24,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from rnnbench import record
+from rnnbench.errors import InputError
+from rnnbench.report import escape
 from rnnbench.report.html import write_report
 
 STYLE = """body { font-family: sans-serif; margin: 1.5em; max-width: 70em; }
@@ -46,13 +48,15 @@ def load(manifest: Path) -> list[Report]:
 
 
 def _page(title: str, body: str, up: str = "") -> str:
-    back = f'<p><a href="{up}index.html">&larr; results index</a></p>' if up else ""
+    back = f'<p><a href="{escape.text(up)}index.html">&larr; results index</a></p>' if up else ""
     return (
-        f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{escape.text(title)}</title>'
         f"<style>{STYLE}</style></head><body>{back}\n{body}\n</body></html>\n"
     )
 
 
+# The one raw tag a docs/results page keeps with raw HTML off: an anchor others link to (`<a id="asv"></a>`).
+_ANCHOR = re.compile(r"&lt;a id=&quot;([\w-]+)&quot;&gt;&lt;/a&gt;")
 _LINK = re.compile(r'<a href="([^"]*)">(.*?)</a>', re.DOTALL)
 _IMG = re.compile(r'<img src="([^"]*)"')
 
@@ -60,8 +64,8 @@ _IMG = re.compile(r'<img src="([^"]*)"')
 def _listing(folder: Path) -> None:
     """folder/index.html: a list of the files in `folder` (a linked folder of measurements)."""
     files = sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
-    items = "".join(f'<li><a href="{html.escape(str(f))}">{html.escape(str(f))}</a></li>' for f in files)
-    (folder / "index.html").write_text(_page(folder.name, f"<h1>{html.escape(folder.name)}</h1><ul>{items}</ul>"))
+    items = "".join(f'<li><a href="{escape.href(f)}">{escape.text(str(f))}</a></li>' for f in files)
+    (folder / "index.html").write_text(_page(folder.name, f"<h1>{escape.text(folder.name)}</h1><ul>{items}</ul>"))
 
 
 def render_result_page(src: Path, results: Path, out_dir: Path, rendering: set[Path] | None = None) -> Path:
@@ -70,10 +74,8 @@ def render_result_page(src: Path, results: Path, out_dir: Path, rendering: set[P
     in the repository becomes plain text naming its path; other sites' links stay links. A linked
     page of docs/results is rendered too (`rendering`: the pages under way, so two pages may link
     each other)."""
-    from markdown_it import MarkdownIt
-
     under_way = (rendering if rendering is not None else set()) | {src.resolve()}
-    body = MarkdownIt("commonmark").enable("table").render(src.read_text())
+    body = _ANCHOR.sub(r'<a id="\1"></a>', escape.markdown(src.read_text()))
     out = out_dir / src.resolve().relative_to(results.resolve()).with_suffix(".html")
     out.parent.mkdir(parents=True, exist_ok=True)
     here = lambda dst: os.path.relpath(dst, out.parent)
@@ -112,11 +114,11 @@ def render_result_page(src: Path, results: Path, out_dir: Path, rendering: set[P
             where = (src.parent / unquote(urlsplit(target).path)).resolve()
             root = results.resolve().parent.parent
             shown = where.relative_to(root) if where.is_relative_to(root) else target
-            return f'{text} <span class="dim">(in the repository: {html.escape(str(shown))})</span>'
-        return f'<a href="{html.escape(inside)}">{text}</a>'
+            return f'{text} <span class="dim">(in the repository: {escape.text(str(shown))})</span>'
+        return f'<a href="{escape.text(inside)}">{text}</a>'
 
     body = _LINK.sub(link, body)
-    body = _IMG.sub(lambda m: f'<img src="{html.escape(local(m.group(1)) or "")}"', body)
+    body = _IMG.sub(lambda m: f'<img src="{escape.text(local(m.group(1)) or "")}"', body)
     up = os.path.relpath(out_dir.parent, out.parent) + "/"
     out.write_text(_page(src.stem, body, up=up))
     return out
@@ -148,11 +150,49 @@ def latest_local_run(local: Path | None) -> Path | None:
     return runs[-1] if runs else None
 
 
+MARKER = ".rnnbench-site"  # in every folder build() made: the only folders it replaces
+
+
+def claim(out: Path) -> None:
+    """Refuse (InputError) an `out` that build() must not replace: anything but a missing path, an
+    empty folder or a site build() made (its MARKER); nothing is touched."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise InputError(f"{out} is not a folder; choose another site folder")
+    if out.is_dir() and not (out / MARKER).is_file() and any(out.iterdir()):
+        raise InputError(
+            f"{out} holds files rnnbench did not write (no {MARKER} in it); "
+            "choose a new or empty folder (e.g. SITE_DIR=site)"
+        )
+
+
 def build(manifest: Path, out: Path, asv_html: Path | None = None, local: Path | None = None) -> Path:
-    """Build the site into `out` (emptied first); return its index page."""
+    """Build the site beside `out` (a temporary folder of its parent) and swap it in by rename, so
+    a build that fails or is interrupted leaves the old site whole; return the new index page.
+    `out` must pass claim(). Left-overs of killed builds beside it (marked) go first."""
+    claim(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for stale in out.parent.glob(f".{out.name}.rnnbench-*"):
+        if (stale / MARKER).is_file():
+            shutil.rmtree(stale)
+    new = out.parent / f".{out.name}.rnnbench-new-{os.getpid()}"
+    new.mkdir()
+    try:
+        (new / MARKER).write_text("made by rnnbench (python -m rnnbench.report.site); the next build replaces it\n")
+        _build_into(manifest, new, asv_html, local)
+        old = new.with_name(new.name.replace("-new-", "-old-"))
+        if out.is_dir():
+            out.rename(old)
+        new.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(new, ignore_errors=True)
+    return out / "index.html"
+
+
+def _build_into(manifest: Path, out: Path, asv_html: Path | None, local: Path | None) -> None:
+    """The site's pages into the folder `out` (new, empty but for MARKER)."""
     root = manifest.resolve().parent.parent
     results = root / "docs" / "results"
-    shutil.rmtree(out, ignore_errors=True)
     (out / "results").mkdir(parents=True)
     items = []
     reports = load(manifest)
@@ -166,9 +206,9 @@ def build(manifest: Path, out: Path, asv_html: Path | None = None, local: Path |
         about = ""
         if rep.page:
             page = render_result_page(root / rep.page, results, out / "results")
-            about = f' (<a href="{page.relative_to(out)}">how it was measured</a>)'
+            about = f' (<a href="{escape.href(page.relative_to(out))}">how it was measured</a>)'
         items.append(
-            f'<li><a href="reports/{rep.name}/index.html">{html.escape(rep.title)}</a>{about}'
+            f'<li><a href="reports/{escape.href(rep.name)}/index.html">{escape.text(rep.title)}</a>{about}'
             f' <span class="dim">{len(records)} records</span></li>'
         )
     pages = []
@@ -179,11 +219,11 @@ def build(manifest: Path, out: Path, asv_html: Path | None = None, local: Path |
         heads = (line.lstrip("# ").strip() for line in md.read_text().splitlines() if line.startswith("#"))
         heading = next(heads, md.stem)
         pages.append(
-            f'<li><a href="{page.relative_to(out)}">{html.escape(heading)}</a> <span class="dim">{md.name}</span></li>'
+            f'<li><a href="{escape.href(page.relative_to(out))}">{escape.text(heading)}</a>'
+            f' <span class="dim">{escape.text(md.name)}</span></li>'
         )
     _asv(out, asv_html)
-    index = out / "index.html"
-    index.write_text(
+    (out / "index.html").write_text(
         _page(
             "rnnbench results",
             (
@@ -196,7 +236,6 @@ def build(manifest: Path, out: Path, asv_html: Path | None = None, local: Path |
             ),
         )
     )
-    return index
 
 
 _REF = re.compile(r'\b(?:href|src)\s*=\s*["\']([^"\']+)["\']', re.IGNORECASE)
@@ -226,7 +265,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--asv-html", type=Path, help="a published asv html directory (asv publish)")
     parser.add_argument("--local", type=Path, default=Path("results"), help="where `rnnbench run` wrote its results")
     args = parser.parse_args(argv)
-    index = build(args.manifest, args.out, args.asv_html, args.local)
+    try:
+        index = build(args.manifest, args.out, args.asv_html, args.local)
+    except InputError as exc:
+        print(f"rnnbench: error: {exc}", file=sys.stderr)
+        return 2
     bad = broken_links(args.out)
     for line in bad:
         print(f"rnnbench: broken link: {line}", file=sys.stderr)

@@ -13,6 +13,7 @@ from typing import Any
 
 from rnnbench import record
 from rnnbench.errors import InputError
+from rnnbench.report.escape import csv_cell, md_cell
 from rnnbench.status import Status, is_known
 
 
@@ -219,15 +220,16 @@ def format_as(records: list[dict[str, Any]], fmt: str, include_unavailable: bool
                 "(pinned: pip install -r requirements/charts.txt)"
             ) from None
 
-        text = tabulate(body, headers=columns, tablefmt="github", disable_numparse=True)
+        cells = [[md_cell(c) for c in row] for row in body]
+        text = tabulate(cells, headers=[md_cell(c) for c in columns], tablefmt="github", disable_numparse=True)
         below = notes(records, include_unavailable)
-        return text + ("\n\n" + "\n".join(f"- {n}" for n in below) if below else "")
+        return text + ("\n\n" + "\n".join(f"- {md_cell(n)}" for n in below) if below else "")
     if fmt == "csv":
         import csv
         import io
 
         buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerows([columns, *body])
+        csv.writer(buf, lineterminator="\n").writerows([[csv_cell(c) for c in row] for row in [columns, *body]])
         return buf.getvalue().rstrip("\n")
     if fmt == "json":
         import json
