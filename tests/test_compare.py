@@ -174,11 +174,12 @@ def test_fix_of_a_registered_bug_exits_0_and_says_the_registry_must_record_it(tm
 
 def test_rows_on_one_side_only(tmp_path: Path, capsys) -> None:
     rng = np.random.default_rng(1)
-    a = _write(tmp_path / "a.jsonl", [_record("torch_loop", timing=_timing(rng, 1.0, 0.03))])
-    b = _write(tmp_path / "b.jsonl", [_record("jax_loop", timing=_timing(rng, 1.0, 0.03))])
+    both = _record("torch_scan", "grad_mismatch")  # a row on both sides: there is something to compare
+    a = _write(tmp_path / "a.jsonl", [_record("torch_loop", timing=_timing(rng, 1.0, 0.03)), {**both, "run_id": "a"}])
+    b = _write(tmp_path / "b.jsonl", [_record("jax_loop", timing=_timing(rng, 1.0, 0.03)), {**both, "run_id": "b"}])
     assert main(["compare", str(a), str(b), "--format", "json"]) == 0
     verdicts = {r["driver"]: r["verdict"] for r in json.loads(capsys.readouterr().out)["rows"]}
-    assert verdicts == {"torch_loop": "only_base", "jax_loop": "only_new"}
+    assert verdicts == {"torch_loop": "only_base", "jax_loop": "only_new", "torch_scan": "same"}
 
 
 def _without_samples(rec: dict) -> dict:

@@ -69,7 +69,7 @@ def test_an_incomplete_last_line_is_dropped_only_when_the_run_continues(tmp_path
     assert path.read_bytes() == before  # opened and closed without a record: unchanged
     with record.ResultsFile(path, resume=True) as f:
         f.append(rec(1))
-    assert path.read_text() == json.dumps(rec(0)) + "\n" + record.dumps(rec(1))
+    assert path.read_text() == json.dumps(rec(0)) + "\n" + record.dumps({**rec(1), "run_id": f.run_id})
 
 
 def test_no_nan_in_records(tmp_path: Path) -> None:

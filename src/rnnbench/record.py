@@ -16,6 +16,7 @@ import stat
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -232,7 +233,9 @@ class ResultsFile:
     (every line a record) and its records are kept in `existing`. The only repairs, made at the
     first append (so that a refusal after opening changes nothing): an incomplete last line that
     begins like a record is dropped, a complete last record gets its missing newline. Each append
-    writes one line, fsynced; a failed write is undone (the file is cut back to where it was)."""
+    writes one line, fsynced; a failed write is undone (the file is cut back to where it was).
+    Every record it writes carries its `run_id`, one per opening (one per command run): `compare`
+    counts a row's runs by it, so a record repeated is one run, not several."""
 
     def __init__(self, path: Path, resume: bool = False, kind: str = "rows"):
         """kind: the campaign the file holds, "rows" (run, sweep, versions) or "fuzz" (campaign_kind):
@@ -242,6 +245,7 @@ class ResultsFile:
         self.kind = kind
         self.existing: list[dict[str, Any]] = []
         self.written = 0
+        self.run_id = uuid.uuid4().hex[:16]
         self._fd: int | None = None
         # Repairs wait for the first append: a resume refused after opening leaves the file as it was.
         self._cut: int | None = None  # where an incomplete last line starts
@@ -295,7 +299,7 @@ class ResultsFile:
                 f"rnnbench: {self.path}: dropped an incomplete last line (a run killed mid-write; its row runs again)",
                 file=sys.stderr,
             )
-        data = (b"\n" if self._newline else b"") + dumps(record).encode()
+        data = (b"\n" if self._newline else b"") + dumps({**record, "run_id": self.run_id}).encode()
         before = os.fstat(self._fd).st_size
         try:
             view = memoryview(data)

@@ -1,9 +1,16 @@
 """What a record's fields are: every field a reader uses, by dotted path, with its JSON types
-(FIELDS), and the check on reading that names the first field that breaks it (problem)."""
+(FIELDS), and the check on reading that names the first field that breaks it (problem).
+
+Results files travel between people and machines: a record is untrusted input. Besides its types,
+a field's value must be possible: a time in ms above 0 and below MS_MAX, numbers finite (Python's
+json reads NaN and Infinity), a model or driver name usable in a file name, and no string in the
+record holding a NUL or a lone surrogate (it cannot be printed or written as UTF-8)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 # Every field a reader of records uses (table, report, charts, HTML, --resume, fuzz, versions), by its
@@ -12,14 +19,15 @@ from typing import Any
 # "!" marks a field that must be present (at the top: in every record; nested: whenever its parent
 # is a dict). Fields not listed are carried, not read.
 FIELDS: dict[str, str] = {
-    "model": "str!",
-    "driver": "str!",
+    "model": "name!",
+    "driver": "name!",
     "dtype": "str!",
     "status": "str!",
     "schema": "int",
     "rnnbench_version": "str",
     "fingerprint": "str",
     "timestamp": "str",
+    "run_id": "str",  # one per process that wrote the record (ResultsFile): compare counts runs by it
     "environment_name": "str",
     "env_label": "str",
     "framework": "str",
@@ -44,18 +52,18 @@ FIELDS: dict[str, str] = {
     "machine.cores": "int|null",
     "machine.platform": "str|null",
     "fwd_bwd": "dict|null",
-    "fwd_bwd.median_ms": "num!",
-    "fwd_bwd.q1_ms": "num!",
-    "fwd_bwd.q3_ms": "num!",
+    "fwd_bwd.median_ms": "ms!",
+    "fwd_bwd.q1_ms": "ms!",
+    "fwd_bwd.q3_ms": "ms!",
     "fwd": "dict|null",
-    "fwd.median_ms": "num!",
-    "fwd.q1_ms": "num!",
-    "fwd.q3_ms": "num!",
+    "fwd.median_ms": "ms!",
+    "fwd.q1_ms": "ms!",
+    "fwd.q3_ms": "ms!",
     # the timed samples kept per row (schema 3; rnnbench compare's intervals)
     "fwd_bwd.samples": "list",
-    "fwd_bwd.samples.*": "num",
+    "fwd_bwd.samples.*": "ms",
     "fwd.samples": "list",
-    "fwd.samples.*": "num",
+    "fwd.samples.*": "ms",
     # a CUDA row's GPU (rnnbench.run.accelerator): two GPUs are two machines
     "machine.accelerator": "dict|null",
     "machine.accelerator.name": "str|null",
@@ -97,22 +105,63 @@ FIELDS: dict[str, str] = {
     "localization_report": "str",
     "repro": "str",
 }
-_KINDS: dict[str, tuple[type, ...]] = {
-    "str": (str,),
-    "int": (int,),
-    "num": (int, float),
-    "bool": (bool,),
-    "dict": (dict,),
-    "list": (list,),
-    "null": (type(None),),
+MS_MAX = 1e8  # ms (about 28 hours): no timed call of a row takes longer; 1e308 is a broken record
+NAME_MAX = 200  # characters of a model or driver name: it names chart files and table cells
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+_KINDS: dict[str, Callable[[Any], bool]] = {
+    "str": lambda v: isinstance(v, str),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "num": _number,
+    "ms": lambda v: _number(v) and 0 < v < MS_MAX,
+    "name": lambda v: isinstance(v, str) and 0 < len(v) <= NAME_MAX and "/" not in v,
+    "bool": lambda v: isinstance(v, bool),
+    "dict": lambda v: isinstance(v, dict),
+    "list": lambda v: isinstance(v, list),
+    "null": lambda v: v is None,
 }
+_WORDS = {
+    "num": "a finite number",
+    "ms": f"a time in ms above 0 and below {MS_MAX:g}",
+    "name": f"a name (1 to {NAME_MAX} characters, no '/')",
+}
+_UNWRITABLE = re.compile("[\\x00\\ud800-\\udfff]")  # NUL, lone surrogates
 TIMING_FIELDS = ("median_ms", "q1_ms", "q3_ms")
 _MISSING = object()
 
 
 def _is(value: Any, kinds: list[str]) -> bool:
-    """Whether `value` has one of the JSON `kinds` (a bool is never a number)."""
-    return any(isinstance(value, _KINDS[k]) and not (k in ("int", "num") and isinstance(value, bool)) for k in kinds)
+    """Whether `value` is one of `kinds` (a bool is never a number)."""
+    return any(_KINDS[k](value) for k in kinds)
+
+
+def _why_not(where: str, value: Any, kinds: list[str]) -> str:
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:40]}... ({len(value)} characters)"
+        if any(k in _WORDS for k in kinds):
+            return f"field {where!r} is {shown}, not {' or '.join(_WORDS.get(k, k) for k in kinds)}"
+    return f"field {where!r} is {type(value).__name__}, not {' or '.join(kinds)}"
+
+
+def unwritable(value: Any, prefix: str = "") -> str | None:
+    """The dotted path of the first string or key under `value` holding a NUL or a lone surrogate
+    (neither can be printed or written as UTF-8), else None."""
+    if isinstance(value, str):
+        return (prefix or "(top)") if _UNWRITABLE.search(value) else None
+    if not isinstance(value, (dict, list)):
+        return None
+    for key, child in value.items() if isinstance(value, dict) else enumerate(value):
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(key, str) and _UNWRITABLE.search(key):
+            return path
+        found = unwritable(child, path)
+        if found is not None:
+            return found
+    return None
 
 
 def _at(value: Any, parts: list[str], prefix: str, required: bool) -> Iterable[tuple[str, Any]]:
@@ -147,5 +196,6 @@ def problem(rec: Any) -> str | None:
             if value is _MISSING:
                 return f"no {where!r} field"
             if not _is(value, kinds):
-                return f"field {where!r} is {type(value).__name__}, not {' or '.join(kinds)}"
-    return None
+                return _why_not(where, value, kinds)
+    where = unwritable(rec)
+    return None if where is None else f"field {where!r} holds a NUL or a lone surrogate"

@@ -16,6 +16,7 @@ from rnnbench.report.compare_pairs import (
     QUANTITIES,
     QUANTITY_LABELS,
     REGRESSION,
+    RUNS_CAP,
     Comparison,
     Pair,
     side_status,
@@ -122,8 +123,13 @@ def header_lines(cmp: Comparison) -> list[str]:
         f"threshold {100 * t:g} %: slower = interval above 1 and ratio above {up:.2f}; faster = interval below 1 "
         f"and ratio below {down:.2f}; same = interval within [{down:.2f}, {up:.2f}]; noisy = too wide to decide",
         f"intervals: {100 * (1 - cmp.alpha):g} % percentile bootstrap of the ratio of medians over each side's "
-        "runs and samples (seeded)",
+        f"runs (at most {RUNS_CAP} per row: the last) and samples (seeded)",
     ]
+    capped = sum(len(p.base) > RUNS_CAP or len(p.new) > RUNS_CAP for p in cmp.pairs)
+    if capped:
+        lines.append(f"{capped} row(s) have more than {RUNS_CAP} runs on a side: the last {RUNS_CAP} are compared")
+    if any(cmp.repeated):
+        lines.append(f"repeated records counted once (the same run): {cmp.repeated[0]} base, {cmp.repeated[1]} new")
     if runs and all(r == (1, 1) for r in runs):
         lines.append(
             "one run per side: the intervals cover the noise within each run's process, not between processes "
@@ -241,6 +247,7 @@ def as_json(cmp: Comparison) -> str:
         },
         indent=1,
         sort_keys=True,
+        allow_nan=False,  # strict JSON: timings are validated on reading, so every ratio is finite
     )
 
 

@@ -31,7 +31,7 @@ def read_json(path: Path) -> Any:
         raise InputError(f"cannot read results file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
 
 
@@ -53,55 +53,88 @@ def load(paths: Iterable[Path]) -> list[dict[str, Any]]:
     return out
 
 
-def _ms(stats: dict[str, Any], name: str, path: Path, test: str) -> float:
+def _dict(value: Any, where: str, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: {name} is {type(value).__name__}, not an object")
+    return value
+
+
+def _ms(stats: dict[str, Any], name: str, where: str) -> float:
     value = stats.get(name)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise InputError(f"{path}: benchmark {test!r} has no numeric stats.{name}")
+        raise InputError(f"{where}: no numeric stats.{name}")
     return float(value) * 1e3
 
 
+def _rounds(stats: dict[str, Any], where: str) -> list[float]:
+    """The benchmark's timed rounds in ms (stats.data, seconds), [] where not kept."""
+    data = stats.get("data") or []
+    if not isinstance(data, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in data):
+        raise InputError(f"{where}: stats.data is not a list of numbers")
+    return [float(x) * 1e3 for x in data]
+
+
+def _benchmark(bench: Any, where: str) -> dict[str, Any]:
+    """One pytest-benchmark entry as a record (unchecked); InputError where its shape is not one."""
+    bench = _dict(bench, where, "the benchmark")
+    info, stats = _dict(bench.get("extra_info"), where, "extra_info"), _dict(bench.get("stats"), where, "stats")
+    if not isinstance(info.get("model"), str) or not isinstance(info.get("driver"), str):
+        raise InputError(f"{where}: no extra_info model and driver (not an rnnbench benchmark)")
+    data = _rounds(stats, where)
+    rounds = stats.get("rounds")
+    timing = {
+        "median_ms": _ms(stats, "median", where),
+        "q1_ms": _ms(stats, "q1", where),
+        "q3_ms": _ms(stats, "q3", where),
+        "repeats": rounds if isinstance(rounds, int) and not isinstance(rounds, bool) else len(data),
+        "samples": list(record.kept_samples(data)),
+    }
+    versions = _dict(info.get("framework_versions"), where, "extra_info.framework_versions")
+    framework = info.get("framework")
+    label = f"{framework} {str(versions[framework]).split('+')[0]}" if framework in versions else "main"
+    return {
+        "model": info["model"],
+        "driver": info["driver"],
+        "dtype": str(info.get("dtype", "float32")),
+        "sizes": dict(_dict(info.get("sizes"), where, "extra_info.sizes")),
+        "environment_name": "main",
+        "env_label": label,
+        "device": "cpu",
+        "seed": 0,
+        "loss_form": "model",
+        "status": str(info.get("status") or "error"),
+        "framework": str(framework or "?"),
+        "rnnbench_version": str(info.get("rnnbench_version", "?")),
+        "machine": dict(_dict(info.get("machine"), where, "extra_info.machine")),
+        "fwd_bwd": timing,
+        "settings": {"versions": dict(versions), "threads": info.get("threads")},
+        "source": "pytest-benchmark",
+        "test": str(bench.get("fullname") or bench.get("name") or "?"),
+    }
+
+
 def from_pytest_benchmark(doc: dict[str, Any], path: Path) -> list[dict[str, Any]]:
-    """One record per benchmark of a pytest-benchmark JSON document (see the module docstring).
-    A benchmark without a recorded gradient status (its test did not reach the check) is `error`."""
+    """One record per benchmark of a pytest-benchmark JSON document (see the module docstring),
+    checked as a results file's records are (InputError naming the benchmark and field). A
+    benchmark without a recorded gradient status (its test did not reach the check) is `error`.
+    The document's `datetime` is the records' run_id: one pytest session is one run."""
     out = []
-    for bench in doc["benchmarks"]:
-        info, stats = bench.get("extra_info") or {}, bench.get("stats") or {}
-        test = str(bench.get("fullname") or bench.get("name") or "?")
-        if not isinstance(info.get("model"), str) or not isinstance(info.get("driver"), str):
-            raise InputError(
-                f"{path}: benchmark {test!r} has no extra_info model and driver (not an rnnbench benchmark)"
-            )
-        data = stats.get("data") or []
-        timing = {
-            "median_ms": _ms(stats, "median", path, test),
-            "q1_ms": _ms(stats, "q1", path, test),
-            "q3_ms": _ms(stats, "q3", path, test),
-            "repeats": int(stats.get("rounds") or len(data)),
-            "samples": list(record.kept_samples([float(x) * 1e3 for x in data])),
-        }
-        versions = info.get("framework_versions") or {}
-        framework = info.get("framework")
-        label = f"{framework} {str(versions[framework]).split('+')[0]}" if framework in versions else "main"
-        out.append(
-            {
-                "model": info["model"],
-                "driver": info["driver"],
-                "dtype": str(info.get("dtype", "float32")),
-                "sizes": dict(info.get("sizes") or {}),
-                "environment_name": "main",
-                "env_label": label,
-                "device": "cpu",
-                "seed": 0,
-                "loss_form": "model",
-                "status": str(info.get("status") or "error"),
-                "framework": framework or "?",
-                "rnnbench_version": str(info.get("rnnbench_version", "?")),
-                "machine": dict(info.get("machine") or {}),
-                "fwd_bwd": timing,
-                "settings": {"versions": dict(versions), "threads": info.get("threads")},
-                "source": "pytest-benchmark",
-                "test": test,
-            }
+    for i, bench in enumerate(doc["benchmarks"]):
+        where = f"{path}: benchmarks[{i}]"
+        rec = _benchmark(bench, where)
+        if isinstance(doc.get("datetime"), str):
+            rec["run_id"] = f"pytest-benchmark {doc['datetime']}"
+        why = record.problem(rec)
+        if why is not None:
+            raise InputError(f"{where}: not an rnnbench benchmark ({why})")
+        out.append(rec)
+    if out and not any(rec["fwd_bwd"]["samples"] for rec in out):
+        print(
+            f"rnnbench: warning: {path} keeps no timed rounds (stats.data), so its rows get no interval; "
+            "pytest --benchmark-json keeps them, --benchmark-save needs --benchmark-save-data",
+            file=sys.stderr,
         )
     return out
 
@@ -135,11 +168,12 @@ def trim(source: Path, target: Path) -> int:
     doc = read_json(source)
     if not is_pytest_benchmark(doc):
         raise InputError(f"{source} is not a pytest-benchmark JSON file")
+    from_pytest_benchmark(doc, source)  # checked as compare reads it
     for bench in doc["benchmarks"]:
         stats = bench.get("stats") or {}
         if stats.get("data"):
             stats["data"] = [x / 1e3 for x in record.kept_samples([float(x) * 1e3 for x in stats["data"]])]
-    Path(target).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    Path(target).write_text(json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n")
     return len(doc["benchmarks"])
 
 

@@ -4,7 +4,12 @@ differ in, and the exit code.
 A row's key is its record.row_key: model, driver, sizes, dtype, loss form, device, seed and
 environment (when the two sides are two environments, `--environments`, the environment is what
 they differ in, so it leaves the key). Several records of one key on one side (the rounds of `--commits`) are that
-side's runs of the row, pooled by the statistics (rnnbench.report.compare_stats).
+side's runs of the row, pooled by the statistics (rnnbench.report.compare_stats), the last RUNS_CAP of them.
+
+What is compared is what the header says: a run is identified by its record's `run_id` (one per
+process that wrote it) and row, or, for a record without one (older rnnbench, pytest-benchmark
+JSON without a `datetime`), by its whole content, so a record repeated is one run. A run on both
+sides (a file compared with itself) and two sides that share no row are refused (InputError).
 
 Verdicts. A status change is a verdict of its own, whatever the time says:
   regression         the new side fails where the base did not (ok -> grad_mismatch, crash, ...),
@@ -26,6 +31,8 @@ The exit code is 1 on any regression or slower row, else 0.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +52,7 @@ UNAVAILABLE, ONLY_BASE, ONLY_NEW = "unavailable", "only_base", "only_new"
 GATING = (REGRESSION, SLOWER)  # verdicts that make the exit code 1
 TIME_ORDER = (SLOWER, NOISY, FASTER, SAME)  # a row's time verdict: the first of its quantities' in this order
 NOT_RUN = (Status.UNAVAILABLE, Status.SKIPPED)
+RUNS_CAP = 20  # runs of a row per side the statistics pool (the last): as many rounds as --commits runs
 
 
 @dataclass
@@ -85,6 +93,7 @@ class Comparison:
     machines: tuple[str, str]
     factor: float = 1.0  # the machine-speed factor divided out (--normalize), else 1
     sides: tuple[str, str] = ("base", "new")  # what each side is (file names, environments)
+    repeated: tuple[int, int] = (0, 0)  # records of each side that repeat a run, counted once
 
     @property
     def gating(self) -> list[Pair]:
@@ -123,7 +132,7 @@ def status_verdict(base: str, new: str) -> tuple[str, str] | None:
 
 
 def _side(records: list[dict[str, Any]], quantity: str) -> Side | None:
-    timed = [r[quantity] for r in records if r.get(quantity) and str(r["status"]) == Status.OK]
+    timed = [r[quantity] for r in records if r.get(quantity) and str(r["status"]) == Status.OK][-RUNS_CAP:]
     if not timed:
         return None
     return Side(
@@ -185,6 +194,41 @@ def decide(pair: Pair, threshold: float, alpha: float, factor: float = 1.0) -> P
     return pair
 
 
+def run_of(rec: dict[str, Any]) -> str:
+    """What identifies the run a record is of: its run_id and row, else its whole content."""
+    if rec.get("run_id"):
+        return f"{rec['run_id']} {row_key(rec)}"
+    return hashlib.sha256(json.dumps(rec, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def runs(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """run_of -> record, one per run in first-seen order (a record repeated is the same run)."""
+    return {run_of(rec): rec for rec in records}
+
+
+def _name(key: RowKey) -> str:
+    return f"{key.model}/{key.driver}/{key.dtype}"
+
+
+def _refuse_what_says_nothing(
+    base: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]], pairs: list[Pair], sides: tuple[str, str]
+) -> None:
+    """InputError when a run is on both sides, or when the sides share no row."""
+    shared = [rec for run, rec in base.items() if run in new]
+    if shared:
+        raise InputError(
+            f"{sides[0]} and {sides[1]} hold the same runs ({len(shared)} record(s) on both sides, e.g. "
+            f"{_name(row_key(shared[0]))}): a side compared with itself says nothing; compare two runs"
+        )
+    if not any(p.base and p.new for p in pairs):
+        counts = [sum(bool(getattr(p, side)) for p in pairs) for side in ("base", "new")]
+        examples = [next((f", e.g. {_name(p.key)}" for p in pairs if getattr(p, side)), "") for side in ("base", "new")]
+        raise InputError(
+            f"no row to compare: base {sides[0]} has {counts[0]} row(s){examples[0]}, new {sides[1]} has "
+            f"{counts[1]}{examples[1]}, and none is on both sides"
+        )
+
+
 def machines(records: list[dict[str, Any]]) -> str:
     return ", ".join(sorted({machine_of(r) for r in records})) or "?"
 
@@ -200,7 +244,13 @@ def compare(
     sides: tuple[str, str] = ("base", "new"),
 ) -> Comparison:
     """Pair, decide and describe. Records of two machines are refused (InputError) unless
-    across_machines; normalize divides every ratio by machine_factor."""
+    across_machines; normalize divides every ratio by machine_factor. A record repeated is one
+    run; a run on both sides, and sides without a common row, are refused."""
+    by_run = runs(base), runs(new)
+    repeated = len(base) - len(by_run[0]), len(new) - len(by_run[1])
+    base, new = list(by_run[0].values()), list(by_run[1].values())
+    pairs = pair_rows(base, new, with_environment)
+    _refuse_what_says_nothing(*by_run, pairs, sides)
     where = machines(base), machines(new)
     cpus = [{str((r.get("machine") or {}).get("cpu")) for r in side} for side in (base, new)]
     other_machine = where[0] != where[1] or cpus[0] != cpus[1]
@@ -209,13 +259,12 @@ def compare(
             f"the base ran on {where[0]} and the new side on {where[1]}: times of two machines are not "
             "comparable; pass --across-machines to compare them anyway (every line then says so)"
         )
-    pairs = pair_rows(base, new, with_environment)
     factor = machine_factor(pairs) if normalize else 1.0
     pairs = [decide(p, threshold, alpha, factor) for p in pairs]
     if other_machine:
         for p in pairs:
             p.notes.insert(0, "across machines")
-    return Comparison(pairs, differences(base, new), threshold, alpha, other_machine, where, factor, sides)
+    return Comparison(pairs, differences(base, new), threshold, alpha, other_machine, where, factor, sides, repeated)
 
 
 def _versions(records: list[dict[str, Any]]) -> dict[str, dict[str, set]]:

@@ -8,6 +8,11 @@ own samples, and the pooled median is taken. With several runs per side the inte
 changes from process to process (measured to dominate on a shared machine); with one run per side
 it covers only the noise within that run's process, and says so (`runs`).
 
+The resamples are drawn as counts, never as arrays of drawn values: how often each run is drawn,
+then how often each of its samples is (drawing a run m times draws m times as many of its
+samples), and the pooled median is the weighted median of the sorted samples. Memory is CHUNK
+resamples x the side's samples, whatever the number of runs (which the caller caps).
+
 A side without samples (records written before the schema kept them, or quartiles only) has no
 interval: its verdict rests on the quartiles, `noisy` unless the two interquartile ranges are
 disjoint and the ratio is beyond the threshold (`quartiles_verdict`).
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 RESAMPLES = 2000  # bootstrap resamples per interval (its ends are printed to two decimals)
+CHUNK = 250  # resamples drawn at once: bounds the (CHUNK, samples) count arrays
 SEED = 0
 
 FASTER, SLOWER, SAME, NOISY = "faster", "slower", "same", "noisy"
@@ -74,18 +80,33 @@ class Estimate:
         return Estimate(self.ratio / factor, lo, hi, self.method, self.runs)
 
 
-def _bootstrap_medians(runs: Sequence[Sequence[float]], rng: np.random.Generator, resamples: int) -> np.ndarray:
+def _weighted_medians(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(n,) medians of n multisets of the sorted `values` (K,), each given by its `counts` (n, K):
+    the middle element, or the mean of the two middle ones (as np.median)."""
+    cum = np.cumsum(counts, axis=1)
+    total = cum[:, -1:]
+    lower = values[np.argmax(cum > (total - 1) // 2, axis=1)]
+    upper = values[np.argmax(cum > total // 2, axis=1)]
+    return (lower + upper) / 2
+
+
+def _bootstrap_medians(
+    runs: Sequence[Sequence[float]], rng: np.random.Generator, resamples: int, chunk: int = CHUNK
+) -> np.ndarray:
     """(resamples,) pooled medians: each resample draws len(runs) runs with replacement, then each
-    drawn run's samples with replacement (as many as it has); shorter runs are NaN-padded."""
+    drawn run's samples with replacement (as many as it has), counted (module docstring)."""
     arrays = [np.asarray(r, dtype=float) for r in runs]
-    k, width = len(arrays), max(len(a) for a in arrays)
-    picks = rng.integers(0, k, size=(resamples, k))
-    pooled = np.full((resamples, k, width), np.nan)
-    for c, values in enumerate(arrays):
-        rows, cols = np.nonzero(picks == c)
-        if rows.size:
-            pooled[rows, cols, : len(values)] = values[rng.integers(0, len(values), size=(rows.size, len(values)))]
-    return np.nanmedian(pooled.reshape(resamples, k * width), axis=1)
+    k, values = len(arrays), np.concatenate(arrays)
+    order = np.argsort(values, kind="stable")
+    out = np.empty(resamples)
+    for start in range(0, resamples, chunk):
+        n = min(chunk, resamples - start)
+        drawn = rng.multinomial(k, np.full(k, 1 / k), size=n)  # (n, k): times each run is drawn
+        counts = np.concatenate(
+            [rng.multinomial(drawn[:, c] * len(a), np.full(len(a), 1 / len(a))) for c, a in enumerate(arrays)], axis=1
+        )  # (n, samples): times each sample is drawn
+        out[start : start + n] = _weighted_medians(values[order], counts[:, order])
+    return out
 
 
 def estimate(base: Side, new: Side, alpha: float, resamples: int = RESAMPLES, seed: int = SEED) -> Estimate:
