@@ -12,11 +12,13 @@ drawn by the time-vs-size charts instead (charts.py).
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
+from rnnbench import record
 from rnnbench.report.style import (
     DPI,
     VENDOR_HATCH,
@@ -217,10 +219,6 @@ def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, tit
 def main(argv: list[str] | None = None) -> int:
     """python -m rnnbench.report.bars OUT.png RECORDS... --sizes T=512,H=512 --models lstm,rnn --title TEXT:
     the panels of the given models whose sizes include the given ones (a README chart)."""
-    import argparse
-
-    from rnnbench import record
-
     parser = argparse.ArgumentParser(prog="python -m rnnbench.report.bars")
     parser.add_argument("out", type=Path)
     parser.add_argument("records", type=Path, nargs="+")

@@ -11,6 +11,8 @@ VENDOR_HATCH on bars and a dashed line, drawn in a colour that shows on the bar'
 
 from __future__ import annotations
 
+import io
+import textwrap
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
@@ -77,8 +79,6 @@ def ink_on(color: str) -> str:
 def wrap(text: str, width_in: float, fontsize: float = 10) -> str:
     """`text` broken into lines that fit `width_in` inches at `fontsize` points (a title that
     would otherwise run off the figure's edge)."""
-    import textwrap
-
     per_line = max(20, int(width_in * 72 / (0.55 * fontsize)))
     return "\n".join(textwrap.fill(part, per_line) for part in text.split("\n"))
 
@@ -150,8 +150,6 @@ def pyplot():
 
 def save_png(fig, path: Path) -> None:
     """PNG with a 256-colour palette: charts have few colours, and the files stay small enough to commit."""
-    import io
-
     from PIL import Image
 
     buf = io.BytesIO()

@@ -23,9 +23,13 @@ from __future__ import annotations
 import resource
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+import numpy as np
+
+from rnnbench import record
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,8 @@ class TimingConfig:
 
 @dataclass(frozen=True)
 class Timing:
+    """The statistics of timed calls (module docstring), in ms: what a record keeps of a quantity."""
+
     median_ms: float
     q1_ms: float
     q3_ms: float
@@ -45,6 +51,13 @@ class Timing:
     max_ms: float
     repeats: int
     samples: tuple[float, ...] = ()  # record.kept_samples of the timed calls, ms, in the order they ran
+
+    @classmethod
+    def of(cls, samples_ms: Sequence[float]) -> Timing:
+        """The statistics of `samples_ms`, the times of the timed calls in the order they ran."""
+        q1, med, q3 = np.percentile(samples_ms, [25, 50, 75])
+        low, high = float(min(samples_ms)), float(max(samples_ms))
+        return cls(float(med), float(q1), float(q3), low, high, len(samples_ms), record.kept_samples(samples_ms))
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "samples": list(self.samples)}
@@ -61,20 +74,7 @@ def measure(fn: Callable[[], Any], block: Callable[[Any], None], config: TimingC
         elapsed = time.perf_counter() - start
         samples.append(elapsed * 1e3)
         spent += elapsed
-    import numpy as np  # imported here: a worker pins its CPUs through this module before any heavy import
-
-    from rnnbench import record
-
-    q1, med, q3 = np.percentile(samples, [25, 50, 75])
-    return Timing(
-        float(med),
-        float(q1),
-        float(q3),
-        float(min(samples)),
-        float(max(samples)),
-        len(samples),
-        record.kept_samples(samples),
-    )
+    return Timing.of(samples)
 
 
 def timed_call(fn: Callable[[], Any]) -> tuple[Any, float]:

@@ -15,28 +15,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from rnnbench import registry
+from rnnbench.check.judge import judge
+from rnnbench.check.oracle import oracle_grads
 from rnnbench.drivers import _torch
 from rnnbench.drivers.base import Prepared
+from rnnbench.run.environments import thread_env
+from rnnbench.run.timing import Timing
 from rnnbench.status import Status
 from rnnbench.study.idiomatic.candidates import Candidate, candidates
 from rnnbench.study.idiomatic.plan import DEVICE, DTYPE, SEED, Plan
 
 # ---- the worker: one framework family, every point, interleaved timing ----------------------------
-
-
-def _timing(samples: list[float]) -> dict[str, Any]:
-    q1, med, q3 = np.percentile(samples, [25, 50, 75])
-    return {
-        "median_ms": float(med),
-        "q1_ms": float(q1),
-        "q3_ms": float(q3),
-        "min_ms": float(min(samples)),
-        "max_ms": float(max(samples)),
-        "repeats": len(samples),
-    }
 
 
 def _skip_reason(history: list[tuple[int, dict]], T: int, plan: Plan, in_sweep: bool) -> str | None:
@@ -74,9 +64,6 @@ def point_key(model: str, sizes: dict[str, int]) -> str:
 
 def run_worker(family: str, plan: Plan, log: Callable[[str], None]) -> list[dict[str, Any]]:
     """Every point for the candidates of one framework family, in this process."""
-    from rnnbench.check.judge import judge
-    from rnnbench.check.oracle import oracle_grads
-
     for framework in registry.frameworks().values():
         if framework.family == family:
             framework.set_threads(plan.threads)
@@ -185,7 +172,7 @@ def _time_interleaved(
         "per_round_1min": per_round,
     }
     for (_, _, row), s, n in zip(live, samples, inner):
-        row.update(fwd_bwd=_timing(s), calls_per_sample=n, loadavg=loads)
+        row.update(fwd_bwd=Timing.of(s).to_dict(), calls_per_sample=n, loadavg=loads)
     best = min(live, key=lambda item: item[2]["fwd_bwd"]["median_ms"])
     log(
         f"{point}: timed {len(live)} candidates x {plan.rounds} rounds, load {loads['start'][0]} -> {loads['end'][0]}; "
@@ -211,8 +198,6 @@ def pin_cpus(threads: int) -> None:
 
 def run_family(family: str, plan: Plan) -> list[dict[str, Any]]:
     """One worker process for one framework family, its threads fixed before import."""
-    from rnnbench.run.environments import thread_env
-
     with tempfile.TemporaryDirectory(prefix="rnnbench-idiomatic-") as tmp:
         plan_path, out_path = Path(tmp) / "plan.json", Path(tmp) / "results.json"
         plan_path.write_text(json.dumps(dataclasses.asdict(plan)))
