@@ -75,6 +75,126 @@ def test_no_upward_import(path: Path) -> None:
     )
 
 
+# --- the import graph: every import, wherever it stands, and no circle ---
+#
+# Function-level imports are for load order and cost, never for structure. They stay for
+#   1. optional or heavy third-party libraries: the frameworks (torch, jax, flax, torch_xla, jaxlib),
+#      matplotlib, PIL, mpmath, ray, markdown_it, ...: a process that never needs one never loads it;
+#   2. rnnbench modules that a process must not load yet, with the reason in a comment: a worker pins
+#      its CPUs and sets its threads before anything can start a thread pool; a CLI subcommand loads
+#      its machinery only when it runs; a measuring process (`python -m ...`) pins itself first.
+# Not to break a circle: the graph below counts function-level imports like top-level ones, so a
+# lazy import hides no edge; two modules that need each other are one concept, or share a third.
+
+
+def _dotted(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """module -> the modules of the package at `root` it imports, from every import in it (top
+    level, in functions, under `if TYPE_CHECKING:` or `__main__`). `from pkg import name` is an edge
+    to pkg.name where that is a module, else to pkg; relative imports resolve against the importer."""
+    files = {_dotted(path, root): path for path in sorted(root.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        here = module.split(".") + ([""] if path.name == "__init__.py" else [])  # a package is its own base
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                edges.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                relative_to = here[: len(here) - node.level] if node.level else []
+                base = ".".join([*relative_to, node.module or ""]).strip(".")
+                edges.update(f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names)
+        graph[module] = {m for m in edges if m in files and m != module}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One shortest circle (a, b, ..., a) through the first module of each group of modules that
+    reach each other (Tarjan's strongly connected components): every group is named at once."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set(stack[stack.index(v) :])
+            del stack[stack.index(v) :]
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_shortest_circle(min(group), graph, group) for group in groups]
+
+
+def _shortest_circle(start: str, graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    came_from: dict[str, str | None] = {start: None}
+    queue = [start]
+    for u in queue:  # breadth first: the queue grows as it is read
+        for v in sorted(graph[u] & group):
+            if v == start:
+                path = [u]
+                while came_from[path[-1]] is not None:
+                    path.append(came_from[path[-1]])
+                return path[::-1] + [start]
+            if v not in came_from:
+                came_from[v] = u
+                queue.append(v)
+    raise AssertionError(f"{start} is in a group of modules but on no circle")
+
+
+# A re-export kept for importers outside this change, until they import from the name's home: then
+# the re-export goes, and its entry here (the test says when an entry is no longer needed).
+MOVING = {("rnnbench.check.finite_diff", "rnnbench.check.oracle"): "fuzz/cases.py: Oracle from check.finite_diff"}
+
+
+def test_no_import_circle() -> None:
+    """No module of rnnbench imports, through any chain of imports (function-level ones counted),
+    a module that imports it: a split whose halves import each other cut one concept in two."""
+    graph = import_graph(SRC)
+    for (importer, imported), why in MOVING.items():
+        assert imported in graph[importer], f"{importer} no longer imports {imported} ({why}): delete it from MOVING"
+        graph[importer].discard(imported)
+    circles = [" -> ".join(c) for c in import_circles(graph)]
+    assert not circles, "import circles (merge the concept, or move the shared part down):\n" + "\n".join(circles)
+
+
+def test_the_circle_detector_finds_a_circle_however_it_is_imported(tmp_path: Path) -> None:
+    """A circle of a top-level `from pkg import module`, a function-level `from pkg.sub import
+    module` and a relative `from .. import module`, beside modules that only import into it."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    sources = {
+        "__init__.py": "",
+        "a.py": "from pkg import b\n",
+        "b.py": "def f():\n    from pkg.sub import c\n",
+        "sub/__init__.py": "from .c import NAME\n",
+        "sub/c.py": "from .. import a\nNAME = 1\n",
+        "d.py": "import pkg.a\nfrom pkg.sub import NAME\n",
+    }
+    for name, text in sources.items():
+        (pkg / name).write_text(text)
+    graph = import_graph(pkg)
+    assert graph["pkg.d"] == {"pkg.a", "pkg.sub"} and graph["pkg.sub"] == {"pkg.sub.c"}
+    assert import_circles(graph) == [["pkg.a", "pkg.b", "pkg.sub.c", "pkg.a"]]
+    (pkg / "sub" / "c.py").write_text("NAME = 1\n")
+    assert import_circles(import_graph(pkg)) == []
+
+
 def _top_level(tree: ast.Module) -> tuple[set[str], list[str], list[str]]:
     """(names assigned at module level, functions named `prepare`, names assigned a Framework(...))."""
     assigned, prepares, frameworks = set(), [], []
