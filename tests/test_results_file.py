@@ -226,3 +226,17 @@ def test_records_carry_version_settings_and_fingerprint(tmp_path: Path) -> None:
     )
     assert other.returncode == 2 and "timing.budget_s 0.5 -> 2.0" in other.stderr, other.stderr
     assert out.read_bytes() == before
+
+
+def test_each_writer_stamps_one_run_id(tmp_path: Path) -> None:
+    """Every record a ResultsFile writes carries its run_id, one per opening (one command run): a
+    resumed file holds two runs, and `compare` counts a row's runs by it."""
+    path = tmp_path / "r.jsonl"
+    with record.ResultsFile(path) as first:
+        first.append(rec(0))
+        first.append(rec(1, run_id="given"))  # the writer's id, whatever the record says
+    with record.ResultsFile(path, resume=True) as second:
+        second.append(rec(2))
+    ids = [r["run_id"] for r in record.load([path])]
+    assert ids == [first.run_id, first.run_id, second.run_id] and first.run_id != second.run_id
+    assert record.FIELDS["run_id"] == "str"
