@@ -134,7 +134,7 @@ def _read_everything(records: list[dict[str, Any]], tmp: Path) -> None:
     with (
         mock.patch.object(bug_table, "probes", lambda: probes),
         mock.patch.object(charts, "pyplot", _Pyplot),
-        mock.patch.object(charts, "save_png", lambda fig, path: None),
+        mock.patch.object(charts, "save_png", lambda fig, path: path),
         mock.patch.object(charts, "readable_log_y", lambda ax: None),
     ):  # reads the drawn axis' limits
         write_report(records, tmp)

@@ -191,7 +191,6 @@ def bar_chart(records: list[dict], model: str, out: Path) -> Path | None:
 def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, title: str, cols: int = 2) -> Path | None:
     """One panel per (model, sizes, dtype, device, loss) group, in the given order, styled from
     the set of series of the whole figure; None when no group has a row that applies."""
-    plt = pyplot()
     name = series_namer(records)
     drawn = {k: bar_rows(rows, name) for k, rows in groups.items()}
     drawn = {k: v for k, v in drawn.items() if v[0]}  # a panel of rows that all do not apply is no panel
@@ -202,7 +201,7 @@ def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, tit
     cols = min(cols, len(drawn))
     rows_of = [len(bars) for bars, _ in drawn.values()]
     height = sum(max(rows_of[i : i + cols]) * 0.32 + 1.3 for i in range(0, len(rows_of), cols)) + 0.8
-    fig, axes = plt.subplots(
+    fig, axes = pyplot().subplots(
         math.ceil(len(drawn) / cols), cols, figsize=(8 * cols, height), squeeze=False, layout="constrained", dpi=DPI
     )
     for ax, ((model, sizes, dtype, device, loss), (bars, unavailable)) in zip(axes.flat, drawn.items()):
@@ -211,9 +210,7 @@ def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, tit
     for ax in list(axes.flat)[len(drawn) :]:
         ax.set_visible(False)
     fig.suptitle(wrap(title, 8 * cols), fontsize=10)
-    save_png(fig, path)
-    plt.close(fig)
-    return path
+    return save_png(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:

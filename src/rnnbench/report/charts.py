@@ -83,13 +83,12 @@ def _not_run_note(rows: list[dict], key: str) -> str:
 
 
 def time_chart(records: list[dict], model: str, axis: str, out: Path) -> Path | None:
-    plt = pyplot()
     by_series = axis_records(records, model, axis)
     if not by_series:
         return None
     keys = LENGTH_KEYS if axis == "length" else HIDDEN_KEYS
     key = _key(next(iter(by_series.values()))[0]["sizes"], keys)
-    fig, (ax_t, ax_c) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1.35, 1]})
+    fig, (ax_t, ax_c) = pyplot().subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1.35, 1]})
     look = chart_styles(by_series)
     for series, rows in sorted(by_series.items()):
         ok = [r for r in rows if r["status"] == "ok" and r.get("fwd_bwd")]
@@ -134,10 +133,7 @@ def time_chart(records: list[dict], model: str, axis: str, out: Path) -> Path | 
     ax_t.legend(fontsize=8, loc="upper left")
     fig.text(0.99, 0.01, "x: not run / stopped (see legend)", ha="right", fontsize=8, color="gray")
     fig.tight_layout()
-    path = out / f"{axis}_{model}.png"
-    save_png(fig, path)
-    plt.close(fig)
-    return path
+    return save_png(fig, out / f"{axis}_{model}.png")
 
 
 def speedups(records: list[dict], model: str) -> tuple[dict[str, Series], dict[Series, dict[int, Any]]]:
@@ -173,7 +169,6 @@ def speedups(records: list[dict], model: str) -> tuple[dict[str, Series], dict[S
 def speedup_chart(records: list[dict], model: str, out: Path) -> Path | None:
     """Bars: torch_loop median / series median (fwd+bwd) at each trip count, each series over the
     torch_loop of its own machine; line at 1."""
-    plt = pyplot()
     baselines, ratios = speedups(records, model)
     if not baselines:
         return None
@@ -186,7 +181,7 @@ def speedup_chart(records: list[dict], model: str, out: Path) -> Path | None:
     width = 0.8 / max(len(series), 1)
     from matplotlib.patches import Patch
 
-    fig, ax = plt.subplots(figsize=(12, 4.8))
+    fig, ax = pyplot().subplots(figsize=(12, 4.8))
     handles = []
     look = chart_styles({s: by_series[s] for s in series})
     for i, s in enumerate(series):
@@ -218,19 +213,15 @@ def speedup_chart(records: list[dict], model: str, out: Path) -> Path | None:
     ax.grid(True, axis="y", which="both", alpha=0.3)
     ax.legend(handles=handles, fontsize=8, ncol=3 if any(s.machine for s in series) else 4, loc="upper left")
     fig.tight_layout()
-    path = out / f"speedup_{model}.png"
-    save_png(fig, path)
-    plt.close(fig)
-    return path
+    return save_png(fig, out / f"speedup_{model}.png")
 
 
 def roofline_chart(records: list[dict], out: Path) -> Path | None:
     """Per model: % of the measured GEMM peak reached by fwd+bwd, vs trip count."""
-    plt = pyplot()
     models = sorted({r["model"] for r in records if r.get("roofline") and r.get("sweep", {}).get("axis") == "length"})
     if not models:
         return None
-    fig, axes = plt.subplots(1, len(models), figsize=(6.5 * len(models), 4.8), squeeze=False, layout="constrained")
+    fig, axes = pyplot().subplots(1, len(models), figsize=(6.5 * len(models), 4.8), squeeze=False, layout="constrained")
     look = chart_styles({s: rows for m in models for s, rows in axis_records(records, m, "length").items()})
     by_machine = several_machines(records)
     peaks = sorted(
@@ -274,10 +265,7 @@ def roofline_chart(records: list[dict], out: Path) -> Path | None:
         ),
         fontsize=10,
     )
-    path = out / "roofline.png"
-    save_png(fig, path)
-    plt.close(fig)
-    return path
+    return save_png(fig, out / "roofline.png")
 
 
 def all_charts(records: list[dict], out: Path) -> list[Path]:

@@ -93,13 +93,12 @@ def t_growth_chart(records: list[dict], model: str, out: Path) -> Path | None:
     groups = t_panels(records, model)
     if not groups:
         return None
-    plt = pyplot()
     name = series_namer(records)
     every = [r for rows in groups.values() for r in rows]
     look = styles((name(r) for r in every), first=(name(r) for r in every if r.get("anchor")))
     cols = min(len(groups), 2)
     nrows = math.ceil(len(groups) / cols)
-    fig, axes = plt.subplots(
+    fig, axes = pyplot().subplots(
         nrows, cols, figsize=(7.5 * cols, 5.5 * nrows), squeeze=False, layout="constrained", dpi=DPI
     )
     for ax, ((rest, dtype, device, loss), rows) in zip(axes.flat, groups.items()):
@@ -112,10 +111,7 @@ def t_growth_chart(records: list[dict], model: str, out: Path) -> Path | None:
         wrap(f"{model}: fwd+bwd time vs T (dashed: vendor layers; x: no time at that T, see legend)", 7.5 * cols),
         fontsize=10,
     )
-    path = out / f"tgrowth_{model}.png"
-    save_png(fig, path)
-    plt.close(fig)
-    return path
+    return save_png(fig, out / f"tgrowth_{model}.png")
 
 
 def idiomatic_t_growth_chart(records: list[dict], path: Path) -> Path | None:
@@ -125,10 +121,9 @@ def idiomatic_t_growth_chart(records: list[dict], path: Path) -> Path | None:
     rows = [r for r in records if (r.get("sizes") or {}).get("T")]
     if not rows:
         return None
-    plt = pyplot()
     driver = lambda r: r["driver"]
     look = styles({r["driver"] for r in rows})
-    fig, ax = plt.subplots(figsize=(11, 6.5), layout="constrained", dpi=DPI)
+    fig, ax = pyplot().subplots(figsize=(11, 6.5), layout="constrained", dpi=DPI)
     # the baseline families are dashed (drawn as anchors), on copies: records are read, never changed
     drawn = _lines(ax, [dict(r, anchor=r["driver"].startswith("idiomatic")) for r in rows], driver, look)
     first = rows[0]
@@ -140,6 +135,4 @@ def idiomatic_t_growth_chart(records: list[dict], path: Path) -> Path | None:
         f"{first['model']}: fwd+bwd time vs T ({fixed}, {first['dtype']}, "
         f"{(first.get('settings') or {}).get('threads', '?')} thread(s))",
     )
-    save_png(fig, path)
-    plt.close(fig)
-    return path
+    return save_png(fig, path)

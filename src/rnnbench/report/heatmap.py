@@ -81,14 +81,13 @@ def grad_error_heatmap(records: list[dict], out: Path) -> Path | None:
     dtype; a cell whose worst row is not ok shows that status instead (heatmap_cells)."""
     from matplotlib.colors import LogNorm
 
-    plt = pyplot()
     cells = heatmap_cells(records)
     if cells is None:
         return None
     dtype, series, models, label, err, tols = cells
     longest = max(len(s.label) for s in series)
     notes = cell_notes(label)
-    fig, ax = plt.subplots(
+    fig, ax = pyplot().subplots(
         figsize=(1.2 * len(models) + 3 + 0.06 * max(longest - 20, 0), 0.5 * len(series) + 2.5 + 0.18 * len(notes)),
         layout="constrained",
     )
@@ -116,7 +115,4 @@ def grad_error_heatmap(records: list[dict], out: Path) -> Path | None:
     )
     if notes:
         ax.set_xlabel("\n".join(f"[{n}] {status}" for status, n in notes.items()), fontsize=7, loc="left")
-    path = out / "grad_error_heatmap.png"
-    save_png(fig, path)
-    plt.close(fig)
-    return path
+    return save_png(fig, out / "grad_error_heatmap.png")

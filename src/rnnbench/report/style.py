@@ -139,7 +139,8 @@ def latest_rows(records: list[dict]) -> list[dict]:
 
 
 def pyplot():
-    """matplotlib.pyplot on the Agg backend, imported on first use: tables and pages need no matplotlib."""
+    """matplotlib.pyplot on the Agg backend, imported on first use: tables and pages need no matplotlib.
+    Text is drawn as written: a `$` in a record's name is no mathtext (which could fail to parse)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -148,8 +149,9 @@ def pyplot():
     return plt
 
 
-def save_png(fig, path: Path) -> None:
-    """PNG with a 256-colour palette: charts have few colours, and the files stay small enough to commit."""
+def save_png(fig, path: Path) -> Path:
+    """`fig` written to `path` and closed (pyplot keeps every open figure): a PNG with a 256-colour
+    palette, as charts have few colours, so the files stay small enough to commit. Returns `path`."""
     from PIL import Image
 
     buf = io.BytesIO()
@@ -157,6 +159,8 @@ def save_png(fig, path: Path) -> None:
     buf.seek(0)
     Image.open(buf).convert("RGB").quantize(256).save(path, optimize=True)
 
+    pyplot().close(fig)
+    return path
 
 def readable_log_y(ax) -> None:
     """Label 1-2-5 ticks on a log y axis as plain numbers (call after plotting: uses the limits)."""
