@@ -139,8 +139,7 @@ def latest_rows(records: list[dict]) -> list[dict]:
 
 
 def pyplot():
-    """matplotlib.pyplot on the Agg backend, imported on first use: tables and pages need no matplotlib.
-    Text is drawn as written: a `$` in a record's name is no mathtext (which could fail to parse)."""
+    """matplotlib.pyplot on the Agg backend, imported on first use: tables and pages need no matplotlib."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -158,9 +157,9 @@ def save_png(fig, path: Path) -> Path:
     fig.savefig(buf, dpi=DPI, format="png")
     buf.seek(0)
     Image.open(buf).convert("RGB").quantize(256).save(path, optimize=True)
-
     pyplot().close(fig)
     return path
+
 
 def readable_log_y(ax) -> None:
     """Label 1-2-5 ticks on a log y axis as plain numbers (call after plotting: uses the limits)."""
