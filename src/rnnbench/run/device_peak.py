@@ -30,7 +30,7 @@ from rnnbench.run.roofline import (
     gemm_shapes,
     in_worker,
     measure_rates,
-    peak_packages,
+    peak_key,
     peak_summary,
     serve,
     with_roofline,
@@ -72,17 +72,6 @@ def cache_path() -> Path:
     return cache_root() / "gpu_peak.json"
 
 
-def _key(dtype: str, device: str) -> dict[str, Any]:
-    versions = dict(environments.package_versions("main"))
-    return {
-        "hostname": socket.gethostname(),
-        "device": device,
-        "dtype": dtype,
-        "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        "versions": {p: versions.get(p, "missing") for p in peak_packages()},
-    }
-
-
 def peak_for(
     dtype: str,
     device: str,
@@ -96,7 +85,9 @@ def peak_for(
         request = {"dtype": dtype, "device": device, "shapes": shapes}
         return measure_in_worker(request, python or environments.get("main").python, timeout_s)
 
-    entry = cached_peak(cache_path(), _key(dtype, device), device_shapes(sizes), measured)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    key = peak_key(hostname=socket.gethostname(), device=device, dtype=dtype, visible_devices=visible)
+    entry = cached_peak(cache_path(), key, device_shapes(sizes), measured)
     return summary(entry, dtype, device, str(cache_path()))
 
 

@@ -307,23 +307,16 @@ def peak_cache_path() -> Path:
     return cache_root() / "gemm_peak.json"
 
 
-def _peak_key(dtype: str, threads: int, cpus: Sequence[int]) -> dict[str, Any]:
-    machine = record.machine()
-    versions = dict(environments.package_versions("main"))
-    return {
-        "hostname": machine["hostname"],
-        "cpu": machine["cpu"],
-        "affinity_size": len(cpus),
-        "dtype": dtype,
-        "threads": threads,
-        "versions": {p: versions.get(p, "missing") for p in peak_packages()},
-    }
-
-
 def peak_packages() -> list[str]:
     """The packages whose versions decide the peak: those of the frameworks with a GEMM, and numpy."""
 
     return sorted({"numpy", *(p for f in registry.frameworks().values() if f.gemm is not None for p in f.packages)})
+
+
+def peak_key(**where: Any) -> dict[str, Any]:
+    """What a peak is cached under: where it was measured, and the versions of peak_packages()."""
+    versions = dict(environments.package_versions("main"))
+    return {**where, "versions": {p: versions.get(p, "missing") for p in peak_packages()}}
 
 
 def peak_for(
@@ -345,7 +338,11 @@ def peak_for(
     def measure(shapes: list[tuple[int, int, int]]) -> dict[str, Any]:
         return _measure_in_worker({**request, "shapes": shapes}, python or environments.get("main").python, timeout_s)
 
-    entry = cached_peak(peak_cache_path(), _peak_key(dtype, threads, cpus), gemm_shapes(sizes), measure, cpus=cpus)
+    machine = record.machine()
+    key = peak_key(
+        hostname=machine["hostname"], cpu=machine["cpu"], affinity_size=len(cpus), dtype=dtype, threads=threads
+    )
+    entry = cached_peak(peak_cache_path(), key, gemm_shapes(sizes), measure, cpus=cpus)
     identity = {**request, "others_on_cpus": entry.get("others_on_cpus")}
     return peak_summary(entry, PEAK_SQUARE, "GEMM", identity, str(peak_cache_path()), PEAK_METHOD)
 
