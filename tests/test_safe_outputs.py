@@ -28,9 +28,10 @@ RESULTS = ROOT / "docs" / "results"
 SCRIPT = "<script>document.title='pwned'</script>"
 IMG = "<img src=x onerror=\"document.documentElement.setAttribute('data-pwned','1')\">"
 FORMULA = "=cmd|' /C calc'!A0"
-ATTACK = f"{IMG}{SCRIPT} | ok | {FORMULA}\n@SUM(1)"
+MATH = "$\\nosuchcmd{$ $^^$"  # not mathtext to a chart: drawn as written
+ATTACK = f"{IMG}{SCRIPT} | ok | {FORMULA}\n@SUM(1) {MATH}"
 # model and driver names name chart files: no '/' (record_fields refuses one), the rest as hostile
-NAME = "<img src=x onerror=\"document.title='pwned'\"> | ok |\n=cmd|' -C calc'!A0"
+NAME = f"<img src=x onerror=\"document.title='pwned'\"> | ok |\n=cmd|' -C calc'!A0 {MATH}"
 
 
 def hostile(value, path: str = ""):

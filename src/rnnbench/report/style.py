@@ -139,10 +139,12 @@ def latest_rows(records: list[dict]) -> list[dict]:
 
 
 def pyplot():
-    """matplotlib.pyplot on the Agg backend, imported on first use: tables and pages need no matplotlib."""
+    """matplotlib.pyplot on the Agg backend, imported on first use: tables and pages need no matplotlib.
+    Text is drawn as written: a `$` in a record's name is no mathtext (which could fail to parse)."""
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
 
     return plt
