@@ -401,6 +401,7 @@ for name in [n for n in SETUPS if n.startswith(("missing_", "wrong_"))] + [
     "bom",
     "bad_middle",
     "bad_middle_complete_tail",
+    "nan_literal",
 ]:
     line = "2" if name.startswith("bad_middle") else "1"
     _case(f"table_{name}", ("table", "{t}/r.jsonl"), 2, f"r.jsonl:{line}:", (name,))
@@ -409,7 +410,6 @@ for name, setup, exit, words in [
     ("results", ("results",), 0, "1 rows unavailable"),
     ("truncated_tail", ("truncated_tail",), 0, "incomplete last line skipped"),
     ("complete_tail_no_newline", ("complete_tail_no_newline",), 0, "1 rows unavailable"),
-    ("nan_literal", ("nan_literal",), 0, "torch_loop"),
     ("null_timing", ("null_timing",), 0, "torch_loop"),
     ("empty", ("empty",), 0, "model"),
     ("notes", ("notes",), 2, "not a JSON record"),
@@ -560,7 +560,7 @@ for path, value, words in [
     ("sizes.T", None, "field 'sizes.T' is NoneType, not int"),
     ("hvp.status", 1, "field 'hvp.status' is int, not str or null"),
     ("machine", {"hostname": None}, "field 'machine.hostname' is NoneType, not str"),
-    ("fwd_bwd.q1_ms", None, "field 'fwd_bwd.q1_ms' is NoneType, not num"),
+    ("fwd_bwd.q1_ms", None, "field 'fwd_bwd.q1_ms' is NoneType, not ms"),
     ("fwd", {"median_ms": 1}, "no 'fwd.q1_ms' field"),
     ("timestamp", 5, "field 'timestamp' is int, not str"),
     ("anchor", "yes", "field 'anchor' is str, not bool"),
@@ -572,6 +572,63 @@ for path, value, words in [
     for command in (("table", "{t}/r.jsonl"), ("report", "{t}/r.jsonl", "--out-dir", "{t}/rep")):
         _case(f"{command[0]}_{name}", command, 2, f"r.jsonl:1: not an rnnbench record ({words})", (name,))
     _case(f"resume_{name}", RESUME, 2, f"r.jsonl:1: not an rnnbench record ({words})", (name,))
+
+
+# -- compare: what it compares is what it says ----------------------------------------------------------
+def _timed(run_id: str, **over) -> dict:
+    timing = {"median_ms": 1.0, "q1_ms": 0.9, "q3_ms": 1.1, "samples": [0.9, 1.0, 1.1]}
+    return {**REC, "machine": {"hostname": "h"}, "run_id": run_id, "fwd_bwd": timing, **over}
+
+
+SETUPS["compare_pair"] = lambda t: [(t / f"{side}.jsonl").write_text(_lines(_timed(side))) for side in ("a", "b")]
+SETUPS["compare_nan_median"] = _write(
+    "b.jsonl", _lines(_timed("b", fwd_bwd={"median_ms": float("nan"), "q1_ms": 1, "q3_ms": 1}))
+)
+SETUPS["compare_huge_median"] = _write(
+    "b.jsonl", _lines(_timed("b", fwd_bwd={"median_ms": 1e308, "q1_ms": 1, "q3_ms": 1}))
+)
+SETUPS["compare_slash_model"] = _write("b.jsonl", _lines(_timed("b", model="rnn/../x")))
+SETUPS["compare_bad_benchmark"] = _write("b.json", json.dumps({"benchmarks": [{"stats": "fast"}]}))
+SETUPS["compare_fuzz"] = _write("f.jsonl", _lines({**REC, "model": "fuzz:0:0", "case": 0, "body": {}}))
+C = ("compare", "{t}/a.jsonl")
+_case("compare_two_runs", (*C, "{t}/b.jsonl"), 0, "-> exit 0", ("compare_pair",))
+_case("compare_self", (*C, "{t}/a.jsonl"), 2, "the same runs", ("compare_pair",))
+_case(
+    "compare_no_common_row",
+    (*C, "{t}/f.jsonl", "--across-machines"),
+    2,
+    "no row to compare",
+    ("compare_pair", "compare_fuzz"),
+)
+_case("compare_empty_new", (*C, "{t}/r.jsonl", "--across-machines"), 2, "no row to compare", ("compare_pair", "empty"))
+_case(
+    "compare_nan_median",
+    (*C, "{t}/b.jsonl"),
+    2,
+    "b.jsonl:1: not an rnnbench record (field 'fwd_bwd.median_ms'",
+    ("compare_pair", "compare_nan_median"),
+)
+_case(
+    "compare_huge_median",
+    (*C, "{t}/b.jsonl"),
+    2,
+    "is 1e+308, not a time in ms",
+    ("compare_pair", "compare_huge_median"),
+)
+_case(
+    "compare_slash_model",
+    (*C, "{t}/b.jsonl"),
+    2,
+    "field 'model' is 'rnn/../x'",
+    ("compare_pair", "compare_slash_model"),
+)
+_case(
+    "compare_bad_pytest_benchmark",
+    (*C, "{t}/b.json"),
+    2,
+    "b.json: benchmarks[0]: stats is str",
+    ("compare_pair", "compare_bad_benchmark"),
+)
 
 # -- processes, streams and outputs (issue: the contract beyond the command line) -------------------
 # A matrix of drivers x environments with no row in it; outputs where nothing can be written (a

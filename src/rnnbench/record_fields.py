@@ -140,10 +140,11 @@ def _is(value: Any, kinds: list[str]) -> bool:
 
 
 def _why_not(where: str, value: Any, kinds: list[str]) -> str:
-    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+    """A value of the right JSON type that is not possible is shown; another type is named."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if any(k in ("num", "ms") and number or k == "name" and isinstance(value, str) for k in kinds):
         shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:40]}... ({len(value)} characters)"
-        if any(k in _WORDS for k in kinds):
-            return f"field {where!r} is {shown}, not {' or '.join(_WORDS.get(k, k) for k in kinds)}"
+        return f"field {where!r} is {shown}, not {' or '.join(_WORDS.get(k, k) for k in kinds)}"
     return f"field {where!r} is {type(value).__name__}, not {' or '.join(kinds)}"
 
 
