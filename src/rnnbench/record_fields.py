@@ -122,7 +122,7 @@ _KINDS: dict[str, Callable[[Any], bool]] = {
     "bool": lambda v: isinstance(v, bool),
     "dict": lambda v: isinstance(v, dict),
     "list": lambda v: isinstance(v, list),
-    "null": lambda v: v is None,
+    "null": lambda v: v is None or (isinstance(v, float) and math.isnan(v)),  # NaN: schema 1's null
 }
 _WORDS = {
     "num": "a finite number",
