@@ -9,12 +9,11 @@ the records come from several machines, its machine (a leading column; provenanc
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rnnbench.report import escape
 from rnnbench.report.charts import all_charts
 from rnnbench.report.style import latest_rows
-from rnnbench.report.table import env_label, loss_label, machine_of, several_machines
+from rnnbench.report.table import env_label, loss_label, machine_of, number, several_machines
 
 COLUMNS = (
     "model",
@@ -43,10 +42,6 @@ def columns(with_machine: bool = False, with_loss: bool = False) -> tuple[str, .
     return ("machine", *cols) if with_machine else cols
 
 
-def _num(v: Any, fmt: str) -> str:
-    return "-" if v is None or v != v else format(v, fmt)
-
-
 def table_rows(records: list[dict], with_machine: bool = False, with_loss: bool = False) -> list[tuple[str, ...]]:
     """One tuple of cells per record (columns(with_machine, with_loss)), each from its own record."""
     out = []
@@ -60,14 +55,14 @@ def table_rows(records: list[dict], with_machine: bool = False, with_loss: bool 
             env_label(r),
             ",".join(f"{k}={v}" for k, v in (r.get("sizes") or {}).items()),
             r["status"],
-            _num(r.get("max_rel_error"), ".1e"),
+            number(r.get("max_rel_error"), ".1e"),
             f"{fb['median_ms']:.3g} [{fb['q1_ms']:.3g}-{fb['q3_ms']:.3g}] ({fb['repeats']})" if fb else "-",
             f"{fw['median_ms']:.3g}" if fw else "-",
-            _num(r.get("first_call_s"), ".2f") if ok else "-",
-            _num(r.get("fwd_first_call_s"), ".2f") if ok else "-",
-            _num(roof and roof["gflops"], ".3g"),
-            _num(roof and 100 * roof["fraction_of_peak"], ".2g"),
-            _num((r.get("memory") or {}).get("peak_rss_mb"), ".0f"),
+            number(r.get("first_call_s"), ".2f") if ok else "-",
+            number(r.get("fwd_first_call_s"), ".2f") if ok else "-",
+            number(roof and roof["gflops"], ".3g"),
+            number(roof and 100 * roof["fraction_of_peak"], ".2g"),
+            number((r.get("memory") or {}).get("peak_rss_mb"), ".0f"),
             r.get("reason", "") if not ok else "",
         )
         if with_loss:

@@ -23,9 +23,9 @@ def _ms(t: dict | None) -> str:
     return f"{t['median_ms']:.3g} [{t['q1_ms']:.3g}-{t['q3_ms']:.3g}]"
 
 
-def _err(rec: dict) -> str:
-    e = rec.get("max_rel_error")
-    return "-" if e is None else f"{e:.1e}"
+def number(v: Any, fmt: str) -> str:
+    """A number as a cell; "-" where there is none."""
+    return "-" if v is None or v != v else format(v, fmt)
 
 
 def _peak(rec: dict) -> str:
@@ -67,11 +67,6 @@ def contention_legend(records: Iterable[dict[str, Any]]) -> list[str]:
         f"{CONTENDED_MARK} {marked} row(s) timed under contention, compare them with care: {parts} "
         "(the records' cpu field)"
     ]
-
-
-def _first(rec: dict) -> str:
-    s = rec.get("first_call_s")
-    return "-" if s is None or s != s else f"{s:.3g}"
 
 
 def env_label(rec: dict) -> str:
@@ -168,13 +163,13 @@ def rows(
             env_label(r),
             r["dtype"],
             str(r["status"]),
-            _err(r),
+            number(r.get("max_rel_error"), ".1e"),
             (_ms(r.get("fwd_bwd")) + (f" {CONTENDED_MARK}" if contention(r) and r.get("fwd_bwd") else ""))
             if ok
             else "-",
             _peak(r) if ok else "-",
             _ms(r.get("fwd")) if ok else "-",
-            _first(r) if ok else "-",
+            number(r.get("first_call_s"), ".3g") if ok else "-",
         )
         if with_hvp:
             cells = (*cells[:5], hvp_label(r), *cells[5:])
