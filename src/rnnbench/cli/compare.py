@@ -9,7 +9,8 @@ versions, two machines), and a gate that fails only on what is real.
 BASE and NEW are results files (JSON Lines records) or pytest-benchmark JSON files. Pairing,
 verdicts and the exit code: rnnbench.report.compare_pairs; the interval: compare_stats; running two
 commits: rnnbench.run.commits. Exit codes: 1 on a status
-regression or a row slower beyond the threshold, 0 otherwise, 2 on bad input.
+regression or a row slower beyond the threshold, 0 otherwise, 2 on bad input (a record or
+benchmark that is not possible, a side against itself, two sides without a common row).
 """
 
 from __future__ import annotations
