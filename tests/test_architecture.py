@@ -157,18 +157,10 @@ def _shortest_circle(start: str, graph: dict[str, set[str]], group: set[str]) ->
     raise AssertionError(f"{start} is in a group of modules but on no circle")
 
 
-# A re-export kept for importers outside this change, until they import from the name's home: then
-# the re-export goes, and its entry here (the test says when an entry is no longer needed).
-MOVING = {("rnnbench.check.finite_diff", "rnnbench.check.oracle"): "fuzz/cases.py: Oracle from check.finite_diff"}
-
-
 def test_no_import_circle() -> None:
     """No module of rnnbench imports, through any chain of imports (function-level ones counted),
     a module that imports it: a split whose halves import each other cut one concept in two."""
     graph = import_graph(SRC)
-    for (importer, imported), why in MOVING.items():
-        assert imported in graph[importer], f"{importer} no longer imports {imported} ({why}): delete it from MOVING"
-        graph[importer].discard(imported)
     circles = [" -> ".join(c) for c in import_circles(graph)]
     assert not circles, "import circles (merge the concept, or move the shared part down):\n" + "\n".join(circles)
 

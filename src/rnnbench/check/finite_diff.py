@@ -182,12 +182,3 @@ def _entry_function(model: Model, case: Case, name: str, base: np.ndarray, idx: 
 def finite_difference_grads(model: Model, case: Case, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
     """The values only (for callers that need no error bars)."""
     return finite_differences(model, case, names)[0]
-
-
-def __getattr__(name: str):
-    """Oracle lives in rnnbench.check.oracle; the old name here stays until its last importer moves."""
-    if name == "Oracle":
-        from rnnbench.check.oracle import Oracle
-
-        return Oracle
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

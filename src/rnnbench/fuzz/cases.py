@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rnnbench.check.finite_diff import Oracle
-from rnnbench.check.oracle import oracle_grads
+from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.second_order import HvpOracle, hvp_oracle
 from rnnbench.fuzz.grammar import PARAM_VECTORS, Body, body_wrt
 from rnnbench.losses import weighted, with_loss
