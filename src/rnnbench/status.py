@@ -113,11 +113,3 @@ class OracleKind(str, Enum):
 
     def __str__(self) -> str:
         return self.value
-
-    @property
-    def approximate(self) -> bool:
-        return self in (
-            OracleKind.FINITE_DIFFERENCES,
-            OracleKind.FINITE_DIFFERENCES_HVP,
-            OracleKind.GRADIENT_DIFFERENCES_HVP,
-        )

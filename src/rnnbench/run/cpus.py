@@ -183,10 +183,6 @@ def _busy_s(cpus: Iterable[int] | None) -> float | None:
     return busy / tick if found == len(wanted) else None
 
 
-def _cpus_busy_s(cpus: Iterable[int]) -> float | None:
-    return _busy_s(cpus)
-
-
 def cpu_clock() -> CpuClock:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return CpuClock(usage.ru_utime + usage.ru_stime, time.perf_counter(), _busy_s(allowed_cpus()), _busy_s(None))

@@ -180,7 +180,3 @@ class Runner:
             for w in work:
                 w(self.write, self.on_start)
         return self.records
-
-    def run_group(self, environment: environments.Environment, jobs: list[Job]) -> None:
-        """Run `jobs` in `environment`'s interpreter here (GroupWork)."""
-        self.group(environment.name, jobs)(self.write, self.on_start)
