@@ -21,6 +21,7 @@ import numpy as np
 
 from rnnbench.errors import did_you_mean
 from rnnbench.model import Case, Loss, Model, rollout
+from rnnbench.ops import numpy_ops
 
 MODEL_LOSS = "model"  # the model's own loss, as its module defines it
 
@@ -184,8 +185,6 @@ def with_loss(model: Model, case: Case, name: str) -> tuple[Model, Case]:
     if name == MODEL_LOSS:
         return model, case
     form = form_named(name)
-    from rnnbench.ops import numpy_ops
-
     ys, carry = rollout(numpy_ops(), model, case.params, case.carry0, case.xs, case.length)
     rng = np.random.default_rng([case.seed, zlib.crc32(name.encode())])
     consts = form.weights(rng, np.asarray(ys), tuple(np.asarray(c) for c in carry))
@@ -206,7 +205,6 @@ def with_loss(model: Model, case: Case, name: str) -> tuple[Model, Case]:
 def _through_cotangents(model: Model, form: LossForm) -> Callable[[Case], dict[str, np.ndarray]]:
     """An oracle for `form`: the model's hand oracle, fed the form's cotangents at this case's forward
     in place of its own loss weights (a loss linear in ys and the carry is its cotangents)."""
-    from rnnbench.ops import numpy_ops
 
     def oracle(case: Case) -> dict[str, np.ndarray]:
         ys, carry = rollout(numpy_ops(), model, case.params, case.carry0, case.xs, case.length)

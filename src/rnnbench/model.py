@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.ops import Ops
+from rnnbench.ops import Ops, forward_pass, numpy_ops
 
 Array = Any  # a numpy, torch or jax array, depending on the ops namespace in use
 Carry = tuple  # tuple of arrays, one per name in Model.carry_names
@@ -219,8 +219,6 @@ def rollout(
 def reference_loss(model: Model, case: Case, params=None, carry0=None, xs=None) -> float:
     """float64 numpy forward loss; finite differences perturb `params`, `carry0` or `xs`. One
     forward pass of rnnbench.ops.frozen_stop_gradients(), which the derivative oracles open."""
-    from rnnbench.ops import forward_pass, numpy_ops
-
     ops = numpy_ops()
     with forward_pass():
         ys, carry = rollout(

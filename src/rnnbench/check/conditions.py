@@ -9,7 +9,11 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from rnnbench.model import Case, Model
+from rnnbench.check.compare import compare_grads, verdict
+from rnnbench.check.tolerance import at_loss_scale, tolerance
+from rnnbench.model import Case, Model, loop_recur, rollout, run_forward
+from rnnbench.ops import forward_pass, numpy_ops, torch_ops
+from rnnbench.status import OracleKind, Status
 
 CONDITIONS: dict[str, Callable[[Model, Case, str], bool]] = {
     # Some initial-carry leaf is not differentiated (docs/bugs.md §1's trigger in torch 2.9.0's scan).
@@ -111,8 +115,6 @@ def differentiated_sizes(model: Model, case: Case) -> tuple[dict[str, int], dict
     the loop: parameters the prologue reads, xs when differentiated, and the prologue's output
     xs' when anything upstream is), found by running the numpy prologue and one step. A model of
     several recurrences (Model.forward) has no single body: ({}, {})."""
-    from rnnbench.ops import numpy_ops
-
     ops = numpy_ops()
     upstream: dict[str, int] = {}
     if model.forward is not None:
@@ -145,9 +147,6 @@ def differentiated_sizes(model: Model, case: Case) -> tuple[dict[str, int], dict
 def recurrence_carries(model: Model, case: Case) -> list[tuple]:
     """The initial carry of each recurrence the model runs (one for a single recurrence; one per
     layer or direction of a Model.forward), found by running the numpy forward."""
-    from rnnbench.model import loop_recur, run_forward
-    from rnnbench.ops import numpy_ops
-
     if model.forward is None:
         return [tuple(case.carry0)]
     ops, seen = numpy_ops(), []
@@ -169,9 +168,6 @@ def expanded_carry_cotangents(model: Model, case: Case) -> list[int]:
     reads the strides of each leaf's incoming gradient. A sum that inductor alone turns into an
     expand (e.g. of c * ones_like(c)) is not seen here."""
     import torch
-
-    from rnnbench.model import rollout
-    from rnnbench.ops import forward_pass, numpy_ops, torch_ops
 
     with forward_pass():
         ys, carry = rollout(numpy_ops(), model, case.params, case.carry0, case.xs, case.length)
@@ -200,8 +196,6 @@ def _step_graph(model: Model, case: Case) -> tuple[bool, bool, bool]:
     has no single body: all False."""
     import torch
 
-    from rnnbench.ops import numpy_ops, torch_ops
-
     if model.forward is not None:
         return False, False, False
 
@@ -227,8 +221,6 @@ def _step_gradient_returned_twice(model: Model, case: Case) -> bool:
     """One eager torch step, carry leaves and x differentiated as the case (or its prologue) does: do two of
     their gradients share storage that no output cotangent has? Several recurrences: False."""
     import torch
-
-    from rnnbench.ops import numpy_ops, torch_ops
 
     if model.forward is not None:
         return False
@@ -259,10 +251,6 @@ def _carry_chain_cut_matters(model: Model, case: Case, dtype: str) -> bool:
     """Eager torch loops in float64 at the case's values: would the gradient with the carry chain of
     each leaf whose initial value lacks grad cut between steps be judged wrong at `dtype` against the
     true one (check/compare.py, the judge's rule with the true gradient as its oracle)?"""
-    from rnnbench.check.compare import compare_grads, verdict
-    from rnnbench.check.tolerance import at_loss_scale, tolerance
-    from rnnbench.status import OracleKind, Status
-
     if all(case.carry0_requires_grad or (False,)):
         return False
     loss, full = _loop_gradient(model, case, cut=False)
@@ -277,9 +265,6 @@ def _loop_gradient(model: Model, case: Case, cut: bool) -> tuple[float, dict[str
     recurrence detaches, before each step after the first, the carry leaves whose initial value has
     no grad (a model of several recurrences cuts each by its own initial carry)."""
     import torch
-
-    from rnnbench.model import run_forward
-    from rnnbench.ops import torch_ops
 
     ops = torch_ops()
 

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from rnnbench.ops import named_ops
+
 Array = Any  # a base array (float64 or mpmath object array) or a Dual
 
 
@@ -426,8 +428,6 @@ def dual_ops() -> Any:
     tests/test_dual.py derives its closed-form checks from the Ops fields, so an op added to Ops
     without a rule fails there."""
     import sys
-
-    from rnnbench.ops import named_ops
 
     return named_ops(
         sys.modules[__name__],  # this module's rules, named as numpy names its functions

@@ -29,6 +29,7 @@ from rnnbench.check.oracle import dual_oracle
 from rnnbench.check.tolerance import at_loss_scale, tolerance
 from rnnbench.drivers.base import Driver
 from rnnbench.model import Case, Model, reference_loss, rollout
+from rnnbench.ops import numpy_ops
 from rnnbench.status import InputStatus
 
 PREFIX = "__prefix_ys"
@@ -37,8 +38,6 @@ MAX_PARAM_ENTRIES = 512  # per-step parameter contributions need a tangent per p
 
 def suffix_problem(model: Model, case: Case, t: int) -> tuple[Model, Case]:
     """(model, case) of the recurrence from step t on (see the module docstring)."""
-    from rnnbench.ops import numpy_ops
-
     ops = numpy_ops()
     consts = dict(case.consts)
     carry_t = tuple(case.carry0)

@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rnnbench.check.compare import InputError, compare_grads, describe
+from rnnbench.check.compare import InputError, compare_grads, describe, loss_condition
 from rnnbench.check.dual_eval import evaluate
 from rnnbench.check.finite_diff import input_value
 from rnnbench.check.hvp import GRADIENT_STEP, LOSS_STEP, finite_difference_hvp, gradient_difference_hvp
 from rnnbench.check.judge import registered
 from rnnbench.check.low_precision import ROUNDING_SAFETY
+from rnnbench.check.oracle import MP_MAX_ENTRIES, MP_TRIGGER, once
 from rnnbench.check.tolerance import UNIT_ROUNDOFF, hvp_tolerance
 from rnnbench.drivers.base import Prepared
 from rnnbench.model import Case, Model, reference_loss
@@ -84,9 +85,6 @@ def hvp_oracle(model: Model, case: Case, seed: int = 0, choice: str | None = Non
 def _dual_hvp(
     model: Model, case: Case, names: list, v: dict, hv: dict, grads: dict, loss: float, choice: str | None
 ) -> HvpOracle:
-    from rnnbench.check.compare import loss_condition
-    from rnnbench.check.oracle import MP_MAX_ENTRIES, MP_TRIGGER, once
-
     @once
     def extended() -> HvpOracle:
         mp = evaluate(model, case, names, extended=True, direction=v).hvp

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from rnnbench.drivers.base import DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
-from rnnbench.model import Case, Model
+from rnnbench.model import Case, Model, numpy_dtype
+from rnnbench.ops import numpy_ops
 
 
 def xla_thread_env(threads: int) -> dict[str, str]:
@@ -229,9 +230,6 @@ def input_projection(model: Model, case: Case, dtype: str) -> tuple[Model, dict[
     not run per step)."""
     if model.prologue is None or model.forward is not None or case.xs is None:
         return model, {}
-    from rnnbench.model import numpy_dtype
-    from rnnbench.ops import numpy_ops
-
     ops, prologue, step = numpy_ops(), model.prologue, model.step
     xs = np.asarray(case.xs[:2])
     whole = prologue(ops, case.params, xs)
