@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from rnnbench import losses as loss_forms
+from rnnbench import registry
 from rnnbench.api.report import DriverResult, RecurrenceReport
 from rnnbench.api.trees import Tree, flatten, is_flat
 from rnnbench.api.validate import DTYPES, Checked, Inputs, validate
@@ -82,7 +84,7 @@ def check_recurrence(
     TypeError for a wrong type, rnnbench.errors.InputError (a ValueError) for a bad value.
     """
     given = Inputs(**locals())  # first, while the arguments are all that is local: every one, as one value
-    from rnnbench import losses as loss_forms
+    # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
     from rnnbench.check.oracle import AUTO
 
     checked = validate(given)
@@ -99,8 +101,6 @@ def check_recurrence(
 def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
     """The user's recurrence as a suite model on flat arrays, and its one case rounded to dtype:
     params and carry leaves by name, x_t and y_t packed into one vector per step (T, total)."""
-    from rnnbench import losses as loss_forms
-
     T = checked.length
     params_tree, carry_tree = Tree(given.params), Tree(checked.carry0)
     xs_tree = None if given.xs is None else Tree(given.xs, per_step=True)
@@ -154,7 +154,7 @@ def _run_drivers(
     """Every driver of `names` under every loss form of `judged` ({form: (model, case)}), each pair
     checked by rnnbench.run.pair.check_pair against one oracle per form, computed once for all
     drivers (`oracle`: a forced rung, None for the ladder): (results, the least exact oracle kind used)."""
-    from rnnbench import registry
+    # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
     from rnnbench.check.oracle import oracle_grads, weakest
     from rnnbench.run.pair import PairPlan, check_pair, unavailable_reason
 

@@ -11,9 +11,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rnnbench import registry
 from rnnbench.api.messages import label, problem, text
 from rnnbench.api.trees import Tree, flatten, is_flat, leaf_name, rebuild
+from rnnbench.losses import CHECKED, MODEL_LOSS, form_named
 from rnnbench.model import BY_PRECISION as DTYPES  # the dtypes check_recurrence runs at, as its messages list them
+from rnnbench.model import numpy_dtype
+from rnnbench.ops import numpy_ops
 
 
 @dataclass(frozen=True)
@@ -60,8 +64,6 @@ def validate(given: Inputs) -> Checked:
     carry0's structure and shapes, y_t keeps step 0's, both stay finite, every output leaf is an
     array (not a Python number, which the frameworks treat differently) and every y_t leaf a float
     one, and a custom loss returns a finite scalar. The checks run in this order."""
-    from rnnbench.model import numpy_dtype
-
     functions(given.step, given.loss)
     options(given.dtype, given.order, given.oracle)
     xs_flag(given.xs_requires_grad, given.xs)
@@ -86,6 +88,7 @@ def functions(step: Any, loss: Any) -> None:
 
 
 def options(dtype: Any, order: Any, oracle: Any = None) -> None:
+    # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
     from rnnbench.check.oracle import CHOICES
 
     if not isinstance(dtype, str) or dtype not in DTYPES:
@@ -116,8 +119,6 @@ def names(value: Any, argument: str, example: str) -> list:
 
 def driver_selection(drivers: Any) -> list[str]:
     """The drivers to run: every registered one for None."""
-    from rnnbench import registry
-
     if drivers is None:
         return list(registry.drivers())
     selected = names(drivers, "drivers", "'torch_loop'")
@@ -131,20 +132,18 @@ def driver_selection(drivers: Any) -> list[str]:
 
 def loss_forms(loss: Any, losses: Any) -> list[str]:
     """The loss forms every driver is judged under: ["model"] for a custom loss."""
-    from rnnbench import losses as forms
-
     if loss is not None:
         if losses is not None:
             raise problem("loss_and_losses")
-        return [forms.MODEL_LOSS]
+        return [MODEL_LOSS]
     if losses is None:
-        return list(forms.CHECKED)
+        return list(CHECKED)
     selected = names(losses, "losses", "'weighted'")
     for name in selected:
-        if name == forms.MODEL_LOSS:
+        if name == MODEL_LOSS:
             raise problem("model_loss")
         try:
-            forms.form_named(name)
+            form_named(name)
         except ValueError as exc:
             raise problem("unknown_loss", error=exc) from None
     return selected
@@ -378,7 +377,6 @@ def forward(step, loss, params, carry, xs, consts, T: int, np_dtype: Any, bare: 
     """One numpy forward in the user's trees, at the values the drivers will see (rounded to
     np_dtype): the carry keeps carry0's structure and shapes, y_t keeps step 0's, both stay finite,
     and a custom loss returns a finite scalar. Returns step 0's output (the shape of y_t)."""
-    from rnnbench.ops import numpy_ops
 
     def rounded(leaf):
         return np.asarray(leaf).astype(np_dtype).astype(np.float64)
