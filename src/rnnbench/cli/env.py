@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     names = plan.names(",".join(args.names), list(envs), "environment", required=True)
     if args.action == "lock":
+        # lazy: cli: --help and bad input answer without importing the lock writer
         from rnnbench.run.locks import write_lock
 
         for name in names:

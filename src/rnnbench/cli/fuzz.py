@@ -51,6 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def fuzz_drivers(value: str | None, dtype: str, device: str = "cpu") -> list:
     """rnnbench.run.plan.fuzz_drivers, asked with a fuzzed body's model."""
+    # lazy: cli: --help and bad input answer without importing the fuzzer
     from rnnbench.fuzz.cases import build
     from rnnbench.fuzz.grammar import generate
 
@@ -89,6 +90,7 @@ def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, 
 
 def run(args: argparse.Namespace) -> int:
     dtypes, loss_forms, drivers, repro_dir = _checked(args)
+    # lazy: cli: --help and bad input answer without importing the fuzzer
     from rnnbench.fuzz.campaign import Campaign, resume
     from rnnbench.fuzz.isolated import fuzz_isolated
 

@@ -9,7 +9,8 @@ from rnnbench import losses, record, registry
 from rnnbench.cli import options
 from rnnbench.model import DTYPES
 from rnnbench.report.table import failure_reports, format_table, summary
-from rnnbench.run import executors, parent, plan
+from rnnbench.run import accelerator, executors, parent, plan
+from rnnbench.run.cpus import load_line
 from rnnbench.run.settings import CONFIG_KEYS, RunSettings
 from rnnbench.status import is_failing
 from rnnbench.suites import SUITES
@@ -65,10 +66,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: cli: --help and bad input answer without importing the run machinery
     from rnnbench.report.progress import Progress
-    from rnnbench.run import accelerator
     from rnnbench.run.caches import warm_cache_env
-    from rnnbench.run.cpus import load_line
     from rnnbench.run.device_peak import DeviceRoofline
     from rnnbench.run.roofline import Roofline
     from rnnbench.run.runner import Runner

@@ -49,6 +49,7 @@ def _progress(rec: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: cli: --help and bad input answer without importing the run machinery
     from rnnbench.run.sweep import SweepPlan, run_sweep
 
     models = plan.names(args.models, list(registry.models()), "model")

@@ -37,6 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the probes of rnnbench.report.bug_table in each environment (created where missing;
     rnnbench.run.bug_versions), then print the bug x version table."""
+    # lazy: cli: --help and bad input answer without importing the run machinery
     from rnnbench.report import bug_table
     from rnnbench.report.progress import Progress
     from rnnbench.run import bug_versions
