@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rnnbench.report import escape
+from rnnbench.report import bug_table, escape
 from rnnbench.report.charts import all_charts
 from rnnbench.report.style import latest_rows
 from rnnbench.report.table import env_label, loss_label, machine_of, number, several_machines
@@ -213,8 +213,6 @@ def chart_sections(charts: list[Path]) -> str:
 def version_table(records: list[dict]) -> str:
     """The bug x version table (rnnbench versions) as HTML, when the records hold some framework
     at more than one version and some registered probe among them; else ""."""
-    from rnnbench.report import bug_table
-
     versions: dict[str, set[str]] = {}
     for r in records:
         label = env_label(r).split(" ")
