@@ -106,7 +106,7 @@ FIELDS: dict[str, str] = {
     "repro": "str",
 }
 MS_MAX = 1e8  # ms (about 28 hours): no timed call of a row takes longer; 1e308 is a broken record
-NAME_MAX = 200  # characters of a model or driver name: it names chart files and table cells
+NAME_MAX = 200  # UTF-8 bytes of a model or driver name: it names chart files (a file name holds 255 bytes)
 
 
 def _number(v: Any) -> bool:
@@ -118,7 +118,7 @@ _KINDS: dict[str, Callable[[Any], bool]] = {
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "num": _number,
     "ms": lambda v: _number(v) and 0 < v < MS_MAX,
-    "name": lambda v: isinstance(v, str) and 0 < len(v) <= NAME_MAX and "/" not in v,
+    "name": lambda v: isinstance(v, str) and 0 < len(v.encode("utf-8", "surrogatepass")) <= NAME_MAX and "/" not in v,
     "bool": lambda v: isinstance(v, bool),
     "dict": lambda v: isinstance(v, dict),
     "list": lambda v: isinstance(v, list),
@@ -127,7 +127,7 @@ _KINDS: dict[str, Callable[[Any], bool]] = {
 _WORDS = {
     "num": "a finite number",
     "ms": f"a time in ms above 0 and below {MS_MAX:g}",
-    "name": f"a name (1 to {NAME_MAX} characters, no '/')",
+    "name": f"a name (1 to {NAME_MAX} bytes in UTF-8, no '/')",
 }
 _UNWRITABLE = re.compile("[\\x00\\ud800-\\udfff]")  # NUL, lone surrogates
 TIMING_FIELDS = ("median_ms", "q1_ms", "q3_ms")
