@@ -13,7 +13,7 @@ import pytest
 import rnnbench
 from rnnbench import registry
 from rnnbench.check import finite_diff
-from rnnbench.check.finite_diff import derivative, entry_steps, finite_difference_grads
+from rnnbench.check.finite_diff import derivative, entry_steps, finite_differences
 from rnnbench.check.second_order import check_second_order, hvp_oracle
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.ops import forward_pass, frozen_stop_gradients, numpy_ops
@@ -108,7 +108,7 @@ def test_the_oracle_freezes_stop_gradient_and_differencing_the_plain_forward_doe
     same forward, which sees stop_gradient as the identity, does not."""
     pytest.importorskip("torch")
     model, case = _sg_problem()
-    frozen = finite_difference_grads(model, case)
+    frozen = finite_differences(model, case)[0]
     _, autodiff = registry.get_driver("torch_loop").prepare(model, case, "float64", "cpu").loss_and_grads()
     w, steps = case.params["w"], entry_steps(case.params["w"])
     plain = np.array(

@@ -177,8 +177,3 @@ def _entry_function(model: Model, case: Case, name: str, base: np.ndarray, idx: 
         return _loss_with(model, case, name, x)
 
     return f
-
-
-def finite_difference_grads(model: Model, case: Case, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-    """The values only (for callers that need no error bars)."""
-    return finite_differences(model, case, names)[0]
