@@ -119,7 +119,7 @@ def judge(
         else None
     )
     names = case.wrt_names(model.carry_names)
-    _against(result, model, case, oracle, names, tol, per_name)
+    bounds, condition = _against(result, model, case, oracle, names, tol, per_name)
     if dtype == "float64" and result.status in WRONG_GRADIENTS and oracle.refine is not None:
         # Before calling a float64 gradient wrong: what float64 rounding alone does to it (dual_mp).
         # Adopted where it changes the verdict; a wrong gradient stays judged by the float64 dual.
@@ -131,13 +131,7 @@ def judge(
         else:
             result.report += "\n(the same at 50 digits: float64 rounding does not explain the difference)"
     if dtype == "float32" and result.status in WRONG_GRADIENTS and not autocast:
-        bounds = {n: oracle.error_of(n) for n in names}
-        condition = loss_condition(
-            {n: input_value(model, case, n) for n in names},
-            {n: oracle.grads[n] for n in names},
-            bounds,
-            result.reference_loss,
-        )
+        # float64 only is refined above, so bounds and condition are still those of `oracle`
         _with_rounding_bounds(result, model, case, oracle, names, bounds, tol, condition)
     if result.status != Status.OK and oracle.reason:
         result.report += f"\noracle: {oracle.kind} ({oracle.reason})"
@@ -155,8 +149,9 @@ def _against(
     names: list[str],
     tol: Tolerance,
     per_name: Mapping[str, Tolerance] | None,
-) -> None:
-    """result's errors, status and report against `oracle`, with the bound the oracle states."""
+) -> tuple[dict[str, np.ndarray], float]:
+    """result's errors, status and report against `oracle`, with the bound the oracle states;
+    returns (that bound per name, the loss's condition number)."""
     bounds = {n: oracle.error_of(n) for n in names}
     result.errors = compare_grads(
         result.grads, oracle.grads, names, tol, per_name, bounds, bound_name=oracle.bound_name
@@ -169,6 +164,7 @@ def _against(
     )
     result.status = verdict(result.loss_error, result.errors, tol, condition)
     result.report = describe(result.errors, result.loss_error, tol, condition)
+    return bounds, condition
 
 
 def _with_rounding_bounds(
