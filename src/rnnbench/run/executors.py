@@ -11,21 +11,8 @@ them as tasks finish (ray.wait) and stays the one writer of the results file (sa
 same --resume and lock as a local run: `node` is not part of a record's fingerprint or settings,
 so a file begun locally resumes on Ray and back without running a row again).
 
-Faults:
-- a task whose Ray worker dies, or whose node is lost, is retried once by Ray (max_retries=1,
-  retry_exceptions=False); out-of-memory kills by Ray's memory monitor are capped the same way
-  (task_oom_retries = 1: in Ray 2.58 it defaults to -1, retrying an OOM-killed task forever, on a
-  budget of its own apart from max_retries); lost again, every row of the unit becomes a `crash`
-  record whose report names Ray's error;
-- a unit still running past its deadline (its rows' timeouts plus a worker start and a grace) is
-  cancelled (ray.cancel(force=True): its Ray worker is killed, whose row worker dies with it by
-  its death signal and guard) and its rows become `timeout` records; the clock starts when the unit
-  is submitted, and no more units are in flight than the cluster's CPUs (GPUs) hold at once, so on
-  a cluster of its own a unit starts when it is submitted;
-- SIGINT, SIGTERM, SIGHUP (parent.Interrupted) or any exception in this process cancel every
-  unit in flight (force) before it leaves; records already written stay; a local Ray instance
-  rnnbench started is shut down and its temporary directory removed, a cluster given by
-  --address is only disconnected from, never stopped.
+Faults (a lost Ray worker or node, a Ray OOM kill, a unit past its deadline, a signal to rnnbench),
+each with what it becomes and its test: docs/reliability.md#faults-on-ray.
 
 Resources: a unit asks Ray for the CPUs its rows' threads need and a GPU for cuda rows. Timed rows
 must have their cores to themselves: on the node the task claims that many distinct CPUs

@@ -4,31 +4,10 @@ checked against the oracle first (a baseline that is fast because it computes le
 
     python -m rnnbench.study.idiomatic --out docs/results/<date>-idiomatic [--quick] [--threads 1]
 
-Writes (each overwritten):
-  <out>.jsonl          one record per (mechanism, baseline family, point): the mechanism's fwd+bwd
-                       timing, the family's best variant's, their ratio (rnnbench record format)
-  <out>.md             the ratio table (mechanism / best idiomatic) with the exact command
-  <out>-tgrowth.jsonl  one record per (candidate, T) of the T sweep (mechanisms and each family's
-                       best variant), rnnbench record format
-  <out>-tgrowth.png    fwd+bwd ms vs T, log-log, drawn from <out>-tgrowth.jsonl by
-                       `python -m rnnbench.report.charts idiomatic-tgrowth RECORDS PNG`
-
-Baseline families, written plainly, as a user of the framework would (same loss, same inputs):
-  torch: torch.nn.LSTM / torch.nn.RNN (the vendor drivers); a fastrnns-style loop over
-         xs.unbind(0) with a fused cell (one addmm a step; the input projection hoisted into one
-         matmul, or inside the cell); torch.compile(inductor) of that loop (hoisted).
-  jax:   flax nn.RNN(OptimizedLSTMCell / SimpleCell) (the vendor drivers; nn.RNN is nn.scan of the
-         cell); lax.scan of a fused cell for each unroll in Plan.unrolls, projection hoisted or in the cell.
-A family's time is its fastest variant's median; "best idiomatic" is the fastest family.
-
-Method: per point (model, sizes), in the framework's process: prepare every candidate, time its
-first call (trace + compile + run) and judge its gradients (rnnbench.check.judge, the oracle
-computed once); then the ok candidates are timed in rounds, each round one sample of each candidate
-in a rotating order (A, B, C, then B, C, A, ...), each sample `inner` calls (enough for about
-Plan.target_sample_ms); medians and quartiles per candidate; os.getloadavg() at the start and end
-of each point's timing and at the start of every round, in each record. Threads: the process is
-pinned to `threads` CPUs (XLA's CPU client ignores thread variables) and the frameworks' thread
-settings are applied before import.
+What it writes (<out>.jsonl, <out>.md, <out>-tgrowth.jsonl and <out>-tgrowth.png, each
+overwritten), the baseline families and the method: docs/measuring.md#the-idiomatic-comparison.
+A family's time is its fastest variant's median; "best idiomatic" is the fastest family. A worker
+is pinned to `threads` CPUs, since XLA's CPU client ignores thread variables.
 
 Budgets: in the T sweep (run first, by increasing T), a candidate whose one fwd+bwd call took more
 than Plan.slow_call_s, or whose next first call is predicted (from its last two, log-log) to
