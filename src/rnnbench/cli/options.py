@@ -18,6 +18,7 @@ from rnnbench.errors import InputError, did_you_mean
 from rnnbench.model import DTYPES
 from rnnbench.run import environments, plan
 from rnnbench.run.settings import CONFIG_KEYS, CORES, RunSettings
+from rnnbench.suites import SUITES
 
 UsageError = InputError  # bad input: one line, exit code 2
 
@@ -151,7 +152,7 @@ def settings(args: argparse.Namespace) -> RunSettings:
     flags = {key: getattr(args, key) for key in CONFIG_KEYS if getattr(args, key) is not None}
     where = {key: f"config file {args.config}: key {key!r}" for key in config}
     where.update({key: "--" + key.replace("_", "-") for key in flags})
-    suite = plan.SUITES.get(args.suite or config.get("suite") or RunSettings.suite)
+    suite = SUITES.get(args.suite or config.get("suite") or RunSettings.suite)
     given = {**(suite.defaults() if suite else {}), **config, **flags}
     for key, limits in LIMITS.items():
         if key in where:
@@ -163,8 +164,8 @@ def _typed(given: dict[str, Any], **flags_only: Any) -> RunSettings:
     """RunSettings of the `given` values (CONFIG_KEYS; selections comma-separated, numbers checked),
     each checked in the order of CONFIG_KEYS; what is not given keeps RunSettings' default."""
     suite = given.get("suite", RunSettings.suite)
-    if suite not in plan.SUITES:
-        raise UsageError(f"unknown suite {suite!r}{did_you_mean(suite, plan.SUITES)}; known: {', '.join(plan.SUITES)}")
+    if suite not in SUITES:
+        raise UsageError(f"unknown suite {suite!r}{did_you_mean(suite, SUITES)}; known: {', '.join(SUITES)}")
 
     def named(key: str, known: Iterable[str], what: str) -> tuple[str, ...] | None:
         return tuple(plan.names(given[key], list(known), what)) if given.get(key) else None

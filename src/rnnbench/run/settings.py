@@ -17,7 +17,7 @@ class RunSettings:
     each once, in the order given; None leaves the axis to the suite. Every field but `timed` and
     `shard` is also a key of a --config file (CONFIG_KEYS, in this order)."""
 
-    suite: str = "quick"  # what models / drivers / environments default to (rnnbench.run.plan.SUITES)
+    suite: str = "quick"  # what models / drivers / environments default to (rnnbench.suites.SUITES)
     models: tuple[str, ...] | None = None  # None: the suite's
     drivers: tuple[str, ...] | None = None  # None: the suite's; named drivers run in each default environment
     environments: tuple[str, ...] | None = None  # None: the suite's; a driver runs once in each of its own
