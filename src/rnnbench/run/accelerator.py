@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rnnbench import record
 from rnnbench.run.cpus import CONTENDED_CPUS, load_average
 
 GPU_SQUARES = (4096, 8192)  # a GPU reaches its GEMM rate only on large products: measured besides timing's squares
@@ -122,8 +123,6 @@ def identity(frameworks: Iterable[Any], device: str) -> dict[str, Any]:
 
 def label(accelerator: Mapping[str, Any]) -> str:
     """How merged views name a GPU (rnnbench.record.accelerator_label)."""
-    from rnnbench import record
-
     return record.accelerator_label(dict(accelerator))
 
 

@@ -8,6 +8,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from rnnbench import registry
+from rnnbench.run.tmpdirs import run_tmpdir
+
 
 def cold_cache_env(root: str | None = None) -> dict[str, str]:
     """Environment variables for a cold first call: every registered framework's on-disk compile
@@ -16,9 +19,6 @@ def cold_cache_env(root: str | None = None) -> dict[str, str]:
     default in this process's run directory (rnnbench.run.tmpdirs.run_tmpdir), which goes when
     the process ends, however it ends (after a SIGKILL: when the next rnnbench process starts a
     worker)."""
-    from rnnbench import registry
-    from rnnbench.run.tmpdirs import run_tmpdir
-
     fresh = tempfile.mkdtemp(prefix="rnnbench-cold-", dir=root if root is not None else run_tmpdir())
     env: dict[str, str] = {}
     for framework in registry.frameworks().values():
@@ -37,8 +37,6 @@ def warm_cache_env() -> dict[str, str]:
     compile caches kept across runs under cache_root()/compile (Framework.warm_cache_env), except
     variables the user has set. A repeated run then reuses earlier compiles (its first calls are
     warm; each row records the cache variables it ran with)."""
-    from rnnbench import registry
-
     env: dict[str, str] = {}
     for framework in registry.frameworks().values():
         env.update(framework.warm_cache_env(str(cache_root() / "compile")))

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rnnbench import registry
 from rnnbench.errors import InputError
 from rnnbench.inputs import read_regular_file
 
@@ -100,8 +101,6 @@ class Environment:
 def versioned_packages() -> tuple[str, ...]:
     """The packages whose versions determine a row's result (recorded in its settings and
     fingerprint): every registered framework's (Framework.packages), sorted."""
-    from rnnbench import registry
-
     return tuple(sorted({p for f in registry.frameworks().values() for p in f.packages}))
 
 
@@ -327,8 +326,6 @@ def runs(driver: Any, env_name: str) -> bool:
     """Whether `driver` has rows in environment `env_name`: an environment that drivers name
     (Driver.environments: main, xla) runs the drivers that name it; any other one every driver
     whose framework's packages it pins."""
-    from rnnbench import registry
-
     env = environments().get(env_name)
     if env is None:
         return False
@@ -340,8 +337,6 @@ def runs(driver: Any, env_name: str) -> bool:
 def thread_env(threads: int) -> dict[str, str]:
     """Environment variables that fix thread counts before any framework is imported: the OpenMP /
     BLAS pools, and each registered framework's own (Framework.thread_env)."""
-    from rnnbench import registry
-
     env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads)}
     for framework in registry.frameworks().values():
         env.update(framework.thread_env(threads))

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from itertools import groupby
 from typing import Any
 
+from rnnbench import registry
 from rnnbench.errors import InputError
 from rnnbench.suites import GPU
 
@@ -28,8 +29,6 @@ def _rank(sequence: Sequence[str], name: str) -> int:
 
 def stage_key(job: Any) -> tuple:
     """(work per step, dtype, model): the order stages run in."""
-    from rnnbench import registry
-
     sizes = registry.get_model(job.model).sizes_with_defaults(job.sizes)
     return (
         sizes.get("T", 1) * sizes.get("H", 1),
@@ -56,8 +55,6 @@ def order(jobs: Iterable[Any]) -> list[Any]:
 def check_jobs(device: str, jobs: Sequence[Any]) -> None:
     """InputError (one line, exit 2) unless `device` is a CUDA device that one of the frameworks of
     the jobs' drivers sees, asked in the jobs' order (the first that sees it ends the check)."""
-    from rnnbench import registry
-
     if device == "cpu":
         raise InputError("--suite gpu runs on a CUDA GPU: use --device cuda (or another suite on the CPU)")
     reasons = []

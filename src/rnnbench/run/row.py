@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from rnnbench import record
+from rnnbench import record, registry
 from rnnbench.drivers.base import Prepared
 from rnnbench.losses import with_loss
 from rnnbench.run import environments
@@ -48,8 +48,6 @@ class Job:
 
     def identity(self) -> dict[str, Any]:
         """The identifying fields of this row's record (rnnbench.record.identity)."""
-        from rnnbench import registry
-
         driver = registry.get_driver(self.driver)
         # A row is labelled with its framework's version where this process can read it.
         here = self.environment == environments.current()
@@ -91,8 +89,6 @@ class Job:
     def key(self) -> record.RowKey:
         """The row key its record will have, without the machine and time lookups of a full identity
         (keys are computed for every job to sort and resume)."""
-        from rnnbench import registry
-
         sizes = registry.get_model(self.model).sizes_with_defaults(self.sizes)
         return record.RowKey.of(
             self.model, self.driver, self.environment, self.dtype, self.device, sizes, self.seed, self.loss_form
@@ -101,8 +97,6 @@ class Job:
 
 def run_row(job: Job) -> dict[str, Any]:
     """The full row: availability, gradient check, timing. Returns the record."""
-    from rnnbench import registry
-
     load_start = load_average()
     model, driver = registry.get_model(job.model), registry.get_driver(job.driver)
     sizes = model.sizes_with_defaults(job.sizes)

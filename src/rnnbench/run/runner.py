@@ -17,18 +17,15 @@ import socket
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from rnnbench import record, registry
 from rnnbench.errors import InputError
 from rnnbench.run import environments
+from rnnbench.run.executors import ENVIRONMENT_CREATION_S, UNIT_GRACE_S, RayExecutor, Unit
 from rnnbench.run.isolation import WORKER_START_GRACE_S, run_isolated
 from rnnbench.run.pair import unavailable_reason
 from rnnbench.run.row import Job
 from rnnbench.status import Status
-
-if TYPE_CHECKING:
-    from rnnbench.run.executors import RayExecutor, Unit
 
 # Variables for a group's workers: a mapping, or a function called where the group runs (compile
 # cache directories are the running machine's: caches.warm_cache_env, caches.cold_cache_env).
@@ -98,8 +95,6 @@ class GroupWork:
     def unit(self) -> Unit:
         """This group as a unit for an executor: the CPUs its rows' threads need, its own cores for
         timed rows, a GPU for cuda rows, and a deadline of its rows' timeouts plus a worker start."""
-        from rnnbench.run.executors import ENVIRONMENT_CREATION_S, UNIT_GRACE_S, Unit
-
         first = self.jobs[0]
         return Unit(
             f"{first.driver} in {self.environment} ({len(self.jobs)} rows)",

@@ -16,11 +16,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from rnnbench import record, registry
 from rnnbench.run import environments
 from rnnbench.run.caches import cold_cache_env
+from rnnbench.run.executors import UNIT_GRACE_S, RayExecutor, Unit
 from rnnbench.run.isolation import WORKER_START_GRACE_S
 from rnnbench.run.pair import unavailable_reason
 from rnnbench.run.roofline import Roofline, peak_for, with_roofline  # noqa: F401 (with_roofline: re-exported)
@@ -28,9 +28,6 @@ from rnnbench.run.row import Job
 from rnnbench.run.runner import GroupWork
 from rnnbench.run.timing import TimingConfig
 from rnnbench.status import Status
-
-if TYPE_CHECKING:
-    from rnnbench.run.executors import RayExecutor, Unit
 
 LENGTH_KEYS = ("T", "K")  # the trip-count size of a model: sequence length or number of iterations
 HIDDEN_KEYS = ("H", "n")  # its width: hidden size or vector/matrix size
@@ -148,8 +145,6 @@ class SweepPair:
     def unit(self) -> Unit:
         """This pair as a unit: its threads' CPUs to itself (timed rows), a deadline of its budget
         (or its rows' timeouts, if less) plus a worker start per row."""
-        from rnnbench.run.executors import UNIT_GRACE_S, Unit
-
         rows = [job for _, job in self.rows()]
         busy = min(self.plan.driver_budget_s, len(rows) * self.plan.row_timeout_s)
         return Unit(
