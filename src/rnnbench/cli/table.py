@@ -26,11 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     records = record.load(options.results_files(args.files))
-    if args.format != "text":
-        print(format_as(records, args.format, include_unavailable=args.all))
-        return 0
-    print(format_as(records, "text", include_unavailable=args.all))
-    reports = failure_reports(records)
+    print(format_as(records, args.format, include_unavailable=args.all))
+    reports = failure_reports(records) if args.format == "text" else ""  # the other formats are the rows only
     if reports:
         print("\n" + reports)
     return 0
