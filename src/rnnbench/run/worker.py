@@ -8,6 +8,10 @@ import sys
 import traceback
 from typing import Any
 
+from rnnbench import registry
+from rnnbench.run.cpus import choose_cpus, pin_process
+from rnnbench.status import Status
+
 
 def setup(context: Any, jobs: list[dict]) -> None:
     """Before any row: pin this worker to its CPUs, then fix each framework's threads (the group
@@ -15,14 +19,10 @@ def setup(context: Any, jobs: list[dict]) -> None:
     the set it inherited from its parent (rnnbench.run.cpus.choose_cpus, the same ones for every
     worker), set before any framework is imported, so pools sized from the affinity (XLA's,
     OpenMP's) are N wide and no pool can spread to other cores."""
-    from rnnbench.run.cpus import choose_cpus, pin_process
-
     if not jobs:
         return
     threads = int(jobs[0].get("threads", 1))
     pin_process(choose_cpus(threads))
-
-    from rnnbench import registry
 
     frameworks = {
         registry.get_driver(j["driver"]).framework.name: registry.get_driver(j["driver"]).framework for j in jobs
@@ -32,8 +32,8 @@ def setup(context: Any, jobs: list[dict]) -> None:
 
 
 def handle(context: Any, spec: dict) -> dict:
+    # lazy: the worker pins its CPUs (setup) before the row machinery, and any framework it reaches, loads
     from rnnbench.run.row import Job, run_row
-    from rnnbench.status import Status
 
     try:
         return run_row(Job.from_dict(spec))
