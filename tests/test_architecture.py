@@ -80,9 +80,10 @@ def test_no_upward_import(path: Path) -> None:
 # Function-level imports are for load order and cost, never for structure. They stay for
 #   1. optional or heavy third-party libraries: the frameworks (torch, jax, flax, torch_xla, jaxlib),
 #      matplotlib, PIL, mpmath, ray, markdown_it, ...: a process that never needs one never loads it;
-#   2. rnnbench modules that a process must not load yet, with the reason in a comment: a worker pins
-#      its CPUs and sets its threads before anything can start a thread pool; a CLI subcommand loads
-#      its machinery only when it runs; a measuring process (`python -m ...`) pins itself first.
+#   2. rnnbench modules that a process must not load yet, with the reason in a `# lazy:` comment
+#      (test_function_level_imports_of_rnnbench_say_why): a worker pins its CPUs and sets its threads
+#      before anything can start a thread pool; a CLI subcommand loads its machinery only when it runs;
+#      a measuring process (`python -m ...`) pins itself first.
 # Not to break a circle: the graph below counts function-level imports like top-level ones, so a
 # lazy import hides no edge; two modules that need each other are one concept, or share a third.
 
@@ -185,6 +186,60 @@ def test_the_circle_detector_finds_a_circle_however_it_is_imported(tmp_path: Pat
     assert import_circles(graph) == [["pkg.a", "pkg.b", "pkg.sub.c", "pkg.a"]]
     (pkg / "sub" / "c.py").write_text("NAME = 1\n")
     assert import_circles(import_graph(pkg)) == []
+
+
+LAZY = "# lazy:"
+
+
+def _unreasoned_lazy_imports(path: Path) -> list[int]:
+    """Lines of function-level imports of rnnbench modules with no `# lazy: <reason>` on the line or
+    the line above; in a run of imports with no line between, the line above the run counts."""
+    text = path.read_text()
+    lines = ["", *text.splitlines()]  # lines[n] is line n
+    found = set()
+    for fn in ast.walk(ast.parse(text)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        imports = [n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        start_of = {n.end_lineno: n.lineno for n in imports}
+        for n in imports:
+            names = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]
+            if not (getattr(n, "level", 0) or any(m.split(".")[0] == "rnnbench" for m in names)):
+                continue
+            above = n.lineno - 1
+            while above in start_of:
+                above = start_of[above] - 1
+            if LAZY not in lines[n.lineno] and LAZY not in lines[above]:
+                found.add(n.lineno)
+    return sorted(found)
+
+
+def test_function_level_imports_of_rnnbench_say_why() -> None:
+    """An rnnbench module imported in a function waits for a reason of load order (the comment
+    above): the comment names it, so that a lazy import kept for no reason is seen and moved up."""
+    found = [
+        f"{path.relative_to(SRC.parents[1])}:{line}" for path in SOURCES for line in _unreasoned_lazy_imports(path)
+    ]
+    assert not found, f"function-level imports of rnnbench with no `{LAZY} <reason>` comment: {', '.join(found)}"
+
+
+def test_the_lazy_import_scanner_wants_a_reason(tmp_path: Path) -> None:
+    reason = "    # lazy: the registry imports every driver module: only when a command needs it\n"
+    cases = {
+        "def f():\n    from rnnbench import registry\n": [2],
+        "def f():\n    import rnnbench.run.row\n": [2],
+        "def f():\n    # the registry, later\n    from rnnbench import registry\n": [3],
+        "def f():\n" + reason + "    from rnnbench import registry\n    from rnnbench.run import row\n": [],
+        "def f():\n" + reason + "    from rnnbench import registry\n\n    from rnnbench.run import row\n": [5],
+        "def f():\n    from rnnbench import registry  # lazy: only when a command needs it\n": [],
+        "def f():\n    def g():\n        from rnnbench import registry\n": [3],
+        "def f():\n    import torch\n    from . import sibling\n": [3],
+        "from rnnbench import registry\n\n\ndef f():\n    import torch\n": [],
+    }
+    for source, expected in cases.items():
+        path = tmp_path / "case.py"
+        path.write_text(source)
+        assert _unreasoned_lazy_imports(path) == expected, source
 
 
 def _top_level(tree: ast.Module) -> tuple[set[str], list[str], list[str]]:
