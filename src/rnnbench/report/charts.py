@@ -111,20 +111,11 @@ def time_chart(records: list[dict], model: str, axis: str, out: Path) -> Path | 
     first = next(iter(by_series.values()))[0]
     fixed = ", ".join(f"{k}={v}" for k, v in first["sizes"].items() if k != key)
     ax_t.set(
-        xscale="log",
-        yscale="log",
-        xlabel=key,
-        ylabel="fwd+bwd median ms (band: IQR)",
-        title=f"{model}: fwd+bwd time vs {key} ({fixed}, {first['dtype']})",
+        ylabel="fwd+bwd median ms (band: IQR)", title=f"{model}: fwd+bwd time vs {key} ({fixed}, {first['dtype']})"
     )
-    ax_c.set(
-        xscale="log",
-        yscale="log",
-        xlabel=key,
-        ylabel="seconds",
-        title="first call: trace + compile + run (cold process)",
-    )
+    ax_c.set(ylabel="seconds", title="first call: trace + compile + run (cold process)")
     for ax in (ax_t, ax_c):
+        ax.set(xscale="log", yscale="log", xlabel=key)
         readable_log_y(ax)
         ax.grid(True, which="both", alpha=0.3)
         xs = sorted({r["sizes"][key] for rows in by_series.values() for r in rows})
