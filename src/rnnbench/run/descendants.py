@@ -51,23 +51,25 @@ def become_subreaper() -> bool:
     return PRCTL is not None and PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
+def _pids() -> list[int]:
+    """Every pid /proc shows ([] without /proc)."""
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+
+
 def _parents() -> dict[int, int]:
     """{pid: parent pid} of every process /proc shows ({} without /proc)."""
     out: dict[int, int] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return out
-    for name in entries:
-        if not name.isdigit():
-            continue
+    for pid in _pids():
         try:
-            stat = Path(f"/proc/{name}/stat").read_bytes()
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
         except OSError:  # gone meanwhile
             continue
         fields = stat[stat.rfind(b")") + 2 :].split()  # after "pid (comm) ": state ppid ...
         if len(fields) > 1:
-            out[int(name)] = int(fields[1])
+            out[pid] = int(fields[1])
     return out
 
 
@@ -90,15 +92,11 @@ def carrying(token: str) -> set[int]:
     """The pids of the processes whose environment holds TOKEN_VAR=token (this one never)."""
     needle = f"{TOKEN_VAR}={token}".encode()
     found: set[int] = set()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for name in entries:
-        if name.isdigit() and int(name) != os.getpid():
+    for pid in _pids():
+        if pid != os.getpid():
             try:
-                if needle in Path(f"/proc/{name}/environ").read_bytes().split(b"\0"):
-                    found.add(int(name))
+                if needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                    found.add(pid)
             except OSError:  # gone, or another user's
                 continue
     return found
