@@ -27,6 +27,11 @@ from rnnbench.ops import named_ops
 Array = Any  # a base array (float64 or mpmath object array) or a Dual
 
 
+def _operators(f: Callable, da: Callable, db: Callable) -> tuple[Callable, Callable]:
+    """(self op o, o op self) for Dual's operator methods: _binary with one rule for both."""
+    return (lambda self, o: _binary(self, o, f, da, db)), (lambda self, o: _binary(o, self, f, da, db))
+
+
 class Dual:
     """value (S) and tangent (K, *S) at nesting `level` (1: first order; 2: its tangents are level 1)."""
 
@@ -45,29 +50,13 @@ class Dual:
     def __len__(self) -> int:
         return self.shape[0]
 
-    def __add__(self, o):
-        return _binary(self, o, lambda a, b: a + b, lambda t, a, b, y: t, lambda t, a, b, y: t)
-
-    def __radd__(self, o):
-        return _binary(o, self, lambda a, b: a + b, lambda t, a, b, y: t, lambda t, a, b, y: t)
-
-    def __sub__(self, o):
-        return _binary(self, o, lambda a, b: a - b, lambda t, a, b, y: t, lambda t, a, b, y: -t)
-
-    def __rsub__(self, o):
-        return _binary(o, self, lambda a, b: a - b, lambda t, a, b, y: t, lambda t, a, b, y: -t)
-
-    def __mul__(self, o):
-        return _binary(self, o, _mul, lambda t, a, b, y: t * b, lambda t, a, b, y: t * a)
-
-    def __rmul__(self, o):
-        return _binary(o, self, _mul, lambda t, a, b, y: t * b, lambda t, a, b, y: t * a)
-
-    def __truediv__(self, o):
-        return _binary(self, o, _div, lambda t, a, b, y: t / b, lambda t, a, b, y: -(t * y) / b)
-
-    def __rtruediv__(self, o):
-        return _binary(o, self, _div, lambda t, a, b, y: t / b, lambda t, a, b, y: -(t * y) / b)
+    # Each rule is written once for an operator and its reflected form (o op self).
+    __add__, __radd__ = _operators(lambda a, b: a + b, lambda t, a, b, y: t, lambda t, a, b, y: t)
+    __sub__, __rsub__ = _operators(lambda a, b: a - b, lambda t, a, b, y: t, lambda t, a, b, y: -t)
+    __mul__, __rmul__ = _operators(lambda a, b: a * b, lambda t, a, b, y: t * b, lambda t, a, b, y: t * a)
+    __truediv__, __rtruediv__ = _operators(
+        lambda a, b: a / b, lambda t, a, b, y: t / b, lambda t, a, b, y: -(t * y) / b
+    )
 
     def __neg__(self):
         return Dual(-self.value, -self.tangent, self.level)
@@ -111,14 +100,6 @@ class Dual:
 
     def __repr__(self) -> str:
         return f"Dual(level={self.level}, shape={self.shape}, value={primal(self)!r})"
-
-
-def _mul(a: Array, b: Array) -> Array:
-    return a * b
-
-
-def _div(a: Array, b: Array) -> Array:
-    return a / b
 
 
 def level(x: Any) -> int:
@@ -189,7 +170,7 @@ def _joined(xs: Sequence[Array], axis: int, join: Callable, base: Callable, new_
     parts = [_parts(x, at) for x in xs]
     k = next(_k_of(t) for _, t in parts if t is not None)
     axis = axis % (len(np.shape(primal(parts[0][0]))) + new_axis)
-    tangents = [t if t is not None else _zeros((k,) + np.shape(primal(v))) for v, t in parts]
+    tangents = [t if t is not None else np.zeros((k,) + np.shape(primal(v))) for v, t in parts]
     return Dual(join([v for v, _ in parts], axis), join(tangents, axis + 1), at)
 
 
@@ -218,7 +199,7 @@ def where(cond: Any, a: Any, b: Any) -> Array:
     shape = np.shape(primal(value))
     k = _k_of(ta if ta is not None else tb)
     mask = np.reshape(cond, (1,) * (1 + len(shape) - cond.ndim) + cond.shape)
-    fit = [_fit(t, shape) if t is not None else _zeros((k,) + shape) for t in (ta, tb)]
+    fit = [_fit(t, shape) if t is not None else np.zeros((k,) + shape) for t in (ta, tb)]
     return Dual(value, where(mask, fit[0], fit[1]), at)
 
 
@@ -251,10 +232,6 @@ def _k(x: Dual) -> int:
 
 def _k_of(t: Array) -> int:
     return int(np.shape(primal(t))[0])
-
-
-def _zeros(shape: tuple) -> np.ndarray:
-    return np.zeros(shape)
 
 
 def _lift(t: Array, ndim: int) -> Array:
