@@ -26,6 +26,11 @@ from rnnbench.ops import Ops
 ROUNDING_SAFETY = 10.0  # different float32 implementations round in different orders
 
 
+def _operators(f: Callable, da: Callable, db: Callable) -> tuple[Callable, Callable]:
+    """(self op o, o op self) for Var's operator methods: _binary with one rule for both."""
+    return (lambda self, o: _binary(self, o, f, da, db)), (lambda self, o: _binary(o, self, f, da, db))
+
+
 class Var:
     """A float32 array on the tape: value, and (parent, vector-Jacobian product) pairs."""
 
@@ -40,29 +45,11 @@ class Var:
     ndim = property(lambda self: self.value.ndim)
     dtype = property(lambda self: self.value.dtype)
 
-    def __add__(self, o):
-        return _binary(self, o, np.add, lambda g, a, b: g, lambda g, a, b: g)
-
-    def __radd__(self, o):
-        return _binary(o, self, np.add, lambda g, a, b: g, lambda g, a, b: g)
-
-    def __sub__(self, o):
-        return _binary(self, o, np.subtract, lambda g, a, b: g, lambda g, a, b: -g)
-
-    def __rsub__(self, o):
-        return _binary(o, self, np.subtract, lambda g, a, b: g, lambda g, a, b: -g)
-
-    def __mul__(self, o):
-        return _binary(self, o, np.multiply, lambda g, a, b: g * b, lambda g, a, b: g * a)
-
-    def __rmul__(self, o):
-        return _binary(o, self, np.multiply, lambda g, a, b: g * b, lambda g, a, b: g * a)
-
-    def __truediv__(self, o):
-        return _binary(self, o, np.divide, lambda g, a, b: g / b, lambda g, a, b: -g * a / (b * b))
-
-    def __rtruediv__(self, o):
-        return _binary(o, self, np.divide, lambda g, a, b: g / b, lambda g, a, b: -g * a / (b * b))
+    # Each rule is written once for an operator and its reflected form (o op self).
+    __add__, __radd__ = _operators(np.add, lambda g, a, b: g, lambda g, a, b: g)
+    __sub__, __rsub__ = _operators(np.subtract, lambda g, a, b: g, lambda g, a, b: -g)
+    __mul__, __rmul__ = _operators(np.multiply, lambda g, a, b: g * b, lambda g, a, b: g * a)
+    __truediv__, __rtruediv__ = _operators(np.divide, lambda g, a, b: g / b, lambda g, a, b: -g * a / (b * b))
 
     def __matmul__(self, o):
         return matmul(self, o)
