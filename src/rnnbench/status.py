@@ -3,20 +3,8 @@ one place. Both are `str` enums: a member compares equal to its string and seria
 records keep their plain-string form ("ok", "grad_mismatch", ...) and readers of old records need
 no change.
 
-Row statuses, in the order the staged check decides them:
-  unavailable       the driver cannot run this row here (with the reason); not a failure
-  skipped           a sweep row not run because its time budget was spent (with the reason)
-  error             the driver raised while preparing or running
-  compile_error     a compiled driver raised while tracing / compiling
-  crash, timeout    the worker process died or hung on this row (the runner's isolation)
-  forward_mismatch  the loss disagrees with the float64 reference forward
-  missing_grad      a gradient is None or identically zero where the oracle's is not
-  grad_mismatch     a gradient disagrees with the oracle beyond the tolerance and the oracle's own
-                    error bound
-  cannot_decide     a gradient is beyond the tolerance but within the finite-difference oracle's
-                    error bound, or what rounding alone does at the row's dtype: the check
-                    cannot tell; not a failure, and not timed
-  ok                everything agrees
+Row statuses, what each means and whether it fails a run: docs/checking.md#statuses. The staged
+check decides them in the order of the members UNAVAILABLE to CANNOT_DECIDE, then ok.
 Second order (rnnbench.check.second_order): ok, hvp_mismatch, hvp_error, ill_conditioned, unsupported.
 The known-issues registry turns an expected failure into "known_issue:<id>" and a covered row that
 passed into "known_issue_fixed:<id>" (rnnbench.check.known_issues).
