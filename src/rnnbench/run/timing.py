@@ -1,21 +1,9 @@
 """The timing methodology, used alike by the CLI (`run`, `sweep`), asv and pytest-benchmark.
 
-- Compile apart from steady state: the first call of each timed callable is timed on its own
-  (`first_call`), it traces and compiles; `measure` then warms up and times steady state only.
-- Cold compile: a compile is only "cold" in a fresh process whose on-disk compilation caches are
-  off or empty (rnnbench.run.caches.cold_cache_env); the sweep runs every row in a fresh process
-  with it, so first-call seconds there are cold. `rnnbench run` keeps them (caches.warm_cache_env).
-- Blocking: every timed call ends with `block(result)`, so asynchronous frameworks (jax
-  dispatch, CUDA queues, lazy torch_xla) are timed to completion, not to the end of dispatch.
-- Threads: `--threads N` means N cores for every framework: each worker is pinned to N CPUs
-  before any framework is imported, and each row records what it used of them
-  (rnnbench.run.cpus: choose_cpus, pin_process, cpu_record).
-- Statistics: median, quartiles, min, max and the number of repeats. Means and standard
-  deviations are not reported: on a shared machine outliers are one-sided, and the median with
-  quartiles resists them.
-- Memory: `peak_rss_mb` is the process RSS high-water mark (getrusage ru_maxrss); in a fresh
-  process per row it is that row's peak (frameworks' CPU allocators keep no statistics of their own).
-- Roofline: each timed row's GFLOP/s as a fraction of this machine's best GEMM (rnnbench.run.roofline).
+Compile apart from steady state (`first_call`, then `measure`: warm-ups, then steady state only),
+blocking on every timed call, median and quartiles rather than mean and deviation, RSS high-water
+mark: what each means and why, with cold caches, threads and the roofline beside them, is
+docs/measuring.md#methodology.
 """
 
 from __future__ import annotations
