@@ -20,7 +20,7 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 TOKEN_VAR = "RNNBENCH_WORKER_TOKEN"
@@ -44,6 +44,24 @@ def _load_prctl() -> Callable[..., int] | None:
 
 
 PRCTL = _load_prctl()
+
+
+# `python -c DIES_WITH_PARENT PARENT_PID COMMAND...`: arm PR_SET_PDEATHSIG = SIGKILL (kept across exec),
+# leave if the parent is already gone, become COMMAND. No rnnbench import (it serves an older commit's
+# rnnbench too) and no preexec_fn (Python in a forked copy of a possibly multithreaded parent).
+DIES_WITH_PARENT = (
+    f"import ctypes, os, signal, sys; ctypes.CDLL(None).prctl({PR_SET_PDEATHSIG}, signal.SIGKILL, 0, 0, 0)\n"
+    "if os.getppid() != int(sys.argv[1]): sys.exit(70)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])"
+)
+
+
+def dies_with_me(command: Sequence[str]) -> list[str]:
+    """`command` started so that the kernel SIGKILLs it when this process (the thread starting it)
+    dies, a SIGKILL included (Linux; elsewhere `command` as it is)."""
+    if PRCTL is None:
+        return list(command)
+    return [sys.executable, "-I", "-S", "-c", DIES_WITH_PARENT, str(os.getpid()), *command]
 
 
 def become_subreaper() -> bool:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from rnnbench import record, registry
-from rnnbench.run import environments
+from rnnbench.run import descendants, environments
 from rnnbench.run.caches import cache_root
 from rnnbench.run.cpus import CONTENDED_CPUS, MIN_OTHERS_WALL_S, choose_cpus, cpu_clock, pin_process
 
@@ -204,7 +204,7 @@ def in_worker(
     """`python -m <module> REQUEST_JSON` (its `serve`) with `env` added to this process's environment:
     the measurement's answer."""
     proc = subprocess.run(
-        [python, "-m", module, json.dumps(request)],
+        descendants.dies_with_me([python, "-m", module, json.dumps(request)]),  # not a busy orphan after a SIGKILL
         capture_output=True,
         text=True,
         env={**os.environ, **env},

@@ -1,11 +1,15 @@
 """One temporary directory per rnnbench process (workers' stderr, cold compile caches):
 `$TMPDIR/rnnbench-run-<pid>-<start time>-*` (`run_tmpdir`), removed when the process ends normally
-or by an exception (signals included: rnnbench.run.parent.handle_signals); the directory of a
-process that was SIGKILLed is removed by the next rnnbench process that makes its own."""
+or by an exception (signals included: rnnbench.run.parent.handle_signals). Each directory is
+claimed by an flock on its `.lock`, held for the process's life and dropped by the kernel however
+it ends; the next rnnbench process that makes its own removes every directory whose lock it can
+take (one of a SIGKILLed process). A lock, not a pid: a process in another PID namespace sharing
+the temp dir (a container) sees our pid as dead, but not our lock as free."""
 
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import shutil
 import tempfile
@@ -13,14 +17,16 @@ import threading
 from pathlib import Path
 
 TMP_PREFIX = "rnnbench-run-"
+LOCK_NAME = ".lock"
 _run_dir: Path | None = None
 _run_dir_owner: int | None = None
 _run_dir_lock = threading.Lock()
+_held: dict[Path, int] = {}  # this process's directories -> their lock's descriptor, open while it lives
 
 
 def _start_time(pid: int) -> str:
     """A process's start time (clock ticks since boot, Linux), to tell a reused pid from its first
-    owner; "0" where unknown."""
+    owner in a directory's name; "0" where unknown."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         return stat[stat.rindex(")") + 2 :].split()[19]
@@ -28,19 +34,22 @@ def _start_time(pid: int) -> str:
         return "0"
 
 
-def _owner_alive(pid: int, start: str) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return start == "0" or _start_time(pid) in (start, "0")
+def _claim(tag: str, root: str) -> Path:
+    """A new directory `root/rnnbench-run-<pid>-<start time>-<tag>*`, holding its lock before it
+    appears under that name (made hidden, locked, then renamed), so no cleaner sees it unlocked."""
+    pid = os.getpid()
+    hidden = Path(tempfile.mkdtemp(prefix=f".{TMP_PREFIX}{pid}-{_start_time(pid)}-{tag}", dir=root))
+    fd = os.open(hidden / LOCK_NAME, os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    final = hidden.with_name(hidden.name[1:])
+    os.rename(hidden, final)
+    _held[final] = fd
+    return final
 
 
 def remove_stale_tmpdirs(root: str | None = None) -> list[Path]:
-    """Remove the run directories under `root` (default: the temp dir) whose process is gone
-    (a run that was SIGKILLed could not remove its own). Returns what was removed."""
+    """Remove the run directories under `root` (default: the temp dir) whose lock is free (their
+    process is gone, in whatever PID namespace it ran). Returns what was removed."""
     root_path = Path(root or tempfile.gettempdir())
     removed = []
     try:
@@ -48,15 +57,20 @@ def remove_stale_tmpdirs(root: str | None = None) -> list[Path]:
     except OSError:
         return removed
     for entry in entries:
-        parts = entry.name[len(TMP_PREFIX) :].split("-")
-        if len(parts) < 3 or not parts[0].isdigit() or not parts[1].isdigit():
+        if entry.is_symlink() or not entry.is_dir():
             continue
-        pid, start = int(parts[0]), parts[1]
-        if pid == os.getpid() and start == _start_time(pid):
+        try:
+            fd = os.open(entry / LOCK_NAME, os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:  # no lock file: not a directory this rnnbench claimed, left alone
             continue
-        if not _owner_alive(pid, start) and entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(entry, ignore_errors=True)  # under the lock: a second cleaner skips it
             removed.append(entry)
+        except OSError:  # held: its process lives (this one's own included)
+            pass
+        finally:
+            os.close(fd)
     return removed
 
 
@@ -69,25 +83,22 @@ def run_tmpdir() -> Path:
         if _run_dir is not None and _run_dir_owner == os.getpid() and _run_dir.is_dir():
             return _run_dir
         remove_stale_tmpdirs()
-        pid = os.getpid()
-        _run_dir = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{pid}-{_start_time(pid)}-"))
+        _run_dir = _claim("", tempfile.gettempdir())
         if _run_dir_owner is None:
             atexit.register(remove_run_tmpdir)
-        _run_dir_owner = pid
+        _run_dir_owner = os.getpid()
         return _run_dir
 
 
 def short_tmpdir(tag: str, room: int) -> Path:
     """A directory of this process for a tool whose paths must stay short (unix sockets), created
-    directly under the temp dir (or /tmp where that path is longer than `room`) and named like
+    directly under the temp dir (or /tmp where that path is longer than `room`) and claimed like
     run_tmpdir's, so remove_stale_tmpdirs removes it once this process is gone, even after a
     SIGKILL; the caller removes it on every other exit."""
-    pid = os.getpid()
-    prefix = f"{TMP_PREFIX}{pid}-{_start_time(pid)}-{tag}-"
     root = tempfile.gettempdir()
-    if len(os.path.join(root, prefix)) + 8 > room:
+    if len(os.path.join(root, f"{TMP_PREFIX}{os.getpid()}-{_start_time(os.getpid())}-{tag}-")) + 8 > room:
         root = "/tmp"
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+    return _claim(f"{tag}-", root)
 
 
 def remove_run_tmpdir() -> None:
@@ -96,4 +107,7 @@ def remove_run_tmpdir() -> None:
     with _run_dir_lock:
         if _run_dir is not None and _run_dir_owner == os.getpid():
             shutil.rmtree(_run_dir, ignore_errors=True)
+            fd = _held.pop(_run_dir, None)
+            if fd is not None:
+                os.close(fd)
         _run_dir = None
