@@ -8,15 +8,17 @@ versions, two machines), and a gate that fails only on what is real.
 
 BASE and NEW are results files (JSON Lines records) or pytest-benchmark JSON files. Pairing,
 verdicts and the exit code: rnnbench.report.compare_pairs; the interval: compare_stats; running two
-commits: rnnbench.run.commits. Exit codes: 1 on a status
-regression or a row slower beyond the threshold, 0 otherwise, 2 on bad input (a record or
-benchmark that is not possible, a side against itself, two sides without a common row).
+commits: rnnbench.run.commits. Exit codes: 1 on a status regression, a row slower beyond the
+threshold, or a --commits run that crashed (one line naming it and its kept log), 0 otherwise, 2
+on bad input (a record or benchmark that is not possible, a side against itself, two sides
+without a common row).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -26,23 +28,13 @@ from rnnbench.errors import InputError
 from rnnbench.report import compare_inputs
 from rnnbench.report.compare_format import FORMATS, render
 from rnnbench.report.compare_pairs import compare
+from rnnbench.run import commits
 
 NAME = "compare"
 HELP = "compare two results files (commits, framework versions, machines): verdicts per row, exit 1 on a regression"
 # (base, new, run options, rounds, output directory) -> (base files, new files, side labels)
 RunCommits = Callable[[str, str, Mapping[str, str], int, Path], tuple[list[Path], list[Path], tuple[str, str]]]
-RUN_OPTIONS = (
-    "suite",
-    "models",
-    "drivers",
-    "environments",
-    "dtypes",
-    "sizes",
-    "threads",
-    "budget",
-    "timeout",
-    "losses",
-)
+RUN_OPTIONS = tuple("suite models drivers environments dtypes sizes threads budget timeout losses".split())
 
 
 def threshold(value: str) -> float:
@@ -147,12 +139,16 @@ def _run_commits(
 def run(args: argparse.Namespace, run_commits: RunCommits | None = None) -> int:
     """The command. run_commits: what runs --commits (default rnnbench.run.commits.run_commits; tests
     pass a stand-in)."""
-    if run_commits is None:
-        from rnnbench.run.commits import run_commits
     level, cut = threshold(args.threshold), alpha(args.alpha)
     if not args.commits and any(getattr(args, name) is not None for name in RUN_OPTIONS if name != "environments"):
         raise InputError("run options (--models, --drivers, ...) go with --commits")
-    base, new, with_env, labels = _run_commits(args, run_commits) if args.commits else _sides(args)
+    try:
+        base, new, with_env, labels = (
+            _run_commits(args, run_commits or commits.run_commits) if args.commits else _sides(args)
+        )
+    except commits.RunFailed as exc:  # ours failed, not the user's input: exit 1
+        print(f"rnnbench: error: {exc}", file=sys.stderr)
+        return 1
     result = compare(
         base,
         new,

@@ -8,20 +8,25 @@ packages; each records its own commit (rnnbench.record.rnnbench_version reads it
 worktree). The runs alternate A B B A A B ...: a load that drifts during the comparison weighs
 both commits alike, and each run is a separate `rnnbench run` whose rows run in separate worker
 processes, so the rounds also sample the process-to-process spread. The records and each run's
-output stay in the output directory; the temporary checkouts are removed however the runs end.
+output stay in the output directory (a re-run into it takes new names); the checkouts live in
+this process's temporary directory (rnnbench.run.tmpdirs), removed however the runs end: a run
+dies with compare, a SIGKILL included (descendants.dies_with_me), and the checkouts of a killed
+compare are removed, and git's record of them pruned, by the next compare.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from rnnbench.errors import InputError
+from rnnbench.run import descendants, tmpdirs
 from rnnbench.suites import CURATED
 
 # The curated selection (rnnbench.suites.CURATED), one thread per row: the default of --commits.
@@ -35,6 +40,11 @@ DEFAULTS = {
 
 # How a run is started in the commit's tree: its own cli.main, whatever its layout.
 LAUNCH = "import sys; from rnnbench.cli import main; sys.exit(main(sys.argv[1:]))"
+STOP_WAIT_S = 10.0  # an interrupted compare gives its run this long to end itself (its workers, its files)
+
+
+class RunFailed(RuntimeError):
+    """A commit's `rnnbench run` ended without results: not the user's bad input, exit 1 (cli.compare)."""
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -73,20 +83,30 @@ def run_arguments(options: Mapping[str, str]) -> list[str]:
 
 def run_once(tree: Path, arguments: list[str], out: Path, log: Path) -> int:
     """One `rnnbench run` of the commit checked out at `tree`, records to `out`, its output to
-    `log`. Returns its exit code (0 or 1: a failing row is a result); anything else is an error."""
+    `log`. Returns its exit code: 0, or 1 for failing rows (a result); RunFailed when it ended
+    otherwise, wrote no record, or ended with an error line (`rnnbench: ...error: ...`)."""
     path = [str(tree / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-    with open(log, "w") as f:
-        code = subprocess.run(
-            [sys.executable, "-c", LAUNCH, "run", *arguments, "--out", str(out)],
-            cwd=tree,
-            env=env,
-            stdout=f,
-            stderr=subprocess.STDOUT,
-        ).returncode
-    if code not in (0, 1):
-        last = (log.read_text().strip().splitlines() or ["(no output)"])[-1]
-        raise InputError(f"--commits: the run at {tree.name} exited {code}: {last} (its output: {log})")
+    command = [sys.executable, "-c", LAUNCH, "run", *arguments, "--out", str(out)]
+    with (
+        open(log, "w") as f,
+        subprocess.Popen(
+            descendants.dies_with_me(command), cwd=tree, env=env, stdout=f, stderr=subprocess.STDOUT
+        ) as proc,
+    ):
+        try:
+            code = proc.wait()
+        except BaseException:  # compare interrupted: the run ends itself (workers, its temp dir) or is killed
+            proc.terminate()
+            try:
+                proc.wait(STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # waited for on leaving the block; its temp dir is removed by the next rnnbench
+            raise
+    last = (log.read_text(errors="replace").strip().splitlines() or [""])[-1]  # its exit line, if any
+    failed = last.startswith("rnnbench:") and "error: " in last  # an internal error or a refused write
+    if code not in (0, 1) or failed or not (out.exists() and out.stat().st_size):
+        raise RunFailed(f"--commits: the run {out.stem} exited {code} without results; its output: {log}")
     return code
 
 
@@ -107,27 +127,24 @@ def run_commits(
     arguments = run_arguments(options)
     files: tuple[list[Path], list[Path]] = ([], [])
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="rnnbench-commits-") as tmp:
-        trees = [Path(tmp) / f"{side}-{sha[:10]}" for side, sha in zip(("base", "new"), shas)]
-        try:
-            for tree, sha in zip(trees, shas):
-                _git(repo, "worktree", "add", "--detach", "--quiet", str(tree), sha)
-            for r in range(rounds):
-                for side in (0, 1) if r % 2 == 0 else (1, 0):
-                    name = f"{('base', 'new')[side]}-{shas[side][:10]}-run{r + 1}"
-                    t0 = time.perf_counter()
-                    code = run_once(trees[side], arguments, out_dir / f"{name}.jsonl", out_dir / f"{name}.log")
-                    files[side].append(out_dir / f"{name}.jsonl")
-                    say(f"rnnbench compare: {name}: {time.perf_counter() - t0:.0f} s (exit {code})")
-        finally:
-            for tree in trees:
-                if tree.exists():
-                    subprocess.run(
-                        ["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
-                        capture_output=True,
-                        timeout=300,
-                    )
-            subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=300)
+    tmpdirs.remove_stale_tmpdirs()  # a killed compare's checkouts among them; git forgets them:
+    subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=300)
+    tags = itertools.chain([""], (f"-{n}" for n in itertools.count(2)))  # a re-run keeps the earlier files
+    again = next(tag for tag in tags if not any(out_dir.glob(f"*-run[0-9]*{tag}.log")))
+    trees = [tmpdirs.run_tmpdir() / f"{side}-{sha[:10]}" for side, sha in zip(("base", "new"), shas)]
+    try:
+        for tree, sha in zip(trees, shas):
+            _git(repo, "worktree", "add", "--detach", "--quiet", str(tree), sha)
+        for r in range(rounds):
+            for side in (0, 1) if r % 2 == 0 else (1, 0):
+                name, t0 = f"{('base', 'new')[side]}-{shas[side][:10]}-run{r + 1}{again}", time.perf_counter()
+                code = run_once(trees[side], arguments, out_dir / f"{name}.jsonl", out_dir / f"{name}.log")
+                files[side].append(out_dir / f"{name}.jsonl")
+                say(f"rnnbench compare: {name}: {time.perf_counter() - t0:.0f} s (exit {code})")
+    finally:  # the checkouts, then git's record of them
+        for tree in trees:
+            shutil.rmtree(tree, ignore_errors=True)
+        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=300)
     say(f"rnnbench compare: {2 * rounds} runs in {time.perf_counter() - started:.0f} s; records and logs in {out_dir}")
     labels = tuple(f"{rev} ({sha[:10]}, {rounds} run{'s' * (rounds > 1)})" for rev, sha in zip((base, new), shas))
     return files[0], files[1], labels  # type: ignore[return-value]
