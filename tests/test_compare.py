@@ -311,6 +311,14 @@ def test_bad_input_is_one_line_and_exit_2(argv: list[str], tmp_path: Path, monke
     assert len(err) == 1 and err[0].startswith("rnnbench: error:")
 
 
+def test_commits_without_git_on_path_says_so(tmp_path: Path, monkeypatch, capsys) -> None:
+    """No git on PATH is said as such, not as "not a git checkout"."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no git there
+    assert main(["compare", "--commits", "HEAD~1", "HEAD"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["rnnbench: error: --commits needs git, and there is none on PATH"]
+
+
 def test_commits_run_the_curated_selection_by_default() -> None:
     from rnnbench.run.commits import run_arguments
     from rnnbench.suites import CURATED

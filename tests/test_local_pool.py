@@ -54,6 +54,16 @@ def test_units_run_at_most_workers_at_once_and_every_record_reaches_the_one_writ
     assert max(peak) <= 2 and running == []
 
 
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler (KeyboardInterrupt) for a test that interrupts itself: a shell that
+    starts pytest in the background leaves SIGINT ignored, and Python then installs none."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("python_sigint")
 def test_an_interruption_stops_every_unit_and_keeps_what_they_had_written() -> None:
     running, peak, got = [], [], []
     units = [_unit(f"u{i}", 2, True, running, peak) for i in range(2)]

@@ -143,6 +143,22 @@ def test_a_full_disk_mid_run_stops_with_one_line_and_keeps_every_complete_record
     assert len(record.load([path])) == len(text.splitlines())
 
 
+def test_a_full_disk_during_report_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    """`rnnbench report` whose charts cannot be written (files cannot grow past 2000 bytes, as on a
+    full disk): one line naming the file, exit 1, no internal error."""
+    records = Path(__file__).resolve().parents[1] / "docs/results/2026-11-28-one-pair/after/default.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", "report", str(records), "--out-dir", str(tmp_path / "report")],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: _fill_at(2000),
+        timeout=300,
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("rnnbench: error: cannot write ") and "internal error" not in proc.stderr
+
+
 def _start_run(out: Path, *extra: str) -> subprocess.Popen:
     args = [
         sys.executable,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -114,6 +115,10 @@ def _dispatch(argv: list[str]) -> int:
         return {command.NAME: command for command in COMMANDS}[args.command].run(args)
 
 
+# The machine refusing a write (a full disk, a quota, a read-only or failing file system): one line, exit 1.
+REFUSED_WRITES = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line's one error boundary. Exit codes: 0 and 1 as the command says (1: a row
     failed); 2 bad input (InputError: one line `rnnbench: error: ...`, nothing written); 1 an
@@ -148,6 +153,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signal.SIGPIPE
     except record.WriteFailed as exc:  # the machine refused a write (disk full): not a bug of ours
         _say(f"rnnbench: error: {exc.strerror or exc}")
+        return 1
+    except OSError as exc:
+        if exc.errno not in REFUSED_WRITES:
+            return _internal_error(exc, argv)
+        _say(f"rnnbench: error: cannot write {exc.filename or 'a file'}: {exc.strerror}")  # e.g. report's charts
         return 1
     except Exception as exc:
         return _internal_error(exc, argv)

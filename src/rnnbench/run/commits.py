@@ -57,6 +57,8 @@ def _git(repo: Path, *args: str) -> str:
 def repository() -> Path:
     """The git checkout this rnnbench runs from (--commits needs one)."""
     here = Path(__file__).resolve().parents[3]
+    if shutil.which("git") is None:  # not the checkout's fault: say what is missing
+        raise InputError("--commits needs git, and there is none on PATH")
     try:
         return Path(_git(here, "rev-parse", "--show-toplevel"))
     except (InputError, OSError):
