@@ -17,6 +17,7 @@ from rnnbench import record
 from rnnbench.cli import main
 from rnnbench.report import compare_stats
 from rnnbench.report.compare_pairs import RUNS_CAP, compare
+from test_compare import _record
 
 MACHINE = {"hostname": "history-host", "cpu": "history cpu", "cores": 2, "platform": "Linux"}
 ROWS = ("torch_loop", "torch_scan", "jax_lax_scan", "flax_scan")
@@ -37,27 +38,9 @@ def timing(rng: np.random.Generator, median_ms: float, spread: float, n: int = r
 
 def row(driver: str, rng: np.random.Generator, median_ms: float = 1.0, spread: float = 0.03, **over: Any) -> dict:
     """A timed ok record of one lstm row, as `rnnbench run` writes it (a run_id of its own)."""
-    return {
-        "schema": record.SCHEMA,
-        "model": "lstm",
-        "driver": driver,
-        "framework": driver.split("_")[0],
-        "dtype": "float32",
-        "device": "cpu",
-        "sizes": {"T": 16, "B": 4},
-        "seed": 0,
-        "loss_form": "model",
-        "environment_name": "main",
-        "env_label": "torch 2.13.0",
-        "status": "ok",
-        "machine": dict(MACHINE),
-        "rnnbench_version": "0.1.0+ghistory",
-        "settings": {"threads": 1, "versions": {"torch": "2.13.0"}},
-        "run_id": uuid.uuid4().hex[:16],
-        "fwd_bwd": timing(rng, median_ms, spread),
-        "fwd": timing(rng, median_ms / 3, spread),
-        **over,
-    }
+    fwd_bwd, fwd = timing(rng, median_ms, spread), timing(rng, median_ms / 3, spread)
+    rec = _record(driver, timing=fwd_bwd, fwd=fwd, machine=MACHINE, version="0.1.0+ghistory")
+    return {**rec, "run_id": uuid.uuid4().hex[:16], **over}
 
 
 def history(path: Path, runs: int, rows: tuple[str, ...] = ROWS, seed: int = 0) -> Path:

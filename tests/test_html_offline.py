@@ -35,6 +35,18 @@ NO_CHROMIUM = (
 )
 
 
+def report(records: Path, out: Path) -> Path:
+    """`rnnbench report RECORDS --out-dir OUT` in a fresh process, which must succeed; returns OUT."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "rnnbench.cli", "report", str(records), "--out-dir", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
 def _need_chromium() -> str:
     if CHROMIUM is None:
         if REQUIRE:
@@ -173,14 +185,7 @@ def test_rnnbench_report_renders_offline(tmp_path: Path, chromium: str) -> None:
     assert rows
     records = tmp_path / "records.jsonl"
     records.write_text("\n".join(rows) + "\n")
-    out = tmp_path / "report"
-    proc = subprocess.run(
-        [sys.executable, "-m", "rnnbench.cli", "report", str(records), "--out-dir", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = report(records, tmp_path / "report")
     assert offline_html.external_tags((out / "index.html").read_text()) == []
     shown = offline_html.check(out, ["rnnbench report", '<table id="rows">', "torch_loop", "jax_lax_scan"])
     pngs = {p.name for p in out.glob("*.png")}

@@ -12,8 +12,6 @@ import csv
 import io
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ import pytest
 from rnnbench.report import escape
 from rnnbench.report import site as site_mod
 from rnnbench.report.table import format_as
-from test_html_offline import _need_chromium, offline_html
+from test_html_offline import _need_chromium, offline_html, report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
@@ -195,14 +193,7 @@ def _inert(directory: Path, page: str, title: str, payloads: list[str]) -> str:
 def test_report_from_hostile_records_runs_no_script(tmp_path: Path) -> None:
     _need_chromium()
     records = _write(tmp_path / "hostile.jsonl", hostile_records())
-    out = tmp_path / "report"
-    proc = subprocess.run(
-        [sys.executable, "-m", "rnnbench.cli", "report", str(records), "--out-dir", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = report(records, tmp_path / "report")
     dom = _inert(out, "index.html", "rnnbench report", [f"{IMG}{SCRIPT} | ok | {FORMULA}", 'onerror="document.title='])
     named = "&lt;img src=x onerror=\"document.title='pwned'\"&gt;"
     assert f"bars_{named}" in dom  # a chart named by the model
