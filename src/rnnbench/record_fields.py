@@ -64,6 +64,23 @@ FIELDS: dict[str, str] = {
     "fwd_bwd.samples.*": "ms",
     "fwd.samples": "list",
     "fwd.samples.*": "ms",
+    # this process's CPU time of each timed call (rnnbench.run.timing.measure): other work cannot move it
+    "fwd_bwd.cpu_median_ms": "num",
+    "fwd_bwd.cpu_samples": "list",
+    "fwd_bwd.cpu_samples.*": "num",
+    "fwd.cpu_median_ms": "num",
+    "fwd.cpu_samples": "list",
+    "fwd.cpu_samples.*": "num",
+    # how far a timed row's numbers are its own (rnnbench.run.timing.judge; docs/measuring.md):
+    # clock: "cpu" (process CPU time decides: one-thread rows) or "wall"; contended: other work ran
+    # beside the row (cpu.notes); unstable: its samples disagree, or its forward took longer than its
+    # forward+backward; marks: the reasons, one word each
+    "timing": "dict|null",
+    "timing.clock": "str!",
+    "timing.contended": "bool!",
+    "timing.unstable": "bool!",
+    "timing.marks": "list",
+    "timing.marks.*": "str",
     # a CUDA row's GPU (rnnbench.run.accelerator): two GPUs are two machines
     "machine.accelerator": "dict|null",
     "machine.accelerator.name": "str|null",

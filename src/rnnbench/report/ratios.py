@@ -1,0 +1,19 @@
+"""The one ratio direction of every speed comparison rnnbench shows (table, charts, HTML, compare,
+README): a speed-up, `reference time / time`, so above 1 is faster than the reference and below 1
+slower ("2.0x" takes half the reference's time; "0.5x" twice it). docs/measuring.md states it."""
+
+from __future__ import annotations
+
+DIRECTION = "x faster than the reference (reference time / time): above 1 is faster, below 1 slower"
+
+
+def speedup(time_ms: float, reference_ms: float) -> float:
+    """How many times faster `time_ms` is than `reference_ms`: reference_ms / time_ms (>1 faster)."""
+    if time_ms <= 0 or reference_ms <= 0:
+        raise ValueError(f"times must be above 0 ms, got {time_ms} and {reference_ms}")
+    return reference_ms / time_ms
+
+
+def speedup_label(value: float) -> str:
+    """'2.37x' (faster than the reference) or '0.42x' (slower): the one way a speed-up is printed."""
+    return f"{value:.3g}x"
