@@ -47,6 +47,8 @@ def _small(sizes: Mapping[str, int]) -> dict[str, int]:
 
 
 def _variant(base: Model, tag: str, summary: str, **changes) -> Model:
+    if "step" in changes:  # a rewritten step is no longer the base's declared linear recurrence
+        changes["linear_recurrence"] = None
     return dataclasses.replace(
         base,
         name=f"{base.name}{SEPARATOR}{tag}",

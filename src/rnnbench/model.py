@@ -93,6 +93,8 @@ Recur = Callable[[Step, Params, Carry, Array | None, int], tuple[Array, Carry]]
 # recurrences (stacked layers, two directions), each run through `recur`.
 Forward = Callable[[Ops, Params, Carry, Array | None, int, Recur], tuple[Array, Carry]]
 Flops = Callable[[Mapping[str, int]], dict[str, float]]
+# linear_recurrence(ops, params, x) -> (a, b): the coefficients of h_t = a_t * h_{t-1} + b_t.
+LinearRecurrence = Callable[[Ops, Params, Array], tuple[Array, Array]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +125,12 @@ class Model:
         the hand oracle gives the gradient under any loss form of rnnbench.losses; None where the
         loss has no weight for a nonzero cotangent. Absent: under other loss forms the oracle ladder
         answers.
+    linear_recurrence(ops, params, x) -> (a, b): declared for a model whose step is the elementwise
+        linear recurrence h_t = a_t * h_{t-1} + b_t on its one carry leaf h, with y_t = h_t and no
+        Model.forward. x is the prologue's output: one step's slice x_t (B, ...) gives a_t, b_t of
+        h's shape (B, H); the whole (T, B, ...) gives a, b (T, B, H). The step computes its update
+        through it, so the declaration and the step cannot disagree; associative-scan drivers
+        compose (a, b) pairs in parallel and run only models that declare it. None: not linear.
     suite: "core" (the benchmark comparison: `rnnbench run` by default, tested at every dtype) or
         "bugs" (bug-class cases from docs/bugs.md: `rnnbench run --suite bugs`, tested at float64, since
         the classes they target do not depend on the dtype).
@@ -146,6 +154,7 @@ class Model:
     island_grads: tuple[str, ...] = ()
     forward: Forward | None = None
     cotangent_consts: Callable[[np.ndarray, tuple], dict[str, np.ndarray] | None] | None = None
+    linear_recurrence: LinearRecurrence | None = None
     suite: str = "core"
 
     def sizes_with_defaults(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
