@@ -193,8 +193,12 @@ def numpy_ops() -> Ops:
     import numpy as np
 
     def sigmoid(x: Any) -> Any:
-        # tanh form: no overflow warning for large |x|, exact to float64 rounding.
-        return 0.5 * (1.0 + np.tanh(0.5 * x))
+        # exp(x) / (1 + exp(x)) below 0, 1 / (1 + exp(-x)) above: accurate to rounding in both tails
+        # (the tanh form 0.5 (1 + tanh(x / 2)) cancels for x below about -20, so log(sigmoid(x)) lost
+        # every digit there); exp of -|x| never overflows.
+        x = np.asarray(x)
+        e = np.exp(-np.abs(x))
+        return np.where(x >= 0, 1.0, e) / (1.0 + e)
 
     return named_ops(
         np,

@@ -11,6 +11,7 @@ from rnnbench.check.tolerance import UNIT_ROUNDOFF, Tolerance
 from rnnbench.status import InputStatus, Status
 
 FD_BOUND = "the finite-difference oracle's error bound"
+_NAN_DETAIL = "the oracle has no value (NaN) for some entries: cannot decide them"
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,18 @@ def _judge_input(
         )
     if r.size == 0:
         return InputError(name, InputStatus.OK, 0.0, (), 0.0, 0.0, scale)
+    # An oracle entry that is NaN (a finite difference that evaluated sqrt of a negative number at a
+    # domain boundary) says nothing about that entry: it is cannot_decide, the others are judged.
+    # A NaN bound where the oracle has a value bounds nothing: unbounded, which holds every finite gradient.
+    unknown = np.isnan(r)
+    bound = np.where(np.isnan(bound), np.inf, bound)
+    if np.all(unknown):
+        return InputError(
+            name, InputStatus.UNDECIDED, float("nan"), (), float("nan"), float("nan"), scale, _NAN_DETAIL, float("nan")
+        )
     diff = np.abs(g - r)
-    diff = np.where(np.isnan(diff), np.inf, diff)
+    diff = np.where(unknown, 0.0, np.where(np.isnan(diff), np.inf, diff))
+    bound = np.where(unknown, 0.0, bound)
     # how far each entry is from the oracle's error interval; an unbounded entry (the loss is not
     # smooth at the finite-difference step) contains every finite gradient, never a NaN / inf one
     beyond = np.where(np.isfinite(bound), diff - bound, np.where(np.isfinite(diff), -np.inf, np.inf))
@@ -86,6 +97,9 @@ def _judge_input(
             if bound_name == FD_BOUND
             else f"beyond tolerance, and {bound_name}: cannot decide"
         )
+    elif np.any(unknown):
+        first = tuple(int(i) for i in np.argwhere(unknown)[0])
+        status, detail = InputStatus.UNDECIDED, f"{_NAN_DETAIL} at {list(first)}; the other entries agree"
     else:
         status, detail = InputStatus.OK, ""
     return InputError(name, status, err, idx, float(g.flat[flat]), float(r.flat[flat]), scale, detail, oracle_error)
@@ -109,16 +123,24 @@ def compare_grads(
     A gradient that is None (the framework says the input does not reach the loss) or identically
     zero is "missing" only where some want_i is nonzero beyond tol * scale + e_i: a true zero gradient
     is an answer. per_name overrides `tol` for some inputs (fp32 islands under autocast)."""
-    G = max((float(np.max(np.abs(want[n]))) if np.size(want[n]) else 0.0) for n in names) if names else 0.0
+    G = max((_largest(want[n]) for n in names), default=0.0)
     out = []
     for name in names:
         t = (per_name or {}).get(name, tol)
         r = np.asarray(want[name], dtype=np.float64)
         bound = np.broadcast_to(np.asarray((error or {}).get(name, 0.0), dtype=np.float64), r.shape)
-        r_max = float(np.max(np.abs(r))) if r.size else 0.0
+        r_max = _largest(r)
         scale = max(r_max, t.scale_floor * G, t.absolute_scale) or 1.0
         out.append(_judge_input(name, got.get(name), r, bound, t, scale, bound_name))
     return out
+
+
+def _largest(r: np.ndarray) -> float:
+    """max |r| over the entries that are not NaN (0 for none): a NaN oracle entry must not make the
+    scale NaN, which would pass every comparison."""
+    a = np.abs(np.asarray(r, dtype=np.float64))
+    a = a[~np.isnan(a)]
+    return float(np.max(a)) if a.size else 0.0
 
 
 def loss_rel_error(got: float, want: float) -> float:

@@ -218,10 +218,17 @@ def _sum(x: Var) -> Var:
     return Var(np.sum(x.value), ((x, lambda g: np.broadcast_to(g, x.shape).copy()),))
 
 
+def _stable_sigmoid(v: np.ndarray) -> np.ndarray:
+    """exp(v) / (1 + exp(v)) below 0, 1 / (1 + exp(-v)) above, in float32: accurate in both tails, as
+    the numpy namespace's sigmoid is (rnnbench.ops)."""
+    e = np.exp(-np.abs(v))
+    return (np.where(v >= 0, np.float32(1), e) / (np.float32(1) + e)).astype(np.float32)
+
+
 def _sigmoid(x: Var) -> Var:
     return _unary(
         x,
-        lambda v: np.float32(0.5) * (np.float32(1) + np.tanh(np.float32(0.5) * v)),
+        _stable_sigmoid,
         lambda g, v, y: g * y * (np.float32(1) - y),
     )
 

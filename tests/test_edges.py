@@ -1,0 +1,99 @@
+"""Verdicts at the edges of ordinary steps (issue 37's classes 4, 5, 6, 8, 9, 10), each through the
+public API (`rnnbench.check_recurrence`) at float64 and float32 on tiny sizes: the sigmoid tails, a
+compiler more accurate than the numpy reference, float32 forwards no float32 computation can give,
+smooth composites of kinked ops at the kink, NaN oracle entries, and known-issue attribution.
+Each case is a row of EDGES; tests/test_edges_planted.py plants a wrong derivative beside each."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+import rnnbench
+from rnnbench import ops as ops_module
+
+DRIVERS = ["torch_loop", "jax_loop"]
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One step at an edge: its inputs, and the row statuses every driver must get per dtype."""
+
+    name: str
+    step: Callable
+    params: dict
+    expected: dict  # dtype -> the set of allowed statuses (every driver, every row)
+    xs: np.ndarray = field(default_factory=lambda: np.ones((2, 2)))
+    carry0: tuple = field(default_factory=lambda: (np.zeros(2),))
+
+
+def log_sigmoid_tail(ops, params, carry, x):
+    """log(sigmoid(x)) in the left tail, where 0.5 (1 + tanh(x / 2)) has no digit left."""
+    (h,) = carry
+    h = ops.log(ops.sigmoid(params["w"] * x - 40.0)) * 0.01 + 0.5 * h
+    return (h,), h
+
+
+def sigmoid_left_tail(ops, params, carry, x):
+    """sigmoid near -33: the tanh form is 8.7e-4 off there, every driver was forward_mismatch."""
+    (h,) = carry
+    h = ops.log(ops.sigmoid(params["w"] * x - 33.0)) * 0.01 + 0.5 * h
+    return (h,), h
+
+
+def sqrt_at_domain_boundary(ops, params, carry, x):
+    """sqrt(w x) with w[0] = 0: the finite differences of that entry evaluate sqrt of a negative
+    number (NaN), the other entries have a derivative."""
+    (h,) = carry
+    h = ops.tanh(params["v"] * x + h) + ops.sqrt(params["w"] * x)
+    return (h,), h
+
+
+EDGES = [
+    Edge("sigmoid_left_tail", sigmoid_left_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
+    Edge("log_sigmoid_tail", log_sigmoid_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
+    # class 9: the NaN entry cannot be decided; the others agree, so never ok, never a mismatch
+    Edge(
+        "sqrt_at_domain_boundary",
+        sqrt_at_domain_boundary,
+        {"w": np.array([0.0, 0.5]), "v": np.array([0.3, -0.2])},
+        {"float64": {"cannot_decide"}, "float32": {"cannot_decide"}},
+    ),
+]
+
+
+def check(edge: Edge, dtype: str, step: Callable | None = None, order: int = 1) -> rnnbench.RecurrenceReport:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # sqrt / log at the domain boundary, as numpy says
+        return rnnbench.check_recurrence(
+            step or edge.step,
+            params=edge.params,
+            carry0=edge.carry0,
+            xs=edge.xs,
+            drivers=DRIVERS,
+            losses=["weighted"],
+            dtype=dtype,
+            order=order,
+        )
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("edge", EDGES, ids=lambda e: e.name)
+def test_edge_verdicts(edge: Edge, dtype: str) -> None:
+    report = check(edge, dtype)
+    got = {r.status for r in report.results}
+    assert got <= edge.expected[dtype] and len(report.results) == len(DRIVERS), str(report)
+
+
+def test_numpy_sigmoid_is_accurate_in_both_tails() -> None:
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 40
+    xs = np.array([-745.0, -300.0, -40.0, -33.0, -20.0, -1e-9, 0.0, 1e-9, 5.0, 20.0, 40.0])
+    got = ops_module.numpy_ops().sigmoid(xs)
+    want = np.array([float(1 / (1 + mpmath.exp(-mpmath.mpf(x)))) for x in xs])
+    np.testing.assert_allclose(got, want, rtol=4e-16, atol=0)
+    assert np.all(np.isfinite(np.log(got[1:])))  # log sigmoid(-300) = -300, as the frameworks compute it
