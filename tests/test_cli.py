@@ -227,3 +227,76 @@ def test_suites_select_what_they_say() -> None:
     # a named driver runs in each of its default environments, whatever the suite's
     assert {e for _, _, e in _selected("--drivers", "torch_loop")} == set(environments.default_names())
     assert {e for _, _, e in _selected("--models", "lstm")} == {"main"}
+
+
+def _options(p, path: tuple[str, ...] = ()):
+    """(command path, action) of every option and positional of `p` and of its subcommands."""
+    import argparse
+
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                yield (*path, choice.dest), choice
+            for name, sub in action.choices.items():
+                yield from _options(sub, (*path, name))
+        else:
+            yield path, action
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    """`rnnbench COMMAND --help` explains every flag and positional it lists (hidden aliases
+    excepted), and the top-level help ends with what the exit codes mean, not a pointer into the
+    source."""
+    import argparse
+
+    from rnnbench.cli.main import COMMANDS, parser
+
+    walked = list(_options(parser()))
+    assert {path[0] for path, _ in walked if path} == {c.NAME for c in COMMANDS}
+    for path, action in walked:
+        if action.help == argparse.SUPPRESS:
+            continue
+        assert action.help and action.help.strip(), f"rnnbench {' '.join(path)} {action.option_strings or action.dest}"
+    text = parser().format_help()
+    assert "See main()" not in text and "exit codes:" in text
+
+
+@pytest.mark.parametrize("module", ["rnnbench", "rnnbench.cli"])
+def test_a_bare_call_prints_the_help(module: str) -> None:
+    """`rnnbench` (and `python -m rnnbench`) alone is someone asking what it does: the help, exit 0,
+    no run started and no results file."""
+    proc = subprocess.run([sys.executable, "-m", module], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: rnnbench") and "COMMAND" in proc.stdout
+    assert "rows ->" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["run", "--models", "LSTM"], "unknown model 'LSTM' (did you mean 'lstm'?); `rnnbench list` names all"),
+        (["run", "--drivers", "Torch_Loop"], "(did you mean 'torch_loop'?)"),
+        (["run", "--suite", "Quick"], "(did you mean 'quick'?)"),
+        (["run", "--environments", "MAIN"], "(did you mean 'main'?)"),
+        (["run", "--dtypes", "Float32"], "(did you mean 'float32'?)"),
+        (["bugs", "torch-xla-scan-c"], "(did you mean 'torch-xla-scan-closure-over-tensors'?)"),
+        (["bugs", "TORCH-SCAN-DROPS-CARRY-COTANGENT"], "(did you mean 'torch-scan-drops-carry-cotangent'?)"),
+        (["env", "create", "Jax-0.8.2"], "(did you mean 'jax-0.8.2'?)"),
+    ],
+)
+def test_every_name_gets_a_suggestion_whatever_its_case(args: list[str], words: str) -> None:
+    """A name in another case, a prefix or a typo is one line naming what it may mean (one
+    suggestion function, rnnbench.errors.suggestions, for every kind of name), exit 2."""
+    proc = rnnbench(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and words in proc.stderr, proc.stderr
+
+
+def test_suggestions_prefer_case_then_prefix_then_spelling() -> None:
+    from rnnbench.errors import suggestions
+
+    known = ["lstm", "lstm2", "rnn", "torch-xla-scan-a", "torch-xla-scan-b"]
+    assert suggestions("LSTM", known) == ["lstm"]
+    assert suggestions("torch-xla", known) == ["torch-xla-scan-a", "torch-xla-scan-b"]
+    assert suggestions("rnm", known) == ["rnn"]
+    assert suggestions("x", known) == [] and suggestions("zzzz", known) == []

@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any
 
 from rnnbench.drivers.base import Driver, Framework
-from rnnbench.errors import InputError, did_you_mean
+from rnnbench.errors import InputError, unknown
 from rnnbench.model import Model
 
 
@@ -117,7 +117,7 @@ def _named(kind: str, name: str, known: dict) -> Any:
     try:
         return known[name]
     except KeyError:
-        raise UnknownName(f"unknown {kind} {name!r}{did_you_mean(name, known)}; known: {', '.join(known)}") from None
+        raise UnknownName(unknown(kind, name, known, "`rnnbench list`")) from None
 
 
 def get_model(name: str) -> Model:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from rnnbench.check import known_issues
+from rnnbench.errors import InputError, unknown
 from rnnbench.report import bugs
 
 NAME = "bugs"
@@ -20,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    ids = [issue.id for issue in known_issues.registry()]
+    if args.id and args.id not in ids:  # a prefix or another case gets the ids it could mean
+        raise InputError(unknown("bug id", args.id, ids, "`rnnbench bugs`"))
     if args.id:
         print(bugs.report(args.id, args.markdown), end="")
     else:

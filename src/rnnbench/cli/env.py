@@ -11,7 +11,11 @@ HELP = "the Python environments rows run in (src/rnnbench/environments.toml): li
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=("list", "create", "lock"))
+    p.add_argument(
+        "action",
+        choices=("list", "create", "lock"),
+        help="list: every environment and its state; create: make the named ones; lock: pin their packages",
+    )
     p.add_argument(
         "names",
         nargs="*",

@@ -1,13 +1,7 @@
-"""Command line: `rnnbench run` (the default comparison), `rnnbench list`, `rnnbench table`,
-`rnnbench sweep` (sizes, cold rows, time budgets), `rnnbench report` (charts + HTML from records),
-`rnnbench fuzz` (random step bodies on every driver: first and second order vs the oracle ladder,
-exact dual numbers with finite differences only where a step has no derivative).
+"""The command line's entry point: the top-level parser, the default command, and the one error
+boundary that turns every way out into an exit code (main()).
 
-Exit codes: 0 every row ok, unavailable or a registered known issue (known_issue:<id>); 1 some row
-failed its check or crashed, or a registered known issue no longer reproduces
-(known_issue_fixed:<id>), the disk refused a write, or an internal error (one line, the traceback
-saved to a file); 2 bad input (one line on stderr, no traceback, nothing written); 128+N cut short
-by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP); 141 stdout's reader went away. See main()."""
+`rnnbench` alone prints the help; flags without a command (`rnnbench --models lstm`) run `run`."""
 
 from __future__ import annotations
 
@@ -41,10 +35,28 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+DESCRIPTION = """\
+Check the gradients of recurrent computations against the oracle ladder (float64 references, exact
+dual numbers, finite differences only where a step has no derivative) and time them, across torch,
+jax and torch_xla drivers. `rnnbench run` is the default comparison; `rnnbench COMMAND --help` shows
+a command's options."""
+
+EPILOG = """\
+exit codes: 0 every row ok, unavailable or a registered known issue (known_issue:<id>); 1 some row
+failed its check or crashed, a registered known issue no longer reproduces (known_issue_fixed:<id>),
+the disk refused a write, or an internal error (one line, the traceback saved to a file); 2 bad
+input (one line on stderr, nothing written); 128+N cut short by signal N (130 Ctrl-C, 143 SIGTERM,
+129 SIGHUP); 141 stdout's reader went away.
+
+Flags without a command run `run` (`rnnbench --models lstm`)."""
+
+
 def parser() -> options.Parser:
-    p = options.Parser(prog="rnnbench", description=__doc__)
+    p = options.Parser(
+        prog="rnnbench", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--version", action=_Version, nargs=0, help="print rnnbench's version (and commit) and exit")
-    sub = p.add_subparsers(dest="command", parser_class=options.Parser)
+    sub = p.add_subparsers(dest="command", parser_class=options.Parser, title="commands", metavar="COMMAND")
     for command in COMMANDS:
         command.add_arguments(sub.add_parser(command.NAME, help=command.HELP))
     return p
@@ -130,7 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     removes the run's temporary files (rnnbench.run.tmpdirs)."""
     _closed_streams_to_devnull()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+    if not argv:  # a bare call is someone asking what rnnbench does, not for a run of many rows
+        argv = ["--help"]
+    if argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
         argv = ["run", *argv]
     try:
         return _dispatch(argv)

@@ -14,7 +14,7 @@ HELP = "charts (PNG) and an HTML page from results files"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", nargs="+")
+    p.add_argument("files", nargs="+", help="results files (JSON Lines) to chart; several merge")
     p.add_argument("--out-dir", default="results/report", help="where to write the PNGs and index.html")
 
 

@@ -39,7 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--device", help="cpu (default) or cuda")
     p.add_argument("--sizes", help="overrides of model sizes, e.g. T=64,H=128")
-    p.add_argument("--seed", type=int)
+    p.add_argument(
+        "--seed",
+        type=int,
+        help="seed of every row's inputs and parameters (default 0; the same seed, the same numbers)",
+    )
     p.add_argument(
         "--threads",
         type=int,

@@ -13,7 +13,7 @@ HELP = "print the table of one or more results files (several machines merge)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", nargs="+")
+    p.add_argument("files", nargs="+", help="results files (JSON Lines) to tabulate; several merge into one table")
     p.add_argument("--all", action="store_true", help="list unavailable rows in the table too")
     p.add_argument(
         "--format",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rnnbench import record, registry
-from rnnbench.errors import InputError, did_you_mean
+from rnnbench.errors import InputError, unknown
 from rnnbench.model import Model
 from rnnbench.run import environments, gpu_suite
 from rnnbench.run.pair import unavailable_reason
@@ -23,6 +23,10 @@ from rnnbench.run.timing import TimingConfig
 from rnnbench.suites import SUITES
 
 DEVICES = ("cpu", "cuda")
+
+
+# Where the names of a long selection axis are listed (an unknown name's message points there).
+LISTED_BY = {"model": "`rnnbench list`", "driver": "`rnnbench list`", "environment": "`rnnbench env list`"}
 
 
 def names(value: str | None, known: Sequence[str], what: str, required: bool = False) -> list[str]:
@@ -35,7 +39,7 @@ def names(value: str | None, known: Sequence[str], what: str, required: bool = F
         raise InputError(f"the {what} selection {value!r} names nothing; known: {', '.join(known)}")
     for n in chosen:
         if n not in known:
-            raise InputError(f"unknown {what} {n!r}{did_you_mean(n, known)}; known: {', '.join(known)}")
+            raise InputError(unknown(what, n, known, LISTED_BY.get(what, "")))
     return chosen
 
 
