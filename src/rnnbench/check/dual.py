@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from rnnbench.check.dual_base import base_functions
 from rnnbench.ops import named_ops
 
 Array = Any  # a base array (float64 or mpmath object array) or a Dual
@@ -54,9 +55,9 @@ class Dual:
     __add__, __radd__ = _operators(lambda a, b: a + b, lambda t, a, b, y: t, lambda t, a, b, y: t)
     __sub__, __rsub__ = _operators(lambda a, b: a - b, lambda t, a, b, y: t, lambda t, a, b, y: -t)
     __mul__, __rmul__ = _operators(lambda a, b: a * b, lambda t, a, b, y: t * b, lambda t, a, b, y: t * a)
-    __truediv__, __rtruediv__ = _operators(
-        lambda a, b: a / b, lambda t, a, b, y: t / b, lambda t, a, b, y: -(t * y) / b
-    )
+    __truediv__, __rtruediv__ = (lambda self, o: divide(self, o)), (lambda self, o: divide(o, self))
+    __pow__, __rpow__ = (lambda self, o: power(self, o)), (lambda self, o: power(o, self))
+    __abs__ = (lambda self: absolute(self))  # fmt: skip
 
     def __neg__(self):
         return Dual(-self.value, -self.tangent, self.level)
@@ -70,15 +71,17 @@ class Dual:
     def __rmatmul__(self, o):
         return matmul(o, self)
 
-    def __pow__(self, k):
-        if isinstance(k, Dual) or np.ndim(k) != 0:
-            raise TypeError("dual numbers: only constant scalar powers")
-        if k == 0:
-            return np.ones(self.shape, dtype=self.dtype)
-        return _unary(self, lambda v: v**k, lambda t, v, y: t * (k * v ** (k - 1)))
+    # Comparisons give plain boolean arrays (masks for `where` carry no derivative), `==` and `!=`
+    # included (as numpy's do, so a Dual is unhashable like an array); an exact tie between sides
+    # that move is a branch point, a kink.
+    __hash__ = None  # type: ignore[assignment]
 
-    # Comparisons give plain boolean arrays (masks for `where` carry no derivative); equality at a
-    # point where the two sides move differently is a kink.
+    def __eq__(self, o):  # type: ignore[override]
+        return _compare(self, o, np.equal)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return _compare(self, o, np.not_equal)
+
     def __gt__(self, o):
         return _compare(self, o, np.greater)
 
@@ -268,27 +271,47 @@ def _unary(x: Dual, f: Callable, d: Callable) -> Dual:
     return Dual(y, d(x.tangent, x.value, y), x.level)
 
 
-_MP_FUNCTIONS: dict[str, Callable] = {}
+_np = base_functions()
 
 
-def _base_function(name: str) -> Callable[[Any], Any]:
-    """numpy's function, or mpmath's for object arrays of mpmath numbers."""
-    np_f = getattr(np, name)
-
-    def f(x: Any) -> Any:
-        arr = np.asarray(x)
-        if arr.dtype != object:
-            return np_f(arr)
-        if name not in _MP_FUNCTIONS:
-            import mpmath
-
-            _MP_FUNCTIONS[name] = np.frompyfunc(getattr(mpmath, name), 1, 1)
-        return np.asarray(_MP_FUNCTIONS[name](arr), dtype=object)
-
-    return f
+def divide(a: Any, b: Any) -> Any:
+    """a / b: d = ta / b - tb y / b."""
+    if max(level(a), level(b)) == 0:
+        return _np["divide"](a, b)
+    return _binary(a, b, divide, lambda t, a, b, y: divide(t, b), lambda t, a, b, y: -divide(t * y, b))
 
 
-_np = {name: _base_function(name) for name in ("tanh", "exp", "sin", "cos", "tan", "log", "sqrt")}
+def _float(x: Any, shape: tuple) -> np.ndarray:
+    """x's base value as float64, broadcast to `shape` (for deciding which rule applies where)."""
+    return np.broadcast_to(np.asarray(primal(x)).astype(np.float64), shape)
+
+
+def power(a: Any, b: Any) -> Any:
+    """a ** b, numpy's real power. d/da = b a^(b-1) (0 where b == 0: a constant 1); d/db = a^b log a
+    (0 where a == 0 < b: 0^b is 0 on both sides). Where the real function has no derivative (a
+    power at a == 0 other than an integer b >= 1, where it has an infinite one or a domain edge; a
+    differentiated exponent at a <= 0, where a^b leaves the reals on one side) the columns moving
+    there are a kink and the rule gives 0 (no inf * 0 = nan spilling over other columns)."""
+    at = max(level(a), level(b))
+    if at == 0:
+        return _np["power"](a, b)
+    (va, ta), (vb, tb) = _parts(a, at), _parts(b, at)
+    y = power(va, vb)
+    shape = np.shape(primal(y))
+    pa, pb = _float(va, shape), _float(vb, shape)
+    parts = []
+    if ta is not None:
+        smooth = (pa != 0) | (pb == 0) | ((pb >= 1) & (pb == np.floor(pb)))
+        _kink_at(~smooth, _fit(ta, shape), "a power at 0")
+        slope = where(~smooth | (pb == 0), 0.0, vb * power(where(smooth & (pb != 0), va, 1.0), vb - 1.0))
+        parts.append(_lift(ta, len(shape)) * slope)
+    if tb is not None:
+        smooth = (pa > 0) | ((pa == 0) & (pb > 0))
+        _kink_at(~smooth, _fit(tb, shape), "a power with a differentiated exponent at a base <= 0")
+        slope = where(pa > 0, y * log(where(pa > 0, va, 1.0)), 0.0)
+        parts.append(_lift(tb, len(shape)) * slope)
+    tangent = parts[0] if len(parts) == 1 else parts[0] + parts[1]
+    return Dual(y, _fit(tangent, shape), at)
 
 
 def _sign(v: Any) -> Any:
@@ -314,12 +337,12 @@ exp = _elementwise("exp", lambda t, v, y: t * y)
 sin = _elementwise("sin", lambda t, v, y: t * cos(v))
 cos = _elementwise("cos", lambda t, v, y: -(t * sin(v)))
 tan = _elementwise("tan", lambda t, v, y: t * (1.0 + y * y))
-log = _elementwise("log", lambda t, v, y: t / v)
+log = _elementwise("log", lambda t, v, y: divide(t, v))
 
 
 def _sqrt_rule(t, v, y):
     _kink_at(np.asarray(primal(v)) == 0, t, "sqrt at 0")
-    return t * (0.5 / y)
+    return t * divide(0.5, y)
 
 
 sqrt = _elementwise("sqrt", _sqrt_rule)
@@ -395,13 +418,27 @@ def _kink_at(at: np.ndarray, tangent: Any, what: str) -> None:
 def _compare(a: Any, b: Any, f: Callable) -> np.ndarray:
     pa, pb = np.asarray(primal(a)), np.asarray(primal(b))
     tie = np.broadcast_to(pa == pb, np.broadcast_shapes(pa.shape, pb.shape))
-    if np.any(tie) and _KINKS.get() is not None:
+    found = _KINKS.get()
+    if found is not None and np.any(tie):
         at = max(level(a), level(b))
-        (_, ta), (_, tb) = _parts(a, at), _parts(b, at)
-        k = _k_of(ta if ta is not None else tb)
-        diff = [_fit(t, tie.shape) if t is not None else np.zeros((k,) + tie.shape) for t in (ta, tb)]
-        _kink_at(tie, diff[0] - diff[1], "a comparison at equality")
+        cols = _moving(a, tie, at) | _moving(b, tie, at)
+        if np.any(cols):
+            found.append(("a comparison at equality", cols))
     return f(pa, pb)
+
+
+def _moving(x: Any, tie: np.ndarray, at: int) -> np.ndarray:
+    """The top level's columns along which x moves at the tie's entries (every column where a lower
+    level moves it). A comparison at equality is a branch point whenever either side moves, even when
+    both move alike: `where` then picks a branch by the rounding of equal values, and the derivative
+    the oracle and the drivers would share is the branch's, not necessarily the function's."""
+    cols = np.zeros(1, dtype=bool)
+    while isinstance(x, Dual):
+        t = np.asarray(primal(_fit(x.tangent, tie.shape)))
+        moves = np.any(np.reshape(t[:, tie] != 0, (t.shape[0], -1)), axis=1)
+        cols = cols | (moves if x.level == at else np.any(moves))
+        x = x.value
+    return cols
 
 
 # ---- the ops namespace -------------------------------------------------------------------------------
