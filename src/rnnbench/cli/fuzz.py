@@ -34,6 +34,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         ),
         resume="continue --out: outcomes already recorded there are not run again (same arguments required)",
     )
+    p.add_argument(
+        "--grammar",
+        default="smooth",
+        help="smooth (default: tanh, sin, cos, exp, sigmoid, matmul) or edge (adds relu, clip, abs, "
+        "minimum/maximum, safe sqrt, learned powers, > and ==, log-sigmoid, logsumexp: docs/fuzzing.md)",
+    )
+    p.add_argument(
+        "--snap-rate", type=float, default=0.25, help="edge grammar: share of input entries snapped onto kinks/ties"
+    )
+    p.add_argument(
+        "--plant",
+        default="",
+        help="grad:<framework> or hvp:<framework> (torch, jax): a known wrong derivative in that framework's "
+        "body; every planted outcome must be flagged (a miss fails the run)",
+    )
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--no-second-order", dest="second_order", action="store_false", help="skip the H v check")
     p.add_argument("--shrink", type=int, default=1, help="failures shrunk per (driver, status) (default 1)")
@@ -85,7 +100,27 @@ def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, 
             f"no driver can fuzz here on {args.device} (install the main environment with `make venv`)"
         )
     repro_dir = options.writable_dir(Path(args.repro_dir), "--repro-dir") if args.repro_dir else None
+    _grammar(args)
     return dtypes, loss_forms, drivers, repro_dir
+
+
+def _grammar(args: argparse.Namespace) -> None:
+    """--grammar, --snap-rate and --plant checked, as args.grammar_spec (rnnbench.fuzz.grammar.Grammar)."""
+    # lazy: cli: the grammar's names without the fuzzer's cases
+    from rnnbench.fuzz.edges import parse_plant
+    from rnnbench.fuzz.grammar import GRAMMARS, Grammar
+
+    if args.grammar not in GRAMMARS:
+        raise options.UsageError(f"unknown grammar {args.grammar!r}; known: {', '.join(GRAMMARS)}")
+    if not 0.0 <= args.snap_rate <= 1.0:
+        raise options.UsageError(f"--snap-rate must be within [0, 1], not {args.snap_rate!r}")
+    if args.plant:
+        try:
+            parse_plant(args.plant)
+        except ValueError as exc:
+            raise options.UsageError(str(exc)) from None
+    edge = args.grammar == "edge"
+    args.grammar_spec = Grammar(args.grammar, args.snap_rate if edge else 0.0, args.plant)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             repro_dir=repro_dir,
             timeout_s=args.timeout,
             workers=args.workers,
+            grammar=args.grammar_spec,
         )
         for dtype in dtypes
     ]
@@ -136,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
             )
             print(file=sys.stderr)
             print(summary.format())
-            failures += len(summary.failures)
+            failures += len(summary.failures) + len(summary.misses)
             errors += sum(o.errored for o in summary.outcomes)
         written = results.written
     print(

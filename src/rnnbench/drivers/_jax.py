@@ -160,6 +160,10 @@ ops = types.SimpleNamespace(sin=jnp.sin, cos=jnp.cos, tanh=jnp.tanh, sigmoid=jax
                             exp=jnp.exp, matmul=jnp.matmul, sum=jnp.sum)
 """
 
+REPRO_EDGE_OPS = """ops.name, ops.where, ops.abs, ops.sqrt, ops.log = "jax", jnp.where, jnp.abs, jnp.sqrt, jnp.log
+ops.stop_gradient, ops.maximum, ops.minimum = jax.lax.stop_gradient, jnp.maximum, jnp.minimum
+"""
+
 REPRO_RUN = """
 
 def loss_fn(diff, rest):
@@ -198,7 +202,7 @@ JAX = Framework(
     thread_env=xla_thread_env,
     device_missing=device_missing,
     gemm=gemm,
-    repro=ReproScript("jax", REPRO_HEAD, REPRO_RUN),
+    repro=ReproScript("jax", REPRO_HEAD, REPRO_RUN, REPRO_EDGE_OPS),
     **_CACHES,
 )
 # flax runs on jax's runtime (its threads, devices and compile caches); the GEMM peak and the

@@ -133,6 +133,12 @@ ops = types.SimpleNamespace(sin=torch.sin, cos=torch.cos, tanh=torch.tanh, sigmo
                             exp=torch.exp, matmul=torch.matmul, sum=torch.sum)
 """
 
+REPRO_EDGE_OPS = """ops.name, ops.where, ops.abs = "torch", torch.where, torch.abs
+ops.sqrt, ops.log, ops.stop_gradient = torch.sqrt, torch.log, lambda x: x.detach()
+ops.maximum = lambda a, b: torch.maximum(*(torch.as_tensor(v, dtype=torch.float64) for v in (a, b)))
+ops.minimum = lambda a, b: torch.minimum(*(torch.as_tensor(v, dtype=torch.float64) for v in (a, b)))
+"""
+
 REPRO_RUN = '''
 
 def loss_loop(inputs):
@@ -214,7 +220,7 @@ TORCH = Framework(
     gemm=gemm,
     # eager CPU ops run on the calling thread at --threads 1 (the clock's choice: docs/measuring.md#asv)
     cpu_time_clock=True,
-    repro=ReproScript("torch", REPRO_HEAD, REPRO_RUN),
+    repro=ReproScript("torch", REPRO_HEAD, REPRO_RUN, REPRO_EDGE_OPS),
     device=DeviceQueries(identity=cuda_identity, reset_peak=reset_cuda_peak, read_peak=read_cuda_peak, gemm=cuda_gemm),
 )
 

@@ -61,11 +61,14 @@ class DeviceQueries:
 class ReproScript:
     """The framework's parts of a standalone repro script (rnnbench.fuzz.repro): the packages it
     needs besides numpy, its head (imports, float64 on, an `ops` namespace) and its body (computes
-    `got` and `reference` from the names the script defines before it)."""
+    `got` and `reference` from the names the script defines before it). edge_ops: lines that add
+    the ops the fuzzer's edge grammar uses (where, maximum, minimum, abs, sqrt, log, stop_gradient)
+    and `ops.name` to that namespace (scripts of smooth bodies do without them)."""
 
     needs: str
     head: str
     run: str
+    edge_ops: str = ""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from rnnbench import record, registry
-from rnnbench.fuzz.grammar import Body, judged_body
+from rnnbench.fuzz.edges import parse_plant
+from rnnbench.fuzz.grammar import Body, Grammar, judged_body
 from rnnbench.fuzz.outcome import Outcome, kind_of
 from rnnbench.fuzz.summary import FuzzSummary
 from rnnbench.run import environments
@@ -33,7 +34,8 @@ class Campaign:
     (enough to rebuild the case), status (first order), hvp_status, report, and where present the
     minimal body, localization_report and repro; identity fields as rnnbench.record.identity.
 
-    second_order: check H v too (float64 only); shrink_per_kind: failures shrunk per (driver,
+    second_order: check H v too (float64 only); grammar: the body stream (smooth or edge, the snap
+    rate, a plant; rnnbench.fuzz.grammar.Grammar); shrink_per_kind: failures shrunk per (driver,
     status); repro_dir: where a shrunk failure's standalone repro goes (None: none written);
     timeout_s: per (body, driver) before its worker is killed; workers: drivers run at once on this
     machine (without another executor). settings: what besides a record's row key determines its
@@ -51,6 +53,7 @@ class Campaign:
     repro_dir: Path | None = None
     timeout_s: float = 300.0
     workers: int = 1
+    grammar: Grammar = Grammar()
     settings: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -66,6 +69,8 @@ class Campaign:
             "timeout": self.timeout_s,
             "versions": dict(environments.package_versions(environments.current())),
         }
+        if self.grammar != Grammar():  # the smooth stream's settings stay those of its earlier records
+            settings["grammar"] = dataclasses.asdict(self.grammar)
         object.__setattr__(self, "settings", settings)
 
     @property
@@ -73,7 +78,7 @@ class Campaign:
         return self.cases * len(self.losses)
 
     def body(self, index: int) -> Body:
-        return judged_body(self.seed, index, self.losses)
+        return judged_body(self.seed, index, self.losses, self.grammar)
 
     def identity(self, index: int, driver: str, body: Body | None = None) -> dict[str, Any]:
         body = body or self.body(index)
@@ -141,10 +146,18 @@ class Campaign:
                 )
         return out
 
+    def planted_drivers(self) -> tuple[str, ...]:
+        """The drivers whose ops namespace the campaign's plant targets (none without a plant)."""
+        if not self.grammar.plant:
+            return ()
+        framework = parse_plant(self.grammar.plant)[1]
+        return tuple(d for d in self.drivers if _driver_identity(d)["family"] == framework)  # flax runs jax's ops
+
     def summary(self, records: Iterable[dict[str, Any]]) -> FuzzSummary:
         """The summary of this campaign's records (from a file, a run, or both): the same as the
         run that wrote them printed, however often it was interrupted and resumed."""
         out = FuzzSummary(list(self.drivers), self.cases, self.seed, self.dtype, self.device, self.losses)
+        out.grammar, out.planted = self.grammar, self.planted_drivers()
         ill: dict[int, str] = {}
         for rec in records:
             if is_ill(rec):

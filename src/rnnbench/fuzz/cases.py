@@ -13,6 +13,7 @@ import numpy as np
 
 from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.second_order import HvpOracle, hvp_oracle
+from rnnbench.fuzz.edges import SNAP_VALUES
 from rnnbench.fuzz.grammar import PARAM_VECTORS, Body, body_wrt
 from rnnbench.losses import weighted, with_loss
 from rnnbench.model import Case, Model, reference_loss
@@ -36,7 +37,8 @@ def compile_step(source: str):
 
 def body_case(body: Body, name: str) -> Case:
     """Seeded data: vectors in [-1, 1] with some entries near 0 (+-1e-3) and some at stationary
-    points of the unary ops (0, +-pi/2, pi), W scaled to spectral radius < 1."""
+    points of the unary ops (0, +-pi/2, pi), W scaled to spectral radius < 1; with a snap rate, the
+    vectors' entries (parameters, initial carry, xs) snapped onto kinks and ties (`snap`)."""
     rng = np.random.default_rng(body.data_seed)
     stationary = np.random.default_rng([body.data_seed, 0x5354])  # its own stream: old draws keep their data
     n, T, used, wrt = body.n, body.length, body.leaves_used(), body_wrt(body)
@@ -53,19 +55,44 @@ def body_case(body: Body, name: str) -> Case:
     if "W" in used:
         params["W"] = 0.9 * rng.uniform(-1.0, 1.0, (n, n)) / np.sqrt(n)
     k = len(body.updates)
+    carry0 = tuple(vector() for _ in range(k))
+    xs = rng.uniform(-1.0, 1.0, (T, n)) if body.has_xs else None
+    if body.snap_rate > 0:  # its own stream: the unsnapped draws keep their data
+        snap_rng = np.random.default_rng([body.data_seed, 0x534E4150])
+        vectors = {p: params[p] for p in PARAM_VECTORS if p in params}
+        snapped, _ = snap({**vectors, **{f"c{i}": c for i, c in enumerate(carry0)}, "xs": xs}, body.snap_rate, snap_rng)
+        params.update({p: snapped[p] for p in vectors})
+        carry0, xs = tuple(snapped[f"c{i}"] for i in range(k)), snapped["xs"]
     return Case(
         model=name,
         sizes={"T": T, "n": n},
         seed=body.data_seed,
         params=params,
-        carry0=tuple(vector() for _ in range(k)),
-        xs=rng.uniform(-1.0, 1.0, (T, n)) if body.has_xs else None,
+        carry0=carry0,
+        xs=xs,
         length=T,
         consts={"wy": rng.uniform(-1.0, 1.0, (T, n)), **{f"wc{i}": rng.uniform(-1.0, 1.0, n) for i in range(k)}},
         carry0_requires_grad=tuple(f"carry0.{c}" in wrt for c in body.carry_names),
         xs_requires_grad="xs" in wrt,
         loss="weighted",  # rnnbench.losses.weighted with these weights
     )
+
+
+def snap(
+    arrays: dict[str, np.ndarray | None], rate: float, rng: np.random.Generator
+) -> tuple[dict[str, np.ndarray | None], dict[str, np.ndarray]]:
+    """Each entry of each array (..., n) set, with probability `rate`, exactly onto the snap value
+    of its last-axis index j (one of rnnbench.fuzz.edges.SNAP_VALUES, drawn once per j): snapped
+    entries sit on the kinks at 0 and +-CLIP, and two snapped operands at one index tie.
+    Returns the arrays (None stays None) and the masks of the entries snapped."""
+    present = {k: a for k, a in arrays.items() if a is not None}
+    n = max((a.shape[-1] for a in present.values()), default=0)
+    values = rng.choice(SNAP_VALUES, n)
+    out, masks = dict(arrays), {}
+    for key, a in present.items():
+        masks[key] = rng.random(a.shape) < rate
+        out[key] = np.where(masks[key], values[: a.shape[-1]], a)
+    return out, masks
 
 
 @dataclass

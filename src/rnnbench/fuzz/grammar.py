@@ -12,9 +12,15 @@ Denominators are bounded away from 0 and exp's argument is bounded, so bodies ar
 everywhere; growth over the steps can still make a draw ill-conditioned: one whose numpy forward
 overflows or raises a floating-point exception is skipped with a count (rnnbench.fuzz.cases.build).
 
+The "edge" grammar (Campaign.grammar) adds the ops users write that are not smooth everywhere
+(rnnbench.fuzz.edges: relu, clip, abs, minimum/maximum, safe sqrt, learned powers, > and ==,
+log-sigmoid, logsumexp) from its own stream, and its bodies carry the rate at which their inputs are
+snapped onto kinks and ties (rnnbench.fuzz.cases); a planted body adds a known wrong derivative for
+one framework (edges.plant_lines).
+
 Expressions are nested tuples: ("leaf", name) | ("const", value) | ("un", op, e) | ("bin", op, a, b)
-| ("div", style, a, b) | ("matvec", e). `source()` renders them against the `ops` namespace, so one
-body runs on numpy, torch and jax, and a failing one prints as code.
+| ("div", style, a, b) | ("matvec", e) | ("edge", op, *children). `source()` renders them against
+the `ops` namespace, so one body runs on numpy, torch and jax, and a failing one prints as code.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import dataclasses
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+
+from rnnbench.fuzz.edges import EDGE_OPS, EDGE_PROBABILITY, LEAF_OPERANDS, leaf_of, plant_lines, render_edge
 
 UNARY = ("sin", "cos", "tanh", "sigmoid", "exp")
 BINARY = ("+", "-", "*")
@@ -38,7 +46,10 @@ class Body:
     carry_grad[i]: whether c_i's initial value requires grad; xs_grad: whether xs does.
     data_seed: seed of the case data (values, near-zero entries, loss weights).
     unused: parameters the step reads but that never reach the loss (their true gradient is 0).
-    loss: the loss form it is judged under (rnnbench.losses; "weighted" with the body's own weights)."""
+    loss: the loss form it is judged under (rnnbench.losses; "weighted" with the body's own weights).
+    snap_rate: the share of input entries snapped onto kinks and ties (rnnbench.fuzz.cases).
+    plant: "" or "<grad|hvp>:<framework>", a known wrong derivative for that framework
+    (rnnbench.fuzz.edges)."""
 
     updates: tuple
     output: tuple
@@ -50,6 +61,8 @@ class Body:
     data_seed: int
     unused: tuple[str, ...] = ()
     loss: str = "weighted"
+    snap_rate: float = 0.0
+    plant: str = ""
 
     @property
     def carry_names(self) -> tuple[str, ...]:
@@ -70,9 +83,29 @@ class Body:
             lines.append(f"    {p} = params[{p!r}]")
         for p in self.unused:  # computed with, then dropped: the graph reads it, the loss does not
             lines.append(f"    _ = ops.sin(params[{p!r}])")
-        new = ", ".join(render(e) for e in self.updates) + ("," if len(self.updates) == 1 else "")
-        lines.append(f"    return ({new}), {render(self.output)}")
+        plant = self.plant and self.planted_leaf()
+        if plant:
+            lines += plant_lines(self.plant, plant)
+        extra = " + _plant" if plant else ""
+        new = ", ".join(render(e) + extra for e in self.updates) + ("," if len(self.updates) == 1 else "")
+        lines.append(f"    return ({new}), {render(self.output)}{extra}")
         return "\n".join(lines) + "\n"
+
+    def planted_leaf(self) -> str | None:
+        """The step variable the plant differentiates: the first compared input it holds."""
+        return next((leaf for leaf in map(leaf_of, body_wrt(self)) if leaf), None)
+
+    def op_classes(self) -> set[str]:
+        """The edge ops the body uses ("smooth" when none)."""
+        ops: set[str] = set()
+        for e in self.updates + (self.output,):
+            ops |= _edge_ops(e)
+        return ops or {"smooth"}
+
+
+def _edge_ops(e: tuple) -> set[str]:
+    own = {e[1]} if e[0] == "edge" else set()
+    return own.union(*(_edge_ops(c) for c in _children(e)))
 
 
 def _leaves(e: tuple) -> set[str]:
@@ -100,6 +133,8 @@ def valid(e: tuple) -> bool:
         if e[0] == "div" and e[1] == "tanh" and not is_array(e[3]):
             return False
         if e[0] == "matvec" and not is_array(e[1]):
+            return False
+        if e[0] == "edge" and any(not is_array(c) for i, c in enumerate(e[2:]) if i not in EDGE_OPS[e[1]].scalar_ok):
             return False
         return all(ok(c) for c in _children(e))
 
@@ -142,7 +177,7 @@ def body_wrt(body: Body) -> list[str]:
 
 
 def _children(e: tuple) -> tuple:
-    return {"un": e[2:], "bin": e[2:], "div": e[2:], "matvec": e[1:]}.get(e[0], ())
+    return {"un": e[2:], "bin": e[2:], "div": e[2:], "matvec": e[1:], "edge": e[2:]}.get(e[0], ())
 
 
 def render(e: tuple) -> str:
@@ -162,33 +197,62 @@ def render(e: tuple) -> str:
         return f"({a} / (1.0 + {b} * {b}))" if e[1] == "square" else f"({a} / (1.5 + ops.tanh({b})))"
     if kind == "matvec":
         return f"ops.matmul(W, {render(e[1])})"
+    if kind == "edge":
+        return render_edge(e[1], [render(c) for c in e[2:]])
     raise ValueError(f"unknown node {e!r}")
 
 
-def _expr(rng: random.Random, leaves: list[str], depth: int) -> tuple:
+def _expr(rng: random.Random, leaves: list[str], depth: int, edge: bool = False) -> tuple:
     if depth == 0 or rng.random() < 0.25:
         return ("const", rng.choice(CONSTS)) if rng.random() < 0.1 else ("leaf", rng.choice(leaves))
+    if edge and rng.random() < EDGE_PROBABILITY:
+        op = rng.choice(sorted(EDGE_OPS))
+        below = 0 if rng.random() < LEAF_OPERANDS else depth - 1  # leaves: the snapped data meets the kink
+        return ("edge", op, *(_expr(rng, leaves, below, edge) for _ in range(EDGE_OPS[op].arity)))
+
+    def sub() -> tuple:
+        return _expr(rng, leaves, depth - 1, edge)
+
     r = rng.random()
     if r < 0.3:
-        return ("un", rng.choice(UNARY), _expr(rng, leaves, depth - 1))
+        return ("un", rng.choice(UNARY), sub())
     if r < 0.8:
-        return ("bin", rng.choice(BINARY), _expr(rng, leaves, depth - 1), _expr(rng, leaves, depth - 1))
+        return ("bin", rng.choice(BINARY), sub(), sub())
     if r < 0.9:
-        return ("div", rng.choice(("square", "tanh")), _expr(rng, leaves, depth - 1), _expr(rng, leaves, depth - 1))
-    return ("matvec", _expr(rng, leaves, depth - 1))
+        return ("div", rng.choice(("square", "tanh")), sub(), sub())
+    return ("matvec", sub())
 
 
-def generate(seed: int, index: int) -> Body:
+GRAMMARS = ("smooth", "edge")
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """Which bodies a stream draws: `name` "smooth" (the original stream) or "edge" (its own stream,
+    with rnnbench.fuzz.edges' ops), the snap rate its bodies carry (edge only) and a plant."""
+
+    name: str = "smooth"
+    snap_rate: float = 0.0
+    plant: str = ""
+
+
+def generate(seed: int, index: int, grammar: Grammar = Grammar()) -> Body:
     """Body number `index` of the stream for `seed` (independent of how many others are drawn)."""
-    rng = random.Random(f"rnnbench-fuzz/{seed}/{index}")
+    edge = grammar.name == "edge"
+    body = _draw(f"rnnbench-fuzz{'-edge' if edge else ''}/{seed}/{index}", edge)
+    return dataclasses.replace(body, snap_rate=grammar.snap_rate if edge else 0.0, plant=grammar.plant)
+
+
+def _draw(stream: str, edge: bool) -> Body:
+    rng = random.Random(stream)
     k = rng.choice((1, 1, 2, 2, 3))
     has_xs = rng.random() < 0.7
     carry = [f"c{i}" for i in range(k)]
     leaves = carry + list(PARAM_VECTORS) + (["x"] if has_xs else [])
     while True:  # rejection sampling keeps the stream reproducible
         body = Body(
-            updates=tuple(_valid_expr(rng, leaves, rng.choice((1, 2, 3))) for _ in range(k)),
-            output=_valid_expr(rng, leaves, rng.choice((0, 1, 2))),
+            updates=tuple(_valid_expr(rng, leaves, rng.choice((1, 2, 3)), edge) for _ in range(k)),
+            output=_valid_expr(rng, leaves, rng.choice((0, 1, 2)), edge),
             n=rng.choice((1, 2, 3)),
             length=rng.choice((1, 2, 3, 4, 5, 6)),
             has_xs=has_xs,
@@ -197,13 +261,13 @@ def generate(seed: int, index: int) -> Body:
             data_seed=rng.randrange(2**31),
         )
         if body_valid(body):
-            return _extend(body, random.Random(f"rnnbench-fuzz/{seed}/{index}/extent"))
+            return _extend(body, random.Random(f"{stream}/extent"))
 
 
-def judged_body(seed: int, index: int, losses: Sequence[str]) -> Body:
+def judged_body(seed: int, index: int, losses: Sequence[str], grammar: Grammar = Grammar()) -> Body:
     """Case `index` of a run judging every body under each of `losses`: body index // len(losses)
     under loss losses[index % len(losses)] (so the bodies of a one-loss run are the plain stream)."""
-    return dataclasses.replace(generate(seed, index // len(losses)), loss=losses[index % len(losses)])
+    return dataclasses.replace(generate(seed, index // len(losses), grammar), loss=losses[index % len(losses)])
 
 
 LONG_TRIPS = (8, 12, 16)
@@ -220,9 +284,9 @@ def _extend(body: Body, rng: random.Random) -> Body:
     return body
 
 
-def _valid_expr(rng: random.Random, leaves: list[str], depth: int) -> tuple:
+def _valid_expr(rng: random.Random, leaves: list[str], depth: int, edge: bool = False) -> tuple:
     while True:
-        e = _expr(rng, leaves, depth)
+        e = _expr(rng, leaves, depth, edge)
         if valid(e):
             return e
 

@@ -126,6 +126,7 @@ def export(
             "#!/usr/bin/env python",
             doc,
             script.head,
+            *([script.edge_ops] if body.plant or body.op_classes() != {"smooth"} else []),
             "\n# the fuzzed step body",
             body.source(),
             f"# the loss ({body.loss})",

@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from rnnbench.fuzz.grammar import body_wrt
-from rnnbench.fuzz.outcome import ERRORS, FIRST_ORDER_FAILURES, Outcome
+from tabulate import tabulate
+
+from rnnbench.fuzz.edges import parse_plant
+from rnnbench.fuzz.grammar import Grammar, body_wrt
+from rnnbench.fuzz.outcome import ERRORS, FIRST_ORDER_FAILURES, Outcome, first_order_ok
 from rnnbench.status import Status, is_fixed, is_known
 
 COLUMNS = (
@@ -36,6 +39,35 @@ class FuzzSummary:
     losses: tuple[str, ...] = ("weighted",)  # every body is judged under each
     ill_conditioned: Counter = field(default_factory=Counter)
     outcomes: list[Outcome] = field(default_factory=list)
+    grammar: Grammar = field(default_factory=Grammar)
+    planted: tuple[str, ...] = ()  # the drivers the grammar's plant makes wrong
+
+    def is_planted(self, o: Outcome) -> bool:
+        return bool(self.grammar.plant) and o.driver in self.planted
+
+    def plant_verdicts(self) -> Counter:
+        """Planted outcomes as caught (the status says the derivative is wrong), missed (called
+        right: a failure of the campaign) or the status they got instead."""
+        kind = parse_plant(self.grammar.plant)[0] if self.grammar.plant else ""
+        return Counter(plant_verdict(o, kind) for o in self.outcomes if self.is_planted(o))
+
+    @property
+    def misses(self) -> list[Outcome]:
+        """Planted outcomes called right."""
+        kind = parse_plant(self.grammar.plant)[0] if self.grammar.plant else ""
+        return [o for o in self.outcomes if self.is_planted(o) and plant_verdict(o, kind) == "missed"]
+
+    def by_op_class(self) -> dict[str, Counter]:
+        """Per op class (rnnbench.fuzz.edges' ops a body uses, "smooth" for none), the outcomes'
+        first-order statuses and, as "hvp:<status>", their second-order ones; a body counts under
+        each class it uses."""
+        per: dict[str, Counter] = defaultdict(Counter)
+        for o in self.outcomes:
+            for op in sorted(o.body.op_classes()) if o.body is not None else ("?",):
+                per[op][str(o.status)] += 1
+                if o.hvp_status is not None:
+                    per[op][f"hvp:{o.hvp_status}"] += 1
+        return dict(sorted(per.items()))
 
     def counts(self) -> dict[str, Counter]:
         per: dict[str, Counter] = defaultdict(Counter)
@@ -67,7 +99,8 @@ class FuzzSummary:
 
     @property
     def failures(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.failed]
+        """Outcomes the oracle contradicts, but for the planted ones (those must fail: `misses`)."""
+        return [o for o in self.outcomes if o.failed and not self.is_planted(o)]
 
     def format(self) -> str:
         counts = self.counts()
@@ -85,6 +118,7 @@ class FuzzSummary:
         covered = {d: counts[d]["covered_ok"] for d in self.drivers if counts[d]["covered_ok"]}
         if covered:
             lines.append(f"(agree includes bodies a known-issue entry covers that came out right: {covered})")
+        lines += self._edge_lines()
         failures = self.failures
         lines.append(
             f"\n{len(failures)} mismatches (gradients the oracle contradicts, no registry entry)"
@@ -109,6 +143,38 @@ class FuzzSummary:
                 _describe(o) for o in errors if o.minimal is not None or o.status in (Status.CRASH, Status.TIMEOUT)
             ]
         return "\n".join(lines)
+
+    def _edge_lines(self) -> list[str]:
+        """The grammar, the statuses per op class and the plant's verdicts (edge or planted runs)."""
+        if self.grammar == Grammar():
+            return []
+        g = self.grammar
+        lines = [f"\ngrammar {g.name}, snap rate {g.snap_rate:g}" + (f", plant {g.plant}" if g.plant else "")]
+        per = self.by_op_class()
+        statuses = sorted({s for c in per.values() for s in c})
+        lines.append(tabulate([[op, *(c[s] for s in statuses)] for op, c in per.items()], ["op class", *statuses]))
+        if g.plant:
+            lines.append(
+                f"planted ({', '.join(self.planted)}): "
+                + ", ".join(f"{n} {v}" for v, n in sorted(self.plant_verdicts().items()))
+                + f"; {len(self.misses)} missed"
+            )
+            lines += [_describe(o) for o in self.misses]
+        return lines
+
+
+def plant_verdict(o: Outcome, kind: str) -> str:
+    """caught / missed / what else a planted outcome got (kind "grad": judged at first order,
+    "hvp": by its H v)."""
+    if kind == "grad":
+        if o.status in FIRST_ORDER_FAILURES:
+            return "caught"
+        return "missed" if first_order_ok(o.status) else str(o.status)
+    if o.hvp_status == Status.HVP_MISMATCH:
+        return "caught"
+    if o.hvp_status is None:
+        return "H v not checked" if first_order_ok(o.status) else f"first order {o.status}"
+    return "missed" if first_order_ok(o.hvp_status) else str(o.hvp_status)
 
 
 def _describe(o: Outcome) -> str:

@@ -1,0 +1,124 @@
+"""The fuzzer's edge grammar: every op users write that is not smooth is drawn, inputs are snapped
+onto kinks and ties at the set rate, the stream is reproducible (and the smooth one unchanged), a
+record rebuilds an edge body, repro scripts render the new ops in torch and jax, and planted wrong
+derivatives are flagged on the planted framework only."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rnnbench import registry
+from rnnbench.cli import main
+from rnnbench.fuzz.campaign import Campaign, body_fields, body_from_fields
+from rnnbench.fuzz.cases import body_case, build, snap
+from rnnbench.fuzz.edges import EDGE_OPS, SNAP_VALUES
+from rnnbench.fuzz.grammar import Body, Grammar, body_valid, generate
+from rnnbench.fuzz.runner import fuzz
+
+EDGE = Grammar("edge", 0.25)
+
+
+def test_every_edge_op_is_drawn_within_a_few_dozen_bodies() -> None:
+    seen: set[str] = set()
+    for i in range(60):
+        seen |= generate(3, i, EDGE).op_classes()
+    assert set(EDGE_OPS) <= seen, sorted(set(EDGE_OPS) - seen)
+
+
+def test_edge_bodies_are_reproducible_valid_and_round_trip_through_records() -> None:
+    for i in range(20):
+        body = generate(5, i, Grammar("edge", 0.3, "grad:jax"))
+        assert body == generate(5, i, Grammar("edge", 0.3, "grad:jax")) and body_valid(body)
+        assert body.snap_rate == 0.3 and body.plant == "grad:jax"
+        compile(body.source(), "<body>", "exec")
+        assert body_from_fields(body_fields(body)) == body
+    # the smooth stream is its own: an edge campaign does not change the bodies of earlier seeds
+    assert generate(5, 0) == dataclasses.replace(generate(5, 0, Grammar()), snap_rate=0.0, plant="")
+    assert generate(5, 0).snap_rate == 0.0 and generate(5, 0).op_classes() == {"smooth"}
+
+
+def test_snapping_happens_at_the_set_rate_onto_kinks_and_ties() -> None:
+    rng = np.random.default_rng(0)
+    arrays = {"a": rng.uniform(-1, 1, (400, 5)), "b": rng.uniform(-1, 1, (400, 5)), "none": None}
+    for rate in (0.0, 0.1, 0.4):
+        out, masks = snap(arrays, rate, np.random.default_rng(1))
+        assert out["none"] is None
+        for key in ("a", "b"):
+            share = masks[key].mean()
+            assert abs(share - rate) < 0.03, (rate, share)
+            assert np.all(np.isin(out[key][masks[key]], SNAP_VALUES))
+            assert np.array_equal(out[key][~masks[key]], arrays[key][~masks[key]])
+        both = masks["a"] & masks["b"]
+        assert np.array_equal(out["a"][both], out["b"][both])  # snapped together: a tie
+    # through a body's case: parameters, initial carry and xs, at the rate the body carries
+    snapped = total = 0
+    for i in range(150):
+        body = generate(8, i, Grammar("edge", 0.3))
+        case, plain = body_case(body, "fuzz"), body_case(dataclasses.replace(body, snap_rate=0.0), "fuzz")
+        vectors = [case.params[p] for p in ("p0", "p1") if p in case.params] + list(case.carry0)
+        before = [plain.params[p] for p in ("p0", "p1") if p in plain.params] + list(plain.carry0)
+        if case.xs is not None:
+            vectors, before = vectors + [case.xs], before + [plain.xs]
+        for v, w in zip(vectors, before):
+            snapped += int(np.sum(v != w))
+            total += v.size
+    assert abs(snapped / total - 0.3) < 0.05, snapped / total
+
+
+def _every_op_body() -> Body:
+    """One body using every edge op once (no snapping: the script checks a correct driver)."""
+    ops = [("edge", op, *[("leaf", "p0"), ("leaf", "p1"), ("leaf", "c0")][: e.arity]) for op, e in EDGE_OPS.items()]
+    total = ops[0]
+    for e in ops[1:]:
+        total = ("bin", "+", total, e)
+    return Body(
+        updates=(("bin", "*", ("const", 0.5), total),),
+        output=total,
+        n=2,
+        length=2,
+        has_xs=False,
+        carry_grad=(True,),
+        xs_grad=False,
+        data_seed=4,
+    )
+
+
+@pytest.mark.parametrize("driver", ["torch_loop", "jax_loop"])
+def test_repro_scripts_render_every_edge_op(tmp_path, driver) -> None:
+    from rnnbench.fuzz.repro import export
+
+    fc = build(_every_op_body())
+    assert fc.ill_conditioned is None and fc.oracle is not None
+    path = export(tmp_path / "repro.py", fc, registry.get_driver(driver), False, "ok", 1e-9, 0.0)
+    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("plant, drivers", [("grad:jax", ("torch_loop", "jax_loop")), ("hvp:torch", ("torch_loop",))])
+def test_planted_wrong_derivatives_are_flagged_on_the_planted_framework_only(plant, drivers) -> None:
+    campaign = Campaign(cases=4, seed=2, drivers=drivers, grammar=Grammar("edge", 0.25, plant), shrink_per_kind=0)
+    summary = fuzz(campaign)
+    planted = [o for o in summary.outcomes if summary.is_planted(o)]
+    assert len(planted) == 4 - sum(summary.ill_conditioned.values()) > 0
+    assert summary.plant_verdicts() == {"caught": len(planted)} and not summary.misses, summary.format()
+    assert not summary.failures, summary.format()  # the unplanted driver is judged as usual
+    assert f"plant {plant}" in summary.format()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["fuzz", "--grammar", "rough"], "unknown grammar 'rough'"),
+        (["fuzz", "--plant", "grad:numpy"], "unknown plant 'grad:numpy'"),
+        (["fuzz", "--grammar", "edge", "--snap-rate", "1.5"], "--snap-rate must be within [0, 1]"),
+    ],
+)
+def test_cli_edge_flags_bad_input_is_one_line(argv, message, capsys) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
