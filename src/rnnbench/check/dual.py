@@ -33,6 +33,10 @@ def _operators(f: Callable, da: Callable, db: Callable) -> tuple[Callable, Calla
     return (lambda self, o: _binary(self, o, f, da, db)), (lambda self, o: _binary(o, self, f, da, db))
 
 
+class Unsupported(TypeError):
+    """numpy asked to treat a Dual as an array (np.clip(x), np.asarray(x)): not a derivative rule."""
+
+
 class Dual:
     """value (S) and tangent (K, *S) at nesting `level` (1: first order; 2: its tangents are level 1)."""
 
@@ -47,6 +51,10 @@ class Dual:
     size = property(lambda self: int(np.prod(self.shape)))
     dtype = property(lambda self: np.asarray(primal(self.value)).dtype)
     T = property(lambda self: swapaxes(self, -1, -2))
+
+    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        # numpy would otherwise iterate a Dual as a sequence of Duals (an object array, no rule)
+        raise Unsupported("numpy functions other than the arithmetic operators take no differentiated value")
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -424,6 +432,8 @@ def _compare(a: Any, b: Any, f: Callable) -> np.ndarray:
         cols = _moving(a, tie, at) | _moving(b, tie, at)
         if np.any(cols):
             found.append(("a comparison at equality", cols))
+        else:  # sides stationary at the tie (x * x > 0 at x == 0): which columns reach it is unknown
+            found.append(("a comparison at equality of stationary values", np.ones(1, dtype=bool)))
     return f(pa, pb)
 
 

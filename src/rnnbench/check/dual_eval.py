@@ -12,6 +12,8 @@ loss is (gradient, d/d eps gradient(x + eps v)) = (g, H v).
 from __future__ import annotations
 
 import contextlib
+import os
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +22,7 @@ import numpy as np
 
 from rnnbench.check import dual
 from rnnbench.check.finite_diff import input_value
+from rnnbench.errors import InputError
 from rnnbench.model import Case, Model, rollout
 
 CHUNK = 512  # tangent columns per forward pass
@@ -73,6 +76,32 @@ def _loss(model: Model, case: Case, leaf: Callable[[str, Any], Any], conv: Calla
     return model.loss(ops, consts, ys, carry)
 
 
+_OURS = (dual.__file__, __file__)
+
+
+@contextlib.contextmanager
+def _refusing_unsupported() -> Iterator[None]:
+    """A step that applies to a differentiated value what the dual numbers do not define (a numpy
+    function such as np.sin, `//`, float(), an array method) fails inside the step's own line with
+    TypeError or AttributeError, before any driver has run: refused as an InputError in one line,
+    naming that line. An error raised inside the dual numbers' own code is a bug of ours: raised
+    as it is."""
+    try:
+        yield
+    except (TypeError, AttributeError) as e:
+        frames = traceback.extract_tb(e.__traceback__)
+        if not isinstance(e, dual.Unsupported) and frames[-1].filename in _OURS:
+            raise
+        step = [f for f in frames if f.filename not in _OURS and f"{os.sep}numpy{os.sep}" not in f.filename]
+        where = f"{step[-1].filename}:{step[-1].lineno}" if step else "the step"
+        code = f"`{step[-1].line}` ({where})" if step and step[-1].line else where
+        said = " ".join(str(e).split())
+        raise InputError(
+            f"the exact oracle's dual numbers cannot differentiate {code}: {said}; "
+            "write the step with the ops and operators of docs/api.md ('The ops a step may use')"
+        ) from e
+
+
 def _columns(shapes: Mapping[str, tuple]) -> dict[str, tuple[int, int]]:
     """name -> (first column, entries)."""
     out, offset = {}, 0
@@ -124,7 +153,7 @@ def evaluate(
                 return dual.Dual(inner, seed, 1 if direction is None else 2)
 
             # a tangent that overflows or meets 0 * inf is a non-finite entry, handled by the ladder
-            with dual.kinks() as found, np.errstate(all="ignore"):
+            with dual.kinks() as found, np.errstate(all="ignore"), _refusing_unsupported():
                 loss = _loss(model, case, leaf, conv)
             top = 1 if direction is None else 2
             value, tangent = (loss.value, loss.tangent) if dual.level(loss) == top else (loss, None)
