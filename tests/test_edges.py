@@ -53,9 +53,53 @@ def sqrt_at_domain_boundary(ops, params, carry, x):
     return (h,), h
 
 
+def folded_cancellation(ops, params, carry, x):
+    """(1 + u) - 1 with u ~ 1e-9: the numpy reference rounds there, XLA under jit folds it into u
+    and lands closer to the exact value."""
+    (h,) = carry
+    u = params["w"] * x * 1e-9 + 0.1 * h
+    h = ((1.0 + u) - 1.0) * 1e6
+    return (h,), h
+
+
+def float32_overflow(ops, params, carry, x):
+    """exp(100) inside the recurrence: float32 cannot hold the forward, nor the gradient of w[0]."""
+    (h,) = carry
+    h = ops.exp(params["w"] * x * 100.0) * 1e-40 + 0.5 * h
+    return (h,), h
+
+
+def float32_cancellation(ops, params, carry, x):
+    """(1e5 + tanh(.)) - 1e5: float32 keeps about 3 digits of the tanh."""
+    (h,) = carry
+    h = (1e5 + ops.tanh(params["w"] * x + h)) - 1e5
+    return (h,), h
+
+
 EDGES = [
     Edge("sigmoid_left_tail", sigmoid_left_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
     Edge("log_sigmoid_tail", log_sigmoid_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
+    # class 5: a driver closer to the exact loss than the float64 reference is not wrong
+    Edge(
+        "folded_cancellation",
+        folded_cancellation,
+        {"w": np.array([1.0, 0.5])},
+        # float32: torch's (1 + u) - 1 is 0, as any float32 computation of it (cannot_decide); XLA folds it (ok)
+        {"float64": {"ok"}, "float32": {"ok", "cannot_decide"}},
+    ),
+    # class 6: a float32 forward no float32 computation can give is cannot_decide, as its gradient is
+    Edge(
+        "float32_overflow",
+        float32_overflow,
+        {"w": np.array([1.0, 0.5])},
+        {"float64": {"ok"}, "float32": {"cannot_decide"}},
+    ),
+    Edge(
+        "float32_cancellation",
+        float32_cancellation,
+        {"w": np.array([1.0, 0.5])},
+        {"float64": {"ok"}, "float32": {"ok", "cannot_decide"}},
+    ),
     # class 9: the NaN entry cannot be decided; the others agree, so never ok, never a mismatch
     Edge(
         "sqrt_at_domain_boundary",

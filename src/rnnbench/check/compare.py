@@ -11,7 +11,9 @@ from rnnbench.check.tolerance import UNIT_ROUNDOFF, Tolerance
 from rnnbench.status import InputStatus, Status
 
 FD_BOUND = "the finite-difference oracle's error bound"
-_NAN_DETAIL = "the oracle has no value (NaN) for some entries: cannot decide them"
+_NAN_DETAIL = (
+    "no value to compare with (NaN in the oracle, or beyond what float32 can hold) for some entries: cannot decide them"
+)
 
 
 @dataclass(frozen=True)

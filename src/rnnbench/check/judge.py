@@ -22,6 +22,7 @@ import numpy as np
 from rnnbench.check import known_issues
 from rnnbench.check.compare import InputError, compare_grads, describe, loss_condition, loss_rel_error, verdict
 from rnnbench.check.finite_diff import input_value
+from rnnbench.check.forward import PASSES, UNDECIDED, forward_bound
 from rnnbench.check.low_precision import ROUNDING_SAFETY, rounding_bounds
 from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.tolerance import Tolerance, at_loss_scale, island_tolerance, tolerance
@@ -46,6 +47,10 @@ class Check:
     first_call_s: float = float("nan")
     report: str = ""
     raw_status: str = ""  # the check's own verdict, before the known-issues registry
+    # "" (the forward judged against the reference), or check/forward.py's outcome against the truth:
+    # "passes" / "cannot_decide" (then the gradients are judged all the same)
+    forward: str = ""
+    forward_note: str = ""
 
     @property
     def max_rel_error(self) -> float:
@@ -120,6 +125,8 @@ def judge(
     )
     names = case.wrt_names(model.carry_names)
     bounds, condition = _against(result, model, case, oracle, names, tol, per_name)
+    if result.status == Status.FORWARD_MISMATCH and not autocast:
+        _forward_against_truth(result, model, case, dtype, tol, condition)
     if dtype == "float64" and result.status in WRONG_GRADIENTS and oracle.refine is not None:
         # Before calling a float64 gradient wrong: what float64 rounding alone does to it (dual_mp).
         # Adopted where it changes the verdict; a wrong gradient stays judged by the float64 dual.
@@ -162,9 +169,39 @@ def _against(
         bounds,
         result.reference_loss,
     )
-    result.status = verdict(result.loss_error, result.errors, tol, condition)
-    result.report = describe(result.errors, result.loss_error, tol, condition)
+    result.status = _verdict(result, result.errors, tol, condition)
+    result.report = describe(result.errors, result.loss_error, tol, condition) + _forward_note(result)
     return bounds, condition
+
+
+def _verdict(result: Check, errors: list[InputError], tol: Tolerance, condition: float) -> str:
+    """compare.verdict, with the forward as check/forward.py settled it where it did: a forward that
+    passes against the truth or cannot be decided leaves the gradients to decide (never ok when undecided)."""
+    if not result.forward:
+        return verdict(result.loss_error, errors, tol, condition)
+    grads = verdict(0.0, errors, tol, condition)
+    return Status.CANNOT_DECIDE if result.forward == UNDECIDED and grads == Status.OK else grads
+
+
+def _forward_note(result: Check) -> str:
+    return f"\n{result.forward_note}" if result.forward else ""
+
+
+def _forward_against_truth(
+    result: Check, model: Model, case: Case, dtype: str, tol: Tolerance, condition: float
+) -> None:
+    """A forward_mismatch re-judged against the truth with what rounding alone does to a correct
+    implementation's loss across the whole recurrence (check/forward.py)."""
+    bound = forward_bound(model, case, dtype, result.loss, result.reference_loss)
+    if bound is None:
+        return
+    outcome = bound.outcome(tol.max_rel_error)
+    if outcome not in (PASSES, UNDECIDED):
+        result.report += f"\n{bound.note}, and the driver is beyond it"
+        return
+    result.forward, result.forward_note = outcome, bound.note
+    result.status = _verdict(result, result.errors, tol, condition)
+    result.report = describe(result.errors, result.loss_error, tol, condition) + _forward_note(result)
 
 
 def _with_rounding_bounds(
@@ -187,10 +224,15 @@ def _with_rounding_bounds(
             f"\n(no float32 rounding bound: the float32 reference tape failed: {type(exc).__name__}: {exc})"
         )
         return
+    # Where the float32 tape's own gradient is not finite (overflow inside the recurrence), float32
+    # cannot hold that entry: no value to compare a driver's with, so those entries cannot be decided.
+    held = {n: np.isfinite(rounding[n]) for n in names}
+    want = {n: np.where(held[n], oracle.grads[n], np.nan) for n in names}
+    rounding = {n: np.where(held[n], rounding[n], 0.0) for n in names}
     widened = {n: bounds[n] + rounding[n] for n in names}
     errors = compare_grads(
         result.grads,
-        oracle.grads,
+        want,
         names,
         tol,
         None,
@@ -205,10 +247,10 @@ def _with_rounding_bounds(
         f"gradients is off by up to {worst / ROUNDING_SAFETY:.2g} of scale; {ROUNDING_SAFETY:g}x that bounds what "
         f"rounding alone does"
     )
-    status = verdict(result.loss_error, errors, tol, condition)
+    status = _verdict(result, errors, tol, condition)
     if status == Status.CANNOT_DECIDE:
         result.errors, result.status = errors, status
-        result.report = describe(errors, result.loss_error, tol, condition) + note
+        result.report = describe(errors, result.loss_error, tol, condition) + _forward_note(result) + note
     else:
         result.report += note + ", and the difference is beyond it"
 

@@ -291,16 +291,27 @@ def backward(loss: Var) -> None:
             parent.grad = g if parent.grad is None else parent.grad + g
 
 
-def float32_gradients(model: Model, case: Case, names: list[str]) -> dict[str, np.ndarray]:
-    """d loss / d input for `names`, computed in float32 by the tape above (float64 arrays out)."""
+def _float32_forward(model: Model, case: Case) -> tuple[Var, dict[str, Var | None]]:
+    """The loss on the tape, and the input leaves by compared-input name."""
     params = {k: Var(v) for k, v in case.params.items()}
     carry0 = tuple(Var(c) for c in case.carry0)
     xs = None if case.xs is None else Var(case.xs)
     ops = float32_ops()
-    ys, carry = rollout(ops, model, params, carry0, xs, case.length)
-    loss = _const(model.loss(ops, {k: np.asarray(v, np.float32) for k, v in case.consts.items()}, ys, carry))
+    with np.errstate(all="ignore"):  # an overflow is the answer here (an infinite float32 loss), not a warning
+        ys, carry = rollout(ops, model, params, carry0, xs, case.length)
+        loss = _const(model.loss(ops, {k: np.asarray(v, np.float32) for k, v in case.consts.items()}, ys, carry))
+    return loss, {**params, "xs": xs, **{f"carry0.{n}": c for n, c in zip(model.carry_names, carry0)}}
+
+
+def float32_loss(model: Model, case: Case) -> float:
+    """The loss computed in float32 by the tape above: one correct float32 implementation's value."""
+    return float(_float32_forward(model, case)[0].value)
+
+
+def float32_gradients(model: Model, case: Case, names: list[str]) -> dict[str, np.ndarray]:
+    """d loss / d input for `names`, computed in float32 by the tape above (float64 arrays out)."""
+    loss, leaves = _float32_forward(model, case)
     backward(loss)
-    leaves = {**params, "xs": xs, **{f"carry0.{n}": c for n, c in zip(model.carry_names, carry0)}}
     out = {}
     for name in names:
         leaf = leaves[name]
