@@ -239,3 +239,31 @@ def reference_loss(model: Model, case: Case, params=None, carry0=None, xs=None) 
             case.length,
         )
         return float(model.loss(ops, case.consts, ys, carry))
+
+
+def linear_recurrence_inputs(ops: Ops, model: Model, params: Params, carry0: Carry, xs: Array) -> tuple[Array, Array]:
+    """(a, b) of a model declaring Model.linear_recurrence, both (T, B, H), with h0 folded into the
+    first step (b_0 <- a_0 h0 + b_0): the running composition of (a, b) by combine_linear then
+    gives h_t as its second part, and its first part (the products of the decays) is discarded."""
+    xp = model.prologue(ops, params, xs) if model.prologue is not None else xs
+    a, b = model.linear_recurrence(ops, params, xp)  # type: ignore[misc]
+    b = ops.concat([(a[0] * carry0[0] + b[0])[None], b[1:]], axis=0)
+    return a, b
+
+
+def combine_linear(left: tuple[Array, Array], right: tuple[Array, Array]) -> tuple[Array, Array]:
+    """The associative operator of h_t = a_t h_{t-1} + b_t: applying (a1, b1), then (a2, b2), is
+    (a1 a2, a2 b1 + b2). Elementwise, so it runs on any framework's arrays and any batch of pairs."""
+    (a1, b1), (a2, b2) = left, right
+    return a1 * a2, a2 * b1 + b2
+
+
+def supports_linear_recurrence(model: Model) -> str | None:
+    """Driver.supports of an associative-scan driver: None, or why `model` cannot run on one."""
+    if model.linear_recurrence is None:
+        return (
+            "the model declares no linear recurrence (Model.linear_recurrence): an associative scan cannot run its step"
+        )
+    if model.forward is not None or len(model.carry_names) != 1:
+        return "an associative scan runs one recurrence with one carry leaf"
+    return None
