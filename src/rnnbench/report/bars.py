@@ -1,13 +1,20 @@
 """The comparison a person looks at first: per model, one panel per size (and dtype, device, loss
-form), one horizontal bar per series: its fwd+bwd median on a log axis with the interquartile range
-as whiskers, the vendor layer of its framework marked (hatched bar, dashed line at its median), and
-beside each bar its speed-up over that vendor layer and its % of the GEMM peak where known.
+form), one horizontal bar per series: its fwd+bwd median on a linear axis from zero (lengths compare
+as the times do) with the interquartile range as whiskers, the vendor layer of its framework marked
+(hatched bar, dashed line at its median), and beside each bar its speed-up over that vendor layer,
+its first call (trace + compile + run), the memory its training step saves for backward and its %
+of the GEMM peak where known. The panel's title names its recommended driver: the fastest whose
+gradients agreed (status ok).
 
 A row that has no speed number (it failed, reproduced a known issue, could not decide, was
 skipped) is a labelled gap: its series keeps its place on the axis with its status written there,
-and no bar is drawn for it whatever its record holds. Rows that do not apply here (unavailable:
-e.g. a vendor LSTM on an Elman model) are counted under the panel, not drawn. Sweep records are
-drawn by the time-vs-size charts instead (charts.py).
+and no bar is drawn for it whatever its record holds. A driver that has an applicable row in
+another panel of the same model but no record in this one is a gap too ("no record"), with the
+reason a caller knows (gap_why, e.g. a run cut during its first call). Rows that do not apply
+here (unavailable: e.g. a vendor LSTM on an Elman model) are counted under the panel, not drawn.
+A row timed under contention (table.contention) carries CONTENDED_MARK. Sweep records are drawn
+by the time-vs-size charts instead (charts.py). Each driver has its look in every chart
+(style.driver_style).
 """
 
 from __future__ import annotations
@@ -15,10 +22,12 @@ from __future__ import annotations
 import argparse
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
 from rnnbench import record
+from rnnbench.report.ratios import speedup, speedup_label
 from rnnbench.report.style import (
     DPI,
     VENDOR_HATCH,
@@ -32,8 +41,12 @@ from rnnbench.report.style import (
     styles,
     wrap,
 )
+from rnnbench.report.table import CONTENDED_MARK, contention
 
 GAP_COLOR = "#b00000"
+
+
+NOTE_ROOM = 0.62  # the longest bar (its whisker) ends here, as a fraction of the axis: its note fits beside it
 
 
 class BarRow(NamedTuple):
@@ -45,8 +58,12 @@ class BarRow(NamedTuple):
     median_ms: float | None = None
     q1_ms: float | None = None
     q3_ms: float | None = None
-    vs_vendor: float | None = None  # vendor median / this median (>1: faster than the vendor layer)
+    vs_vendor: float | None = None  # ratios.speedup over the vendor layer (>1: faster than it)
     pct_peak: float | None = None
+    first_call_s: float | None = None
+    saved_mb: float | None = None  # what its training step saves for backward (record field step_memory)
+    contended: bool = False
+    unstable: bool = False  # its samples disagree (record field timing.unstable)
 
     @property
     def timed(self) -> bool:
@@ -56,6 +73,17 @@ class BarRow(NamedTuple):
 def timed(rec: dict) -> bool:
     """Whether a record may be drawn as a bar: its gradients agreed (status ok) and it was timed."""
     return rec["status"] == "ok" and bool(rec.get("fwd_bwd"))
+
+
+def contended(rec: dict) -> bool:
+    """Whether other work ran beside a row while it was timed (timing.contended, or the notes of
+    its cpu record in records written before that field)."""
+    return bool((rec.get("timing") or {}).get("contended")) or bool(contention(rec))
+
+
+def saved_mb(rec: dict) -> float | None:
+    """The MiB a row's training step saves for backward (rnnbench.run.memory), None where not measured."""
+    return (rec.get("step_memory") or {}).get("saved_mb")
 
 
 def _sizes_text(sizes: dict) -> str:
@@ -74,6 +102,26 @@ def panels(records: list[dict], model: str) -> dict[tuple, list[dict]]:
     return {k: out[k] for k in sorted(out, key=order)}
 
 
+def _bar(r: dict, name, vendor: dict) -> BarRow:
+    fb = r["fwd_bwd"]
+    ref = vendor.get((r.get("framework_family") or r["framework"], name(r).machine))
+    frac = ((r.get("roofline") or {}).get("fwd_bwd") or {}).get("fraction_of_peak")
+    return BarRow(
+        name(r),
+        "ok",
+        bool(r.get("anchor")),
+        fb["median_ms"],
+        fb["q1_ms"],
+        fb["q3_ms"],
+        speedup(fb["median_ms"], ref) if ref and not r.get("anchor") else None,
+        100 * frac if frac is not None else None,
+        r.get("first_call_s"),
+        saved_mb(r),
+        contended(r),
+        bool((r.get("timing") or {}).get("unstable")),
+    )
+
+
 def bar_rows(rows: list[dict], name) -> tuple[list[BarRow], int]:
     """The bars and gaps of one panel (fastest first, gaps last) and how many rows were unavailable.
     `name` is the series namer of all records (style.series_namer)."""
@@ -86,65 +134,81 @@ def bar_rows(rows: list[dict], name) -> tuple[list[BarRow], int]:
         if r["status"] == "unavailable":
             continue
         if not timed(r):
-            out.append(BarRow(name(r), r["status"] if r["status"] != "ok" else "ok, not timed", bool(r.get("anchor"))))
+            status = r["status"] if r["status"] != "ok" else "ok, not timed"
+            out.append(BarRow(name(r), status, bool(r.get("anchor")), first_call_s=r.get("first_call_s")))
             continue
-        fb = r["fwd_bwd"]
-        ref = vendor.get((r.get("framework_family") or r["framework"], name(r).machine))
-        frac = ((r.get("roofline") or {}).get("fwd_bwd") or {}).get("fraction_of_peak")
-        out.append(
-            BarRow(
-                name(r),
-                "ok",
-                bool(r.get("anchor")),
-                fb["median_ms"],
-                fb["q1_ms"],
-                fb["q3_ms"],
-                ref / fb["median_ms"] if ref and not r.get("anchor") else None,
-                100 * frac if frac is not None else None,
-            )
-        )
+        out.append(_bar(r, name, vendor))
     out.sort(key=lambda b: (not b.timed, b.median_ms or 0.0, b.series))
     return out, sum(r["status"] == "unavailable" for r in rows)
 
 
+def recommended(bars: list[BarRow]) -> BarRow | None:
+    """The panel's recommended driver: the fastest row whose gradients agreed (only ok rows are timed)."""
+    return min((b for b in bars if b.timed), key=lambda b: b.median_ms, default=None)
+
+
+def missing_rows(
+    drawn: dict[tuple, list[BarRow]], present: Mapping[tuple, set[Series]], gap_why: Mapping[str, str] = {}
+) -> dict[tuple, list[BarRow]]:
+    """Each panel's bars plus a gap for every series that has a bar or gap in another panel of the
+    same model (key[0]) but no record at all in this one (present[key]: the series of every record
+    of the panel, unavailable ones included): status "no record: <why>" (gap_why[driver], or that
+    these records hold none)."""
+    seen: dict[str, set[tuple[Series, bool]]] = defaultdict(set)
+    for key, bars in drawn.items():
+        seen[key[0]] |= {(b.series, b.anchor) for b in bars}
+    out = {}
+    for key, bars in drawn.items():
+        here = present[key]
+        gaps = [
+            BarRow(s, "no record: " + gap_why.get(s.driver, "none in these records"), anchor)
+            for s, anchor in sorted(seen[key[0]], key=str)
+            if s not in here
+        ]
+        out[key] = bars + gaps
+    return out
+
+
+def _fmt_ms(ms: float) -> str:
+    return f"{ms:.0f} ms" if ms >= 100 else f"{ms:.3g} ms"  # no 1.76e+03
+
+
+def _fmt_mb(mb: float) -> str:
+    return f"{mb / 1024:.3g} GiB" if mb >= 1024 else f"{mb:.3g} MiB"
+
+
 def _note(b: BarRow) -> str:
-    parts = [f"{b.median_ms:.0f} ms" if b.median_ms >= 100 else f"{b.median_ms:.3g} ms"]  # no 1.76e+03
+    """Two lines beside a bar: its median (contention mark), speed-up and % of peak; its first call
+    and the memory its step saves for backward."""
+    first = [_fmt_ms(b.median_ms) + (f" {CONTENDED_MARK}" if b.contended else "") + (" unstable" if b.unstable else "")]
     if b.vs_vendor is not None:
-        parts.append(f"{b.vs_vendor:.2f}x vendor")
+        first.append(f"{speedup_label(b.vs_vendor)} vendor")
     if b.pct_peak is not None:
-        parts.append(f"{b.pct_peak:.2g}% peak")
-    return "  " + " | ".join(parts)
+        first.append(f"{b.pct_peak:.2g}% peak")
+    second = []
+    if b.first_call_s is not None:
+        second.append(f"1st call {b.first_call_s:.3g} s")
+    if b.saved_mb is not None:
+        second.append(f"saves {_fmt_mb(b.saved_mb)}")
+    return " | ".join(first) + ("\n" + " | ".join(second) if second else "")
 
 
-def _plain_log_ticks(axis, decades: float) -> None:
-    """Major ticks at 1-2-5 (1 only over more than four decades) labelled as plain numbers, no
-    minor labels: matplotlib labels minor ticks of a short log range in 2x10^3 form, and they overlap."""
-    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
-
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0,) if decades > 4 else (1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FormatStrFormatter("%g"))
-    axis.set_minor_formatter(NullFormatter())
-    axis.set_tick_params(labelsize=8)
+def _gap(ax, y: int, b: BarRow, hi: float) -> None:
+    text = b.status if b.status.startswith("no record") else f"no time: {b.status}"
+    if b.first_call_s is not None:
+        text += f" (1st call {b.first_call_s:.3g} s)"
+    ax.text(hi * 0.01, y, text, va="center", ha="left", fontsize=7.5, color=GAP_COLOR, fontweight="bold")
 
 
 def draw_panel(ax, bars: list[BarRow], look: dict[Series, Style], title: str, unavailable: int) -> None:
     """Draw one panel: a bar (median, IQR whiskers) for each timed BarRow only, a labelled gap for
-    the others."""
-    times = [t for b in bars if b.timed for t in (b.q1_ms, b.q3_ms, b.median_ms)]
-    lo, hi = (min(times) / 2.5, max(times) * 12) if times else (0.1, 10.0)
+    the others; a linear time axis from 0 to where the longest whisker leaves room for its note."""
+    longest = max((b.q3_ms for b in bars if b.timed), default=1.0)
+    hi = longest / NOTE_ROOM
     for y, b in enumerate(bars):
         style = look[b.series]
         if not b.timed:
-            ax.text(
-                lo * 1.1,
-                y,
-                f"no time: {b.status}",
-                va="center",
-                ha="left",
-                fontsize=7.5,
-                color=GAP_COLOR,
-                fontweight="bold",
-            )
+            _gap(ax, y, b, hi)
             continue
         hatch = VENDOR_HATCH if b.anchor else style.hatch
         ax.barh(
@@ -159,57 +223,85 @@ def draw_panel(ax, bars: list[BarRow], look: dict[Series, Style], title: str, un
             xerr=[[b.median_ms - b.q1_ms], [b.q3_ms - b.median_ms]],
             error_kw=dict(ecolor="black", capsize=3, lw=1),
         )
-        ax.text(b.q3_ms * 1.05, y, _note(b), va="center", ha="left", fontsize=7.5)
+        ax.text(b.q3_ms + hi * 0.01, y, _note(b), va="center", ha="left", fontsize=7, linespacing=1.0)
         if b.anchor:
             ax.axvline(b.median_ms, color=style.color, ls="--", lw=1)
-    ax.set_xscale("log")
-    ax.set_xlim(lo, hi)
-    _plain_log_ticks(ax.xaxis, decades=math.log10(hi / lo))
+    ax.set_xlim(0, hi)
+    ax.tick_params(axis="x", labelsize=8)
     ax.set_ylim(len(bars) - 0.5, -0.5)
     ax.set_yticks(range(len(bars)), [b.series.label + (" [vendor]" if b.anchor else "") for b in bars], fontsize=8)
     for tick, b in zip(ax.get_yticklabels(), bars):
         if not b.timed:
             tick.set_color(GAP_COLOR)
-    ax.grid(True, axis="x", which="both", alpha=0.3)
+    ax.grid(True, axis="x", alpha=0.3)
     not_here = f"; {unavailable} row(s) not applicable here" if unavailable else ""
-    ax.set_xlabel("fwd+bwd median ms (log; whiskers: IQR)" + not_here, fontsize=8)
-    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("fwd+bwd median ms (linear from 0; whiskers: IQR)" + not_here, fontsize=8)
+    best = recommended(bars)
+    pick = f"\nrecommended (fastest correct): {best.series.driver}" if best else "\nno driver timed correct here"
+    ax.set_title(title + pick, fontsize=9)
 
 
 def bar_chart(records: list[dict], model: str, out: Path) -> Path | None:
     """bars_<model>.png: one panel per size of `model` (non-sweep records); None when it has none."""
     groups = {(model, *k): rows for k, rows in panels(records, model).items()}
-    return figure(
-        records,
-        groups,
-        out / f"bars_{model}.png",
-        f"{model}: fwd+bwd time by driver (shorter is faster). Hatched: the vendor layer of the row's "
-        "framework; 'x vendor' = its median / the row's (>1: faster than it)",
-    )
+    return figure(records, groups, out / f"bars_{model}.png", f"{model}: {TITLE_TAIL}")
 
 
-def figure(records: list[dict], groups: dict[tuple, list[dict]], path: Path, title: str, cols: int = 2) -> Path | None:
+TITLE_TAIL = (
+    "fwd+bwd time by driver (shorter is faster). Hatched: the vendor layer of the row's framework; "
+    "'x vendor' = the vendor layer's median / the row's (>1: faster than it)"
+)
+
+
+def _legend_lines(every: list[BarRow]) -> str:
+    """What the marks beside the bars mean, for those the figure uses."""
+    lines = []
+    if any(b.first_call_s is not None for b in every):
+        lines.append("1st call: trace + compile + run, cold process")
+    if any(b.saved_mb is not None for b in every):
+        lines.append("saves: bytes the training step keeps for backward (docs/measuring.md#step-memory)")
+    elif every:
+        lines.append("memory saved for backward: not measured in these records")
+    if any(b.contended for b in every):
+        lines.append(f"{CONTENDED_MARK}: timed under contention (other work on its CPUs), compare with care")
+    if any(b.unstable for b in every):
+        lines.append("unstable: its samples disagree (timing.unstable)")
+    return "; ".join(lines)
+
+
+def figure(
+    records: list[dict],
+    groups: dict[tuple, list[dict]],
+    path: Path,
+    title: str,
+    cols: int = 2,
+    gap_why: Mapping[str, str] = {},
+) -> Path | None:
     """One panel per (model, sizes, dtype, device, loss) group, in the given order, styled from
-    the set of series of the whole figure; None when no group has a row that applies."""
+    the set of series of the whole figure; None when no group has a row that applies. A driver
+    missing from a panel is a gap (missing_rows; gap_why: driver -> why it has no record)."""
     name = series_namer(records)
     drawn = {k: bar_rows(rows, name) for k, rows in groups.items()}
     drawn = {k: v for k, v in drawn.items() if v[0]}  # a panel of rows that all do not apply is no panel
     if not drawn:
         return None
-    every = [b for bars, _ in drawn.values() for b in bars]
-    look = styles((b.series for b in every), first=(b.series for b in every if b.anchor))
+    present = {k: {name(r) for r in groups[k]} for k in drawn}
+    full = missing_rows({k: bars for k, (bars, _) in drawn.items()}, present, gap_why)
+    every = [b for bars in full.values() for b in bars]
+    look = styles(b.series for b in every)
     cols = min(cols, len(drawn))
-    rows_of = [len(bars) for bars, _ in drawn.values()]
-    height = sum(max(rows_of[i : i + cols]) * 0.32 + 1.3 for i in range(0, len(rows_of), cols)) + 0.8
+    rows_of = [len(bars) for bars in full.values()]
+    height = sum(max(rows_of[i : i + cols]) * 0.42 + 1.5 for i in range(0, len(rows_of), cols)) + 1.0
     fig, axes = pyplot().subplots(
         math.ceil(len(drawn) / cols), cols, figsize=(8 * cols, height), squeeze=False, layout="constrained", dpi=DPI
     )
-    for ax, ((model, sizes, dtype, device, loss), (bars, unavailable)) in zip(axes.flat, drawn.items()):
+    for ax, (key, bars) in zip(axes.flat, full.items()):
+        model, sizes, dtype, device, loss = key
         head = f"{model}  {sizes}  {dtype}  {device}" + ("" if loss == "model" else f"  loss {loss}")
-        draw_panel(ax, bars, look, head, unavailable)
+        draw_panel(ax, bars, look, head, drawn[key][1])
     for ax in list(axes.flat)[len(drawn) :]:
         ax.set_visible(False)
-    fig.suptitle(wrap(title, 8 * cols), fontsize=10)
+    fig.suptitle(wrap(title + "\n" + _legend_lines(every), 8 * cols), fontsize=10)
     return save_png(fig, path)
 
 
@@ -224,7 +316,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--title", required=True)
     parser.add_argument("--cols", type=int, default=2)
+    parser.add_argument(
+        "--gap-why",
+        action="append",
+        default=[],
+        metavar="DRIVER=TEXT",
+        help="why DRIVER has no record in some panel (e.g. its run was cut), written in its gap",
+    )
     args = parser.parse_args(argv)
+    bad = next((item for item in args.gap_why if "=" not in item), None)
+    if bad is not None:
+        parser.error(f"--gap-why {bad!r}: expected DRIVER=TEXT")
+    gap_why = dict(item.split("=", 1) for item in args.gap_why)
     records = latest_rows(record.load(args.records))
     want = {f"{k}={v}" for k, v in (item.split("=") for item in args.sizes.split(",") if item)}
     groups = {
@@ -233,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         for k, rows in panels(records, m).items()
         if want <= set(k[0].split(",")) and k[1] == args.dtype
     }
-    return 0 if figure(records, groups, args.out, args.title, args.cols) else 1
+    return 0 if figure(records, groups, args.out, args.title, args.cols, gap_why) else 1
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ def t_growth_chart(records: list[dict], model: str, out: Path) -> Path | None:
         return None
     name = series_namer(records)
     every = [r for rows in groups.values() for r in rows]
-    look = styles((name(r) for r in every), first=(name(r) for r in every if r.get("anchor")))
+    look = styles(name(r) for r in every)
     cols = min(len(groups), 2)
     nrows = math.ceil(len(groups) / cols)
     fig, axes = pyplot().subplots(

@@ -3,16 +3,20 @@ environment and, with records from several machines, on one machine), one record
 (latest_rows), a look per series, and the figure plumbing every chart shares (pyplot on Agg,
 save_png, readable_log_y).
 
-The first len(PALETTE) series get distinct colours, all with the first marker; the next ones
-reuse the colours with the next marker (and the next bar hatch), and so on: the (colour, marker)
-pair is unique for up to len(PALETTE) * len(MARKERS) series. Vendor anchors are told apart by
-VENDOR_HATCH on bars and a dashed line, drawn in a colour that shows on the bar's own colour.
+One look per driver, the same in every chart (driver_style): the drivers of suites.CHART_ORDER
+(each mechanism, the vendor layers, then asv's append-only list) take the palette in that order,
+len(PALETTE) colours with the first marker, then the colours again with the next marker and bar
+hatch; any other driver (a plugin's, a study's baseline) takes a slot from a hash of its name, so
+it too looks the same in every chart. Two series of one driver in one chart (two environments or
+machines) share its colour and differ by marker and hatch (styles). Vendor anchors are told apart
+by VENDOR_HATCH on bars and a dashed line, drawn in a colour that shows on the bar's own colour.
 """
 
 from __future__ import annotations
 
 import io
 import textwrap
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
@@ -22,6 +26,7 @@ import numpy as np
 
 from rnnbench.record import row_key
 from rnnbench.report.table import env_label, machine_of, several_machines
+from rnnbench.suites import CHART_ORDER
 
 # tab10 without its grey (a grey series reads as "disabled" beside the grey of gaps and grids),
 # plus two darker hues; no black (a black bar hides black hatching).
@@ -52,17 +57,39 @@ class Style(NamedTuple):
     hatch: str  # the bar hatch of the series' repeat class ("" for the first)
 
 
-def styles(keys: Iterable[K], first: Iterable[K] = ()) -> dict[K, Style]:
-    """A distinct Style per key (sorted, so the same set of series gets the same styles); the keys
-    in `first` (e.g. vendor anchors, whose bars carry VENDOR_HATCH instead of their repeat class's)
-    come first and so get colours of their own."""
-    keys, first = set(keys), set(first)
-    ordered = sorted(keys & first, key=str) + sorted(keys - first, key=str)
+def _slot_style(slot: int) -> Style:
     n = len(PALETTE)
-    return {
-        k: Style(PALETTE[i % n], MARKERS[(i // n) % len(MARKERS)], BAR_HATCHES[(i // n) % len(BAR_HATCHES)])
-        for i, k in enumerate(ordered)
-    }
+    return Style(PALETTE[slot % n], MARKERS[(slot // n) % len(MARKERS)], BAR_HATCHES[(slot // n) % len(BAR_HATCHES)])
+
+
+def driver_style(driver: str) -> Style:
+    """The look of `driver` in every chart: its place in suites.CHART_ORDER, or for a driver not
+    named there a slot after those (from the CRC-32 of its name: the same in every process and on
+    every machine, unlike hash()), so it never takes a named driver's look."""
+    if driver in CHART_ORDER:
+        return _slot_style(CHART_ORDER.index(driver))
+    n = len(PALETTE)
+    start = -(-len(CHART_ORDER) // n) * n  # the first marker class no named driver uses
+    return _slot_style(start + zlib.crc32(driver.encode("utf-8", "surrogatepass")) % (n * len(MARKERS) - start))
+
+
+def styles(keys: Iterable[K]) -> dict[K, Style]:
+    """The Style of each key: its driver's (driver_style; a key without a .driver is its own
+    driver name). A key whose look another key of the chart already has (a second environment or
+    machine of one driver, two unnamed drivers whose slots meet) keeps its colour and takes the
+    next free marker and hatch (another colour once its eight are taken), in sorted order, so no
+    two keys of one chart look alike."""
+    out: dict[K, Style] = {}
+    used: set[tuple[str, str]] = set()
+    every = [(c, m) for m in range(len(MARKERS)) for c in PALETTE]
+    for k in sorted(set(keys), key=str):
+        base = driver_style(getattr(k, "driver", str(k)))
+        m0 = MARKERS.index(base.marker)
+        own = [(base.color, (m0 + i) % len(MARKERS)) for i in range(len(MARKERS))]  # its colour first
+        color, m = next((cm for cm in own + every if (cm[0], MARKERS[cm[1]]) not in used), own[0])
+        out[k] = Style(color, MARKERS[m], BAR_HATCHES[m % len(BAR_HATCHES)])
+        used.add((color, MARKERS[m]))
+    return out
 
 
 def luminance(color: str) -> float:
@@ -122,8 +149,8 @@ def series_namer(records: list[dict]) -> Callable[[dict], Series]:
 
 
 def chart_styles(series_rows: dict[Series, list[dict]]) -> dict:
-    """The styles of the series one chart draws (vendor anchors first: their own colours)."""
-    return styles(series_rows, first=[s for s, rows in series_rows.items() if rows and rows[0].get("anchor")])
+    """The styles of the series one chart draws (styles: each driver's own look)."""
+    return styles(series_rows)
 
 
 def latest_rows(records: list[dict]) -> list[dict]:
