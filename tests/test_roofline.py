@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,41 @@ def test_a_peak_measured_under_contention_is_measured_again_until_calm(
     assert second["gflops"] > first["gflops"] and second["others_on_cpus"] == 0.05  # the best rate is kept
     roofline.peak_for("float32", 2, sizes, cpus=[0, 1])  # calm now: nothing measured
     assert len(calls) == 2
+
+
+def test_a_run_never_waits_on_another_process_measuring_the_peak(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls: list = []
+    monkeypatch.setattr(roofline, "_measure_in_worker", _fake_measurement(calls))
+    path = roofline.peak_cache_path()
+    path.parent.mkdir(parents=True)
+    holder = subprocess.Popen(  # another process holds the lock, as while it measures
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+            "print('held', flush=True); time.sleep(60)",
+            str(path) + ".lock",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RuntimeError, match="measuring"):  # nothing cached yet: no peak, and no wait
+            roofline.peak_for("float32", 1, [], cpus=[0])
+        assert calls == []
+        holder.kill()
+        holder.wait()
+        measured = roofline.peak_for("float32", 1, [{"B": 2, "H": 3}], cpus=[0])
+        holder = subprocess.Popen(holder.args, stdout=subprocess.PIPE, text=True)
+        assert holder.stdout.readline().strip() == "held"
+        started = time.perf_counter()
+        # the cached entry as it stands, its shapes and the load it was measured under included
+        cached = roofline.peak_for("float32", 1, [{"B": 9, "H": 9}], cpus=[0])
+        assert len(calls) == 1 and cached == measured and time.perf_counter() - started < 5
+    finally:
+        holder.kill()
+        holder.wait()

@@ -128,11 +128,15 @@ def cached_peak(
     measurement is only ever too slow); an entry whose measurements all had other work on its CPUs
     (others_on_cpus > CONTENDED_CPUS) is measured again, every shape, at each call until one
     measurement is calm. The file is locked while one process measures, so two runs never time
-    GEMMs on the same hardware at once."""
+    GEMMs on the same hardware at once; a run never waits for another's measurement: while the lock
+    is held elsewhere it takes the entry as cached (`without_waiting`)."""
     key_text = json.dumps(key, sort_keys=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return without_waiting(path, key_text)
         entries = cached_entries(path)
         entry = entries.get(key_text)
         if not _valid_entry(entry) or time.time() - entry.get("measured_epoch", 0) > PEAK_MAX_AGE_DAYS * 86400:
@@ -158,6 +162,16 @@ def cached_peak(
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps({"entries": entries}, indent=1, sort_keys=True))
             os.replace(tmp, path)
+    return entry
+
+
+def without_waiting(path: Path, key_text: str) -> dict[str, Any]:
+    """The cached entry of `key_text` as it stands while another process measures (its shapes, its
+    age and the load it was measured under as they are): a run waits on no other process's
+    measurement. RuntimeError where there is none yet: that run's rows get no % of peak."""
+    entry = cached_entries(path).get(key_text)
+    if not _valid_entry(entry) or not any(entry["by_framework"].values()):
+        raise RuntimeError("another rnnbench process is measuring this machine's peak now, none is cached yet")
     return entry
 
 
