@@ -300,3 +300,27 @@ def test_suggestions_prefer_case_then_prefix_then_spelling() -> None:
     assert suggestions("torch-xla", known) == ["torch-xla-scan-a", "torch-xla-scan-b"]
     assert suggestions("rnm", known) == ["rnn"]
     assert suggestions("x", known) == [] and suggestions("zzzz", known) == []
+
+
+def _main_drivers() -> list[str]:
+    from rnnbench import registry
+
+    return sorted(n for n, d in registry.drivers().items() if "main" in d.environments)
+
+
+@pytest.mark.parametrize("name", _main_drivers())
+def test_a_named_driver_without_its_framework_is_bad_input_naming_the_extra(name: str, monkeypatch) -> None:
+    """Every framework alike: a driver named with --drivers whose framework is missing from this
+    interpreter is one line naming the package extra to install (no path), exit 2 before any row;
+    with only other environments selected it is theirs to decide (their rows say so)."""
+    from rnnbench import registry
+    from rnnbench.drivers.base import Framework
+    from rnnbench.errors import InputError
+    from rnnbench.run import plan
+
+    monkeypatch.setattr(Framework, "available", lambda self: f"python package '{self.module}' is not installed")
+    family = registry.get_driver(name).framework.family
+    with pytest.raises(InputError, match=rf"install it with `pip install 'rnnbench\[{family}\]'`") as caught:
+        plan.check_drivers_runnable([name], ["main"])
+    assert "site-packages" not in str(caught.value) and "\n" not in str(caught.value)
+    plan.check_drivers_runnable([name], ["xla"])  # not this interpreter: no verdict here

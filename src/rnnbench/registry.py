@@ -71,10 +71,27 @@ def _importable(name: str) -> bool:
         return False
 
 
+def _checked_items(what: str, kind: type, items: Any, module) -> list:
+    """`items` (a module's MODELS or DRIVERS), each an instance of `kind`: anything else in a plugin
+    (a name string, a class, a bare model outside a list) is the plugin's error, one line naming
+    the module, the entry and what it should be; in our own modules, it is ours."""
+    attr = "MODELS" if what == "model" else "DRIVERS"
+    entries = list(items) if isinstance(items, (list, tuple)) else [items]
+    bad = next((entry for entry in entries if not isinstance(entry, kind)), None)
+    if bad is None and isinstance(items, (list, tuple)):
+        return entries
+    shown = repr(bad if bad is not None else items)[:80]
+    what_is = f"holds {type(bad).__name__} {shown}" if bad is not None else f"is {type(items).__name__} {shown}"
+    message = f"{module.__name__}.{attr} {what_is}; it must be a list of {kind.__module__}.{kind.__name__}"
+    if module.__name__ in _plugin_names():
+        raise PluginError(f"plugin module {module.__name__!r} named in RNNBENCH_PLUGINS: {message}")
+    raise RuntimeError(message)
+
+
 def _register(found: dict, what: str, items, module) -> None:
     """Add `items` (models or drivers of `module`) to `found` by name; a name taken twice is the
     plugin's error when a plugin is involved (PluginError names both modules), else ours."""
-    for item in items:
+    for item in _checked_items(what, Model if what == "model" else Driver, items, module):
         if item.name in found:
             first, _ = found[item.name]
             where = (

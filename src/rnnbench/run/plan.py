@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rnnbench import record, registry
+from rnnbench.drivers.base import Framework
 from rnnbench.errors import InputError, unknown
 from rnnbench.model import Model
 from rnnbench.run import environments, gpu_suite
@@ -89,15 +90,28 @@ def order(value: str, model: Model, dtype: str) -> int:
     return int(value)
 
 
-def check_drivers_runnable(named: Sequence[str]) -> None:
-    """A driver named explicitly whose framework is missing from this (main) environment is bad
-    input. A missing *other* environment is not: its rows say how to create it."""
+def install_hint(framework: Framework) -> str:
+    """How to install a framework: the package extra named after its family (`rnnbench[torch]`,
+    `rnnbench[jax]`: pyproject.toml), and in a source checkout the make target too. Never a path:
+    an installed rnnbench lives in site-packages, where no Makefile is."""
+    pip = f"`pip install 'rnnbench[{framework.family}]'`"
+    checkout = (Path(__file__).resolve().parents[3] / "Makefile").is_file()
+    return pip + (" (in this checkout: `make venv`)" if checkout else "")
+
+
+def check_drivers_runnable(named: Sequence[str], envs: Sequence[str] = ("main",)) -> None:
+    """A driver named explicitly that would run in this interpreter (the main environment, when
+    selected) while its framework is missing here is bad input, whatever other environments it
+    runs in: one line naming the extra to install. A missing *other* environment is not: its rows
+    say how to create it."""
     for name in named:
         d = registry.get_driver(name)
-        if d.environments == ("main",):
+        if "main" in d.environments and "main" in envs:
             reason = d.available()
             if reason:
-                raise InputError(f"driver {name!r} cannot run here: {reason}; install it with `make venv`")
+                raise InputError(
+                    f"driver {name!r} cannot run here: {reason}; install it with {install_hint(d.framework)}"
+                )
 
 
 def jobs(s: RunSettings) -> list[Job]:
@@ -112,7 +126,7 @@ def jobs(s: RunSettings) -> list[Job]:
     suite_envs = "default" if s.drivers else suite.environments
     envs = list(s.environments or (environments.default_names() if suite_envs == "default" else suite_envs))
     size_sets = [used_sizes(s.sizes or {}, models)] if s.sizes is not None or not suite.sizes else list(suite.sizes)
-    check_drivers_runnable(s.drivers or ())
+    check_drivers_runnable(s.drivers or (), envs)
     timing = TimingConfig(budget_s=s.budget)
     pairs = [(d, env) for d in drivers for env in envs if environments.runs(registry.get_driver(d), env)]
     if not pairs:  # a run of nothing would exit 0 with an empty results file
