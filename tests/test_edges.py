@@ -76,6 +76,21 @@ def float32_cancellation(ops, params, carry, x):
     return (h,), h
 
 
+def relu_pair_at_kink(ops, params, carry, x):
+    """relu(z) - relu(-z) is z: differentiable at z = 0, where each relu is not (w[0] = 0)."""
+    (h,) = carry
+    z = params["w"] * x
+    h = 0.5 * h + (ops.where(z > 0, z, 0.0) - ops.where(-z > 0, -z, 0.0))
+    return (h,), h
+
+
+def abs_at_kink(ops, params, carry, x):
+    """|z| at z = 0 (w[0] = 0): no derivative, every one-sided value is defensible."""
+    (h,) = carry
+    h = 0.5 * h + ops.abs(params["w"] * x)
+    return (h,), h
+
+
 EDGES = [
     Edge("sigmoid_left_tail", sigmoid_left_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
     Edge("log_sigmoid_tail", log_sigmoid_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
@@ -99,6 +114,20 @@ EDGES = [
         float32_cancellation,
         {"w": np.array([1.0, 0.5])},
         {"float64": {"ok"}, "float32": {"ok", "cannot_decide"}},
+    ),
+    # class 8: the frameworks' subgradients (0 at the tie) are not the derivative (1 per unit of z)
+    Edge(
+        "relu_pair_at_kink",
+        relu_pair_at_kink,
+        {"w": np.array([0.0, 0.5])},
+        {"float64": {"subgradient_differs"}, "float32": {"subgradient_differs"}},
+    ),
+    # ... and where no derivative exists, a subgradient is no more wrong than another (torch 0, jax 1)
+    Edge(
+        "abs_at_kink",
+        abs_at_kink,
+        {"w": np.array([0.0, 0.5])},
+        {"float64": {"ok", "cannot_decide"}, "float32": {"ok", "cannot_decide"}},
     ),
     # class 9: the NaN entry cannot be decided; the others agree, so never ok, never a mismatch
     Edge(

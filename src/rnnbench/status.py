@@ -26,6 +26,9 @@ class Status(str, Enum):
     FORWARD_MISMATCH = "forward_mismatch"
     MISSING_GRAD = "missing_grad"
     GRAD_MISMATCH = "grad_mismatch"
+    # the loss is differentiable at a kink of its ops (relu(z) - relu(-z) at 0: the one-sided
+    # differences agree) and the framework's subgradient convention gives another value
+    SUBGRADIENT_DIFFERS = "subgradient_differs"
     CANNOT_DECIDE = "cannot_decide"
     HVP_MISMATCH = "hvp_mismatch"
     HVP_ERROR = "hvp_error"

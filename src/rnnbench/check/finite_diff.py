@@ -177,3 +177,26 @@ def _entry_function(model: Model, case: Case, name: str, base: np.ndarray, idx: 
         return _loss_with(model, case, name, x)
 
     return f
+
+
+def one_sided(model: Model, case: Case, name: str, idx: tuple) -> tuple[float, float] | None:
+    """(value, error bound) of d loss / d input[idx] where the two one-sided derivatives agree (the
+    loss is differentiable there, as relu(z) - relu(-z) = z is at its ops' kink), else None (a
+    true kink: |z| at 0, left -1 and right 1). Each side is a second-order one-sided difference,
+    at the entry's step h and at h / 4: a smooth loss's gap between the sides shrinks 16-fold
+    (truncation ~h^2), a kink's stays its jump. The bound is the larger gap plus the roundoff."""
+    base = np.asarray(input_value(model, case, name), dtype=np.float64)
+    with frozen_at_base(model, case) as f0:
+        f = _entry_function(model, case, name, base, idx)
+        x0, h0 = float(base[idx]), float(entry_steps(base)[idx])
+        sides = []
+        for h in (h0, h0 / 4):
+            right = (-3 * f0 + 4 * f(x0 + h) - f(x0 + 2 * h)) / (2 * h)
+            left = (3 * f0 - 4 * f(x0 - h) + f(x0 - 2 * h)) / (2 * h)
+            noise = ROUNDOFF_SAFETY * EPS * 8 * max(abs(f0), abs(f(x0 + h)), abs(f(x0 - h))) / h
+            sides.append((right, left, noise))
+    (r1, l1, _), (r4, l4, noise) = sides
+    gap_h, gap_quarter = abs(r1 - l1), abs(r4 - l4)
+    if not all(np.isfinite(v) for v in (r1, l1, r4, l4)) or gap_quarter > max(gap_h / 4, noise):
+        return None
+    return (r4 + l4) / 2, gap_h + noise

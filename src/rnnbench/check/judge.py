@@ -21,7 +21,7 @@ import numpy as np
 
 from rnnbench.check import known_issues
 from rnnbench.check.compare import InputError, compare_grads, describe, loss_condition, loss_rel_error, verdict
-from rnnbench.check.finite_diff import input_value
+from rnnbench.check.finite_diff import input_value, one_sided
 from rnnbench.check.forward import PASSES, UNDECIDED, forward_bound
 from rnnbench.check.low_precision import ROUNDING_SAFETY, rounding_bounds
 from rnnbench.check.oracle import Oracle, oracle_grads
@@ -140,6 +140,8 @@ def judge(
     if dtype == "float32" and result.status in WRONG_GRADIENTS and not autocast:
         # float64 only is refined above, so bounds and condition are still those of `oracle`
         _with_rounding_bounds(result, model, case, oracle, names, bounds, tol, condition)
+    if result.status == Status.CANNOT_DECIDE:
+        _at_differentiable_kinks(result, model, case, oracle, names, tol)
     if result.status != Status.OK and oracle.reason:
         result.report += f"\noracle: {oracle.kind} ({oracle.reason})"
     return registered(result, driver_name, model, case, dtype)
@@ -253,6 +255,33 @@ def _with_rounding_bounds(
         result.report = describe(errors, result.loss_error, tol, condition) + _forward_note(result) + note
     else:
         result.report += note + ", and the difference is beyond it"
+
+
+def _at_differentiable_kinks(
+    result: Check, model: Model, case: Case, oracle: Oracle, names: list[str], tol: Tolerance
+) -> None:
+    """A row undecided at entries where the step's ops have no derivative (the oracle's bound is
+    unbounded there): where the loss itself is differentiable (its one-sided differences agree,
+    finite_diff.one_sided) and the driver is beyond that derivative's tolerance and bound, the
+    framework's subgradient convention differs from the derivative: subgradient_differs."""
+    found = []
+    for name, err in zip(names, result.errors):
+        want, got = oracle.grads[name], result.grads.get(name)
+        g = np.zeros(np.shape(want)) if got is None else np.asarray(got, dtype=np.float64)
+        if g.shape != np.shape(want):
+            continue
+        allowed = tol.max_rel_error * err.scale
+        for idx in np.argwhere(np.isinf(oracle.error_of(name)) & ~(np.abs(g - want) <= allowed)):
+            idx = tuple(int(i) for i in idx)
+            derivative = one_sided(model, case, name, idx)
+            if derivative is not None and not abs(g[idx] - derivative[0]) <= allowed + derivative[1]:
+                found.append(f"{name} at {list(idx)}: got {g[idx]:.10g}, the derivative is {derivative[0]:.10g}")
+    if found:
+        result.status = Status.SUBGRADIENT_DIFFERS
+        result.report += (
+            "\nthe loss is differentiable where the step's ops are not (its one-sided differences agree), and "
+            "the framework's subgradient convention gives another value:\n  " + "\n  ".join(found)
+        )
 
 
 def registered(result: Any, driver_name: str, model: Model, case: Case, dtype: str, order: int = 1) -> Any:

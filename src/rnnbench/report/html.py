@@ -249,7 +249,7 @@ td, th {{ border: 1px solid #ccc; padding: 2px 6px; text-align: right; }}
 td.l {{ text-align: left; }}
 tr.skipped td, tr.unavailable td {{ color: #888; }}
 tr.grad_mismatch td, tr.error td, tr.crash td, tr.timeout td, tr.compile_error td, tr.missing_grad td {{ color: #b00; }}
-tr.cannot_decide td {{ color: #a60; }}
+tr.cannot_decide td, tr.subgradient_differs td {{ color: #a60; }}
 </style></head><body>
 <h1>rnnbench report</h1>
 <ul>{provenance(records)}</ul>
