@@ -1,5 +1,5 @@
 """Mechanism: flax's vendor recurrent cells (anchors) in nn.RNN, on the canonical parameters:
-nn.OptimizedLSTMCell for the LSTM and nn.SimpleCell (tanh) for the Elman RNN. The mapping to
+nn.OptimizedLSTMCell for the LSTM, nn.SimpleCell (tanh) for the Elman RNN and nn.GRUCell for the GRU. The mapping to
 flax's layout is done inside the differentiated function, so jax returns canonical gradients.
 
 Layouts:
@@ -7,6 +7,11 @@ Layouts:
   (transposed, no bias), cell/h<q>/kernel (transposed) and cell/h<q>/bias. flax's carry is (c, h);
   canonical is (h, c).
 - SimpleCell: cell/i/kernel = W_ih.T, cell/i/bias = b, cell/h/kernel = W_hh.T (no bias).
+- GRUCell: for gate q in (r, z, n), rows q*H:(q+1)*H of W_ih / W_hh become cell/i<q>/kernel and
+  cell/h<q>/kernel (transposed). flax has one bias where torch.nn.GRU adds two: cell/ir/bias and
+  cell/iz/bias are b_ih + b_hh of their gate (summed inside the gate either way), cell/in/bias is
+  b_ih's n rows and cell/hn/bias b_hh's (inside r * (W_hn h + b_hn)); jax's gradient of the sums
+  gives each canonical bias its own.
 """
 
 from __future__ import annotations
@@ -27,6 +32,16 @@ def flax_lstm_params(p: dict, H: int) -> dict:
         rows = slice(q * H, (q + 1) * H)
         params[f"i{gate}"] = {"kernel": p["W_ih"][rows].T}
         params[f"h{gate}"] = {"kernel": p["W_hh"][rows].T, "bias": p["b"][rows]}
+    return {"params": {"cell": params}}
+
+
+def flax_gru_params(p: dict, H: int) -> dict:
+    params = {}
+    for q, gate in enumerate("rzn"):
+        rows = slice(q * H, (q + 1) * H)
+        b_i, b_h = p["b_ih"][rows], p["b_hh"][rows]
+        params[f"i{gate}"] = {"kernel": p["W_ih"][rows].T, "bias": b_i if gate == "n" else b_i + b_h}
+        params[f"h{gate}"] = {"kernel": p["W_hh"][rows].T, **({"bias": b_h} if gate == "n" else {})}
     return {"params": {"cell": params}}
 
 
@@ -79,6 +94,11 @@ DRIVERS = tuple(
             "flax_simple_cell",
             "anchor: flax nn.RNN(SimpleCell)",
             Cell("elman_tanh", "SimpleCell", flax_simple_params, (0,), "flax.linen.RNN(SimpleCell)"),
+        ),
+        (
+            "flax_gru_cell",
+            "anchor: flax nn.RNN(GRUCell)",
+            Cell("gru", "GRUCell", flax_gru_params, (0,), "flax.linen.RNN(GRUCell)"),
         ),
     )
 )

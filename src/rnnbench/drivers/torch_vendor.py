@@ -1,9 +1,10 @@
-"""Mechanism: torch's vendor recurrent layers (anchors), torch.nn.LSTM and torch.nn.RNN(tanh), on
-the canonical parameters. The model's own step is not used: these rows show how far the model's
+"""Mechanism: torch's vendor recurrent layers (anchors), torch.nn.LSTM, torch.nn.RNN(tanh) and
+torch.nn.GRU, on the canonical parameters. The model's own step is not used: these rows show how far the model's
 step + loop are from the framework's hand-written layer, and check the layer's gradients too.
 
 Layout: weight_ih_l0 = W_ih, weight_hh_l0 = W_hh (LSTM gate order i, f, g, o, as canonical),
-bias_ih_l0 = b; bias_hh_l0 is held at zero without grad (the canonical models have one bias).
+bias_ih_l0 = b; bias_hh_l0 is held at zero without grad where the canonical model has one bias
+(rnn, lstm); the GRU has both (b_ih, b_hh: its reset gate multiplies W_hn h + b_hn alone).
 torch carries (h, c) as (1, B, H) per layer; canonical carries are (B, H).
 
 Dtypes: float64 and float32 run everywhere; any other (bfloat16) is decided by trying the layer
@@ -28,6 +29,7 @@ class Layer:
     module: str  # the torch.nn class
     gates: int  # rows of W_ih per hidden unit
     options: tuple[tuple[str, str], ...] = ()  # constructor keywords
+    biases: tuple[str, ...] = ("b",)  # canonical names of bias_ih_l0 and, where given, bias_hh_l0
 
     @property
     def label(self) -> str:  # recorded as the row's settings["layer"]
@@ -43,13 +45,18 @@ def prepare(layer: Layer, model: Model, case: Case, dtype: str, device: str) -> 
     module = getattr(torch.nn, layer.module)(I, H, **dict(layer.options)).to(
         device=device, dtype=_torch.torch_dtype(dtype)
     )
+    b_ih, *b_hh = layer.biases
     with torch.no_grad():
         module.weight_ih_l0.copy_(inputs["W_ih"])
         module.weight_hh_l0.copy_(inputs["W_hh"])
-        module.bias_ih_l0.copy_(inputs["b"])
-        module.bias_hh_l0.zero_()
-    module.bias_hh_l0.requires_grad_(False)
-    inputs.update(W_ih=module.weight_ih_l0, W_hh=module.weight_hh_l0, b=module.bias_ih_l0)
+        module.bias_ih_l0.copy_(inputs[b_ih])
+        if b_hh:
+            module.bias_hh_l0.copy_(inputs[b_hh[0]])
+        else:
+            module.bias_hh_l0.zero_()
+    module.bias_hh_l0.requires_grad_(bool(b_hh))
+    inputs.update({"W_ih": module.weight_ih_l0, "W_hh": module.weight_hh_l0, b_ih: module.bias_ih_l0})
+    inputs.update({b_hh[0]: module.bias_hh_l0} if b_hh else {})
     ops = torch_ops()
     carry_names = [f"carry0.{n}" for n in model.carry_names]
 
@@ -84,5 +91,6 @@ DRIVERS = tuple(
     for name, summary, layer in (
         ("torch_nn_lstm", "anchor: torch.nn.LSTM", Layer("lstm", "LSTM", 4)),
         ("torch_nn_rnn", "anchor: torch.nn.RNN(tanh)", Layer("elman_tanh", "RNN", 1, (("nonlinearity", "tanh"),))),
+        ("torch_nn_gru", "anchor: torch.nn.GRU", Layer("gru", "GRU", 3, biases=("b_ih", "b_hh"))),
     )
 )
