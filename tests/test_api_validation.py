@@ -297,7 +297,7 @@ def test_the_smallest_valid_call_runs() -> None:
         carry0_requires_grad=True,
         drivers=["torch_loop"],
     )
-    assert report.ok, str(report)
+    assert report.as_registered, str(report)
     assert [r.driver for r in report.results] == ["torch_loop"] * 4
     assert {e.name for e in report.results[0].grad_errors} == {"w", "carry0.c0"}
 
@@ -315,7 +315,7 @@ def test_duplicate_drivers_run_once_and_consistent_arguments_pass() -> None:
         losses=["weighted", "weighted"],
         order=1,
     )
-    assert report.ok, str(report)
+    assert report.as_registered, str(report)
     assert [(r.driver, r.loss) for r in report.results] == [("torch_loop", "weighted")]
     assert {e.name for e in report.results[0].grad_errors} == {"W", "carry0.h"}
 

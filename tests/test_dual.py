@@ -267,6 +267,6 @@ def test_check_recurrence_takes_an_oracle() -> None:
     )
     assert rnnbench.check_recurrence(step, **args).oracle_kind == "dual"
     forced = rnnbench.check_recurrence(step, oracle="finite_differences", **args)
-    assert forced.ok and forced.oracle_kind == "finite_differences", str(forced)
+    assert forced.as_registered and forced.oracle_kind == "finite_differences", str(forced)
     with pytest.raises(InputError, match="oracle must be one of"):
         rnnbench.check_recurrence(step, oracle="exact please", **args)

@@ -1,11 +1,22 @@
 """check_recurrence's report: one DriverResult per (driver, loss form), and RecurrenceReport, their
-table and the full report of every row that is not ok."""
+table and the full report of every row that is not ok.
+
+Three answers, each to one question (docs/api.md#what-the-report-answers):
+- ok: may I trust every driver it reports? True only when every driver that ran agrees with the
+  oracle on every row; a registered upstream bug on any driver makes it False.
+- trusted_drivers: which drivers may I use for this step? Those whose every row is ok.
+- known_wrong: which drivers compute a wrong result here under a registered upstream bug, and which.
+as_registered keeps the test-suite question (nothing failed that the registry does not expect)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rnnbench.status import Status, is_known
+from rnnbench.check import known_issues
+from rnnbench.status import KNOWN_PREFIX, WRONG_GRADIENT, Status, is_known
+
+# A registered issue with one of these symptoms returns numbers, wrong ones, rather than raising.
+WRONG_RESULT = frozenset(str(s) for s in (*WRONG_GRADIENT, Status.HVP_MISMATCH))
 
 
 @dataclass(frozen=True)
@@ -31,10 +42,42 @@ class RecurrenceReport:
 
     @property
     def ok(self) -> bool:
-        """True when every driver that could run agrees with the oracle under every loss form, or
-        fails only as a registered upstream issue says it does (and at least one ran)."""
+        """True when at least one driver ran and every driver that ran agrees with the oracle on
+        every row (every loss form; H v where judged): what `assert report.ok` should mean before a
+        user picks any of them. A registered upstream bug (known_issue:<id>) makes it False like any
+        other failure: the driver still computes what the bug says. Which drivers are safe anyway:
+        trusted_drivers; which compute wrong numbers under a registered bug: known_wrong."""
+        ran = [r for r in self.results if r.status != Status.UNAVAILABLE]
+        return bool(ran) and all(r.status == Status.OK for r in ran)
+
+    @property
+    def as_registered(self) -> bool:
+        """True when at least one driver ran and every row that ran is ok or fails exactly as a
+        registered upstream issue says (known_issue:<id>): nothing unexpected. The question a test
+        suite of these drivers asks; not a user's question (ok is)."""
         ran = [r for r in self.results if r.status != Status.UNAVAILABLE]
         return bool(ran) and all(r.status == Status.OK or is_known(r.status) for r in ran)
+
+    @property
+    def trusted_drivers(self) -> tuple[str, ...]:
+        """The drivers this step can be trusted with: each ran and every one of its rows is ok."""
+        rows: dict[str, list[str]] = {}
+        for r in self.results:
+            rows.setdefault(r.driver, []).append(r.status)
+        return tuple(d for d, statuses in rows.items() if all(s == Status.OK for s in statuses))
+
+    @property
+    def known_wrong(self) -> dict[str, tuple[str, ...]]:
+        """{driver: ids of the registered issues under which it computes a wrong result here}: rows
+        known_issue:<id> where the issue's registered symptom is a wrong gradient or H v (grad_mismatch,
+        missing_grad, forward_mismatch, hvp_mismatch) rather than an error."""
+        wrong = {i.id for i in known_issues.registry() if WRONG_RESULT & set(i.statuses)}
+        out: dict[str, tuple[str, ...]] = {}
+        for r in self.results:
+            issue = r.status.removeprefix(KNOWN_PREFIX) if is_known(r.status) else None
+            if issue in wrong and issue not in out.get(r.driver, ()):
+                out[r.driver] = (*out.get(r.driver, ()), issue)
+        return out
 
     def __str__(self) -> str:
         w = max([len("driver")] + [len(r.driver) for r in self.results])
@@ -51,7 +94,16 @@ class RecurrenceReport:
                 f"{r.driver:<{w}} {r.loss:<{lw}} {r.status:<{sw}} {err:<12} "
                 f"{'-' if bound is None else f'{bound:.1e}':<13} {r.hvp_status}".rstrip()
             )
+        lines.append(self.verdict())
         for r in self.results:
             if r.status not in (Status.OK, Status.UNAVAILABLE):
                 lines.append(f"\n== {r.driver} under loss {r.loss}: {r.status}\n{r.report}")
         return "\n".join(lines)
+
+    def verdict(self) -> str:
+        """The three answers in words, under the table: ok, the trusted drivers, the known wrong ones."""
+        wrong = "; ".join(f"{d} ({', '.join(ids)})" for d, ids in self.known_wrong.items())
+        return (
+            f"\nok: {self.ok}\ntrusted drivers: {', '.join(self.trusted_drivers) or 'none'}"
+            f"\nknown wrong (registered upstream bugs): {wrong or 'none'}"
+        )
