@@ -25,7 +25,10 @@ class RunSettings:
     device: str = "cpu"
     sizes: dict[str, int] | None = None  # overrides of each model's sizes; None: its defaults (or the suite's sets)
     seed: int = 0
-    threads: int = CORES  # per framework: all the cores this process may run on
+    # One core per row: a row's pools never wait on each other or on the run's own parent, its
+    # CPU time is its time (the clock that decides on a busy machine), and it leaves the other
+    # cores to whatever else runs (docs/measuring.md#busy-machines-which-clock-decides).
+    threads: int = 1
     budget: float = 0.5  # seconds of repeats per timed quantity
     timeout: float = 600.0  # seconds before a row is killed
     memory_limit_gb: float | None = None  # address-space limit per worker; None: no limit

@@ -3,7 +3,9 @@
 Compile apart from steady state (`first_call`, then `measure`: warm-ups, then steady state only),
 blocking on every timed call, median and quartiles rather than mean and deviation, RSS high-water
 mark: what each means and why, with cold caches, threads and the roofline beside them, is
-docs/measuring.md#methodology.
+docs/measuring.md#methodology. Every timed call is read on two clocks, wall and this process's CPU
+time, and `judge` says which decides and whether the row's numbers are its own
+(docs/measuring.md#busy-machines-which-clock-decides).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import resource
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -39,30 +41,61 @@ class Timing:
     max_ms: float
     repeats: int
     samples: tuple[float, ...] = ()  # record.kept_samples of the timed calls, ms, in the order they ran
+    cpu_samples: tuple[float, ...] = ()  # the same calls' process CPU time, ms (kept alike)
+    cpu_median_ms: float | None = None  # the median of every call's CPU time
 
     @classmethod
-    def of(cls, samples_ms: Sequence[float]) -> Timing:
-        """The statistics of `samples_ms`, the times of the timed calls in the order they ran."""
+    def of(cls, samples_ms: Sequence[float], cpu_ms: Sequence[float] = ()) -> Timing:
+        """The statistics of `samples_ms`, the times of the timed calls in the order they ran, and
+        of `cpu_ms`, the same calls' process CPU time (none where it was not read)."""
         q1, med, q3 = np.percentile(samples_ms, [25, 50, 75])
         low, high = float(min(samples_ms)), float(max(samples_ms))
-        return cls(float(med), float(q1), float(q3), low, high, len(samples_ms), record.kept_samples(samples_ms))
+        cpu_median = float(np.median(cpu_ms)) if len(cpu_ms) else None
+        return cls(
+            float(med),
+            float(q1),
+            float(q3),
+            low,
+            high,
+            len(samples_ms),
+            record.kept_samples(samples_ms),
+            record.kept_samples(cpu_ms),
+            cpu_median,
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "samples": list(self.samples)}
+        out = {**asdict(self), "samples": list(self.samples), "cpu_samples": list(self.cpu_samples)}
+        if self.cpu_median_ms is None:  # a record's cpu fields are numbers where present, else absent
+            del out["cpu_median_ms"], out["cpu_samples"]
+        return out
 
 
-def measure(fn: Callable[[], Any], block: Callable[[Any], None], config: TimingConfig) -> Timing:
+@dataclass(frozen=True)
+class Clocks:
+    """The two clocks every timed call is read on, in seconds (tests pass a fake pair)."""
+
+    wall: Callable[[], float] = time.perf_counter
+    cpu: Callable[[], float] = time.process_time  # every thread of this process, nanosecond resolution
+
+
+def measure(
+    fn: Callable[[], Any], block: Callable[[Any], None], config: TimingConfig, clocks: Clocks = Clocks()
+) -> Timing:
     for _ in range(config.warmup):
         block(fn())
     samples: list[float] = []
+    cpu: list[float] = []
     spent = 0.0
     while len(samples) < config.max_repeats and (len(samples) < config.min_repeats or spent < config.budget_s):
-        start = time.perf_counter()
+        # The CPU clock is read outside the wall window: its system call is not part of the wall sample.
+        cpu_start = clocks.cpu()
+        start = clocks.wall()
         block(fn())
-        elapsed = time.perf_counter() - start
+        elapsed = clocks.wall() - start
+        cpu.append((clocks.cpu() - cpu_start) * 1e3)
         samples.append(elapsed * 1e3)
         spent += elapsed
-    return Timing.of(samples)
+    return Timing.of(samples, cpu)
 
 
 def timed_call(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -83,3 +116,56 @@ def peak_rss_mb() -> float:
     """This process's resident-set high-water mark in MiB (ru_maxrss is KiB on Linux)."""
     kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return kib / 1024.0 if sys.platform != "darwin" else kib / 2**20
+
+
+SPREAD = 1.5  # a quantity whose samples' q3 / q1 exceeds this is unstable: its median is one draw of many
+DRIFT = 1.25  # nor whose second half's median differs from its first half's by more than this factor
+MIN_HALF = 3  # samples in each half before a drift is judged
+QUANTITIES = ("fwd_bwd", "fwd")
+
+
+def _deciding(quantity: Mapping[str, Any], clock: str) -> list[float]:
+    """The kept samples of `quantity` on `clock` ("cpu": its CPU samples, else its wall samples)."""
+    return [float(x) for x in (quantity.get("cpu_samples" if clock == "cpu" else "samples") or ())]
+
+
+def instability(samples: Sequence[float]) -> list[str]:
+    """Why samples of one quantity (in the order they ran) do not agree: 'spread' when q3 / q1 >
+    SPREAD, 'drift' when the median of the second half differs from the first half's by more than
+    DRIFT either way (the machine changed while it ran); empty when they agree or are too few."""
+    if len(samples) < 2 * MIN_HALF or min(samples) <= 0:
+        return []
+    marks = []
+    q1, q3 = np.percentile(samples, [25, 75])
+    if q3 / q1 > SPREAD:
+        marks.append("spread")
+    half = len(samples) // 2
+    first, second = float(np.median(samples[:half])), float(np.median(samples[half:]))
+    if max(first, second) / min(first, second) > DRIFT:
+        marks.append("drift")
+    return marks
+
+
+def judge(rec: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A timed record's `timing` field (docs/measuring.md#busy-machines-which-clock-decides), or
+    None for a row that was not timed. clock: "cpu" for a row on one thread whose calls carry CPU
+    samples (other work cannot move its own CPU time), else "wall"; contended: its `cpu.notes`
+    (other work beside it, or more cores than given); unstable: a quantity's samples on the deciding
+    clock disagree (instability), or its forward's median exceeds its forward+backward's on either
+    clock (a forward is part of the training step: the reverse is noise, never a result)."""
+    fwd_bwd, fwd = rec.get("fwd_bwd"), rec.get("fwd")
+    if not isinstance(fwd_bwd, Mapping):
+        return None
+    cpu = rec.get("cpu") or {}
+    threads = cpu.get("threads") or (rec.get("settings") or {}).get("threads")
+    clock = "cpu" if threads == 1 and fwd_bwd.get("cpu_samples") else "wall"
+    notes = [str(n) for n in cpu.get("notes") or ()]
+    marks = list(notes)
+    for quantity in (fwd_bwd, fwd):
+        if isinstance(quantity, Mapping):
+            marks += [m for m in instability(_deciding(quantity, clock)) if m not in marks]
+    if isinstance(fwd, Mapping):
+        medians = [("median_ms", "median_ms"), ("cpu_median_ms", "cpu_median_ms")]
+        if any((fwd.get(a) or 0) > (fwd_bwd.get(b) or float("inf")) for a, b in medians):
+            marks.append("fwd_over_fwd_bwd")
+    return {"clock": clock, "contended": bool(notes), "unstable": len(marks) > len(notes), "marks": marks}

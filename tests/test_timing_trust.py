@@ -1,0 +1,94 @@
+"""Which clock decides a row and whether its numbers are its own (rnnbench.run.timing.measure's two
+clocks, judge): planted samples and a fake clock, never a timed test."""
+
+from __future__ import annotations
+
+import itertools
+
+from rnnbench import record
+from rnnbench.run import timing
+from rnnbench.run.settings import RunSettings
+from rnnbench.run.timing import Clocks, Timing, TimingConfig, instability, judge, measure
+
+
+def fake_clocks(wall_steps: list[float], cpu_steps: list[float]) -> Clocks:
+    """Clocks that advance by the given steps (seconds) on each reading, cycling."""
+    wall, cpu = itertools.cycle(wall_steps), itertools.cycle(cpu_steps)
+    now = {"wall": 0.0, "cpu": 0.0}
+
+    def tick(name: str, steps) -> float:
+        now[name] += next(steps)
+        return now[name]
+
+    return Clocks(wall=lambda: tick("wall", wall), cpu=lambda: tick("cpu", cpu))
+
+
+def test_measure_reads_both_clocks_per_call() -> None:
+    # wall: 0 at the start reading, 0.004 s at the end; cpu: 0 at the start, 0.002 s at the end
+    config = TimingConfig(warmup=0, min_repeats=5, max_repeats=5, budget_s=0.0)
+    t = measure(lambda: None, lambda r: None, config, fake_clocks([0.0, 0.004], [0.0, 0.002]))
+    assert t.repeats == 5
+    assert all(abs(s - 4.0) < 1e-9 for s in t.samples)
+    assert all(abs(s - 2.0) < 1e-9 for s in t.cpu_samples)
+    assert t.cpu_median_ms is not None and abs(t.cpu_median_ms - 2.0) < 1e-9
+
+
+def test_a_record_without_cpu_samples_keeps_its_old_shape() -> None:
+    d = Timing.of([1.0, 2.0, 3.0]).to_dict()
+    assert "cpu_samples" not in d and "cpu_median_ms" not in d
+
+
+def _row(threads: int, wall: list[float], cpu: list[float], notes=(), fwd_scale: float = 0.4) -> dict:
+    fwd_bwd = Timing.of(wall, cpu).to_dict()
+    fwd = Timing.of([w * fwd_scale for w in wall], [c * fwd_scale for c in cpu]).to_dict()
+    return {
+        "model": "lstm",
+        "driver": "d",
+        "dtype": "float32",
+        "status": "ok",
+        "fwd_bwd": fwd_bwd,
+        "fwd": fwd,
+        "cpu": {"threads": threads, "notes": list(notes)},
+    }
+
+
+STEADY = [10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 10.0, 10.1]
+
+
+def test_a_one_thread_row_is_decided_by_its_cpu_time_even_when_contended() -> None:
+    rec = _row(1, [w * 3 for w in STEADY], STEADY, notes=["contended"])
+    trust = judge(rec)
+    assert trust == {"clock": "cpu", "contended": True, "unstable": False, "marks": ["contended"]}
+    rec["timing"] = trust
+    assert record.problem(rec) is None
+
+
+def test_a_many_thread_row_is_decided_by_wall_time() -> None:
+    assert judge(_row(2, STEADY, [s * 2 for s in STEADY]))["clock"] == "wall"
+
+
+def test_spread_and_drift_are_unstable() -> None:
+    spread = [1.0, 3.0, 1.0, 3.0, 1.0, 3.0, 1.0, 3.0]
+    drift = [1.0, 1.0, 1.0, 1.0, 1.4, 1.4, 1.4, 1.4]
+    assert "spread" in instability(spread)
+    assert instability(drift) == ["drift"]
+    assert instability(STEADY) == []
+    assert instability([1.0, 5.0]) == []  # too few to judge
+    trust = judge(_row(1, STEADY, spread))
+    assert trust["unstable"] and "spread" in trust["marks"] and not trust["contended"]
+
+
+def test_a_forward_slower_than_its_forward_backward_is_marked() -> None:
+    trust = judge(_row(1, STEADY, STEADY, fwd_scale=1.3))
+    assert trust["unstable"] and "fwd_over_fwd_bwd" in trust["marks"]
+    assert not judge(_row(1, STEADY, STEADY, fwd_scale=0.9))["unstable"]
+
+
+def test_an_untimed_row_has_no_timing_field() -> None:
+    assert judge({"status": "grad_mismatch", "fwd_bwd": None}) is None
+
+
+def test_run_defaults_to_one_thread_per_row() -> None:
+    """The suite never contends with itself, and its CPU time decides (docs/measuring.md)."""
+    assert RunSettings().threads == 1
+    assert timing.SPREAD > 1 and timing.DRIFT > 1
