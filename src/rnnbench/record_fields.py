@@ -109,6 +109,10 @@ FIELDS: dict[str, str] = {
     "memory": "dict|null",
     "memory.peak_rss_mb": "num|null",
     "memory.method": "str|null",
+    # what the training step saves for backward (rnnbench.run.memory): saved_mb null = not measured, method says why
+    "step_memory": "dict|null",
+    "step_memory.saved_mb": "num|null",
+    "step_memory.method": "str|null",
     "sweep": "dict",
     "sweep.axis": "str!",
     "node": "dict",  # the Ray node a row ran on (--executor ray; rnnbench.run.executors)

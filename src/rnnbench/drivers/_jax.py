@@ -322,4 +322,17 @@ def prepared_from_loss(
         {**SETTINGS, **settings},
         hvp,
         lambda: compiled_memory(value_and_grad, diff, rest),
+        lambda: residual_bytes(loss_fn, diff, rest),
     )
+
+
+def residual_bytes(loss_fn: Callable[[dict, dict], Any], diff: dict, rest: dict) -> int:
+    """Bytes of the distinct arrays, other than the inputs, that jax.vjp's forward keeps for the
+    backward (the residuals: the leaves of the vjp function it returns), before XLA's own
+    scheduling of the compiled fwd+bwd program (its temp bytes: memory_analysis)."""
+    import jax
+
+    _, vjp_fn = jax.vjp(lambda d: loss_fn(d, rest), diff)
+    own = {id(x) for x in jax.tree_util.tree_leaves((diff, rest))}
+    kept = {id(x): x for x in jax.tree_util.tree_leaves(vjp_fn) if hasattr(x, "nbytes") and id(x) not in own}
+    return int(sum(x.nbytes for x in kept.values()))

@@ -330,7 +330,42 @@ def prepared_from_loss(
             for n, h in zip(wrt, hv)
         }
 
-    return Prepared(loss_and_grads, forward, forward_backward, block, dict(settings), hvp if second_order else None)
+    return Prepared(
+        loss_and_grads,
+        forward,
+        forward_backward,
+        block,
+        dict(settings),
+        hvp if second_order else None,
+        saved_for_backward=lambda: saved_bytes(loss_fn, inputs),
+    )
+
+
+def saved_bytes(loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any]) -> int:
+    """Bytes of the distinct storages, other than the inputs', that autograd saves for backward in
+    one training forward (torch.autograd.graph.saved_tensors_hooks sees each saved tensor; a
+    storage saved at every step, e.g. a weight's, counts once). A compiled step's saved tensors
+    are those of its compiled forward; the placeholders a higher-order op traces its body with
+    hold no memory and are not counted."""
+    import torch
+
+    own = {t.untyped_storage().data_ptr() for t in inputs.values() if torch.is_tensor(t)}
+    saved: dict[int, int] = {}
+
+    def pack(t):
+        try:
+            storage = t.untyped_storage()
+            ptr = storage.data_ptr()
+        except RuntimeError:  # a traced placeholder (a higher-order op tracing its body) holds no memory
+            return t
+        if ptr not in own:
+            saved[ptr] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = loss_fn(inputs)
+    del loss  # frees the graph and what it saved
+    return sum(saved.values())
 
 
 # compiled() resets dynamo first (see there). A caller that keeps several compiled functions alive

@@ -28,7 +28,10 @@ class Prepared:
     settings: framework settings this run depends on, recorded with the result.
     hvp(v) -> {input name: (H v)[name]}: optional second order, the Hessian of the loss w.r.t. the
     compared inputs times a direction v (same names and shapes as the gradients); None where the
-    driver has no second-order path (e.g. torch.compile has no double backward)."""
+    driver has no second-order path (e.g. torch.compile has no double backward).
+    saved_for_backward() -> bytes of the distinct buffers, other than the inputs, that the training
+    step's forward keeps for its backward (activations; rnnbench.run.memory), or None where the
+    framework gives no such count."""
 
     loss_and_grads: Callable[[], tuple[float, Grads]]
     forward: Callable[[], Any]
@@ -37,6 +40,7 @@ class Prepared:
     settings: Mapping[str, Any] = field(default_factory=dict)
     hvp: Callable[[Mapping[str, np.ndarray]], Grads] | None = None
     memory_analysis: Callable[[], dict[str, Any]] | None = None  # the compiled step's own figures (jax)
+    saved_for_backward: Callable[[], int] | None = None  # bytes the step keeps for backward (run.memory)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from rnnbench.run import environments
 from rnnbench.run.accelerator import RowDevice
 from rnnbench.run.compile_budget import CompileBudgetExceeded
 from rnnbench.run.cpus import allowed_cpus, cpu_clock, cpu_record, load_average
+from rnnbench.run.memory import step_memory
 from rnnbench.run.pair import PairPlan, check_pair, unavailable_reason
 from rnnbench.run.timing import TimingConfig, first_call, judge, measure, peak_rss_mb
 from rnnbench.status import Status
@@ -195,4 +196,5 @@ def time_row(rec: dict[str, Any], prepared: Prepared, job: Job, device: RowDevic
         # only; fwd_bwd above is the real, blocked time).
         rec["fwd_bwd_trace_only"] = measure(prepared.forward_backward, lambda result: None, job.timing).to_dict()
         prepared.block(None)
+    rec["step_memory"] = step_memory(prepared)  # after timing: counting runs one more forward
     return spans

@@ -1,0 +1,51 @@
+"""The memory a training step saves for backward (rnnbench.run.memory): counted per framework from
+the step itself, proportional to what the recurrence must keep (one state per step at least), a
+weight saved at every step counted once, and "not measured" with the reason where no count exists."""
+
+from __future__ import annotations
+
+import pytest
+
+from rnnbench import record_fields, registry
+from rnnbench.drivers.base import Prepared
+from rnnbench.run.memory import step_memory
+
+SIZES = {"T": 16, "B": 4, "I": 8, "H": 8}
+
+
+def _prepared(driver: str, sizes: dict[str, int]) -> Prepared:
+    model = registry.get_model("rnn")
+    case = model.make_case(model.sizes_with_defaults(sizes), 0).rounded_to("float32")
+    drv = registry.get_driver(driver)
+    if drv.available():
+        pytest.skip(drv.available())
+    return drv.prepare(model, case, "float32", "cpu")
+
+
+def test_no_count_is_not_measured_with_the_reason() -> None:
+    nothing = Prepared(lambda: (0.0, {}), lambda: None, lambda: None, lambda r: None)
+    assert step_memory(nothing)["saved_mb"] is None
+    assert step_memory(nothing)["method"].startswith("not measured")
+
+    def broken() -> int:
+        raise RuntimeError("no hooks here")
+
+    got = step_memory(
+        Prepared(lambda: (0.0, {}), lambda: None, lambda: None, lambda r: None, saved_for_backward=broken)
+    )
+    assert got["saved_mb"] is None and "no hooks here" in got["method"]
+    assert (
+        record_fields.problem({"model": "m", "driver": "d", "dtype": "f", "status": "ok", "step_memory": got}) is None
+    )
+
+
+@pytest.mark.parametrize("driver", ["torch_loop", "jax_lax_scan"])
+def test_a_step_saves_at_least_its_states_and_grows_with_T(driver: str) -> None:
+    """An Elman step's backward needs each step's state (tanh' is read from it): at least T*B*H
+    float32 values are kept, and twice the steps keep about twice the bytes (a weight saved at
+    every step counts once, not T times)."""
+    short = step_memory(_prepared(driver, SIZES))["saved_mb"] * 2**20
+    long = step_memory(_prepared(driver, {**SIZES, "T": 32}))["saved_mb"] * 2**20
+    states = SIZES["T"] * SIZES["B"] * SIZES["H"] * 4
+    assert states <= short < 8 * states
+    assert 1.6 < long / short < 2.4
