@@ -290,7 +290,7 @@ def registered(result: Any, driver_name: str, model: Model, case: Case, dtype: s
     out right known_issue_fixed:<id>; raw_status keeps the check's own verdict."""
     result.raw_status = result.status
     expected = known_issues.covering(driver_name, model, case, dtype, order=order)
-    result.status, note = known_issues.classify(result.status, result.report, expected)
+    result.status, note = known_issues.classify(result.status, result.report, expected, result)
     if note:
         result.report = f"{note}\n{result.report}"
     return result

@@ -23,6 +23,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rnnbench import losses as loss_forms
 from rnnbench.check.conditions import CONDITIONS
 from rnnbench.model import Case, Model
@@ -31,6 +33,18 @@ from rnnbench.status import WRONG_GRADIENT, Status, fixed, is_known, known
 REGISTRY_PATH = Path(__file__).resolve().parents[1] / "known_issues.json"
 STATUSES = tuple(WRONG_GRADIENT | {Status.COMPILE_ERROR, Status.ERROR, Status.HVP_MISMATCH, Status.HVP_ERROR})
 """What an entry may say a bug produces (the rest are not a framework's answer: crash, timeout, ...)."""
+
+
+def _finite_gradients(result: Any) -> bool:
+    """Every gradient the driver returned is finite: a mechanism that moves finite values between
+    entries (lane 0's cotangent copied to every lane) cannot make a NaN or an infinity."""
+    grads = getattr(result, "grads", None) or {}
+    return all(g is None or bool(np.all(np.isfinite(np.asarray(g, dtype=np.float64)))) for g in grads.values())
+
+
+PREDICTIONS: Mapping[str, Callable[[Any], bool]] = {"finite_gradients": _finite_gradients}
+"""What an entry's mechanism predicts about the wrong values (produces.predicts): a failure that
+contradicts it is another failure, whatever conditions hold."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,7 @@ class KnownIssue:
     # where docs/upstream/<id>.py reproduces, when narrower than `versions` (its smallest case misses a
     # version where only a registered witness shows the bug); None: the same as `versions`
     repro_versions: dict[str, str] | None = None
+    predicts: tuple[str, ...] = ()  # names in PREDICTIONS: what the mechanism says the wrong values look like
 
     def covers(
         self, driver: str, model: Model, case: Case, dtype: str, versions: Callable[[str], str | None], order: int = 1
@@ -76,9 +91,14 @@ class KnownIssue:
                 return False
         return all(CONDITIONS[c](model, case, dtype) for c in self.conditions)
 
-    def reproduced_by(self, status: str, report: str) -> bool:
-        """True when a row's failure is this bug's (status, and the report matches)."""
-        return status in self.statuses and (self.match is None or re.search(self.match, report) is not None)
+    def reproduced_by(self, status: str, report: str, result: Any = None) -> bool:
+        """True when a row's failure is this bug's: its status, the report matches, and the wrong
+        values are ones the mechanism can produce (`result`, the check with its gradients, where given)."""
+        return (
+            status in self.statuses
+            and (self.match is None or re.search(self.match, report) is not None)
+            and (result is None or all(PREDICTIONS[p](result) for p in self.predicts))
+        )
 
 
 class RegistryError(ValueError):
@@ -110,6 +130,7 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
                 losses=tuple(affects["losses"]) if affects.get("losses") is not None else None,
                 upstream_match=raw.get("upstream_match"),
                 repro_versions=dict(raw["repro_versions"]) if "repro_versions" in raw else None,
+                predicts=tuple(produces.get("predicts", ())),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise RegistryError(f"known issue {raw.get('id', '?')!r}: missing or malformed field {exc}") from None
@@ -117,6 +138,7 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
             raise RegistryError(f"known issue id {issue.id!r} appears twice")
         seen.add(issue.id)
         unknown = [c for c in issue.conditions if c not in CONDITIONS]
+        unknown += [f"prediction {p!r}" for p in issue.predicts if p not in PREDICTIONS]
         unknown += [f"loss {n!r}" for n in issue.losses or () if n not in loss_forms.NAMES]
         unknown += [
             f"witness loss {w['loss']!r}" for w in issue.witnesses if w.get("loss", "model") not in loss_forms.NAMES
@@ -182,12 +204,13 @@ def covering(
     ]
 
 
-def classify(status: str, report: str, expected: Sequence[KnownIssue]) -> tuple[str, str]:
-    """(final status, note) for a row with raw `status` and `report`, given the entries that cover it."""
+def classify(status: str, report: str, expected: Sequence[KnownIssue], result: Any = None) -> tuple[str, str]:
+    """(final status, note) for a row with raw `status` and `report`, given the entries that cover it;
+    `result` (the check, with the driver's gradients) lets an entry's predictions be tested."""
     if not expected or status not in STATUSES and status != Status.OK:
         return status, ""
     for issue in expected:
-        if issue.reproduced_by(status, report):
+        if issue.reproduced_by(status, report, result):
             return known(
                 issue.id
             ), f"known upstream issue {issue.id}: {issue.title} (upstream: {issue.upstream or 'not known'})"
