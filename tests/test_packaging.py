@@ -45,7 +45,7 @@ def test_every_package_of_the_source_is_in_the_distribution() -> None:
         ".".join(("rnnbench", *p.parent.relative_to(REPO / "src" / "rnnbench").parts))
         for p in (REPO / "src" / "rnnbench").rglob("__init__.py")
     }
-    assert found | {"rnnbench_models"} == set(PYPROJECT["tool"]["setuptools"]["packages"])
+    assert found | {"rnnbench_models", "rnnbench_upstream"} == set(PYPROJECT["tool"]["setuptools"]["packages"])
 
 
 def test_version_names_the_commit() -> None:
@@ -159,3 +159,106 @@ def test_environment_creation_installs_its_lock(tmp_path: Path, monkeypatch: pyt
     # the lock is part of the environment's identity: another lock, another environment
     (tmp_path / "locks" / "locktest.lock").write_text("numpy==2.4.5 \\\n    --hash=sha256:" + "1" * 64 + "\n")
     assert environments.get("locktest").python != env.python
+
+
+def _asv_config() -> dict:
+    """asv.conf.json, whose // comment lines asv allows and json does not."""
+    text = (REPO / "asv.conf.json").read_text()
+    return json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
+
+
+def test_asv_matrix_is_the_main_pin_list() -> None:
+    """asv benchmarks the main environment: its matrix is requirements/main.txt, pin for pin (the one
+    pin list; ml_dtypes included), so the two cannot drift apart."""
+    matrix = {
+        re.sub(r"\[.*\]", "", name).lower().replace("_", "-"): version
+        for name, version in _asv_config()["matrix"]["req"].items()
+    }
+    assert matrix == _pins(REPO / "requirements" / "main.txt")
+
+
+def test_the_framework_extras_are_the_frameworks_of_the_main_environment() -> None:
+    """One extra per framework family a main-environment driver needs (the name the exit-2 hint
+    gives: rnnbench.run.plan.install_hint), holding that family's packages of requirements/main.txt;
+    [all] takes every framework extra."""
+    from rnnbench import registry
+
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    main = set(_pins(REPO / "requirements" / "main.txt"))
+    families = {d.framework.family for d in registry.drivers().values() if "main" in d.environments}
+    for family in families:
+        packages = {re.sub(r"\[.*\]", "", p).lower().replace("_", "-") for p in extras[family]}
+        assert packages and packages <= main, (family, packages)
+        frameworks = {f for f in registry.frameworks().values() if f.family == family}
+        assert all(f.module.replace("_", "-") in packages or f.module not in main for f in frameworks), family
+    (everything,) = extras["all"]
+    assert set(re.fullmatch(r"rnnbench\[(.*)\]", everything).group(1).split(",")) >= families
+
+
+def test_metadata_license_typed_and_changelog() -> None:
+    """The MIT license (its file shipped in the wheel), py.typed (the API is annotated), classifiers,
+    and a changelog with a section for the next release and the current version."""
+    project = PYPROJECT["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    assert (REPO / "LICENSE").read_text().startswith("MIT License")
+    assert (REPO / "src" / "rnnbench" / "py.typed").is_file()
+    assert "py.typed" in PYPROJECT["tool"]["setuptools"]["package-data"]["rnnbench"]
+    assert {"Typing :: Typed", "Programming Language :: Python :: 3.11"} <= set(project["classifiers"])
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    assert "## Unreleased" in changelog and f"## {project['version']}" in changelog
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, installed into a clean venv with its two runtime requirements only (numpy and
+    ml_dtypes at the pins of requirements/main.txt, from pip's configured package sources): no
+    torch, no jax, no checkout on the path. The bin/ folder of that venv."""
+    root = tmp_path_factory.mktemp("wheel")
+    run = lambda *argv: subprocess.run(argv, capture_output=True, text=True, timeout=600, check=True)
+    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(root), str(REPO))
+    (wheel,) = root.glob("rnnbench-*.whl")
+    run(sys.executable, "-m", "venv", "--without-pip", str(root / "venv"))  # pip of this environment installs
+    pins = _pins(REPO / "requirements" / "main.txt")
+    python = str(root / "venv" / "bin" / "python")
+    deps = [f"numpy=={pins['numpy']}", f"ml_dtypes=={pins['ml-dtypes']}"]
+    run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", str(wheel), *deps)
+    return root / "venv" / "bin"
+
+
+def _installed(bin_: Path, *args: str) -> subprocess.CompletedProcess:
+    """The installed `rnnbench` script, run away from the checkout (nothing imports from it)."""
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "HOME": str(bin_.parent), "XDG_CACHE_HOME": str(bin_.parent / "cache")}
+    return subprocess.run(
+        [str(bin_ / "rnnbench"), *args], capture_output=True, text=True, timeout=300, cwd=bin_.parent, env=env
+    )
+
+
+def test_the_wheel_without_frameworks_answers_version_list_and_bugs(wheel_venv: Path) -> None:
+    """From a wheel, torch and jax absent: --version, list, and every registry entry's ready-to-file
+    report (`bugs ID --markdown`, the repro inlined where the report links one)."""
+    from rnnbench.check import known_issues
+
+    version = _installed(wheel_venv, "--version")
+    assert version.returncode == 0 and re.fullmatch(r"rnnbench \d+\.\d+\.\d+\n", version.stdout), version
+    listed = _installed(wheel_venv, "list")
+    assert listed.returncode == 0 and "torch_loop" in listed.stdout, listed.stderr
+    for issue in known_issues.registry():
+        report = _installed(wheel_venv, "bugs", issue.id, "--markdown")
+        assert report.returncode == 0 and report.stdout.strip(), (issue.id, report.stderr)
+        if (REPO / "docs" / "upstream" / f"{issue.id}.py").is_file():
+            assert "```python" in report.stdout, issue.id
+
+
+@pytest.mark.parametrize("family", ["torch", "jax"])
+def test_the_wheel_without_a_framework_refuses_its_drivers_naming_the_extra(wheel_venv: Path, family: str) -> None:
+    """A run naming a driver of a missing framework: exit 2, one line naming the extra, no make
+    target and no path (the package lives in site-packages), nothing written."""
+    from rnnbench import registry
+
+    driver = next(n for n, d in registry.drivers().items() if d.framework.family == family and "main" in d.environments)
+    proc = _installed(wheel_venv, "run", "--drivers", driver, "--out", "r.jsonl")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stdout + proc.stderr
+    assert f"pip install 'rnnbench[{family}]'" in lines[0], lines[0]
+    assert "make" not in lines[0] and "/" not in lines[0].split("install it with")[1], lines[0]
+    assert not (wheel_venv.parent / "r.jsonl").exists()

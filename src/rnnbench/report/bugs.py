@@ -8,13 +8,25 @@ inlined where the report links it.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 from rnnbench.check import known_issues
 from rnnbench.errors import InputError
 
-UPSTREAM_DIR = known_issues.REGISTRY_PATH.parents[2] / "docs" / "upstream"
-"""Ready-to-file reports, <id>.md, and their standalone repros, <id>.py (in a source checkout)."""
+
+def _upstream_dir() -> Path:
+    """docs/upstream of a source checkout; in an installed wheel, the same files shipped as the data
+    package rnnbench_upstream (pyproject.toml's package-data)."""
+    checkout = known_issues.REGISTRY_PATH.parents[2] / "docs" / "upstream"
+    if checkout.is_dir():
+        return checkout
+    spec = importlib.util.find_spec("rnnbench_upstream")
+    return Path(next(iter(spec.submodule_search_locations))) if spec and spec.submodule_search_locations else checkout
+
+
+UPSTREAM_DIR = _upstream_dir()
+"""Ready-to-file reports, <id>.md, and their standalone repros, <id>.py."""
 
 
 def report_paths(issue_id: str, folder: Path = UPSTREAM_DIR) -> tuple[Path, Path]:
