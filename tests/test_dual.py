@@ -270,3 +270,45 @@ def test_check_recurrence_takes_an_oracle() -> None:
     assert forced.as_registered and forced.oracle_kind == "finite_differences", str(forced)
     with pytest.raises(InputError, match="oracle must be one of"):
         rnnbench.check_recurrence(step, oracle="exact please", **args)
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [("sqrt", (-1.0,)), ("log", (-1.0,)), ("log", (0.0,)), ("divide", (1.0, 0.0)), ("divide", (0.0, 0.0))]
+    + [("divide", (-1.0, 0.0)), ("power", (0.0, -1.0)), ("power", (-2.0, 0.5)), ("power", (0.0, 0.5))],
+)
+def test_fifty_digit_base_arithmetic_meets_domain_edges_as_numpy(name: str, args: tuple) -> None:
+    """mpmath raises on 1 / 0 and 0 ** -1 and turns complex on sqrt(-1): the 50-digit rung gives
+    numpy's inf / nan there instead, as the float64 rungs do (no ZeroDivisionError, no complex)."""
+    from rnnbench.check.dual_base import base_functions
+
+    f = base_functions()[name]
+    with np.errstate(all="ignore"), mpmath.workdps(50):
+        want = f(*(np.float64(a) for a in args))
+        got = f(*(to_mp(a) for a in args))
+    assert np.asarray(got).dtype == object
+    np.testing.assert_equal(float(np.asarray(got).item()), float(want))
+
+
+def test_sqrt_of_an_exact_zero_with_no_tangent_at_fifty_digits() -> None:
+    """where(x != 0, sqrt(w x^2), 0) at x == 0: 0.5 / sqrt(0) in the unselected branch is inf (a NaN
+    tangent there, dropped by where); mpmath raised ZeroDivisionError on it. Both precisions agree."""
+    x = np.array([0.0, 2.0])
+    for extended in (False, True):
+        conv = to_mp if extended else np.asarray
+        with mpmath.workdps(50), np.errstate(all="ignore"):
+            w = dual.Dual(conv(np.array([0.5, 0.3])), np.eye(2))
+            out = dual.total(dual.where(x != 0, dual.sqrt(w * (x * x)), 0.0))
+        np.testing.assert_allclose(np.asarray(dual.primal(out.tangent), dtype=np.float64), [0.0, 1 / np.sqrt(0.3)])
+
+
+def test_equality_compares_values_and_duals_are_unhashable() -> None:
+    a = _d(X)
+    np.testing.assert_array_equal(a == X, [True, True, True])
+    np.testing.assert_array_equal(a != np.array([0.3, 0.0, 1.2]), [False, True, False])
+    np.testing.assert_array_equal(0.3 == a, [True, False, False])  # reflected
+    with pytest.raises(TypeError):
+        hash(a)
+    with dual.kinks() as found:
+        _ = a == np.array([0.3, 0.0, 0.0])  # a tie at entry 0, moving along column 0 only
+    assert [(what, list(cols)) for what, cols in found] == [("a comparison at equality", [True, False, False])]
