@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rnnbench.check import oracle_cache
 from rnnbench.check.compare import loss_condition
 from rnnbench.check.dual_eval import DualResult, evaluate
 from rnnbench.check.finite_diff import finite_differences, input_value
@@ -83,7 +84,7 @@ def oracle_grads(model: Model, case: Case, choice: str | None = None) -> Oracle:
     if choice == OracleKind.FINITE_DIFFERENCES:
         return _with_reason(finite_difference_oracle(model, case, names), "forced")
     exact = model.oracle is not None and model.oracle_kind != OracleKind.FINITE_DIFFERENCES
-    hand = dict(model.oracle(case)) if choice == AUTO and exact else {}
+    hand = oracle_cache.cached(model, case, lambda: model.oracle(case)) if choice == AUTO and exact else {}
     missing = [n for n in names if n not in hand]
     if not missing:
         return Oracle(hand, model.oracle_kind, reason="the model's own oracle")
