@@ -247,4 +247,4 @@ def test_counted_medians_are_the_medians_of_the_drawn_samples() -> None:
     counts = rng.integers(0, 4, size=(50, 9))
     counts[:, 0] += 1
     expected = [np.median(np.repeat(values, c)) for c in counts]
-    assert np.allclose(compare_stats._weighted_medians(values, counts), expected)
+    assert np.allclose(compare_stats._weighted_quantiles(values, counts), expected)

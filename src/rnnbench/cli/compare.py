@@ -49,6 +49,36 @@ def threshold(value: str) -> float:
     return number
 
 
+DEFAULT_THRESHOLD = "10%"
+
+
+def thresholds(given: list[str]) -> tuple[float, tuple[tuple[str, float], ...]]:
+    """(the default threshold, (pattern, threshold) pairs) of --threshold values: "10%" sets the
+    default (the last given wins), "jax_*=20%" a pattern's."""
+    default, patterns = threshold(DEFAULT_THRESHOLD), []
+    for value in given:
+        pattern, sep, level = str(value).rpartition("=")
+        if sep and not pattern.strip():
+            raise InputError(f"--threshold {value!r}: no pattern before '=' (e.g. 'jax_*=20%')")
+        if sep:
+            patterns.append((pattern.strip(), threshold(level)))
+        else:
+            default = threshold(value)
+    return default, tuple(patterns)
+
+
+def config_thresholds(path: str) -> list[str]:
+    """The `thresholds` of a compare config file, as --threshold values ("*" is the default)."""
+    config = options._read_toml(path)  # the run config reader: regular, small, valid TOML
+    unknown = sorted(set(config) - {"thresholds"})
+    if unknown:
+        raise InputError(f"config file {path}: unknown key(s) {', '.join(unknown)} (compare reads `thresholds`)")
+    table = config.get("thresholds", {})
+    if not isinstance(table, dict) or not all(isinstance(v, (str, int, float)) for v in table.values()):
+        raise InputError(f'config file {path}: `thresholds` must be a table of pattern = "10%" (e.g. "jax_*" = "20%")')
+    return [str(v) if k == "*" else f"{k}={v}" for k, v in table.items()]
+
+
 def alpha(value: str) -> float:
     try:
         number = float(value)
@@ -67,7 +97,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "file or several joined by commas (runs of one side: rounds); with --environments, one or more "
         "files holding both environments",
     )
-    p.add_argument("--threshold", default="10%", help="smallest change of time that counts (default 10%%)")
+    p.add_argument(
+        "--threshold",
+        action="append",
+        help="smallest change of time that counts (default 10%%); PATTERN=10%% sets it for the rows whose "
+        "driver or model/driver matches the shell pattern (the largest of those that match), e.g. "
+        "--threshold 'jax_*=20%%' --threshold 10%%; repeatable",
+    )
+    p.add_argument(
+        "--config",
+        help="a TOML file whose `thresholds` table gives them as --threshold does, e.g. "
+        'thresholds = {"jax_*" = "20%%", "*" = "10%%"} (flags come after the file\'s)',
+    )
     p.add_argument("--alpha", default="0.01", help="1 - confidence of the intervals (default 0.01: 99 %%)")
     p.add_argument(
         "--format",
@@ -139,7 +180,8 @@ def _run_commits(
 def run(args: argparse.Namespace, run_commits: RunCommits | None = None) -> int:
     """The command. run_commits: what runs --commits (default rnnbench.run.commits.run_commits; tests
     pass a stand-in)."""
-    level, cut = threshold(args.threshold), alpha(args.alpha)
+    given = (config_thresholds(args.config) if args.config else []) + list(args.threshold or [])
+    (level, patterns), cut = thresholds(given), alpha(args.alpha)
     if not args.commits and any(getattr(args, name) is not None for name in RUN_OPTIONS if name != "environments"):
         raise InputError("run options (--models, --drivers, ...) go with --commits")
     try:
@@ -158,6 +200,7 @@ def run(args: argparse.Namespace, run_commits: RunCommits | None = None) -> int:
         normalize=args.normalize,
         with_environment=with_env,
         sides=labels,
+        patterns=patterns,
     )
     print(render(result, args.format))
     return result.exit_code

@@ -19,9 +19,10 @@ from rnnbench.report.compare_pairs import (
     RUNS_CAP,
     Comparison,
     Pair,
+    clock_of,
     side_status,
 )
-from rnnbench.report.compare_stats import SLOWER
+from rnnbench.report.compare_stats import CPU_QUANTILE, SLOWER
 from rnnbench.report.escape import md_cell
 from rnnbench.report.table import env_label
 
@@ -125,6 +126,15 @@ def header_lines(cmp: Comparison) -> list[str]:
         f"intervals: {100 * (1 - cmp.alpha):g} % percentile bootstrap of the ratio of medians over each side's "
         f"runs (at most {RUNS_CAP} per row: the last) and samples (seeded)",
     ]
+    if cmp.patterns:
+        per_row = ", ".join(f"{pattern} {100 * level:g} %" for pattern, level in cmp.patterns)
+        lines.append(f"thresholds per row (the largest that matches its driver or model/driver): {per_row}")
+    clocks = {clock_of(p.base + p.new) for p in cmp.pairs if p.times}
+    if "cpu" in clocks:
+        lines.append(
+            f"one-thread rows are decided by their CPU time ({100 * CPU_QUANTILE:g}th percentile: other work only "
+            "adds to it), other rows by wall time; contended or self-disagreeing rows are noisy"
+        )
     capped = sum(len(p.base) > RUNS_CAP or len(p.new) > RUNS_CAP for p in cmp.pairs)
     if capped:
         lines.append(f"{capped} row(s) have more than {RUNS_CAP} runs on a side: the last {RUNS_CAP} are compared")

@@ -26,6 +26,12 @@ Verdicts. A status change is a verdict of its own, whatever the time says:
 Rows ok on both sides get a time verdict per quantity (fwd+bwd, fwd): slower, faster, same or
 noisy (compare_stats.verdict); the row's is the worst (slower, then noisy, then faster, then
 same). Rows with one status on both sides and nothing timed are `same`.
+Which clock: CPU time where every record of the row on both sides was decided by it (its
+`timing.clock`, one-thread rows), else wall time (`clock_of`). What the evidence cannot support is
+`noisy`, never slower, faster or same (`_unsupported`): a wall-time row timed under contention (its
+`cpu.notes`) or marked unstable (`timing.unstable`), and any row whose statistic disagrees with
+itself by more than the threshold: between the runs of one side, or, with one run, between the
+first and second half of its samples (the machine changed while it ran).
 The exit code is 1 on any regression or slower row, else 0.
 """
 
@@ -35,13 +41,24 @@ import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Any
 
 import numpy as np
 
 from rnnbench.errors import InputError
 from rnnbench.record import RowKey, row_key
-from rnnbench.report.compare_stats import FASTER, NOISY, SAME, SLOWER, Estimate, Side, estimate, verdict
+from rnnbench.report.compare_stats import (
+    CPU_QUANTILE,
+    FASTER,
+    NOISY,
+    SAME,
+    SLOWER,
+    Estimate,
+    Side,
+    estimate,
+    verdict,
+)
 from rnnbench.report.table import contention, env_label, machine_of
 from rnnbench.status import Status, is_failing, is_fixed, is_known
 
@@ -94,6 +111,7 @@ class Comparison:
     factor: float = 1.0  # the machine-speed factor divided out (--normalize), else 1
     sides: tuple[str, str] = ("base", "new")  # what each side is (file names, environments)
     repeated: tuple[int, int] = (0, 0)  # records of each side that repeat a run, counted once
+    patterns: tuple[tuple[str, float], ...] = ()  # per-row thresholds (threshold_of)
 
     @property
     def gating(self) -> list[Pair]:
@@ -131,16 +149,61 @@ def status_verdict(base: str, new: str) -> tuple[str, str] | None:
     return CHANGED, ""
 
 
-def _side(records: list[dict[str, Any]], quantity: str) -> Side | None:
-    timed = [r[quantity] for r in records if r.get(quantity) and str(r["status"]) == Status.OK][-RUNS_CAP:]
+def _timed(records: list[dict[str, Any]], quantity: str) -> list[dict[str, Any]]:
+    """The records of one side that timed `quantity` (ok rows), the last RUNS_CAP."""
+    return [r for r in records if r.get(quantity) and str(r["status"]) == Status.OK][-RUNS_CAP:]
+
+
+def clock_of(records: list[dict[str, Any]]) -> str:
+    """ "cpu" when every timed record (both sides) was decided by its CPU time and carries CPU
+    samples, else "wall" (records older than the timing field are wall)."""
+    timed = [r for r in records if r.get("fwd_bwd") and str(r["status"]) == Status.OK]
+    cpu = all((r.get("timing") or {}).get("clock") == "cpu" and r["fwd_bwd"].get("cpu_samples") for r in timed)
+    return "cpu" if timed and cpu else "wall"
+
+
+def _side(records: list[dict[str, Any]], quantity: str, clock: str = "wall") -> Side | None:
+    timed = [r[quantity] for r in _timed(records, quantity)]
     if not timed:
         return None
+    if clock == "cpu" and all(t.get("cpu_samples") for t in timed):
+        cpu = tuple(tuple(float(x) for x in t["cpu_samples"]) for t in timed)
+        medians = tuple(float(t.get("cpu_median_ms") or np.median(c)) for t, c in zip(timed, cpu, strict=True))
+        quartiles = [np.percentile(c, [25, 75]) for c in cpu]
+        q1, q3 = tuple(float(q[0]) for q in quartiles), tuple(float(q[1]) for q in quartiles)
+        return Side(medians, q1, q3, cpu, CPU_QUANTILE, "cpu")
     return Side(
         tuple(float(t["median_ms"]) for t in timed),
         tuple(float(t["q1_ms"]) for t in timed),
         tuple(float(t["q3_ms"]) for t in timed),
         tuple(tuple(t.get("samples") or ()) for t in timed),
     )
+
+
+def _self_disagreement(side: Side) -> float:
+    """How far a side's statistic disagrees with itself (max / min, 1 = not at all): between its
+    runs, or, with one run, between the first and second half of its samples. 1 without samples."""
+    values = side.per_run()
+    if len(values) == 1:
+        half = len(side.samples[0]) // 2
+        if half < 3:
+            return 1.0
+        first, second = side.samples[0][:half], side.samples[0][half:]
+        values = [float(np.quantile(first, side.quantile)), float(np.quantile(second, side.quantile))]
+    return max(values) / min(values) if values and min(values) > 0 else 1.0
+
+
+def _unsupported(records: list[dict[str, Any]], sides: tuple[Side, Side], threshold: float) -> str | None:
+    """Why a time verdict of one quantity is not supported (module docstring), or None."""
+    if sides[0].clock == "wall":
+        if any(contention(r) for r in records):
+            return "timed under contention, on wall time"
+        if any((r.get("timing") or {}).get("unstable") for r in records):
+            return "unstable samples, on wall time"
+    worst = max(_self_disagreement(s) for s in sides)
+    if worst > 1.0 + threshold:
+        return f"its own runs disagree by {worst:.2f}x"
+    return None
 
 
 def pair_rows(base: list[dict[str, Any]], new: list[dict[str, Any]], with_environment: bool = True) -> list[Pair]:
@@ -178,11 +241,17 @@ def decide(pair: Pair, threshold: float, alpha: float, factor: float = 1.0) -> P
     if change is not None:
         pair.verdict, pair.why = change
         return pair
+    clock = clock_of(pair.base + pair.new)
     for q in QUANTITIES:
-        b, n = _side(pair.base, q), _side(pair.new, q)
+        b, n = _side(pair.base, q, clock), _side(pair.new, q, clock)
         if b and n:
             est = estimate(b, n, alpha).scaled(factor)
-            pair.times[q] = Timed(est, verdict(est, threshold, b, n, factor), b.median, n.median)
+            decided = verdict(est, threshold, b, n, factor)
+            why = _unsupported(_timed(pair.base, q) + _timed(pair.new, q), (b, n), threshold)
+            if why and decided != NOISY:  # nor same: a change hidden in that spread is not bounded
+                decided = NOISY
+                pair.notes.append(f"{QUANTITY_LABELS[q]}: {why}")
+            pair.times[q] = Timed(est, decided, b.median, n.median)
     if pair.times:
         pair.verdict = next(v for v in TIME_ORDER if any(t.verdict == v for t in pair.times.values()))
         if any(t.estimate.method == "quartiles" for t in pair.times.values()):
@@ -233,6 +302,14 @@ def machines(records: list[dict[str, Any]]) -> str:
     return ", ".join(sorted({machine_of(r) for r in records})) or "?"
 
 
+def threshold_of(key: RowKey, threshold: float, patterns: tuple[tuple[str, float], ...] = ()) -> float:
+    """The threshold of one row: the largest of the `patterns` (shell patterns, as asv's
+    regressions_thresholds) that match its driver or its model/driver, else `threshold`."""
+    names = (key.driver, f"{key.model}/{key.driver}")
+    hits = [t for pattern, t in patterns if any(fnmatchcase(name, pattern) for name in names)]
+    return max(hits) if hits else threshold
+
+
 def compare(
     base: list[dict[str, Any]],
     new: list[dict[str, Any]],
@@ -242,10 +319,12 @@ def compare(
     normalize: bool = False,
     with_environment: bool = True,
     sides: tuple[str, str] = ("base", "new"),
+    patterns: tuple[tuple[str, float], ...] = (),
 ) -> Comparison:
     """Pair, decide and describe. Records of two machines are refused (InputError) unless
     across_machines; normalize divides every ratio by machine_factor. A record repeated is one
-    run; a run on both sides, and sides without a common row, are refused."""
+    run; a run on both sides, and sides without a common row, are refused. `patterns`: (pattern,
+    threshold) per row (threshold_of); `threshold` where none matches."""
     by_run = runs(base), runs(new)
     repeated = len(base) - len(by_run[0]), len(new) - len(by_run[1])
     base, new = list(by_run[0].values()), list(by_run[1].values())
@@ -260,11 +339,13 @@ def compare(
             "comparable; pass --across-machines to compare them anyway (every line then says so)"
         )
     factor = machine_factor(pairs) if normalize else 1.0
-    pairs = [decide(p, threshold, alpha, factor) for p in pairs]
+    pairs = [decide(p, threshold_of(p.key, threshold, patterns), alpha, factor) for p in pairs]
     if other_machine:
         for p in pairs:
             p.notes.insert(0, "across machines")
-    return Comparison(pairs, differences(base, new), threshold, alpha, other_machine, where, factor, sides, repeated)
+    return Comparison(
+        pairs, differences(base, new), threshold, alpha, other_machine, where, factor, sides, repeated, patterns
+    )
 
 
 def _versions(records: list[dict[str, Any]]) -> dict[str, dict[str, set]]:

@@ -16,6 +16,12 @@ resamples x the side's samples, whatever the number of runs (which the caller ca
 A side without samples (records written before the schema kept them, or quartiles only) has no
 interval: its verdict rests on the quartiles, `noisy` unless the two interquartile ranges are
 disjoint and the ratio is beyond the threshold (`quartiles_verdict`).
+
+The statistic is the median of wall times, or, where every run of both sides was decided by its
+CPU time (a record's `timing.clock`), a low quantile (CPU_QUANTILE) of the CPU times: other work
+only ever adds to a call's CPU time (caches refilled after another process ran, a hypervisor's
+stolen time counted to the running process), so the low end is the call's own cost
+(docs/measuring.md#busy-machines-which-clock-decides).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import numpy as np
 RESAMPLES = 2000  # bootstrap resamples per interval (its ends are printed to two decimals)
 CHUNK = 250  # resamples drawn at once: bounds the (CHUNK, samples) count arrays
 SEED = 0
+CPU_QUANTILE = 0.1  # the statistic of CPU-time samples (module docstring); wall samples: the median
 
 FASTER, SLOWER, SAME, NOISY = "faster", "slower", "same", "noisy"
 
@@ -41,6 +48,8 @@ class Side:
     q1: tuple[float, ...]
     q3: tuple[float, ...]
     samples: tuple[tuple[float, ...], ...]
+    quantile: float = 0.5  # the statistic: 0.5, the median (wall); CPU_QUANTILE for CPU times
+    clock: str = "wall"  # "cpu" where the samples are CPU times
 
     @property
     def has_samples(self) -> bool:
@@ -48,10 +57,15 @@ class Side:
 
     @property
     def median(self) -> float:
-        """The pooled median of every run's samples, else the median of the runs' medians."""
+        """The statistic (the `quantile`) of every run's samples pooled, else the median of the
+        runs' medians."""
         if self.has_samples:
-            return float(np.median(np.concatenate([np.asarray(s) for s in self.samples])))
+            return float(np.quantile(np.concatenate([np.asarray(s) for s in self.samples]), self.quantile))
         return float(np.median(self.medians))
+
+    def per_run(self) -> list[float]:
+        """The statistic of each run's samples alone (empty without samples)."""
+        return [float(np.quantile(s, self.quantile)) for s in self.samples] if self.has_samples else []
 
     @property
     def iqr(self) -> tuple[float, float]:
@@ -80,21 +94,23 @@ class Estimate:
         return Estimate(self.ratio / factor, lo, hi, self.method, self.runs)
 
 
-def _weighted_medians(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """(n,) medians of n multisets of the sorted `values` (K,), each given by its `counts` (n, K):
-    the middle element, or the mean of the two middle ones (as np.median)."""
+def _weighted_quantiles(values: np.ndarray, counts: np.ndarray, q: float = 0.5) -> np.ndarray:
+    """(n,) `q`-quantiles of n multisets of the sorted `values` (K,), each given by its `counts`
+    (n, K), interpolated between the two ranks around q * (total - 1) as np.quantile does (q = 0.5:
+    the middle element, or the mean of the two middle ones, as np.median)."""
     cum = np.cumsum(counts, axis=1)
-    total = cum[:, -1:]
-    lower = values[np.argmax(cum > (total - 1) // 2, axis=1)]
-    upper = values[np.argmax(cum > total // 2, axis=1)]
-    return (lower + upper) / 2
+    position = q * (cum[:, -1] - 1)
+    below = np.floor(position)
+    lower = values[np.argmax(cum > below[:, None], axis=1)]
+    upper = values[np.argmax(cum > np.ceil(position)[:, None], axis=1)]
+    return lower + (upper - lower) * (position - below)
 
 
 def _bootstrap_medians(
-    runs: Sequence[Sequence[float]], rng: np.random.Generator, resamples: int, chunk: int = CHUNK
+    runs: Sequence[Sequence[float]], rng: np.random.Generator, resamples: int, chunk: int = CHUNK, q: float = 0.5
 ) -> np.ndarray:
-    """(resamples,) pooled medians: each resample draws len(runs) runs with replacement, then each
-    drawn run's samples with replacement (as many as it has), counted (module docstring)."""
+    """(resamples,) pooled `q`-quantiles (medians by default): each resample draws len(runs) runs
+    with replacement, then each drawn run's samples with replacement (as many as it has), counted (module docstring)."""
     arrays = [np.asarray(r, dtype=float) for r in runs]
     k, values = len(arrays), np.concatenate(arrays)
     order = np.argsort(values, kind="stable")
@@ -105,7 +121,7 @@ def _bootstrap_medians(
         counts = np.concatenate(
             [rng.multinomial(drawn[:, c] * len(a), np.full(len(a), 1 / len(a))) for c, a in enumerate(arrays)], axis=1
         )  # (n, samples): times each sample is drawn
-        out[start : start + n] = _weighted_medians(values[order], counts[:, order])
+        out[start : start + n] = _weighted_quantiles(values[order], counts[:, order], q)
     return out
 
 
@@ -116,7 +132,9 @@ def estimate(base: Side, new: Side, alpha: float, resamples: int = RESAMPLES, se
     if not (base.has_samples and new.has_samples):
         return Estimate(ratio, None, None, "quartiles", runs)
     rng = np.random.default_rng(seed)
-    ratios = _bootstrap_medians(new.samples, rng, resamples) / _bootstrap_medians(base.samples, rng, resamples)
+    ratios = _bootstrap_medians(new.samples, rng, resamples, q=new.quantile) / _bootstrap_medians(
+        base.samples, rng, resamples, q=base.quantile
+    )
     lo, hi = np.quantile(ratios, [alpha / 2, 1 - alpha / 2])
     return Estimate(ratio, float(lo), float(hi), "bootstrap", runs)
 
