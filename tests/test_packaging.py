@@ -243,6 +243,10 @@ def test_the_wheel_without_frameworks_answers_version_list_and_bugs(wheel_venv: 
     assert version.returncode == 0 and re.fullmatch(r"rnnbench \d+\.\d+\.\d+\n", version.stdout), version
     listed = _installed(wheel_venv, "list")
     assert listed.returncode == 0 and "torch_loop" in listed.stdout, listed.stderr
+    # the checkout's environments (xla: `make venv-xla`, .venv-xla) are named without a make target or a path
+    script = "from rnnbench.run import environments as e\nprint(e.get('xla').missing_reason())"
+    xla = subprocess.run([str(wheel_venv / "python"), "-c", script], capture_output=True, text=True, timeout=120)
+    assert "source checkout" in xla.stdout and "make" not in xla.stdout and "/" not in xla.stdout, xla
     # every entry in one process of the installed interpreter (one start instead of one per entry)
     ids = [issue.id for issue in known_issues.registry()]
     script = (

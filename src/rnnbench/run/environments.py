@@ -64,6 +64,9 @@ class Environment:
         if Path(self.python).exists() and (not self.creatable or self.complete()):
             return None
         what = f"{self.purpose} environment" if self.purpose else "environment"
+        if self.create_command.startswith("make ") and not (REPO / "Makefile").is_file():
+            # an installed rnnbench: no Makefile to run, and the path would point into site-packages
+            return f"the {what} '{self.name}' is created from a source checkout of rnnbench (not installed here)"
         return f"run `{self.create_command}` to create the {what} ('{self.name}': {self.python} not found)"
 
     @property
