@@ -31,63 +31,68 @@ class Edge:
     carry0: tuple = field(default_factory=lambda: (np.zeros(2),))
 
 
-def log_sigmoid_tail(ops, params, carry, x):
+def no_plant(ops, c):
+    """The hook where tests/test_edges_planted.py plants a wrong derivative beside the edge."""
+    return c
+
+
+def log_sigmoid_tail(ops, params, carry, x, plant=no_plant):
     """log(sigmoid(x)) in the left tail, where 0.5 (1 + tanh(x / 2)) has no digit left."""
     (h,) = carry
-    h = ops.log(ops.sigmoid(params["w"] * x - 40.0)) * 0.01 + 0.5 * h
+    h = plant(ops, ops.log(ops.sigmoid(params["w"] * x - 40.0))) * 0.01 + 0.5 * h
     return (h,), h
 
 
-def sigmoid_left_tail(ops, params, carry, x):
+def sigmoid_left_tail(ops, params, carry, x, plant=no_plant):
     """sigmoid near -33: the tanh form is 8.7e-4 off there, every driver was forward_mismatch."""
     (h,) = carry
-    h = ops.log(ops.sigmoid(params["w"] * x - 33.0)) * 0.01 + 0.5 * h
+    h = plant(ops, ops.log(ops.sigmoid(params["w"] * x - 33.0))) * 0.01 + 0.5 * h
     return (h,), h
 
 
-def sqrt_at_domain_boundary(ops, params, carry, x):
+def sqrt_at_domain_boundary(ops, params, carry, x, plant=no_plant):
     """sqrt(w x) with w[0] = 0: the finite differences of that entry evaluate sqrt of a negative
     number (NaN), the other entries have a derivative."""
     (h,) = carry
-    h = ops.tanh(params["v"] * x + h) + ops.sqrt(params["w"] * x)
+    h = plant(ops, ops.tanh(params["v"] * x + h)) + ops.sqrt(params["w"] * x)
     return (h,), h
 
 
-def folded_cancellation(ops, params, carry, x):
+def folded_cancellation(ops, params, carry, x, plant=no_plant):
     """(1 + u) - 1 with u ~ 1e-9: the numpy reference rounds there, XLA under jit folds it into u
     and lands closer to the exact value."""
     (h,) = carry
     u = params["w"] * x * 1e-9 + 0.1 * h
-    h = ((1.0 + u) - 1.0) * 1e6
+    h = plant(ops, (1.0 + u) - 1.0) * 1e6
     return (h,), h
 
 
-def float32_overflow(ops, params, carry, x):
+def float32_overflow(ops, params, carry, x, plant=no_plant):
     """exp(100) inside the recurrence: float32 cannot hold the forward, nor the gradient of w[0]."""
     (h,) = carry
-    h = ops.exp(params["w"] * x * 100.0) * 1e-40 + 0.5 * h
+    h = ops.exp(params["w"] * x * 100.0) * 1e-40 + plant(ops, ops.tanh(params["v"] * x)) + 0.5 * h
     return (h,), h
 
 
-def float32_cancellation(ops, params, carry, x):
+def float32_cancellation(ops, params, carry, x, plant=no_plant):
     """(1e5 + tanh(.)) - 1e5: float32 keeps about 3 digits of the tanh."""
     (h,) = carry
-    h = (1e5 + ops.tanh(params["w"] * x + h)) - 1e5
+    h = (1e5 + plant(ops, ops.tanh(params["w"] * x + h))) - 1e5
     return (h,), h
 
 
-def relu_pair_at_kink(ops, params, carry, x):
+def relu_pair_at_kink(ops, params, carry, x, plant=no_plant):
     """relu(z) - relu(-z) is z: differentiable at z = 0, where each relu is not (w[0] = 0)."""
     (h,) = carry
     z = params["w"] * x
-    h = 0.5 * h + (ops.where(z > 0, z, 0.0) - ops.where(-z > 0, -z, 0.0))
+    h = 0.5 * h + plant(ops, ops.where(z > 0, z, 0.0) - ops.where(-z > 0, -z, 0.0))
     return (h,), h
 
 
-def abs_at_kink(ops, params, carry, x):
+def abs_at_kink(ops, params, carry, x, plant=no_plant):
     """|z| at z = 0 (w[0] = 0): no derivative, every one-sided value is defensible."""
     (h,) = carry
-    h = 0.5 * h + ops.abs(params["w"] * x)
+    h = 0.5 * h + plant(ops, ops.abs(params["w"] * x))
     return (h,), h
 
 
@@ -106,7 +111,7 @@ EDGES = [
     Edge(
         "float32_overflow",
         float32_overflow,
-        {"w": np.array([1.0, 0.5])},
+        {"w": np.array([1.0, 0.5]), "v": np.array([0.3, -0.2])},
         {"float64": {"ok"}, "float32": {"cannot_decide"}},
     ),
     Edge(

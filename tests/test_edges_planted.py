@@ -1,0 +1,62 @@
+"""Planted wrong derivatives beside every edge of tests/test_edges.py, through the public API: one
+framework's step adds k (c - stop_gradient(c)) at the edge (its value unchanged, torch's derivative
+off by k dc) or k (c - stop_gradient(c))^2 (value and gradient unchanged, H v off by 2k dc (dc . v)).
+Each must be flagged on torch, and the untouched framework keep the edge's own verdict. The cases
+are generated from the edge table: a new edge is planted with no edit here."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from test_edges import EDGES, Edge, check
+
+K = 0.5
+WRONG = {"grad_mismatch", "missing_grad"}
+
+
+def torch_only(plant):
+    """plant(ops, c) on torch; c itself on every other framework (and on the numpy oracle)."""
+
+    def hook(ops, c):
+        return plant(ops, c) if ops.name == "torch" else c
+
+    return hook
+
+
+def first_order(ops, c):
+    return c + K * (c - ops.stop_gradient(c))
+
+
+def second_order(ops, c):
+    return c + K * (c - ops.stop_gradient(c)) ** 2
+
+
+def rows(report, driver: str) -> list:
+    return [r for r in report.results if r.driver == driver]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("edge", EDGES, ids=lambda e: e.name)
+def test_a_planted_gradient_is_flagged(edge: Edge, dtype: str) -> None:
+    report = check(edge, dtype, functools.partial(edge.step, plant=torch_only(first_order)))
+    assert all(r.status in WRONG for r in rows(report, "torch_loop")), str(report)
+    assert all(r.status in edge.expected[dtype] for r in rows(report, "jax_loop")), str(report)
+
+
+@pytest.mark.parametrize("edge", EDGES, ids=lambda e: e.name)
+def test_a_planted_hvp_is_flagged(edge: Edge) -> None:
+    """Where the gradients agree (the edge's float64 verdict is ok), H v is judged and the plant is
+    hvp_mismatch. Where they cannot agree (a kink, a NaN entry: cannot_decide, subgradient_differs)
+    H v is not checked (run/pair.py: first order must agree), so the row is flagged by its first-order
+    verdict and the plant itself is not seen; where a row agrees at a true kink, the difference H v
+    oracle disagrees with itself (ill_conditioned). Never ok."""
+    report = check(edge, "float64", functools.partial(edge.step, plant=torch_only(second_order)), order=2)
+    torch_rows, jax_rows = rows(report, "torch_loop"), rows(report, "jax_loop")
+    assert all(r.status in edge.expected["float64"] for r in jax_rows), str(report)
+    if edge.expected["float64"] == {"ok"}:
+        assert all(r.status == r.hvp_status == "hvp_mismatch" for r in torch_rows), str(report)
+        assert all(r.hvp_status == "ok" for r in jax_rows), str(report)
+    else:  # a row that agrees at a true kink (torch's |z|' = 0) has its H v ill_conditioned: never ok
+        assert all(r.status in edge.expected["float64"] and r.hvp_status != "ok" for r in torch_rows), str(report)
