@@ -119,12 +119,16 @@ SUITES = {s.name: s for s in (
     # call past compile_budget is a timeout record (sized from cold first calls on an H100, docs/gpu.md:
     # inductor's scan finishes within it, an unrolled compiled loop does not); a row past timeout (two
     # compiles, checking, timing) is killed.
-    Suite("gpu", "LSTM, RNN, stacked LSTM at real sizes, float32 and bfloat16, on --device cuda (docs/gpu.md)",
-          ("lstm", "rnn", "lstm2"),
-          ("torch_nn_lstm", "torch_nn_rnn",  # vendor layers: no compile
-           "jax_lax_scan", "flax_scan",  # jax's scans: seconds
-           "torch_loop", "jax_loop",  # the eager loop, the unrolled jit loop
+    # The gated linear recurrences (mingru, lru) run the associative scans too; on other models
+    # those rows are unavailable records, written at once.
+    Suite("gpu", "LSTM, RNN, stacked LSTM, GRU, minGRU, LRU at real sizes, float32 and bfloat16, on --device cuda "
+          "(docs/gpu.md)",
+          ("lstm", "rnn", "lstm2", "gru", "mingru", "lru"),
+          ("torch_nn_lstm", "torch_nn_rnn", "torch_nn_gru", "flax_gru_cell",  # vendor layers: no compile
+           "jax_lax_scan", "jax_lax_scan_unroll8", "jax_associative_scan", "flax_scan",  # jax's scans: seconds
+           "torch_loop", "jax_loop", "torch_associative_scan",  # the eager loops, the unrolled jit loop
            "torch_scan_compiled", "torch_scan_compiled_cudagraphs",  # inductor: a minute or more
+           "torch_associative_scan_compiled", "torch_associative_scan_compiled_pointwise",
            "torch_loop_compiled", "torch_loop_compiled_cudagraphs"),
           ("main",), sizes=tuple({"T": t, "B": 64, "I": 256, "H": h} for t in (256, 1024) for h in (512, 1024)),
           dtypes=("float32", "bfloat16"), device="cuda", timeout=240.0, compile_budget=90.0, staged=True),
@@ -135,13 +139,16 @@ CURATED = Suite("curated", "each mechanism once and the vendor layers, on rnn an
 # asv's parameters. asv runs a benchmark by its index in the lists it discovered at one commit, so
 # they only grow: append a name, never rename or reorder one. A new driver is measured by
 # `rnnbench run` and pytest-benchmark from the registry, and by asv once its name is here.
-ASV = Suite("asv", "asv's full matrix", ("rnn", "lstm", "decay", "taylor_expm", "newton_schulz"), (
+ASV = Suite("asv", "asv's full matrix", (
+    "rnn", "lstm", "decay", "taylor_expm", "newton_schulz", "gru", "mingru", "lru"), (
     "flax_lstm_cell", "flax_scan", "flax_simple_cell", "jax_lax_scan", "jax_loop", "jax_loop_buffer",
     "torch_autocast_loop", "torch_autocast_loop_compiled", "torch_loop", "torch_loop_compiled",
     "torch_loop_index_put", "torch_loop_index_put_compiled", "torch_loop_setitem", "torch_loop_setitem_compiled",
     "torch_nn_lstm", "torch_nn_rnn", "torch_scan", "torch_scan_compiled", "torch_scan_compiled_clone_y_only",
     "torch_scan_compiled_default_config", "torch_xla_loop", "torch_xla_scan", "torch_xla_scan_cached",
     "torch_xla_scan_closure", "torch_loop_compiled_cudagraphs", "torch_scan_compiled_cudagraphs",
+    "torch_nn_gru", "flax_gru_cell", "jax_lax_scan_unroll8", "jax_associative_scan", "torch_associative_scan",
+    "torch_associative_scan_compiled", "torch_associative_scan_compiled_pointwise",
 ))
 # Eager torch scan re-traces its body on every call: its time differs from process to process by
 # more than the 10 % a rerun must agree within (docs/measuring.md#asv), so asv times it in more.
