@@ -101,13 +101,52 @@ def test_repro_scripts_render_every_edge_op(tmp_path, driver) -> None:
 
 @pytest.mark.parametrize("plant, drivers", [("grad:jax", ("torch_loop", "jax_loop")), ("hvp:torch", ("torch_loop",))])
 def test_planted_wrong_derivatives_are_flagged_on_the_planted_framework_only(plant, drivers) -> None:
-    campaign = Campaign(cases=4, seed=2, drivers=drivers, grammar=Grammar("edge", 0.25, plant), shrink_per_kind=0)
+    """Smooth bodies: every planted outcome is a mismatch (beside kinks: the two tests below)."""
+    campaign = Campaign(cases=4, seed=2, drivers=drivers, grammar=Grammar("smooth", 0.0, plant), shrink_per_kind=0)
     summary = fuzz(campaign)
     planted = [o for o in summary.outcomes if summary.is_planted(o)]
     assert len(planted) == 4 - sum(summary.ill_conditioned.values()) > 0
     assert summary.plant_verdicts() == {"caught": len(planted)} and not summary.misses, summary.format()
     assert not summary.failures, summary.format()  # the unplanted driver is judged as usual
     assert f"plant {plant}" in summary.format()
+
+
+def test_no_planted_edge_body_is_called_right() -> None:
+    """Snapped edge bodies: no planted outcome is ok (a miss); most are mismatches."""
+    campaign = Campaign(cases=4, seed=2, drivers=("jax_loop",), grammar=Grammar("edge", 0.25, "grad:jax"))
+    summary = fuzz(dataclasses.replace(campaign, shrink_per_kind=0))
+    assert not summary.misses and summary.plant_verdicts()["caught"] >= 2, summary.format()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 37: beside a kink reached inside the recurrence (relu of a carry that became 0), the judge "
+    "calls a planted wrong gradient subgradient_differs, which does not fail a run",
+)
+def test_a_planted_wrong_gradient_beside_a_kink_is_a_mismatch() -> None:
+    """The edge campaign's planted miss, shrunk: c0' = relu(c0) + plant, y = c0 + plant, T = 2,
+    carry0 = -0.5 (relu(c0) is 0 after step 0, so step 1 sits on its kink). The kink cannot
+    explain torch's value: jax, without the plant, is ok on the same case."""
+    from rnnbench.check.oracle import oracle_grads
+    from rnnbench.fuzz.cases import FuzzCase
+    from rnnbench.fuzz.runner import run_driver
+
+    body = Body(
+        updates=(("edge", "relu_where", ("leaf", "c0")),),
+        output=("leaf", "c0"),
+        n=1,
+        length=2,
+        has_xs=False,
+        carry_grad=(True,),
+        xs_grad=False,
+        data_seed=1,
+        plant="grad:torch",
+    )
+    fc = build(body)
+    case = dataclasses.replace(fc.case, carry0=(np.array([-0.5]),))
+    fc = FuzzCase(body, fc.model, case, None, oracle_grads(fc.model, case))
+    assert run_driver(fc, registry.get_driver("jax_loop"), "float64", False)[0] == "ok"
+    assert run_driver(fc, registry.get_driver("torch_loop"), "float64", False)[0] == "grad_mismatch"
 
 
 @pytest.mark.parametrize(
