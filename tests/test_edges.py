@@ -1,4 +1,4 @@
-"""Verdicts at the edges of ordinary steps (issue 37's classes 4, 5, 6, 8, 9, 10), each through the
+"""Verdicts at the edges of ordinary steps (issue 37's classes 1-6, 8, 9, 10), each through the
 public API (`rnnbench.check_recurrence`) at float64 and float32 on tiny sizes: the sigmoid tails, a
 compiler more accurate than the numpy reference, float32 forwards no float32 computation can give,
 smooth composites of kinked ops at the kink, NaN oracle entries, and known-issue attribution.
@@ -96,9 +96,42 @@ def abs_at_kink(ops, params, carry, x, plant=no_plant):
     return (h,), h
 
 
+def learned_power(ops, params, carry, x, plant=no_plant):
+    """x ** a with a differentiated exponent (class 2: the dual numbers raised TypeError)."""
+    (h,) = carry
+    h = plant(ops, (ops.abs(x) + 1.0 + 0.1 * h * h) ** params["a"]) * 0.1 + 0.5 * h
+    return (h,), h
+
+
+def equality_gate(ops, params, carry, x, plant=no_plant):
+    """== on a differentiated value (class 3: the oracle compared identities, every driver was wrong)."""
+    (h,) = carry
+    z = params["w"] * x
+    h = ops.where(z == 0.5, 0.0, plant(ops, ops.tanh(z + h)))
+    return (h,), h
+
+
+def safe_sqrt_at_zero(ops, params, carry, x, plant=no_plant):
+    """The safe-sqrt idiom where(u > 0, sqrt(where(u > 0, u, 1)), 0) at u == 0 (class 1: the 50-digit
+    rung raised ZeroDivisionError): sqrt has no derivative there, the frameworks' finite 0 is one answer."""
+    (h,) = carry
+    u = params["w"] * x
+    h = plant(ops, ops.tanh(params["v"] * x + h)) + ops.where(u > 0, ops.sqrt(ops.where(u > 0, u, 1.0)), 0.0)
+    return (h,), h
+
+
 EDGES = [
     Edge("sigmoid_left_tail", sigmoid_left_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
     Edge("log_sigmoid_tail", log_sigmoid_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
+    # the classes of check/dual.py (1, 2, 3), beside which the planted family goes too
+    Edge("learned_power", learned_power, {"a": np.array([0.7, 1.3])}, {"float64": {"ok"}, "float32": {"ok"}}),
+    Edge("equality_gate", equality_gate, {"w": np.array([1.0, 0.3])}, {"float64": {"ok"}, "float32": {"ok"}}),
+    Edge(
+        "safe_sqrt_at_zero",
+        safe_sqrt_at_zero,
+        {"w": np.array([0.0, 0.5]), "v": np.array([0.3, -0.2])},
+        {"float64": {"cannot_decide"}, "float32": {"cannot_decide"}},
+    ),
     # class 5: a driver closer to the exact loss than the float64 reference is not wrong
     Edge(
         "folded_cancellation",
