@@ -172,3 +172,117 @@ def test_version_table_only_where_several_versions_ran(tmp_path: Path) -> None:
     page = write_report(versions, tmp_path / "v").read_text()
     assert 'id="versions-table"' in page and "<strong>reproduces</strong>" in page
     assert 'id="versions-table"' not in write_report(record.load(H100), tmp_path).read_text()
+
+
+def _planted(driver: str, ms: float | None, T: int = 64, status: str = "ok", **extra) -> dict:
+    """A record of model rnn at B=4,H=8,T=`T` as a run writes one: timed when `ms` is given."""
+    rec = {
+        "model": "rnn",
+        "driver": driver,
+        "dtype": "float32",
+        "status": status,
+        "framework": "torch",
+        "env_label": "torch 2.13.0",
+        "sizes": {"B": 4, "H": 8, "T": T},
+        "timestamp": "t",
+        "first_call_s": 1.5,
+        **extra,
+    }
+    if ms is not None:
+        rec["fwd_bwd"] = {"median_ms": ms, "q1_ms": 0.9 * ms, "q3_ms": 1.1 * ms}
+    return rec
+
+
+def _bar_colors(fig) -> dict[str, tuple]:
+    """Tick label (series label) -> face colour of its bar, over every panel of `fig`."""
+    out = {}
+    for ax in fig.axes:
+        labels = {round(t): lab.get_text() for t, lab in zip(ax.get_yticks(), ax.get_yticklabels())}
+        for c in ax.containers:
+            for p in getattr(c, "patches", []):
+                out[labels[round(p.get_y() + p.get_height() / 2)]] = p.get_facecolor()
+    return out
+
+
+def test_a_driver_has_its_colour_in_two_charts_with_other_drivers(tmp_path: Path, monkeypatch) -> None:
+    """jax_lax_scan drawn beside two different sets of drivers keeps one colour (the README's CPU
+    and GPU charts once gave it two)."""
+    figs = []
+    monkeypatch.setattr(bars, "save_png", lambda fig, path: figs.append(fig) or path)
+    one = [_planted("jax_lax_scan", 2.0), _planted("torch_loop", 3.0)]
+    two = [_planted("jax_lax_scan", 2.0), _planted("flax_scan", 1.0), _planted("torch_scan_compiled", 4.0)]
+    for records in (one, two):
+        bars.figure(
+            records, {("rnn", *k): rows for k, rows in bars.panels(records, "rnn").items()}, tmp_path / "x", "t"
+        )
+    label = style.Series("jax_lax_scan", "torch 2.13.0").label
+    first, second = (_bar_colors(f)[label] for f in figs)
+    assert first == second
+    for f in figs:
+        style.pyplot().close(f)
+
+
+def test_a_driver_missing_from_a_panel_is_a_labelled_gap_with_why(tmp_path: Path, monkeypatch) -> None:
+    """At T=1024 two of four drivers have no record: both keep their place, labelled with the reason
+    given, and get no bar; the panel's axis runs at most NOTE_ROOM's margin past its longest whisker."""
+    figs = []
+    monkeypatch.setattr(bars, "save_png", lambda fig, path: figs.append(fig) or path)
+    drivers = {"torch_nn_lstm": 1.0, "jax_lax_scan": 1.3, "torch_loop": 8.0, "torch_scan_compiled": 6.0}
+    records = [_planted(d, ms, T=256) for d, ms in drivers.items()]
+    records += [_planted(d, 10 * drivers[d], T=1024) for d in ("torch_nn_lstm", "jax_lax_scan")]
+    groups = {("rnn", *k): rows for k, rows in bars.panels(records, "rnn").items()}
+    bars.figure(records, groups, tmp_path / "x", "t", gap_why={"torch_loop": "run cut before it"})
+    (fig,) = figs
+    big = next(ax for ax in fig.axes if "T=1024" in ax.get_title())
+    texts = [t.get_text() for t in big.texts]
+    assert "no record: run cut before it" in texts
+    assert "no record: none in these records" in texts  # torch_scan_compiled, no reason given
+    assert {lab.get_text() for lab in big.get_yticklabels()} >= {
+        style.Series(d, "torch 2.13.0").label for d in ("torch_loop", "torch_scan_compiled")
+    }
+    assert len(_drawn_bars(big)) == 2
+    for ax in (a for a in fig.axes if a.get_visible()):
+        longest = max(p.get_x() + p.get_width() for c in ax.containers for p in getattr(c, "patches", []))
+        lo, hi = ax.get_xlim()
+        assert lo == 0 and longest * 1.1 <= hi <= longest * 1.1 / bars.NOTE_ROOM + 1e-9  # the whisker: 1.1x median
+        assert "recommended (fastest correct): torch_nn_lstm" in ax.get_title()
+    style.pyplot().close(fig)
+
+
+def test_a_wide_spread_is_a_log_axis_with_the_ratios_printed() -> None:
+    rows = [
+        bars.BarRow(style.Series(d, "e"), "ok", False, ms, 0.9 * ms, 1.1 * ms)
+        for d, ms in (("jax_loop", 0.2), ("torch_scan", 70.0))
+    ]
+    log, lo, hi = bars.time_axis(rows)
+    assert log and 0.18 / bars.LOG_MARGIN == pytest.approx(lo) and hi == pytest.approx(77.0 * bars.LOG_MARGIN)
+    fig, ax = style.pyplot().subplots()
+    bars.draw_panel(ax, rows, style.styles(b.series for b in rows), "t", 0)
+    assert any("0.00286x fastest" in t.get_text() for t in ax.texts)
+    assert not bars.time_axis(rows[:1])[0]
+    style.pyplot().close(fig)
+
+
+def test_the_idiomatic_chart_faceted_by_mechanism_with_a_legend_per_style(tmp_path: Path, monkeypatch) -> None:
+    """One panel per mechanism: its driver solid, its idiomatic family dashed in the same colour, and
+    every line in the panel's legend."""
+    from rnnbench.report import growth
+    from rnnbench.suites import MECHANISMS
+
+    figs = []
+    monkeypatch.setattr(growth, "save_png", lambda fig, path: figs.append(fig) or path)
+    records = [
+        _planted(name, ms * T / 32, T=T, framework_family="torch")
+        for T in (32, 64)
+        for name, ms in (("torch_loop", 2.0), (f"idiomatic: {MECHANISMS[0].idiom}", 1.8), ("torch_scan", 9.0))
+    ]
+    growth.idiomatic_t_growth_chart(records, tmp_path / "x.png")
+    (fig,) = figs
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == ["torch_loop", "torch_scan"]
+    lines = {ln.get_label(): ln for ln in panels[0].get_lines() if not ln.get_label().startswith("_")}
+    legend = {t.get_text() for t in panels[0].get_legend().get_texts()}
+    assert set(lines) <= legend
+    own, idiom = lines["torch_loop"], lines[f"idiomatic: {MECHANISMS[0].idiom}"]
+    assert own.get_color() == idiom.get_color() and own.get_linestyle() == "-" and idiom.get_linestyle() == "--"
+    style.pyplot().close(fig)

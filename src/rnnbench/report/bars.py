@@ -47,6 +47,8 @@ GAP_COLOR = "#b00000"
 
 
 NOTE_ROOM = 0.62  # the longest bar (its whisker) ends here, as a fraction of the axis: its note fits beside it
+LINEAR_SPREAD = 20.0  # slowest / fastest median up to which a panel's time axis is linear
+LOG_MARGIN = 1.25  # a log axis runs this factor past the whiskers on both sides
 
 
 class BarRow(NamedTuple):
@@ -177,10 +179,13 @@ def _fmt_mb(mb: float) -> str:
     return f"{mb / 1024:.3g} GiB" if mb >= 1024 else f"{mb:.3g} MiB"
 
 
-def _note(b: BarRow) -> str:
-    """Two lines beside a bar: its median (contention mark), speed-up and % of peak; its first call
-    and the memory its step saves for backward."""
+def _note(b: BarRow, best_ms: float | None = None) -> str:
+    """Two lines beside a bar: its median (contention mark), speed-up over the vendor layer (and,
+    on a log axis, over the panel's fastest: lengths there do not compare) and % of peak; its first
+    call and the memory its step saves for backward."""
     first = [_fmt_ms(b.median_ms) + (f" {CONTENDED_MARK}" if b.contended else "") + (" unstable" if b.unstable else "")]
+    if best_ms is not None and b.median_ms != best_ms:
+        first.append(f"{speedup_label(speedup(b.median_ms, best_ms))} fastest")
     if b.vs_vendor is not None:
         first.append(f"{speedup_label(b.vs_vendor)} vendor")
     if b.pct_peak is not None:
@@ -193,27 +198,53 @@ def _note(b: BarRow) -> str:
     return " | ".join(first) + ("\n" + " | ".join(second) if second else "")
 
 
-def _gap(ax, y: int, b: BarRow, hi: float) -> None:
+def _gap(ax, y: int, b: BarRow) -> None:
     text = b.status if b.status.startswith("no record") else f"no time: {b.status}"
     if b.first_call_s is not None:
         text += f" (1st call {b.first_call_s:.3g} s)"
-    ax.text(hi * 0.01, y, text, va="center", ha="left", fontsize=7.5, color=GAP_COLOR, fontweight="bold")
+    ax.text(0.01, y, text, transform=ax.get_yaxis_transform(), va="center", ha="left", fontsize=7.5, color=GAP_COLOR)
+
+
+def _plain_log_ticks(axis, decades: float) -> None:
+    """Major ticks at 1-2-5 (1 only over more than four decades) labelled as plain numbers, no
+    minor labels: matplotlib labels minor ticks of a short log range in 2x10^3 form, and they overlap."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0,) if decades > 4 else (1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FormatStrFormatter("%g"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def time_axis(bars: list[BarRow]) -> tuple[bool, float, float]:
+    """(log?, lo, hi) of a panel's time axis: linear from 0 while the slowest median is at most
+    LINEAR_SPREAD times the fastest, its notes beside the bars (the longest whisker ends at
+    NOTE_ROOM of the axis); log otherwise (a linear axis would show the fast bars as slivers), its
+    limits a margin around the whiskers and its notes in a column right of the axes."""
+    timed_bars = [b for b in bars if b.timed]
+    if not timed_bars:
+        return False, 0.0, 1.0
+    longest = max(b.q3_ms for b in timed_bars)
+    medians = [b.median_ms for b in timed_bars]
+    if max(medians) <= LINEAR_SPREAD * min(medians):
+        return False, 0.0, longest / NOTE_ROOM
+    return True, min(b.q1_ms for b in timed_bars) / LOG_MARGIN, longest * LOG_MARGIN
 
 
 def draw_panel(ax, bars: list[BarRow], look: dict[Series, Style], title: str, unavailable: int) -> None:
     """Draw one panel: a bar (median, IQR whiskers) for each timed BarRow only, a labelled gap for
-    the others; a linear time axis from 0 to where the longest whisker leaves room for its note."""
-    longest = max((b.q3_ms for b in bars if b.timed), default=1.0)
-    hi = longest / NOTE_ROOM
+    the others, on the time axis of time_axis()."""
+    log, lo, hi = time_axis(bars)
+    best = recommended(bars)
     for y, b in enumerate(bars):
         style = look[b.series]
         if not b.timed:
-            _gap(ax, y, b, hi)
+            _gap(ax, y, b)
             continue
         hatch = VENDOR_HATCH if b.anchor else style.hatch
         ax.barh(
             y,
-            b.median_ms,
+            b.median_ms - (lo if log else 0.0),
+            left=lo if log else 0.0,
             height=0.7,
             color=style.color,
             edgecolor="black",
@@ -223,20 +254,36 @@ def draw_panel(ax, bars: list[BarRow], look: dict[Series, Style], title: str, un
             xerr=[[b.median_ms - b.q1_ms], [b.q3_ms - b.median_ms]],
             error_kw=dict(ecolor="black", capsize=3, lw=1),
         )
-        ax.text(b.q3_ms + hi * 0.01, y, _note(b), va="center", ha="left", fontsize=7, linespacing=1.0)
+        if log:
+            ax.text(
+                1.01,
+                y,
+                _note(b, best.median_ms if best else None),
+                transform=ax.get_yaxis_transform(),
+                va="center",
+                ha="left",
+                fontsize=7,
+                linespacing=1.0,
+            )
+        else:
+            ax.text(b.q3_ms + hi * 0.01, y, _note(b), va="center", ha="left", fontsize=7, linespacing=1.0)
         if b.anchor:
             ax.axvline(b.median_ms, color=style.color, ls="--", lw=1)
-    ax.set_xlim(0, hi)
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    if log:
+        _plain_log_ticks(ax.xaxis, decades=math.log10(hi / lo))
     ax.tick_params(axis="x", labelsize=8)
     ax.set_ylim(len(bars) - 0.5, -0.5)
     ax.set_yticks(range(len(bars)), [b.series.label + (" [vendor]" if b.anchor else "") for b in bars], fontsize=8)
     for tick, b in zip(ax.get_yticklabels(), bars):
         if not b.timed:
             tick.set_color(GAP_COLOR)
-    ax.grid(True, axis="x", alpha=0.3)
+    ax.grid(True, axis="x", which="both" if log else "major", alpha=0.3)
     not_here = f"; {unavailable} row(s) not applicable here" if unavailable else ""
-    ax.set_xlabel("fwd+bwd median ms (linear from 0; whiskers: IQR)" + not_here, fontsize=8)
-    best = recommended(bars)
+    scale = f"log: times {LINEAR_SPREAD:g}x apart or more, compare the printed ratios" if log else "linear from 0"
+    ax.set_xlabel(f"fwd+bwd median ms ({scale}; whiskers: IQR)" + not_here, fontsize=8)
     pick = f"\nrecommended (fastest correct): {best.series.driver}" if best else "\nno driver timed correct here"
     ax.set_title(title + pick, fontsize=9)
 
@@ -293,7 +340,7 @@ def figure(
     rows_of = [len(bars) for bars in full.values()]
     height = sum(max(rows_of[i : i + cols]) * 0.42 + 1.5 for i in range(0, len(rows_of), cols)) + 1.0
     fig, axes = pyplot().subplots(
-        math.ceil(len(drawn) / cols), cols, figsize=(8 * cols, height), squeeze=False, layout="constrained", dpi=DPI
+        math.ceil(len(drawn) / cols), cols, figsize=(9.5 * cols, height), squeeze=False, layout="constrained", dpi=DPI
     )
     for ax, (key, bars) in zip(axes.flat, full.items()):
         model, sizes, dtype, device, loss = key
@@ -301,7 +348,7 @@ def figure(
         draw_panel(ax, bars, look, head, drawn[key][1])
     for ax in list(axes.flat)[len(drawn) :]:
         ax.set_visible(False)
-    fig.suptitle(wrap(title + "\n" + _legend_lines(every), 8 * cols), fontsize=10)
+    fig.suptitle(wrap(title + "\n" + _legend_lines(every), 9.5 * cols), fontsize=10)
     return save_png(fig, path)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from rnnbench.report.bars import bar_chart
 from rnnbench.report.growth import idiomatic_t_growth_chart, t_growth_chart
 from rnnbench.report.heatmap import grad_error_heatmap
+from rnnbench.report.ratios import speedup, speedup_label
 from rnnbench.report.style import (
     VENDOR_HATCH,
     Series,
@@ -150,7 +151,7 @@ def speedups(records: list[dict], model: str) -> tuple[dict[str, Series], dict[S
         got: dict[int, Any] = {}
         for r in rows:
             if timed(r) and length(r) in base:
-                got[length(r)] = base[length(r)] / r["fwd_bwd"]["median_ms"]
+                got[length(r)] = speedup(r["fwd_bwd"]["median_ms"], base[length(r)])
             elif r["status"] != "ok":
                 got[length(r)] = r["status"]
         out[s] = got
@@ -188,6 +189,8 @@ def speedup_chart(records: list[dict], model: str, out: Path) -> Path | None:
                 ax.text(x, 1.05, v, rotation=90, ha="center", va="bottom", fontsize=7, color=color)
         hatch = VENDOR_HATCH if by_series[s][0].get("anchor") else look[s].hatch or None
         ax.bar(xs, heights, width, color=color, edgecolor="black", lw=0.3, hatch=hatch, hatchcolor=ink_on(color))
+        for x, h in zip(xs, heights):  # a log axis understates ratios: the number is printed on the bar
+            ax.text(x, h, speedup_label(h), rotation=90, ha="center", va="bottom", fontsize=6.5)
         handles.append(Patch(facecolor=color, edgecolor="black", hatch=hatch, hatchcolor=ink_on(color), label=s.label))
     ax.axhline(1.0, color="black", lw=1)
     ax.set_yscale("log")
@@ -198,7 +201,7 @@ def speedup_chart(records: list[dict], model: str, out: Path) -> Path | None:
     same = " of the same machine" if any(b.machine for b in baselines.values()) else ""
     ax.set_title(
         f"{model}: speedup over the torch Python loop ({CHART_BASELINE}, {against}){same}\n"
-        "(hatched: vendor anchors; >1 is faster)",
+        "(hatched: vendor anchors; log axis, the ratio printed on each bar; >1 is faster)",
         fontsize=10,
     )
     ax.grid(True, axis="y", which="both", alpha=0.3)

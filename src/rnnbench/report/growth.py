@@ -15,7 +15,19 @@ from collections import defaultdict
 from pathlib import Path
 
 from rnnbench.report.bars import timed
-from rnnbench.report.style import DPI, Style, pyplot, readable_log_y, save_png, series_namer, styles, wrap
+from rnnbench.report.style import (
+    DPI,
+    MARKERS,
+    Style,
+    driver_style,
+    pyplot,
+    readable_log_y,
+    save_png,
+    series_namer,
+    styles,
+    wrap,
+)
+from rnnbench.suites import MECHANISMS, VENDOR_LAYERS
 
 
 def t_panels(records: list[dict], model: str) -> dict[tuple, list[dict]]:
@@ -75,7 +87,7 @@ def _lines(ax, rows: list[dict], name, look: dict, x_of=lambda r: r["sizes"]["T"
     return drawn
 
 
-def _finish(ax, ts: list[int], drawn: list[float], title: str) -> None:
+def _finish(ax, ts: list[int], drawn: list[float], title: str, legend_below: bool = True) -> None:
     if drawn:
         ax.plot(ts, [min(drawn) * t / ts[0] for t in ts], ":", color="gray", lw=1, label="slope 1 (linear in T)")
     ax.set(xscale="log", yscale="log", xlabel="T (steps)", ylabel="fwd+bwd median ms (band: IQR)")
@@ -85,7 +97,10 @@ def _finish(ax, ts: list[int], drawn: list[float], title: str) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.set_xticks(ts, [str(t) for t in ts])
     ax.minorticks_off()
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)  # below: lines stay visible
+    if legend_below:
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)  # below: lines stay visible
+    else:
+        ax.legend(fontsize=7, loc="upper left")
 
 
 def t_growth_chart(records: list[dict], model: str, out: Path) -> Path | None:
@@ -114,25 +129,79 @@ def t_growth_chart(records: list[dict], model: str, out: Path) -> Path | None:
     return save_png(fig, out / f"tgrowth_{model}.png")
 
 
+def idiomatic_panels(rows: list[dict]) -> dict[str, list[dict]]:
+    """The idiomatic T sweep faceted: per mechanism (suites.MECHANISMS) that has rows, its driver's
+    rows, its own idiomatic family's ("idiomatic: <idiom>") and the vendor family's of its framework
+    (a VENDOR_LAYERS family with the same framework_family): three lines a panel, not fifteen in one."""
+    vendor_names = {f"idiomatic: {v.family}" for v in VENDOR_LAYERS}
+    out: dict[str, list[dict]] = {}
+    for m in MECHANISMS:
+        own = [r for r in rows if r["driver"] == m.driver]
+        if not own:
+            continue
+        family = own[0].get("framework_family") or own[0].get("framework")
+        out[m.driver] = own + [
+            r
+            for r in rows
+            if r["driver"] == f"idiomatic: {m.idiom}"
+            or (r["driver"] in vendor_names and (r.get("framework_family") or r.get("framework")) == family)
+        ]
+    return out
+
+
+def idiomatic_looks(rows: list[dict]) -> dict[str, Style]:
+    """Each idiomatic family drawn in its mechanism's colour (a vendor family in its vendor layer's
+    driver's), with the next marker: the pair reads as one colour, solid against dashed."""
+    look = {r["driver"]: driver_style(r["driver"]) for r in rows}
+    model = rows[0]["model"] if rows else ""
+    for m in MECHANISMS:
+        base = driver_style(m.driver)
+        look[f"idiomatic: {m.idiom}"] = base._replace(marker=MARKERS[(MARKERS.index(base.marker) + 1) % len(MARKERS)])
+    for v in VENDOR_LAYERS:
+        layer = v.drivers.get(model)
+        if layer:
+            look[f"idiomatic: {v.family}"] = driver_style(layer)
+    return look
+
+
 def idiomatic_t_growth_chart(records: list[dict], path: Path) -> Path | None:
-    """The T sweep of the idiomatic comparison (rnnbench.study.idiomatic): one line per driver, the
-    baseline families ("idiomatic: ...", each at its fastest variant per T) dashed; colours and
-    markers from the set of drivers drawn (style.styles)."""
+    """The T sweep of the idiomatic comparison (rnnbench.study.idiomatic): one panel per mechanism
+    (idiomatic_panels), its driver solid, its idiomatic family and the vendor family dashed (each
+    family at its fastest variant per T); one shared time axis, so panels compare."""
     rows = [r for r in records if (r.get("sizes") or {}).get("T")]
-    if not rows:
+    groups = idiomatic_panels(rows)
+    if not groups:
         return None
-    driver = lambda r: r["driver"]
-    look = styles({r["driver"] for r in rows})
-    fig, ax = pyplot().subplots(figsize=(11, 6.5), layout="constrained", dpi=DPI)
-    # the baseline families are dashed (drawn as anchors), on copies: records are read, never changed
-    drawn = _lines(ax, [dict(r, anchor=r["driver"].startswith("idiomatic")) for r in rows], driver, look)
+    look = idiomatic_looks(rows)
+    cols = 2
+    fig, axes = pyplot().subplots(
+        math.ceil(len(groups) / cols),
+        cols,
+        figsize=(13, 3.6 * math.ceil(len(groups) / cols) + 1),
+        squeeze=False,
+        layout="constrained",
+        dpi=DPI,
+        sharex=True,
+        sharey=True,
+    )
+    ts = sorted({r["sizes"]["T"] for r in rows})
+    for ax, (mech, panel) in zip(axes.flat, groups.items()):
+        # the baseline families are dashed (drawn as anchors), on copies: records are read, never changed
+        drawn = _lines(
+            ax, [dict(r, anchor=r["driver"].startswith("idiomatic")) for r in panel], lambda r: r["driver"], look
+        )
+        _finish(ax, ts, drawn, mech, legend_below=False)
+    for ax in list(axes.flat)[len(groups) :]:
+        ax.set_visible(False)
     first = rows[0]
     fixed = ", ".join(f"{k}={v}" for k, v in first["sizes"].items() if k != "T")
-    _finish(
-        ax,
-        sorted({r["sizes"]["T"] for r in rows}),
-        drawn,
-        f"{first['model']}: fwd+bwd time vs T ({fixed}, {first['dtype']}, "
-        f"{(first.get('settings') or {}).get('threads', '?')} thread(s))",
+    fig.suptitle(
+        wrap(
+            f"{first['model']}: fwd+bwd time vs T ({fixed}, {first['dtype']}, "
+            f"{(first.get('settings') or {}).get('threads', '?')} thread(s)); solid: rnnbench's mechanism, dashed: "
+            "its idiomatic family and its framework's vendor layers (each at its fastest variant)",
+            13,
+        ),
+        fontsize=10,
     )
     return save_png(fig, path)
