@@ -324,3 +324,15 @@ def test_a_named_driver_without_its_framework_is_bad_input_naming_the_extra(name
         plan.check_drivers_runnable([name], ["main"])
     assert "site-packages" not in str(caught.value) and "\n" not in str(caught.value)
     plan.check_drivers_runnable([name], ["xla"])  # not this interpreter: no verdict here
+
+
+def test_a_plugin_framework_gets_no_extra_of_ours() -> None:
+    """The extras install rnnbench's own frameworks only: a plugin's framework is named by its package."""
+    import dataclasses
+
+    from rnnbench import registry
+    from rnnbench.run import plan
+
+    own = registry.get_driver("torch_loop").framework
+    assert "rnnbench[" in plan.install_hint(own)
+    assert plan.install_hint(dataclasses.replace(own, name="plugin_fw", module="plugin_fw")) == "pip"

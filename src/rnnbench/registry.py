@@ -124,6 +124,13 @@ def drivers() -> dict[str, Driver]:
     return {name: driver for name, (_, driver) in sorted(found.items())}
 
 
+@cache
+def builtin_frameworks() -> frozenset[str]:
+    """Names of the frameworks of rnnbench's own drivers (plugins' excluded): the ones its package
+    extras install (pyproject.toml: one extra per Framework.family)."""
+    return frozenset(d.framework.name for m in _modules("rnnbench.drivers") for d in getattr(m, "DRIVERS", ()))
+
+
 def frameworks() -> dict[str, Framework]:
     """The frameworks of the registered drivers, by name."""
     return {d.framework.name: d.framework for d in drivers().values()}

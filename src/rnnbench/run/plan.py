@@ -92,8 +92,10 @@ def order(value: str, model: Model, dtype: str) -> int:
 
 def install_hint(framework: Framework) -> str:
     """How to install a framework: the package extra named after its family (`rnnbench[torch]`,
-    `rnnbench[jax]`: pyproject.toml), and in a source checkout the make target too. Never a path:
-    an installed rnnbench lives in site-packages, where no Makefile is."""
+    `rnnbench[jax]`: pyproject.toml), and in a source checkout the make target too; a plugin's own
+    framework by its package. Never a path: an installed rnnbench lives in site-packages."""
+    if framework.name not in registry.builtin_frameworks():  # a plugin's framework: no extra of ours has it
+        return "pip"
     pip = f"`pip install 'rnnbench[{framework.family}]'`"
     checkout = (Path(__file__).resolve().parents[3] / "Makefile").is_file()
     return pip + (" (in this checkout: `make venv`)" if checkout else "")
