@@ -14,7 +14,7 @@ export RNNBENCH_XLA_PYTHON ?= $(abspath $(XLA_BIN))/python
 XLA_TESTS = tests/test_gradients.py tests/test_reference_cases.py tests/test_known_issues.py tests/test_upstream_repros.py tests/test_torch_xla.py \
             tests/test_second_order.py
 
-.PHONY: venv venv-xla bench bench-all test test-xla lint clean clean-xla
+.PHONY: venv venv-xla bench bench-all test test-slow test-all test-xla lint clean clean-xla
 
 venv: $(VENV)/.installed
 
@@ -54,9 +54,18 @@ TEST_WORKERS ?= auto
 NUMERIC_TESTS = tests/test_gradients.py tests/test_second_order.py tests/test_oracles.py tests/test_losses.py \
                 tests/test_low_precision.py tests/test_reference_cases.py tests/test_flops.py tests/test_stop_gradient.py \
                 tests/test_known_issues.py tests/test_false_alarms.py tests/test_checker_catches.py
+# `make test` is the fast tier (what a new user runs); `make test-slow` the rest, which CI (.ci/run) runs
+# too: the `slow` mark, given in tests/conftest.py (the registry matrix beyond the quick suite, inductor's
+# compiles, minutes-long process and study tests). `make test-all` runs both.
 test: venv
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=10 $(NUMERIC_TESTS)
-	$(BIN)/python -m pytest --durations=25 $(addprefix --ignore=,$(NUMERIC_TESTS))
+	$(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --durations=10 $(NUMERIC_TESTS)
+	$(BIN)/python -m pytest -m "not slow" --durations=10 $(addprefix --ignore=,$(NUMERIC_TESTS))
+
+test-slow: venv
+	$(BIN)/python -m pytest -m slow -n $(TEST_WORKERS) --durations=10 $(NUMERIC_TESTS)
+	$(BIN)/python -m pytest -m slow --durations=25 $(addprefix --ignore=,$(NUMERIC_TESTS))
+
+test-all: test test-slow
 
 # The torch_xla / torch 2.9.0 tests in their own interpreter, then the cross-environment tests from
 # the main one (required here: they fail instead of skipping when the environment is missing).

@@ -1,7 +1,11 @@
 """Test parameters are generated from the registries: a new model or driver file is tested by the
 existing tests with no edit here. Pairs cover the drivers of the environment running pytest (main,
 or the torch_xla one under `make test-xla`); pairs the known-issues registry covers are strict
-xfails with the registry id as reason."""
+xfails with the registry id as reason.
+
+Two tiers: `make test` (the fast tier, what a new user runs) checks every concept on the quick suite's
+models and eager core drivers; `make test-slow` (CI runs both) holds the rest of the registry matrix and the
+tests whose subject is minutes of real work. `slow_reason` says which is which, as data; nothing is skipped."""
 
 from __future__ import annotations
 
@@ -14,8 +18,10 @@ from _known_issue_marks import known_issue_marks
 from _sizes import halved
 from rnnbench import registry
 from rnnbench.run.environments import current, runs
+from rnnbench.suites import QUICK
 
 GRADIENT_DTYPES = ("float64", "float32")
+SLOW = pytest.mark.slow
 sys.path.insert(0, str(Path(__file__).parent / "plugins"))  # faulty drivers, importable by tests
 
 if current() == "xla":
@@ -26,6 +32,14 @@ if current() == "xla":
     import torch_xla
 
     torch_xla.device()
+
+
+def slow_pair(model, driver) -> bool:
+    """The slow tier holds the pairs outside the quick suite's models on eager core drivers: the other
+    models, the bug-class drivers and inductor's compiles (seconds each; the fast tier meets them in the
+    README example's test, tests/test_api.py)."""
+    inductor = driver.compiled and driver.framework.slow_compile
+    return model.name not in QUICK.models or driver.suite != "core" or inductor
 
 
 def model_driver_pairs(dtypes: tuple[str, ...] = ()) -> list:
@@ -46,7 +60,8 @@ def model_driver_pairs(dtypes: tuple[str, ...] = ()) -> list:
                 # docs/bugs.md §1 lives); `rnnbench run --suite bugs --environments xla` runs them all.
                 continue
             if not dtypes:
-                params.append(pytest.param(m.name, d.name, id=f"{m.name}-{d.name}"))
+                tier = [SLOW] if slow_pair(m, d) else []
+                params.append(pytest.param(m.name, d.name, marks=tier, id=f"{m.name}-{d.name}"))
                 continue
             case = m.make_case(m.sizes_with_defaults(), 0)
             # Bug-class cases target dtype-independent failures: float64 only (CI time).
@@ -54,7 +69,7 @@ def model_driver_pairs(dtypes: tuple[str, ...] = ()) -> list:
             if not set(wanted) & set(d.dtypes):  # e.g. the bf16-autocast drivers: their own dtype
                 wanted = d.dtypes
             for dtype in wanted:
-                marks = known_issue_marks(d.name, m, case, dtype)
+                marks = known_issue_marks(d.name, m, case, dtype) + ([SLOW] if slow_pair(m, d) else [])
                 params.append(pytest.param(m.name, d.name, dtype, marks=marks, id=f"{m.name}-{d.name}-{dtype}"))
     return params
 
@@ -71,7 +86,7 @@ def second_order_pairs() -> list:
             if m.suite != "core" or d.supports(m) is not None:
                 continue
             case = m.make_case(halved(m), 0)  # the case test_hvp_matches_oracle checks
-            marks = known_issue_marks(d.name, m, case, "float64", order=2)
+            marks = known_issue_marks(d.name, m, case, "float64", order=2) + ([SLOW] if slow_pair(m, d) else [])
             params.append(pytest.param(m.name, d.name, marks=marks, id=f"{m.name}-{d.name}"))
     return params
 
@@ -85,6 +100,43 @@ def pytest_generate_tests(metafunc):
     elif {"model_name", "driver_name"} <= names:
         metafunc.parametrize(("model_name", "driver_name"), model_driver_pairs())
     elif "core_model_name" in names:
-        metafunc.parametrize("core_model_name", [m.name for m in registry.models().values() if m.suite == "core"])
+        core = [m for m in registry.models().values() if m.suite == "core"]
+        metafunc.parametrize(
+            "core_model_name",
+            [pytest.param(m.name, marks=[] if m.name in QUICK.models else [SLOW], id=m.name) for m in core],
+        )
     elif "model_name" in names:
         metafunc.parametrize("model_name", list(registry.models()))
+
+
+# The slow tier beyond the generated pairs, by node id prefix (a file, a test, or one parametrization),
+# each with why it takes seconds to minutes: `make test-slow` runs them, and CI runs both tiers.
+SLOW_TESTS: dict[str, str] = {
+    "tests/test_ray_executor.py": "real local Ray clusters, started and stopped per test",
+    "tests/test_robustness.py::test_each_fault_costs_only_its_row": "injected crashes and hangs wait out deadlines",
+    "tests/test_robustness.py::test_fuzz_crash_or_hang_costs_only_that_body": "a hang waits out its deadline",
+    "tests/test_upstream_repros.py::test_repro_agrees_with_the_registry": "each repro compiles in a fresh process",
+    "tests/test_idiomatic.py": "the idiomatic study's quick mode: every mechanism compiled and timed",
+    "tests/test_roofline.py::test_no_timed_run_row_exceeds_the_peak": "a timed run of every core driver",
+    "tests/test_reliability.py::test_any_bytes_as_a_results_file": "Hypothesis over whole results files",
+    "tests/test_reliability.py::test_case": "each of the bad-input matrix's cases is a fresh rnnbench process",
+    "tests/test_plants.py": "every plant through run rows, the fuzzer and check_recurrence, at two dtypes",
+    "tests/test_faults.py": "real rnnbench processes signalled, killed and resumed",
+    "tests/test_lifetimes.py": "compare --commits runs and the peak measurement, ended mid-way",
+    "tests/test_isolation.py": "workers crashed and hung on purpose, waiting out deadlines",
+    "tests/test_html_offline.py": "the site rendered in headless Chromium",
+    "tests/test_published_charts.py::test_redraw_writes_every_output": "every published chart redrawn",
+    "tests/test_api.py::test_pytrees_on_every_driver": "a pytree step compiled by every driver",
+    "tests/test_fuzz_records.py::test_killed_campaign_resumes_to_the_uninterrupted_summary": "killed campaigns resumed",
+    "tests/test_results_file.py::test_two_runs_on_one_file_one_is_refused_and_nothing_interleaves": "two whole runs",
+    "tests/test_environments.py::test_a_config_defines_an_environment_that_is_created_on_first_use_and_reused": (
+        "creates a Python environment"
+    ),
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the marks
+def pytest_collection_modifyitems(items: list) -> None:
+    for item in items:
+        if any(item.nodeid.startswith(prefix) for prefix in SLOW_TESTS):
+            item.add_marker(SLOW)

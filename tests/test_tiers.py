@@ -1,0 +1,40 @@
+"""The slow tier's table (tests/conftest.py SLOW_TESTS) names tests that exist: a renamed test must not
+drop out of the tier silently, and the generated pairs keep a fast tier on the quick suite."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import SLOW_TESTS, model_driver_pairs, slow_pair
+from rnnbench import registry
+from rnnbench.suites import QUICK
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("prefix", sorted(SLOW_TESTS))
+def test_every_slow_entry_names_a_test_that_exists(prefix: str) -> None:
+    path, _, rest = prefix.partition("::")
+    source = ROOT / path
+    assert source.is_file(), f"{prefix}: no such file"
+    name = re.split(r"[\[:]", rest)[0] if rest else ""
+    if name:
+        assert re.search(rf"^def {re.escape(name)}\(", source.read_text(), re.M), f"{prefix}: no test {name}"
+
+
+def test_the_fast_tier_keeps_every_quick_model_on_an_eager_driver() -> None:
+    fast = {p.values[0] for p in model_driver_pairs() if not any(m.name == "slow" for m in p.marks)}
+    assert fast == set(QUICK.models)
+
+
+def test_inductor_compiles_and_bug_class_drivers_are_slow() -> None:
+    rnn = registry.models()["rnn"]
+    for driver in registry.drivers().values():
+        if driver.supports(rnn) is not None:
+            continue
+        inductor = driver.compiled and driver.framework.slow_compile
+        if inductor or driver.suite != "core":
+            assert slow_pair(rnn, driver), driver.name
