@@ -132,6 +132,12 @@ SLOW_TESTS: dict[str, str] = {
     "tests/test_environments.py::test_a_config_defines_an_environment_that_is_created_on_first_use_and_reused": (
         "creates a Python environment"
     ),
+    "tests/test_packaging.py::test_the_wheel_without_frameworks_answers_version_list_and_bugs": (
+        "builds the wheel and installs it into a fresh venv"
+    ),
+    "tests/test_packaging.py::test_the_wheel_without_a_framework_refuses_its_drivers_naming_the_extra": (
+        "the installed wheel of the test above"
+    ),
 }
 
 
