@@ -264,3 +264,74 @@ def test_rnnbench_installed_from_a_wheel_runs_a_checked_row(tmp_path: Path) -> N
     where, status, env, deps = json.loads(proc.stdout.splitlines()[-1])
     assert where.startswith(str(tmp_path / "site")) and status == "ok" and env == "main"
     assert any(d.startswith("numpy") for d in deps)
+
+
+# --- the suite's own cost: what a user waits for, gated by the same compare as any row ------------
+
+
+def _readme_check():
+    """The README's check_recurrence example on the two drivers of rnnbench.api's docstring (every
+    driver would put minutes of compiles into each test run): four loss forms and H v each."""
+    import numpy as np
+
+    import rnnbench
+
+    def step(ops, params, carry, x):
+        (h,) = carry
+        h = ops.tanh(params["w"] * h + x)
+        return (h,), h
+
+    report = rnnbench.check_recurrence(
+        step,
+        params={"w": np.array([0.5, -0.3])},
+        carry0=(np.zeros(2),),
+        xs=np.ones((6, 2)),
+        drivers=["torch_loop", "jax_lax_scan"],
+    )
+    return "ok" if report.ok else str(report)
+
+
+def _default_row():
+    """One row of the default run (`rnnbench run`: lstm on torch_loop, float32, default sizes) as
+    its worker conducts it, checking only: the oracle, prepare, first call and the judge."""
+    from rnnbench.run.row import Job, run_row
+
+    return run_row(Job(model="lstm", driver="torch_loop", time=False))["status"]
+
+
+def _fuzz_body():
+    """One fuzz body (seed 0, the first) on torch_loop at float64 with H v: build (its oracles) and check."""
+    from rnnbench.fuzz.campaign import Campaign
+    from rnnbench.fuzz.cases import build
+    from rnnbench.fuzz.runner import run_driver
+
+    campaign = Campaign(cases=1, seed=0, drivers=("torch_loop",))
+    fc = build(campaign.body(0), dtype=campaign.dtype)
+    if fc.ill_conditioned:
+        return "ok"  # judged as the fuzzer judges it: no driver runs on an ill-conditioned body
+    status, hvp_status, report = run_driver(fc, registry.get_driver("torch_loop"), campaign.dtype, True)
+    return "ok" if status == "ok" and hvp_status in ("ok", None) else f"{status} {hvp_status} {report}"
+
+
+SUITE_COST = {"check_recurrence_readme": _readme_check, "run_row_default": _default_row, "fuzz_body": _fuzz_body}
+
+
+@pytest.mark.parametrize("what", sorted(SUITE_COST))
+def test_suite_cost(benchmark, what: str) -> None:
+    """Seconds of checking, as the user waits for them, as benchmarks that `rnnbench compare` gates
+    like any row (.ci/run): a change that makes the suite itself slower is a slower row."""
+    benchmark.group = "the suite's own cost (seconds of checking)"
+    benchmark.extra_info.update(
+        model="suite_cost",
+        driver=what,
+        sizes={},
+        dtype="float64",
+        rnnbench_version=rnnbench_version(),
+        framework="rnnbench",
+        framework_versions={"rnnbench": rnnbench_version()},
+        threads=None,
+        machine=machine(),
+    )
+    status = benchmark.pedantic(SUITE_COST[what], rounds=3, iterations=1)
+    benchmark.extra_info["status"] = "ok" if status == "ok" else "error"
+    assert status == "ok", status
