@@ -37,8 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--grammar",
         default="smooth",
-        help="smooth (default: tanh, sin, cos, exp, sigmoid, matmul) or edge (adds relu, clip, abs, "
-        "minimum/maximum, safe sqrt, learned powers, > and ==, log-sigmoid, logsumexp: docs/fuzzing.md)",
+        help="smooth (default: tanh, sin, cos, exp, sigmoid, matmul), edge (adds relu, clip, abs, "
+        "minimum/maximum, safe sqrt, learned powers, > and ==, log-sigmoid, logsumexp: docs/fuzzing.md) "
+        "or linear (c' = decay * c + drive, declared: the associative-scan drivers run these)",
     )
     p.add_argument(
         "--snap-rate", type=float, default=0.25, help="edge grammar: share of input entries snapped onto kinks/ties"
@@ -64,13 +65,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.executor_flags(p)
 
 
-def fuzz_drivers(value: str | None, dtype: str, device: str = "cpu") -> list:
-    """rnnbench.run.plan.fuzz_drivers, asked with a fuzzed body's model."""
+def fuzz_drivers(value: str | None, dtype: str, device: str = "cpu", grammar: str = "smooth") -> list:
+    """rnnbench.run.plan.fuzz_drivers, asked with a fuzzed body's model (of the linear stream for
+    --grammar linear: the associative-scan drivers run only bodies that declare a linear recurrence)."""
     # lazy: cli: --help and bad input answer without importing the fuzzer
+    from rnnbench.fuzz import linear
     from rnnbench.fuzz.cases import build
     from rnnbench.fuzz.grammar import generate
 
-    return plan.fuzz_drivers(value, dtype, device, build(generate(0, 0)).model)
+    body = linear.generate(0, 0) if grammar == "linear" else generate(0, 0)
+    return plan.fuzz_drivers(value, dtype, device, build(body).model)
 
 
 def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, list], Path | None]:
@@ -94,7 +98,7 @@ def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, 
         raise options.UsageError("--workers is for the local executor (Ray runs as many chunks as its CPUs hold)")
     else:
         options.number("--workers", args.workers, integer=True)
-    drivers = {dtype: fuzz_drivers(args.drivers, dtype, args.device) for dtype in dtypes}
+    drivers = {dtype: fuzz_drivers(args.drivers, dtype, args.device, args.grammar) for dtype in dtypes}
     if not all(drivers.values()):
         raise options.UsageError(
             f"no driver can fuzz here on {args.device} (install the main environment with `make venv`)"

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from rnnbench import record, registry
+from rnnbench.fuzz import linear
 from rnnbench.fuzz.edges import parse_plant
-from rnnbench.fuzz.grammar import Body, Grammar, judged_body
+from rnnbench.fuzz.grammar import Body, Grammar
 from rnnbench.fuzz.outcome import Outcome, kind_of
 from rnnbench.fuzz.summary import FuzzSummary
 from rnnbench.run import environments
@@ -27,7 +28,7 @@ ILL_DRIVER = "-"  # the driver of an ill-conditioned body's record: the numpy fo
 
 @dataclass(frozen=True, kw_only=True)
 class Campaign:
-    """One fuzz run at one dtype: bodies judged_body(seed, 0 .. cases * len(losses) - 1) on
+    """One fuzz run at one dtype: bodies linear.body_for(seed, 0 .. cases * len(losses) - 1) on
     `drivers` (names), and as records. Each (case, driver) outcome is one record, each
     ill-conditioned case one (driver "-", status ill_conditioned, with the reason): model
     "fuzz:<seed>:<body>", loss_form the case's loss, sizes T and n, the body's fields and source
@@ -78,7 +79,7 @@ class Campaign:
         return self.cases * len(self.losses)
 
     def body(self, index: int) -> Body:
-        return judged_body(self.seed, index, self.losses, self.grammar)
+        return linear.body_for(self.seed, index, self.losses, self.grammar)
 
     def identity(self, index: int, driver: str, body: Body | None = None) -> dict[str, Any]:
         body = body or self.body(index)

@@ -13,6 +13,7 @@ import numpy as np
 
 from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.second_order import HvpOracle, hvp_oracle
+from rnnbench.fuzz import linear
 from rnnbench.fuzz.edges import SNAP_VALUES
 from rnnbench.fuzz.grammar import PARAM_VECTORS, Body, body_wrt
 from rnnbench.losses import weighted, with_loss
@@ -26,13 +27,13 @@ LOSS_LIMIT = 1e6  # a draw whose loss exceeds this has grown too much over the s
 
 
 @functools.lru_cache(maxsize=8)
-def compile_step(source: str):
+def compile_step(source: str, name: str = "step"):
     """The body's step function, one object per source: the loss forms of a body, judged one after
     another by a driver's worker, then share it, and the drivers' trace caches (torch scan's dynamo
     frame, keyed on the function it closes over) hit instead of tracing the same step again."""
     namespace: dict = {"__builtins__": builtins}
     exec(compile(source, "<fuzzed body>", "exec"), namespace)
-    return namespace["step"]
+    return namespace[name]
 
 
 def body_case(body: Body, name: str) -> Case:
@@ -129,6 +130,7 @@ def build(body: Body, name: str = "fuzz", dtype: str = "float64") -> FuzzCase:
         step=compile_step(body.source()),
         loss=weighted,
         oracle_kind=OracleKind.FINITE_DIFFERENCES,
+        linear_recurrence=linear.declared(body, compile_step),
     )
     if body.loss != "weighted":  # "weighted" keeps the body's own weights (the stream before loss forms)
         model, case = with_loss(model, body_case(body, name), body.loss)

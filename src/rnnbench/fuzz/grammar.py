@@ -49,7 +49,8 @@ class Body:
     loss: the loss form it is judged under (rnnbench.losses; "weighted" with the body's own weights).
     snap_rate: the share of input entries snapped onto kinks and ties (rnnbench.fuzz.cases).
     plant: "" or "<grad|hvp>:<framework>", a known wrong derivative for that framework
-    (rnnbench.fuzz.edges)."""
+    (rnnbench.fuzz.edges).
+    linear: (decay, drive) expressions a linear body declares (rnnbench.fuzz.linear), else ()."""
 
     updates: tuple
     output: tuple
@@ -63,6 +64,7 @@ class Body:
     loss: str = "weighted"
     snap_rate: float = 0.0
     plant: str = ""
+    linear: tuple = ()
 
     @property
     def carry_names(self) -> tuple[str, ...]:
@@ -223,7 +225,7 @@ def _expr(rng: random.Random, leaves: list[str], depth: int, edge: bool = False)
     return ("matvec", sub())
 
 
-GRAMMARS = ("smooth", "edge")
+GRAMMARS = ("smooth", "edge", "linear")  # linear: rnnbench.fuzz.linear's stream
 
 
 @dataclass(frozen=True)
