@@ -76,7 +76,7 @@ def _loss(model: Model, case: Case, leaf: Callable[[str, Any], Any], conv: Calla
     return model.loss(ops, consts, ys, carry)
 
 
-_OURS = (dual.__file__, __file__)
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the rnnbench package
 
 
 @contextlib.contextmanager
@@ -84,15 +84,19 @@ def _refusing_unsupported() -> Iterator[None]:
     """A step that applies to a differentiated value what the dual numbers do not define (a numpy
     function such as np.sin, `//`, float(), an array method) fails inside the step's own line with
     TypeError or AttributeError, before any driver has run: refused as an InputError in one line,
-    naming that line. An error raised inside the dual numbers' own code is a bug of ours: raised
-    as it is."""
+    naming that line. An error raised inside this package's own code is a bug of ours: raised as
+    it is."""
     try:
         yield
     except (TypeError, AttributeError) as e:
         frames = traceback.extract_tb(e.__traceback__)
-        if not isinstance(e, dual.Unsupported) and frames[-1].filename in _OURS:
+        if not isinstance(e, dual.Unsupported) and os.path.abspath(frames[-1].filename).startswith(_OURS):
             raise
-        step = [f for f in frames if f.filename not in _OURS and f"{os.sep}numpy{os.sep}" not in f.filename]
+        step = [
+            f
+            for f in frames
+            if not os.path.abspath(f.filename).startswith(_OURS) and f"{os.sep}numpy{os.sep}" not in f.filename
+        ]
         where = f"{step[-1].filename}:{step[-1].lineno}" if step else "the step"
         code = f"`{step[-1].line}` ({where})" if step and step[-1].line else where
         said = " ".join(str(e).split())
