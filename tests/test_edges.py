@@ -229,3 +229,25 @@ def test_attribution_checks_the_mechanism_predicts_the_values(grads: dict, attri
     assert (status == f"known_issue:{entry.id}") is attributed, note
     if not attributed:
         assert status == "grad_mismatch" and "does not match" in note
+
+
+def test_a_nan_oracle_never_passes_a_gradient_or_an_hvp() -> None:
+    """Class 9 where the public API cannot reach it cheaply: an all-NaN H v oracle (a difference
+    oracle across a domain boundary) leaves every H v undecided (ill_conditioned), whatever the
+    driver says; one NaN entry is undecided while a wrong entry beside it is still a mismatch."""
+    from rnnbench.check.compare import compare_grads
+    from rnnbench.check.second_order import HvpOracle, _judged
+    from rnnbench.check.tolerance import hvp_tolerance, tolerance
+
+    nan = np.full(3, np.nan)
+    oracle = HvpOracle({"w": np.ones(3)}, {"w": nan}, "finite_differences_hvp", None)
+    for got in (np.zeros(3), np.array([1e3, -2.0, 7.0]), nan):
+        assert _judged({"w": got}, oracle, ["w"], hvp_tolerance("finite_differences_hvp", 1.0)).status == (
+            "ill_conditioned"
+        )
+    want = np.array([np.nan, 1.0, 2.0])
+    tol = tolerance("float64", "dual")
+    assert [e.status for e in compare_grads({"w": np.array([5.0, 1.0, 2.0])}, {"w": want}, ["w"], tol)] == [
+        "cannot_decide"
+    ]
+    assert [e.status for e in compare_grads({"w": np.array([5.0, 1.5, 2.0])}, {"w": want}, ["w"], tol)] == ["mismatch"]
