@@ -92,3 +92,20 @@ def test_run_defaults_to_one_thread_per_row() -> None:
     """The suite never contends with itself, and its CPU time decides (docs/measuring.md)."""
     assert RunSettings().threads == 1
     assert timing.SPREAD > 1 and timing.DRIFT > 1
+
+
+def test_the_table_marks_unstable_rows_and_a_forward_over_its_forward_backward() -> None:
+    from rnnbench.report.table import CONTENDED_MARK, UNSTABLE_MARK, format_table
+
+    rec = _row(1, STEADY, STEADY, fwd_scale=1.3)
+    rec |= {"environment_name": "main", "env_label": "torch 2.13.0"}
+    rec["timing"] = judge(rec)
+    text = format_table([rec])
+    row = next(line for line in text.splitlines() if line.startswith("lstm"))
+    assert row.count(UNSTABLE_MARK) == 2 and CONTENDED_MARK not in row  # the fwd+bwd cell and the fwd cell
+    assert "1 row(s) unstable" in text and "fwd_over_fwd_bwd" in text
+    old = {k: v for k, v in rec.items() if k != "timing"}  # a record older than the timing field
+    assert UNSTABLE_MARK in next(line for line in format_table([old]).splitlines() if line.startswith("lstm"))
+    steady = _row(1, STEADY, STEADY)
+    steady |= {"environment_name": "main", "env_label": "torch 2.13.0", "timing": judge(steady)}
+    assert UNSTABLE_MARK not in format_table([steady])

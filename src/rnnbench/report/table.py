@@ -46,6 +46,48 @@ def contention(rec: dict) -> list[str]:
     return list((rec.get("cpu") or {}).get("notes") or [])
 
 
+UNSTABLE_MARK = "!"
+UNSTABLE_WHY = {
+    "spread": "its samples' q3 / q1 above the bound",
+    "drift": "its samples' second half away from its first",
+    "fwd_over_fwd_bwd": "its forward took longer than its forward+backward",
+}
+
+
+def unstable(rec: dict) -> list[str]:
+    """Why a timed row's samples do not agree with themselves (UNSTABLE_WHY): the marks of its
+    `timing` field (rnnbench.run.timing.judge) besides its contention notes; a record older than
+    that field is marked when its forward's median exceeds its forward+backward's."""
+    fwd_bwd, fwd = rec.get("fwd_bwd"), rec.get("fwd")
+    if not fwd_bwd:
+        return []
+    if "timing" not in rec:
+        return ["fwd_over_fwd_bwd"] if fwd and fwd["median_ms"] > fwd_bwd["median_ms"] else []
+    notes = set(contention(rec))
+    return [m for m in (rec.get("timing") or {}).get("marks") or () if m not in notes]
+
+
+def _marked(cell: str, rec: dict) -> str:
+    """A time cell with its marks: CONTENDED_MARK (other work beside it), UNSTABLE_MARK (its samples disagree)."""
+    marks = (CONTENDED_MARK if contention(rec) else "") + (UNSTABLE_MARK if unstable(rec) else "")
+    return f"{cell} {marks}" if marks else cell
+
+
+def unstable_legend(records: Iterable[dict[str, Any]]) -> list[str]:
+    """One line under the table when some timed row's samples disagree: how many, and why."""
+    counts: dict[str, int] = defaultdict(int)
+    marked = 0
+    for r in records:
+        marks = unstable(r) if r["status"] == Status.OK else []
+        marked += bool(marks)
+        for mark in marks:
+            counts[mark] += 1
+    if not marked:
+        return []
+    parts = ", ".join(f"{n} {mark} ({UNSTABLE_WHY.get(mark, mark)})" for mark, n in sorted(counts.items()))
+    return [f"{UNSTABLE_MARK} {marked} row(s) unstable, their medians are one draw of many: {parts}"]
+
+
 def contention_legend(records: Iterable[dict[str, Any]]) -> list[str]:
     """One line under the table when some timed row is marked: how many, and for which reasons."""
     counts: dict[str, int] = defaultdict(int)
@@ -164,11 +206,9 @@ def rows(
             r["dtype"],
             str(r["status"]),
             number(r.get("max_rel_error"), ".1e"),
-            (_ms(r.get("fwd_bwd")) + (f" {CONTENDED_MARK}" if contention(r) and r.get("fwd_bwd") else ""))
-            if ok
-            else "-",
+            (_marked(_ms(r.get("fwd_bwd")), r) if r.get("fwd_bwd") else "-") if ok else "-",
             _peak(r) if ok else "-",
-            _ms(r.get("fwd")) if ok else "-",
+            (_ms(r.get("fwd")) + (f" {UNSTABLE_MARK}" if "fwd_over_fwd_bwd" in unstable(r) else "")) if ok else "-",
             number(r.get("first_call_s"), ".3g") if ok else "-",
         )
         if with_hvp:
@@ -193,7 +233,8 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
 def notes(records: list[dict[str, Any]], include_unavailable: bool = False) -> list[str]:
     """The lines under the table: the contention legend, and (unless every row is in the table) one
     line per reason rows were unavailable."""
-    return contention_legend(records) + ([] if include_unavailable else unavailable_summary(records))
+    legends = contention_legend(records) + unstable_legend(records)
+    return legends + ([] if include_unavailable else unavailable_summary(records))
 
 
 FORMATS = ("text", "markdown", "csv", "json")
