@@ -191,9 +191,10 @@ def one_sided(model: Model, case: Case, name: str, idx: tuple) -> tuple[float, f
         x0, h0 = float(base[idx]), float(entry_steps(base)[idx])
         sides = []
         for h in (h0, h0 / 4):
-            right = (-3 * f0 + 4 * f(x0 + h) - f(x0 + 2 * h)) / (2 * h)
-            left = (3 * f0 - 4 * f(x0 - h) + f(x0 - 2 * h)) / (2 * h)
-            noise = ROUNDOFF_SAFETY * EPS * 8 * max(abs(f0), abs(f(x0 + h)), abs(f(x0 - h))) / h
+            fp, fm = f(x0 + h), f(x0 - h)
+            right = (-3 * f0 + 4 * fp - f(x0 + 2 * h)) / (2 * h)
+            left = (3 * f0 - 4 * fm + f(x0 - 2 * h)) / (2 * h)
+            noise = ROUNDOFF_SAFETY * EPS * 8 * max(abs(f0), abs(fp), abs(fm)) / h
             sides.append((right, left, noise))
     (r1, l1, _), (r4, l4, noise) = sides
     gap_h, gap_quarter = abs(r1 - l1), abs(r4 - l4)
