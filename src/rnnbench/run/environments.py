@@ -32,6 +32,7 @@ from typing import Any
 from rnnbench import registry
 from rnnbench.errors import InputError
 from rnnbench.inputs import read_regular_file
+from rnnbench.run import interpreters
 
 REPO = Path(__file__).resolve().parents[3]
 DEFINITIONS = Path(__file__).resolve().parents[1] / "environments.toml"
@@ -55,6 +56,8 @@ class Environment:
     requirements_file: str | None = None
     default: bool = False  # in the default selection
     creatable: bool = True  # False: the running interpreter (main), which rnnbench cannot create
+    python_version: str | None = None  # "3.12": built on that Python (None: the running one's)
+    constraints: bool = True  # False: pip's configured constraint files do not apply (a release beyond a cap)
 
     @property
     def prefix(self) -> Path:
@@ -179,6 +182,8 @@ DEFINITION_KEYS = {
     "interpreter": str,
     "create": str,
     "purpose": str,
+    "python": str,
+    "constraints": bool,
 }
 
 
@@ -264,8 +269,9 @@ def lock_digest(name: str) -> str:
         return ""
 
 
-def _hash(requirements: tuple[str, ...], lock: str = "") -> str:
-    what = [sorted(requirements), list(rnnbench_dependencies()), RECIPE, list(sys.version_info[:2])]
+def _hash(requirements: tuple[str, ...], lock: str = "", python: str | None = None) -> str:
+    version = [int(v) for v in python.split(".")] if python else list(sys.version_info[:2])
+    what = [sorted(requirements), list(rnnbench_dependencies()), RECIPE, version]
     return hashlib.sha256(json.dumps(what + ([lock] if lock else [])).encode()).hexdigest()[:10]
 
 
@@ -275,7 +281,9 @@ def _environment(name: str, entry: Mapping[str, Any]) -> Environment:
     if "path" in entry:
         python = str(REPO / entry["path"] / "bin" / "python")
     else:
-        python = str(cache_root() / f"{name}-{_hash(requirements, lock_digest(name))}" / "bin" / "python")
+        python = str(
+            cache_root() / f"{name}-{_hash(requirements, lock_digest(name), entry.get('python'))}" / "bin" / "python"
+        )
     override = os.environ.get(entry["python_variable"]) if entry.get("python_variable") else None
     if override:
         python = override
@@ -290,6 +298,8 @@ def _environment(name: str, entry: Mapping[str, Any]) -> Environment:
         requirements_file,
         bool(entry.get("default", False)),
         creatable,
+        entry.get("python"),
+        bool(entry.get("constraints", True)),
     )
 
 
@@ -422,7 +432,7 @@ def create(name: str, log: Callable[[str], None] = print) -> Environment:
         wanted = env.requirements_file or ", ".join(env.requirements)
         log(f"creating environment {name} in {prefix} ({wanted})")
         uv_env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "VIRTUAL_ENV": ""}
-        _run([uv, "venv", "-q", "--seed", "--python", sys.executable, str(prefix)], uv_env)
+        _run([uv, "venv", "-q", "--seed", "--python", interpreters.find(env.python_version), str(prefix)], uv_env)
         (prefix / ".rnnbench-partial").touch()
         python = str(prefix / "bin" / "python")
         reqs = ["-r", env.requirements_file] if env.requirements_file else list(env.requirements)
@@ -432,7 +442,8 @@ def create(name: str, log: Callable[[str], None] = print) -> Environment:
         else:  # the pins and rnnbench's own dependencies in one resolution (the pins win)
             reqs += list(rnnbench_dependencies())
         # then rnnbench itself: an editable install of this checkout, nothing else changed.
-        _run([uv, "pip", "install", "-q", "--python", python, *pip_sources(constraints=not locked), *reqs], uv_env)
+        sources = pip_sources(constraints=not locked and env.constraints)
+        _run([uv, "pip", "install", "-q", "--python", python, *sources, *reqs], uv_env)
         _run([uv, "pip", "install", "-q", "--python", python, "--no-deps", "-e", str(REPO)], uv_env)
         (prefix / COMPLETE_MARK).write_text(
             json.dumps(
