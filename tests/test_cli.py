@@ -336,3 +336,16 @@ def test_a_plugin_framework_gets_no_extra_of_ours() -> None:
     own = registry.get_driver("torch_loop").framework
     assert "rnnbench[" in plan.install_hint(own)
     assert plan.install_hint(dataclasses.replace(own, name="plugin_fw", module="plugin_fw")) == "pip"
+
+
+def test_fuzz_without_any_framework_names_the_extras(monkeypatch, tmp_path: Path, capsys) -> None:
+    """No framework installed: `fuzz` is one line naming every extra that installs one, exit 2."""
+    from rnnbench.cli.main import main
+    from rnnbench.drivers.base import Framework
+
+    monkeypatch.setattr(Framework, "available", lambda self: f"python package '{self.module}' is not installed")
+    assert main(["fuzz", "--cases", "1", "--out", str(tmp_path / "f.jsonl")]) == 2
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and "no driver can fuzz here" in line, line
+    assert "`pip install 'rnnbench[jax]'` or `pip install 'rnnbench[torch]'`" in line, line
+    assert not (tmp_path / "f.jsonl").exists()

@@ -243,6 +243,8 @@ def test_the_wheel_without_frameworks_answers_version_list_and_bugs(wheel_venv: 
     assert version.returncode == 0 and re.fullmatch(r"rnnbench \d+\.\d+\.\d+\n", version.stdout), version
     listed = _installed(wheel_venv, "list")
     assert listed.returncode == 0 and "torch_loop" in listed.stdout, listed.stderr
+    fuzz = _installed(wheel_venv, "fuzz", "--cases", "1", "--out", "f.jsonl")  # no framework at all
+    assert fuzz.returncode == 2 and "pip install 'rnnbench[" in fuzz.stderr and "make" not in fuzz.stderr, fuzz
     # the checkout's environments (xla: `make venv-xla`, .venv-xla) are named without a make target or a path
     script = "from rnnbench.run import environments as e\nprint(e.get('xla').missing_reason())"
     xla = subprocess.run([str(wheel_venv / "python"), "-c", script], capture_output=True, text=True, timeout=120)

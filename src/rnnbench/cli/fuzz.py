@@ -101,7 +101,7 @@ def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, 
     drivers = {dtype: fuzz_drivers(args.drivers, dtype, args.device, args.grammar) for dtype in dtypes}
     if not all(drivers.values()):
         raise options.UsageError(
-            f"no driver can fuzz here on {args.device} (install the main environment with `make venv`)"
+            f"no driver can fuzz here on {args.device} (install a framework: {plan.frameworks_hint()})"
         )
     repro_dir = options.writable_dir(Path(args.repro_dir), "--repro-dir") if args.repro_dir else None
     _grammar(args)

@@ -101,6 +101,14 @@ def install_hint(framework: Framework) -> str:
     return pip + (" (in this checkout: `make venv`)" if checkout else "")
 
 
+def frameworks_hint() -> str:
+    """How to install any of rnnbench's frameworks (where none is installed): every extra, once."""
+    hints = sorted({install_hint(f) for f in registry.frameworks().values() if f.name in registry.builtin_frameworks()})
+    checkout = " (in this checkout: `make venv`)"
+    either = " or ".join(h.removesuffix(checkout) for h in hints)
+    return either + (checkout if any(checkout in h for h in hints) else "")
+
+
 def check_drivers_runnable(named: Sequence[str], envs: Sequence[str] = ("main",)) -> None:
     """A driver named explicitly that would run in this interpreter (the main environment, when
     selected) while its framework is missing here is bad input, whatever other environments it
