@@ -65,13 +65,15 @@ class Dual:
     __mul__, __rmul__ = _operators(lambda a, b: a * b, lambda t, a, b, y: t * b, lambda t, a, b, y: t * a)
     __truediv__, __rtruediv__ = (lambda self, o: divide(self, o)), (lambda self, o: divide(o, self))
     __pow__, __rpow__ = (lambda self, o: power(self, o)), (lambda self, o: power(o, self))
-    __abs__ = (lambda self: absolute(self))  # fmt: skip
 
     def __neg__(self):
         return Dual(-self.value, -self.tangent, self.level)
 
     def __pos__(self):
         return self
+
+    def __abs__(self):
+        return absolute(self)
 
     def __matmul__(self, o):
         return matmul(self, o)
