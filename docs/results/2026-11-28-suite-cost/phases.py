@@ -51,6 +51,7 @@ from rnnbench.run import pair  # noqa: E402
 oracle_mod.oracle_grads = timed("oracle (first order)", oracle_mod.oracle_grads)
 so.hvp_oracle = timed("oracle (H v)", so.hvp_oracle)
 losses.with_loss = timed("loss forms (with_loss)", losses.with_loss)
+pair.oracle_grads = oracle_mod.oracle_grads  # check_gradients's own name for it (a row's oracle)
 pair.repeatability = timed("repeatability (second call)", pair.repeatability)
 pair.second_order = timed("H v (driver + oracle)", pair.second_order)
 _timed_call = pair.timed_call
