@@ -109,3 +109,24 @@ def test_the_table_marks_unstable_rows_and_a_forward_over_its_forward_backward()
     steady = _row(1, STEADY, STEADY)
     steady |= {"environment_name": "main", "env_label": "torch 2.13.0", "timing": judge(steady)}
     assert UNSTABLE_MARK not in format_table([steady])
+
+
+def test_csv_and_json_tables_hold_numbers_and_marks_in_their_own_fields() -> None:
+    import csv
+    import io
+    import json
+
+    from rnnbench.report.table import format_as
+
+    rec = _row(1, STEADY, STEADY, fwd_scale=1.3, notes=["contended"])
+    rec |= {"environment_name": "main", "env_label": "torch 2.13.0", "max_rel_error": 1.7e-07}
+    rec["timing"] = judge(rec)
+    (row,) = json.loads(format_as([rec], "json"))
+    assert row["fwd+bwd ms"] == rec["fwd_bwd"]["median_ms"] and isinstance(row["fwd ms"], float)
+    assert row["max rel err"] == 1.7e-07 and row["clock"] == "cpu"
+    assert row["contended"] is True and row["unstable"] is True
+    assert row["marks"] == ["contended", "fwd_over_fwd_bwd"]
+    header, line = list(csv.reader(io.StringIO(format_as([rec], "csv"))))
+    cells = dict(zip(header, line, strict=True))
+    assert float(cells["fwd+bwd ms"]) == rec["fwd_bwd"]["median_ms"]
+    assert cells["unstable"] == "true" and cells["marks"] == "contended;fwd_over_fwd_bwd"

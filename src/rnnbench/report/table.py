@@ -242,8 +242,9 @@ FORMATS = ("text", "markdown", "csv", "json")
 
 def format_as(records: list[dict[str, Any]], fmt: str, include_unavailable: bool = False) -> str:
     """The table in `fmt` (FORMATS): text (format_table), markdown (a GitHub table by tabulate, then
-    the notes as a list), csv (the header and one line per row; nothing else), json (a list of
-    objects, one per row, keyed by the column names; the cells as the table shows them)."""
+    the notes as a list), csv (the header and one line per row; nothing else) and json (a list of
+    objects, one per row): csv and json hold numeric_data, numbers in numeric fields and the marks
+    in their own."""
     if fmt == "text":
         return format_table(records, include_unavailable)
     columns, body = table_data(records, include_unavailable)
@@ -260,18 +261,98 @@ def format_as(records: list[dict[str, Any]], fmt: str, include_unavailable: bool
         text = tabulate(cells, headers=[md_cell(c) for c in columns], tablefmt="github", disable_numparse=True)
         below = notes(records, include_unavailable)
         return text + ("\n\n" + "\n".join(f"- {md_cell(n)}" for n in below) if below else "")
+    data = numeric_data(records, include_unavailable)
     if fmt == "csv":
         import csv
         import io
 
+        names = list(data[0]) if data else list(NUMERIC_COLUMNS)
+        cells = [[csv_cell(_csv(row[n])) for n in names] for row in data]
         buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerows([[csv_cell(c) for c in row] for row in [columns, *body]])
+        csv.writer(buf, lineterminator="\n").writerows([[csv_cell(c) for c in names], *cells])
         return buf.getvalue().rstrip("\n")
     if fmt == "json":
         import json
 
-        return json.dumps([dict(zip(columns, row)) for row in body], indent=1)
+        return json.dumps(data, indent=1, allow_nan=False)
     raise ValueError(f"unknown table format {fmt!r}")
+
+
+NUMERIC_COLUMNS = (
+    "model",
+    "driver",
+    "env",
+    "dtype",
+    "status",
+    "max rel err",
+    "fwd+bwd ms",
+    "fwd+bwd q1 ms",
+    "fwd+bwd q3 ms",
+    "% peak",
+    "fwd ms",
+    "fwd q1 ms",
+    "fwd q3 ms",
+    "first call s",
+    "clock",
+    "contended",
+    "unstable",
+    "marks",
+)
+
+
+def _csv(value: Any) -> str:
+    """A csv cell of a numeric_data value: "" for none, marks joined by ";", numbers as Python writes them."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ";".join(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
+
+
+def numeric_data(records: list[dict[str, Any]], include_unavailable: bool = False) -> list[dict[str, Any]]:
+    """One dict per row (NUMERIC_COLUMNS, machine / loss / H v first where the table has them):
+    numbers as numbers (None where there is none), the time marks in their own fields (clock,
+    contended, unstable, marks: the record's `timing` field, its cpu notes for older records)."""
+    with_machine = several_machines(records)
+    with_loss = any(loss_label(r) != "model" for r in records)
+    with_hvp = any("hvp" in r for r in records)
+    out = []
+    for r in side_by_side(records):
+        if r["status"] == Status.UNAVAILABLE and not include_unavailable:
+            continue
+        ok = r["status"] == Status.OK
+        fb, fwd = (r.get("fwd_bwd") or {}) if ok else {}, (r.get("fwd") or {}) if ok else {}
+        roof = ((r.get("roofline") or {}).get("fwd_bwd") or {}) if ok else {}
+        pct = _number(roof.get("fraction_of_peak"))
+        marks = [*contention(r), *unstable(r)] if fb else []
+        row: dict[str, Any] = {"machine": machine_of(r)} if with_machine else {}
+        row |= {"model": r["model"], "driver": r["driver"]}
+        if with_loss:
+            row["loss"] = loss_label(r)
+        row |= {"env": env_label(r), "dtype": r["dtype"], "status": str(r["status"])}
+        if with_hvp:
+            row["H v"] = hvp_label(r)
+        row |= {
+            "max rel err": _number(r.get("max_rel_error")),
+            "fwd+bwd ms": _number(fb.get("median_ms")),
+            "fwd+bwd q1 ms": _number(fb.get("q1_ms")),
+            "fwd+bwd q3 ms": _number(fb.get("q3_ms")),
+            "% peak": None if pct is None else 100 * pct,
+            "fwd ms": _number(fwd.get("median_ms")),
+            "fwd q1 ms": _number(fwd.get("q1_ms")),
+            "fwd q3 ms": _number(fwd.get("q3_ms")),
+            "first call s": _number(r.get("first_call_s")) if ok else None,
+            "clock": (r.get("timing") or {}).get("clock", "wall") if fb else None,
+            "contended": bool(contention(r)) if fb else None,
+            "unstable": bool(unstable(r)) if fb else None,
+            "marks": marks,
+        }
+        out.append(row)
+    return out
 
 
 def table_data(
