@@ -130,3 +130,16 @@ def test_csv_and_json_tables_hold_numbers_and_marks_in_their_own_fields() -> Non
     cells = dict(zip(header, line, strict=True))
     assert float(cells["fwd+bwd ms"]) == rec["fwd_bwd"]["median_ms"]
     assert cells["unstable"] == "true" and cells["marks"] == "contended;fwd_over_fwd_bwd"
+
+
+def test_the_html_note_column_says_contended_and_unstable() -> None:
+    from rnnbench.report.html import COLUMNS, table_rows
+
+    rec = _row(1, STEADY, STEADY, fwd_scale=1.3, notes=["load"])
+    rec |= {"environment_name": "main", "env_label": "torch 2.13.0", "sizes": {"T": 8}}
+    rec["timing"] = judge(rec)
+    (cells,) = table_rows([rec])
+    assert cells[COLUMNS.index("note")] == "contended (load); unstable (fwd_over_fwd_bwd)"
+    steady = _row(1, STEADY, STEADY)
+    steady |= {"environment_name": "main", "env_label": "torch 2.13.0", "sizes": {"T": 8}, "timing": judge(steady)}
+    assert table_rows([steady])[0][COLUMNS.index("note")] == ""

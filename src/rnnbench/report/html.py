@@ -12,8 +12,9 @@ from pathlib import Path
 
 from rnnbench.report import bug_table, escape
 from rnnbench.report.charts import all_charts
+from rnnbench.report.ratios import speedup
 from rnnbench.report.style import latest_rows
-from rnnbench.report.table import env_label, loss_label, machine_of, number, several_machines
+from rnnbench.report.table import contention, env_label, loss_label, machine_of, number, several_machines, unstable
 
 COLUMNS = (
     "model",
@@ -42,6 +43,15 @@ def columns(with_machine: bool = False, with_loss: bool = False) -> tuple[str, .
     return ("machine", *cols) if with_machine else cols
 
 
+def _time_note(r: dict) -> str:
+    """A timed row's marks, as the text table's * and ! say them: 'contended (load, contended)',
+    'unstable (spread, fwd_over_fwd_bwd)'; empty for a row whose numbers are its own."""
+    if not r.get("fwd_bwd"):
+        return ""
+    marked = (("contended", contention(r)), ("unstable", unstable(r)))
+    return "; ".join(f"{word} ({', '.join(marks)})" for word, marks in marked if marks)
+
+
 def table_rows(records: list[dict], with_machine: bool = False, with_loss: bool = False) -> list[tuple[str, ...]]:
     """One tuple of cells per record (columns(with_machine, with_loss)), each from its own record."""
     out = []
@@ -63,7 +73,7 @@ def table_rows(records: list[dict], with_machine: bool = False, with_loss: bool 
             number(roof and roof["gflops"], ".3g"),
             number(roof and 100 * roof["fraction_of_peak"], ".2g"),
             number((r.get("memory") or {}).get("peak_rss_mb"), ".0f"),
-            r.get("reason", "") if not ok else "",
+            r.get("reason", "") if not ok else _time_note(r),
         )
         if with_loss:
             cells = (*cells[:3], loss_label(r), *cells[3:])
@@ -77,7 +87,7 @@ def _family(r: dict) -> str:
     return r.get("framework_family") or r["framework"]
 
 
-ANCHOR_COLUMNS = ("model", "sizes", "driver", "env", "anchor", "driver / anchor")
+ANCHOR_COLUMNS = ("model", "sizes", "driver", "env", "anchor", "x faster than anchor")
 
 
 def _sizes(r: dict) -> tuple:
@@ -85,10 +95,11 @@ def _sizes(r: dict) -> tuple:
 
 
 def anchor_ratios(records: list[dict]) -> list[tuple[str, ...]]:
-    """(model, sizes, driver, env, anchor (its env), driver ms / anchor ms) for fwd+bwd, against
-    the vendor anchor of the same framework family at the same sizes, dtype, device and loss form
-    on the same machine (sweep rows against sweep rows, run rows against run rows): how far our own
-    step and loop are from the framework's hand-written layer (1.0 = as fast). With records from
+    """(model, sizes, driver, env, anchor (its env), the driver's speed-up over the anchor:
+    ratios.speedup, anchor ms / driver ms, above 1 faster) for fwd+bwd, against the vendor anchor of
+    the same framework family at the same sizes, dtype, device and loss form on the same machine
+    (sweep rows against sweep rows, run rows against run rows): how far our own step and loop are
+    from the framework's hand-written layer (1.0 = as fast). With records from
     several machines each tuple starts with the machine (ANCHOR_COLUMNS after it)."""
     with_machine = several_machines(records)
     ok = [r for r in records if r["status"] == "ok" and r.get("fwd_bwd")]
@@ -114,7 +125,7 @@ def anchor_ratios(records: list[dict]) -> list[tuple[str, ...]]:
             r["driver"],
             env_label(r),
             f"{a['driver']} ({env_label(a)})",
-            f"{r['fwd_bwd']['median_ms'] / a['fwd_bwd']['median_ms']:.2f}",
+            f"{speedup(r['fwd_bwd']['median_ms'], a['fwd_bwd']['median_ms']):.2f}",
         )
         out.append((machine_of(r), *row) if with_machine else row)
     return out
@@ -258,7 +269,8 @@ interquartile range and the number of repeats; first call = trace + compile + on
 process with compilation caches off. Timings on a shared machine are noisy: compare drivers
 within one run (ratios), not across runs.</p>
 {imgs}
-<h2 id="vendor">Our drivers against the vendor layer of the same framework (fwd+bwd time ratio; 1 = as fast)</h2>
+<h2 id="vendor">Our drivers against the vendor layer of the same framework (speed-up:
+anchor time / driver time; above 1 faster, 1 = as fast)</h2>
 {
         _html_table(
             ("machine", *ANCHOR_COLUMNS) if with_machine else ANCHOR_COLUMNS,
