@@ -15,3 +15,38 @@ def test_list_fits_the_terminal(columns: int, monkeypatch, capsys) -> None:
     assert "models:" in lines and "drivers:" in lines
     assert max(len(line) for line in lines) <= columns, max(lines, key=len)
     assert any(line.startswith("  torch_loop") and line.split()[0] == "torch_loop" for line in lines)
+
+
+def _rows() -> list[dict]:
+    from rnnbench.run.timing import Timing
+
+    steady = [10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 10.0, 10.1]
+    base = {"dtype": "float32", "environment_name": "main", "env_label": "torch 2.13.0", "max_rel_error": 3e-7}
+    ok = {
+        **base,
+        "model": "lstm",
+        "driver": "torch_scan_compiled_clone_y_only_long_name",
+        "status": "ok",
+        "fwd_bwd": Timing.of(steady).to_dict(),
+        "fwd": Timing.of([s / 3 for s in steady]).to_dict(),
+        "first_call_s": 4.2,
+        "cpu": {"threads": 1, "notes": ["load"]},
+    }
+    issue = "torch-inductor-scan-aliasing-saved-output-carry"
+    known = {**base, "model": "rnn", "driver": "torch_scan_compiled", "status": f"known_issue:{issue}"}
+    return [ok, known]
+
+
+def test_the_table_fits_columns_and_abbreviates_long_issue_ids(monkeypatch) -> None:
+    from rnnbench.report.table import CONTENDED_MARK, format_table
+
+    monkeypatch.setenv("COLUMNS", "100")
+    text = format_table(_rows())
+    table = text.splitlines()[: 2 + 2]  # header, rule, two rows
+    assert max(len(line) for line in table) <= 100, "\n".join(table)
+    assert "known_issue:K1" in text and "K1: torch-inductor-scan-aliasing-saved-output-carry" in text
+    assert "left out to fit 100 columns" in text
+    assert f"10 {CONTENDED_MARK}" in table[2]  # the median and its mark stay when the spread goes
+    monkeypatch.setenv("COLUMNS", "1000")
+    wide = format_table(_rows())
+    assert "[" in wide.splitlines()[2] and "left out" not in wide  # room: every column, every spread

@@ -7,6 +7,9 @@ known_issue_fixed:<id>) and one line per registered known issue, never its trace
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -224,10 +227,73 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
     for the rows that could not run here. Records from several machines (merged results files) get
     a leading machine column, each row's from its own record."""
     columns, body = table_data(records, include_unavailable)
+    body, legend = _abbreviated_issues(columns, body)
+    width = terminal_width()
+    columns, body, left_out = fit(columns, body, width or 10**6)
     widths = [max(len(c), *(len(row[i]) for row in body)) if body else len(c) for i, c in enumerate(columns)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
     text = [line(columns), line(tuple("-" * w for w in widths))] + [line(r) for r in body]
-    return "\n".join(text + notes(records, include_unavailable))
+    if left_out:
+        legend.append(f"left out to fit {width} columns: {left_out} (--format csv has all)")
+    return "\n".join(text + legend + notes(records, include_unavailable))
+
+
+def terminal_width() -> int | None:
+    """$COLUMNS where set, else the terminal's width when the output is one; None (no limit) for a
+    pipe or a file, whose reader is a program or a wider viewer."""
+    if os.environ.get("COLUMNS", "").strip().isdigit():
+        return int(os.environ["COLUMNS"])
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+
+
+ISSUE_ID_MAX = 12  # a known-issue id longer than this is shown as K1, K2, ... with a legend line
+
+
+def _abbreviated_issues(
+    columns: tuple[str, ...], body: list[tuple[str, ...]]
+) -> tuple[list[tuple[str, ...]], list[str]]:
+    """The body with every long known-issue id in the status column as K1, K2, ... (first seen
+    first), and the legend lines that spell them out."""
+    at = columns.index("status")
+    names: dict[str, str] = {}
+    out = []
+    for row in body:
+        kind, sep, issue = row[at].partition(":")
+        if sep and len(issue) > ISSUE_ID_MAX:
+            row = (*row[:at], f"{kind}:{names.setdefault(issue, f'K{len(names) + 1}')}", *row[at + 1 :])
+        out.append(row)
+    return out, [f"{short}: {issue}" for issue, short in names.items()]
+
+
+# Dropped in this order until the table fits: the spreads, then the columns a reader misses least.
+FIT_ORDER = ("fwd ms [IQR]", "fwd+bwd ms [IQR]", "first call s", "% peak", "env", "max rel err", "fwd ms")
+
+
+def fit(
+    columns: tuple[str, ...], body: list[tuple[str, ...]], width: int
+) -> tuple[tuple[str, ...], list[tuple[str, ...]], str]:
+    """The table within `width` characters where it can be: the [IQR] of a time cell dropped first
+    (the median stays, with its marks), then whole columns in FIT_ORDER; returns the columns, the
+    body and what was left out (empty when nothing was)."""
+    columns, body, gone = tuple(columns), [tuple(r) for r in body], []
+
+    def total() -> int:
+        cells = [max(len(c), *(len(r[i]) for r in body)) for i, c in enumerate(columns)]
+        return sum(cells) + 2 * (len(columns) - 1)
+
+    for name in FIT_ORDER:
+        if not body or total() <= width or name not in columns:
+            continue
+        at = columns.index(name)
+        if name.endswith(" [IQR]"):  # keep the median and its marks
+            body = [(*r[:at], " ".join(p for p in r[at].split() if not p.startswith("[")), *r[at + 1 :]) for r in body]
+            columns = (*columns[:at], name.removesuffix(" [IQR]"), *columns[at + 1 :])
+            gone.append(f"the {name.split()[0]} spread")
+        else:
+            body = [(*r[:at], *r[at + 1 :]) for r in body]
+            columns = (*columns[:at], *columns[at + 1 :])
+            gone.append(name)
+    return columns, body, ", ".join(gone)
 
 
 def notes(records: list[dict[str, Any]], include_unavailable: bool = False) -> list[str]:
