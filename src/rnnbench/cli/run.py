@@ -47,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--threads",
         type=int,
-        help="threads per framework, at most the cores this process may use (default: all of them)",
+        help="threads per framework, at most the cores this process may use (default 1: rows never contend with "
+        "themselves, and one-thread rows are compared on their CPU time)",
     )
     p.add_argument("--budget", type=float, help="seconds of repeats per timed quantity (default 0.5)")
     options.timeout_option(p, RunSettings.timeout, configurable=True)
