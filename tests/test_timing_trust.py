@@ -143,3 +143,17 @@ def test_the_html_note_column_says_contended_and_unstable() -> None:
     steady = _row(1, STEADY, STEADY)
     steady |= {"environment_name": "main", "env_label": "torch 2.13.0", "sizes": {"T": 8}, "timing": judge(steady)}
     assert table_rows([steady])[0][COLUMNS.index("note")] == ""
+
+
+def test_a_row_that_waited_for_its_core_is_contended_even_when_its_loops_were_too_short_to_measure() -> None:
+    """An XLA row's timed loops under 0.5 s leave cpu.notes empty (10 ms ticks); its CPU time /
+    wall of 0.1 still says it waited for a core. A GPU row's CPU waits on the device: not judged."""
+    from rnnbench.report.table import CONTENDED_MARK, contention, format_table
+
+    rec = _row(1, STEADY, STEADY)
+    rec["cpu"] |= {"cpu_ratio": 0.1, "others_on_cpus": None}
+    rec |= {"environment_name": "main", "env_label": "jax 0.10.2", "timing": judge(rec)}
+    assert rec["timing"]["contended"] and rec["timing"]["marks"] == ["starved"] and not rec["timing"]["unstable"]
+    assert contention(rec) == ["starved"] and CONTENDED_MARK in format_table([rec])
+    assert not judge({**rec, "device": "cuda"})["contended"]
+    assert not judge({**rec, "cpu": {"threads": 1, "notes": [], "cpu_ratio": 0.95}})["contended"]

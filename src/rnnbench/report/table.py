@@ -45,8 +45,9 @@ CONTENDED_MARK = "*"
 
 def contention(rec: dict) -> list[str]:
     """Why a row's times may not be its own: the notes of its `cpu` record (over_share, load,
-    contended; rnnbench.run.cpus.contention_notes); empty for rows without them."""
-    return list((rec.get("cpu") or {}).get("notes") or [])
+    contended; rnnbench.run.cpus.contention_notes) and its timing's "starved"; empty for rows without them."""
+    starved = "starved" in ((rec.get("timing") or {}).get("marks") or ())
+    return list((rec.get("cpu") or {}).get("notes") or []) + ["starved"] * starved
 
 
 UNSTABLE_MARK = "!"
@@ -106,6 +107,7 @@ def contention_legend(records: Iterable[dict[str, Any]]) -> list[str]:
         "over_share": "used more cores than its threads",
         "load": "other work on the machine exceeded the cores it left free",
         "contended": "other work ran on its CPUs meanwhile",
+        "starved": "it got under 0.8 of a core while timed",
     }
     parts = ", ".join(f"{n} {note} ({why.get(note, note)})" for note, n in sorted(counts.items()))
     return [
@@ -239,8 +241,7 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
 
 
 def terminal_width() -> int | None:
-    """$COLUMNS where set, else the terminal's width when the output is one; None (no limit) for a
-    pipe or a file, whose reader is a program or a wider viewer."""
+    """$COLUMNS where set, else the terminal's width when the output is one; None (no limit) for a pipe or a file."""
     if os.environ.get("COLUMNS", "").strip().isdigit():
         return int(os.environ["COLUMNS"])
     return shutil.get_terminal_size().columns if sys.stdout.isatty() else None

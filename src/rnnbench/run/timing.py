@@ -122,6 +122,9 @@ SPREAD = 1.5  # a quantity whose samples' q3 / q1 exceeds this is unstable: its 
 DRIFT = 1.25  # nor whose second half's median differs from its first half's by more than this factor
 MIN_HALF = 3  # samples in each half before a drift is judged
 QUANTITIES = ("fwd_bwd", "fwd")
+# A CPU row whose process got less than this share of one core over its timed loops (CPU time /
+# wall) waited for a core: calls that compute and block on nothing else use at least one.
+STARVED = 0.8
 
 
 def _deciding(quantity: Mapping[str, Any], clock: str) -> list[float]:
@@ -150,7 +153,9 @@ def judge(rec: Mapping[str, Any]) -> dict[str, Any] | None:
     """A timed record's `timing` field (docs/measuring.md#busy-machines-which-clock-decides), or
     None for a row that was not timed. clock: "cpu" for a row on one thread whose calls carry CPU
     samples (other work cannot move its own CPU time), else "wall"; contended: its `cpu.notes`
-    (other work beside it, or more cores than given); unstable: a quantity's samples on the deciding
+    (other work beside it, or more cores than given), or "starved": a CPU row whose CPU time /
+    wall over its timed loops is below STARVED (it waited for a core; seen where the loops were too
+    short for cpu.notes to measure, as XLA rows often are); unstable: a quantity's samples on the deciding
     clock disagree (instability), or its forward's median exceeds its forward+backward's on either
     clock (a forward is part of the training step: the reverse is noise, never a result)."""
     fwd_bwd, fwd = rec.get("fwd_bwd"), rec.get("fwd")
@@ -160,6 +165,9 @@ def judge(rec: Mapping[str, Any]) -> dict[str, Any] | None:
     threads = cpu.get("threads") or (rec.get("settings") or {}).get("threads")
     clock = "cpu" if threads == 1 and fwd_bwd.get("cpu_samples") else "wall"
     notes = [str(n) for n in cpu.get("notes") or ()]
+    ratio = cpu.get("cpu_ratio")
+    if rec.get("device", "cpu") == "cpu" and ratio is not None and ratio < STARVED:
+        notes.append("starved")  # timed loops too short for /proc/stat's ticks still show the wait
     marks = list(notes)
     for quantity in (fwd_bwd, fwd):
         if isinstance(quantity, Mapping):
