@@ -297,7 +297,7 @@ def _float(x: Any, shape: tuple) -> np.ndarray:
 
 
 def power(a: Any, b: Any) -> Any:
-    """a ** b, numpy's real power. d/da = b a^(b-1) (0 where b == 0: a constant 1); d/db = a^b log a
+    """a ** b, numpy's real power. d/da = b a^(b-1) (0 at 0^0: a constant 1); d/db = a^b log a
     (0 where a == 0 < b: 0^b is 0 on both sides). Where the real function has no derivative (a
     power at a == 0 other than an integer b >= 1, where it has an infinite one or a domain edge; a
     differentiated exponent at a <= 0, where a^b leaves the reals on one side) the columns moving
@@ -313,7 +313,9 @@ def power(a: Any, b: Any) -> Any:
     if ta is not None:
         smooth = (pa != 0) | (pb == 0) | ((pb >= 1) & (pb == np.floor(pb)))
         _kink_at(~smooth, _fit(ta, shape), "a power at 0")
-        slope = where(~smooth | (pb == 0), 0.0, vb * power(where(smooth & (pb != 0), va, 1.0), vb - 1.0))
+        # b a^(b-1) wherever it is finite, b == 0 included (its derivative in b is 1 / a); 0 at 0^0
+        flat = ~smooth | ((pa == 0) & (pb == 0))
+        slope = where(flat, 0.0, vb * power(where(flat, 1.0, va), vb - 1.0))
         parts.append(_lift(ta, len(shape)) * slope)
     if tb is not None:
         smooth = (pa > 0) | ((pa == 0) & (pb > 0))
