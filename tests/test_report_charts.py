@@ -37,12 +37,13 @@ def _panel(records: list[dict]):
 
 
 def _drawn_bars(ax) -> dict[str, float]:
-    """y tick label -> width of the bar drawn at that tick (bars only: the axes' bar containers)."""
+    """y tick label -> where the bar drawn at that tick ends, its median (a log axis starts bars at its
+    lower limit); bars only: the axes' bar containers."""
     labels = {round(t): lab.get_text() for t, lab in zip(ax.get_yticks(), ax.get_yticklabels())}
     out = {}
     for container in ax.containers:
         for patch in getattr(container, "patches", []):
-            out[labels[round(patch.get_y() + patch.get_height() / 2)]] = patch.get_width()
+            out[labels[round(patch.get_y() + patch.get_height() / 2)]] = patch.get_x() + patch.get_width()  # its end
     return out
 
 
