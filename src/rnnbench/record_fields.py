@@ -74,11 +74,13 @@ FIELDS: dict[str, str] = {
     # how far a timed row's numbers are its own (rnnbench.run.timing.judge; docs/measuring.md):
     # clock: "cpu" (process CPU time decides: one-thread rows) or "wall"; contended: other work ran
     # beside the row (cpu.notes); unstable: its samples disagree, or its forward took longer than its
-    # forward+backward; marks: the reasons, one word each
+    # forward+backward; marks: the reasons, one word each. Not required: records written before these
+    # fields held the timing settings under this key (committed results still have them), and readers
+    # take an absent field as "not judged".
     "timing": "dict|null",
-    "timing.clock": "str!",
-    "timing.contended": "bool!",
-    "timing.unstable": "bool!",
+    "timing.clock": "str",
+    "timing.contended": "bool",
+    "timing.unstable": "bool",
     "timing.marks": "list",
     "timing.marks.*": "str",
     # a CUDA row's GPU (rnnbench.run.accelerator): two GPUs are two machines
