@@ -221,3 +221,23 @@ def test_an_unsupported_op_is_refused_before_any_driver_runs(dtype: str, step, n
         _check(step, dtype)
     message = str(caught.value)
     assert "\n" not in message and named in message and "test_edges_dual.py" in message, message
+
+
+def _abs_of_a_linear_function(ops, p, c, x):
+    """H v through abs alone: abs's second derivative is 0 away from 0, and torch's double backward gives
+    it as a ZeroTensor, which a plain .numpy() refuses (it was an hvp_error on torch_loop)."""
+    (h,) = c
+    h = ops.abs(h + p["w"] * x)
+    return (h,), h
+
+
+def test_a_zero_tensor_second_derivative_is_read_not_an_error() -> None:
+    report = rnnbench.check_recurrence(
+        _abs_of_a_linear_function,
+        params=W,
+        carry0=(np.full(2, 0.5),),
+        xs=np.ones((3, 2)),
+        drivers=["torch_loop"],
+        losses=["weighted"],
+    )
+    assert {r.hvp_status for r in report.results} == {"ok"}, str(report)

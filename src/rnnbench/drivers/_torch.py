@@ -274,7 +274,9 @@ def block(result: Any) -> None:
 
 
 def to_numpy(t) -> np.ndarray | None:
-    return None if t is None else t.detach().to("cpu").double().numpy()
+    # force: a gradient autograd knows is zero comes back as a ZeroTensor (H v through abs or relu), which
+    # refuses a plain .numpy()
+    return None if t is None else t.detach().to("cpu").double().numpy(force=True)
 
 
 def prepared_from_loss(
