@@ -48,6 +48,21 @@ def test_every_package_of_the_source_is_in_the_distribution() -> None:
     assert found | {"rnnbench_models", "rnnbench_upstream"} == set(PYPROJECT["tool"]["setuptools"]["packages"])
 
 
+def test_the_layout_is_simple_so_the_editable_install_is_a_plain_pth() -> None:
+    """Every package lies under src/ (rnnbench_models and rnnbench_upstream as symlinks to models/ and
+    docs/upstream): setuptools' own check for a simple layout holds, so `pip install -e .` takes its
+    static .pth strategy, whose build prints no warning about folders named like the package (the
+    top-level finder it uses for any other layout prints one on every install)."""
+    from setuptools.command.editable_wheel import _simple_layout
+
+    tool = PYPROJECT["tool"]["setuptools"]
+    assert _simple_layout(tool["packages"], tool["package-dir"], str(REPO)), tool["package-dir"]
+    for package, target in (("rnnbench_models", "models"), ("rnnbench_upstream", "docs/upstream")):
+        link = REPO / "src" / package
+        assert link.is_symlink() and link.resolve() == (REPO / target).resolve(), package
+        assert (link / "__init__.py").is_file() or any(link.glob("*.md")), package
+
+
 def test_version_names_the_commit() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "rnnbench.cli", "--version"], capture_output=True, text=True, timeout=60, cwd=REPO
