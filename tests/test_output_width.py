@@ -50,3 +50,24 @@ def test_the_table_fits_columns_and_abbreviates_long_issue_ids(monkeypatch) -> N
     monkeypatch.setenv("COLUMNS", "1000")
     wide = format_table(_rows())
     assert "[" in wide.splitlines()[2] and "left out" not in wide  # room: every column, every spread
+
+
+def test_the_saved_for_backward_column_shows_the_count_and_goes_after_the_first_call_time(monkeypatch) -> None:
+    """The step-memory column holds each row's own count ("-" without one) and, as the terminal
+    narrows, is left out after the first-call time and before the % peak column."""
+    from rnnbench.report.table import format_table
+
+    rows = _rows()
+    rows[0]["step_memory"] = {"saved_mb": 1.5, "method": "counted"}
+    monkeypatch.setenv("COLUMNS", "1000")
+    header, _, ok_line, known_line = format_table(rows).splitlines()[:4]
+    assert "saved for bwd MiB" in header and ok_line.split()[-1] == "1.5" and known_line.split()[-1] == "-"
+    full = len(header)
+    for width in range(full, 40, -1):
+        monkeypatch.setenv("COLUMNS", str(width))
+        header = format_table(rows).splitlines()[0]
+        if "saved for bwd MiB" not in header:
+            assert "first call s" not in header and "% peak" in header, (width, header)
+            break
+    else:
+        raise AssertionError("the step-memory column was never left out")

@@ -49,3 +49,34 @@ def test_a_step_saves_at_least_its_states_and_grows_with_T(driver: str) -> None:
     states = SIZES["T"] * SIZES["B"] * SIZES["H"] * 4
     assert states <= short < 8 * states
     assert 1.6 < long / short < 2.4
+
+
+def _planted() -> list[dict]:
+    """Two ok rows, one with a counted step memory and one whose driver gives no count."""
+    from rnnbench.run.timing import Timing
+
+    base = {"dtype": "float32", "environment_name": "main", "env_label": "torch 2.13.0", "max_rel_error": 3e-7}
+    timed = {**base, "model": "lstm", "status": "ok", "fwd_bwd": Timing.of([10.0, 10.1, 9.9, 10.0]).to_dict()}
+    counted = {**timed, "driver": "torch_loop", "step_memory": {"saved_mb": 2.25, "method": "counted"}}
+    uncounted = {**timed, "driver": "torch_xla_scan", "step_memory": {"saved_mb": None, "method": "not measured"}}
+    return [counted, uncounted]
+
+
+def test_csv_and_json_hold_the_count_as_a_number() -> None:
+    import json
+
+    from rnnbench.report.table import format_as
+
+    data = json.loads(format_as(_planted(), "json"))
+    assert [row["saved for bwd MiB"] for row in data] == [2.25, None]
+    header, first, second = format_as(_planted(), "csv").splitlines()
+    at = header.split(",").index("saved for bwd MiB")
+    assert first.split(",")[at] == "2.25" and second.split(",")[at] == ""
+
+
+def test_the_html_table_shows_the_count_beside_the_workers_high_water_mark() -> None:
+    from rnnbench.report.html import COLUMNS, table_rows
+
+    at = COLUMNS.index("saved for bwd MiB")
+    assert [cells[at] for cells in table_rows(_planted())] == ["2.25", "-"]
+    assert any("peak RSS" in c and "high-water mark" in c for c in COLUMNS)

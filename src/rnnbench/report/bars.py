@@ -41,7 +41,7 @@ from rnnbench.report.style import (
     styles,
     wrap,
 )
-from rnnbench.report.table import CONTENDED_MARK, contention
+from rnnbench.report.table import CONTENDED_MARK, contention, saved_mb
 
 GAP_COLOR = "#b00000"
 
@@ -81,11 +81,6 @@ def contended(rec: dict) -> bool:
     """Whether other work ran beside a row while it was timed (timing.contended, or the notes of
     its cpu record in records written before that field)."""
     return bool((rec.get("timing") or {}).get("contended")) or bool(contention(rec))
-
-
-def saved_mb(rec: dict) -> float | None:
-    """The MiB a row's training step saves for backward (rnnbench.run.memory), None where not measured."""
-    return (rec.get("step_memory") or {}).get("saved_mb")
 
 
 def _sizes_text(sizes: dict) -> str:

@@ -14,7 +14,16 @@ from rnnbench.report import bug_table, escape
 from rnnbench.report.charts import all_charts
 from rnnbench.report.ratios import speedup
 from rnnbench.report.style import latest_rows
-from rnnbench.report.table import contention, env_label, loss_label, machine_of, number, several_machines, unstable
+from rnnbench.report.table import (
+    contention,
+    env_label,
+    loss_label,
+    machine_of,
+    number,
+    saved_mb,
+    several_machines,
+    unstable,
+)
 
 COLUMNS = (
     "model",
@@ -29,7 +38,8 @@ COLUMNS = (
     "fwd first call s",
     "GFLOP/s fwd+bwd",
     "% peak",
-    "peak RSS MiB",
+    "worker peak RSS MiB (high-water mark, imports included)",
+    "saved for bwd MiB",
     "note",
 )
 
@@ -73,6 +83,7 @@ def table_rows(records: list[dict], with_machine: bool = False, with_loss: bool 
             number(roof and roof["gflops"], ".3g"),
             number(roof and 100 * roof["fraction_of_peak"], ".2g"),
             number((r.get("memory") or {}).get("peak_rss_mb"), ".0f"),
+            number(saved_mb(r), ".3g"),
             r.get("reason", "") if not ok else _time_note(r),
         )
         if with_loss:

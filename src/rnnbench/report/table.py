@@ -7,9 +7,6 @@ known_issue_fixed:<id>) and one line per registered known issue, never its trace
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -17,6 +14,7 @@ from typing import Any
 from rnnbench import record
 from rnnbench.errors import InputError
 from rnnbench.report.escape import csv_cell, md_cell
+from rnnbench.report.fit import abbreviated_issues, fit, terminal_width
 from rnnbench.status import Status, is_known
 
 
@@ -163,6 +161,7 @@ COLUMNS = (
     "% peak",
     "fwd ms [IQR]",
     "first call s",
+    "saved for bwd MiB",
 )
 
 
@@ -179,6 +178,12 @@ def several_machines(records: Iterable[dict[str, Any]]) -> bool:
     """Whether the records come from more than one machine (merged results files): then every
     view names each row's machine and keeps machines apart wherever it groups rows."""
     return len({machine_of(r) for r in records}) > 1
+
+
+def saved_mb(rec: dict) -> float | None:
+    """What the row's training step saves for backward, in MiB (record field step_memory,
+    rnnbench.run.memory); None where it was not measured or the record predates the field."""
+    return (rec.get("step_memory") or {}).get("saved_mb")
 
 
 def loss_label(rec: dict) -> str:
@@ -215,6 +220,7 @@ def rows(
             _peak(r) if ok else "-",
             (_ms(r.get("fwd")) + (f" {UNSTABLE_MARK}" if "fwd_over_fwd_bwd" in unstable(r) else "")) if ok else "-",
             number(r.get("first_call_s"), ".3g") if ok else "-",
+            number(saved_mb(r), ".3g"),
         )
         if with_hvp:
             cells = (*cells[:5], hvp_label(r), *cells[5:])
@@ -229,7 +235,7 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
     for the rows that could not run here. Records from several machines (merged results files) get
     a leading machine column, each row's from its own record."""
     columns, body = table_data(records, include_unavailable)
-    body, legend = _abbreviated_issues(columns, body)
+    body, legend = abbreviated_issues(columns, body)
     width = terminal_width()
     columns, body, left_out = fit(columns, body, width or 10**6)
     widths = [max(len(c), *(len(row[i]) for row in body)) if body else len(c) for i, c in enumerate(columns)]
@@ -238,63 +244,6 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
     if left_out:
         legend.append(f"left out to fit {width} columns: {left_out} (--format csv has all)")
     return "\n".join(text + legend + notes(records, include_unavailable))
-
-
-def terminal_width() -> int | None:
-    """$COLUMNS where set, else the terminal's width when the output is one; None (no limit) for a pipe or a file."""
-    if os.environ.get("COLUMNS", "").strip().isdigit():
-        return int(os.environ["COLUMNS"])
-    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
-
-
-ISSUE_ID_MAX = 12  # a known-issue id longer than this is shown as K1, K2, ... with a legend line
-
-
-def _abbreviated_issues(
-    columns: tuple[str, ...], body: list[tuple[str, ...]]
-) -> tuple[list[tuple[str, ...]], list[str]]:
-    """The body with every long known-issue id in the status column as K1, K2, ... (first seen
-    first), and the legend lines that spell them out."""
-    at = columns.index("status")
-    names: dict[str, str] = {}
-    out = []
-    for row in body:
-        kind, sep, issue = row[at].partition(":")
-        if sep and len(issue) > ISSUE_ID_MAX:
-            row = (*row[:at], f"{kind}:{names.setdefault(issue, f'K{len(names) + 1}')}", *row[at + 1 :])
-        out.append(row)
-    return out, [f"{short}: {issue}" for issue, short in names.items()]
-
-
-# Dropped in this order until the table fits: the spreads, then the columns a reader misses least.
-FIT_ORDER = ("fwd ms [IQR]", "fwd+bwd ms [IQR]", "first call s", "% peak", "env", "max rel err", "fwd ms")
-
-
-def fit(
-    columns: tuple[str, ...], body: list[tuple[str, ...]], width: int
-) -> tuple[tuple[str, ...], list[tuple[str, ...]], str]:
-    """The table within `width` characters where it can be: the [IQR] of a time cell dropped first
-    (the median stays, with its marks), then whole columns in FIT_ORDER; returns the columns, the
-    body and what was left out (empty when nothing was)."""
-    columns, body, gone = tuple(columns), [tuple(r) for r in body], []
-
-    def total() -> int:
-        cells = [max(len(c), *(len(r[i]) for r in body)) for i, c in enumerate(columns)]
-        return sum(cells) + 2 * (len(columns) - 1)
-
-    for name in FIT_ORDER:
-        if not body or total() <= width or name not in columns:
-            continue
-        at = columns.index(name)
-        if name.endswith(" [IQR]"):  # keep the median and its marks
-            body = [(*r[:at], " ".join(p for p in r[at].split() if not p.startswith("[")), *r[at + 1 :]) for r in body]
-            columns = (*columns[:at], name.removesuffix(" [IQR]"), *columns[at + 1 :])
-            gone.append(f"the {name.split()[0]} spread")
-        else:
-            body = [(*r[:at], *r[at + 1 :]) for r in body]
-            columns = (*columns[:at], *columns[at + 1 :])
-            gone.append(name)
-    return columns, body, ", ".join(gone)
 
 
 def notes(records: list[dict[str, Any]], include_unavailable: bool = False) -> list[str]:
@@ -360,6 +309,7 @@ NUMERIC_COLUMNS = (
     "fwd q1 ms",
     "fwd q3 ms",
     "first call s",
+    "saved for bwd MiB",
     "clock",
     "contended",
     "unstable",
@@ -413,6 +363,7 @@ def numeric_data(records: list[dict[str, Any]], include_unavailable: bool = Fals
             "fwd q1 ms": _number(fwd.get("q1_ms")),
             "fwd q3 ms": _number(fwd.get("q3_ms")),
             "first call s": _number(r.get("first_call_s")) if ok else None,
+            "saved for bwd MiB": _number(saved_mb(r)),
             "clock": (r.get("timing") or {}).get("clock", "wall") if fb else None,
             "contended": bool(contention(r)) if fb else None,
             "unstable": bool(unstable(r)) if fb else None,
