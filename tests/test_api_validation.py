@@ -197,7 +197,7 @@ CASES = [
         InputError,
         ["`loss`", "`losses`", "not both"],
     ),
-    ("unknown_driver", {"drivers": ["torch_lop"]}, InputError, ["drivers", "'torch_lop'", "known:", "torch_loop, "]),
+    ("unknown_driver", {"drivers": ["torch_lop"]}, InputError, ["drivers", "'torch_lop'", "did you mean 'torch_loop'"]),
     ("unknown_driver_after_a_valid_one", {"drivers": ["torch_loop", "nope"]}, InputError, ["drivers", "'nope'"]),
     ("no_driver", {"drivers": []}, InputError, ["drivers=[]", "selects nothing"]),
     ("drivers_as_string", {"drivers": "torch_loop"}, TypeError, ["drivers", "list of names"]),
