@@ -27,6 +27,14 @@ CONDITIONS: dict[str, Callable[[Model, Case, str], bool]] = {
     "zero_dim_carry": lambda model, case, dtype: any(getattr(c, "ndim", 0) == 0 for c in case.carry0),
     # The step has trainable parameters (a scan body that closes over them captures tensors).
     "has_params": lambda model, case, dtype: bool(case.params),
+    # The scanned step itself reads a parameter, so a body that closes over the parameters captures a
+    # tensor (a step whose parameters all act in the prologue, as minGRU's gates do, captures none). A
+    # model of several recurrences has no single body: any parameter counts.
+    "step_reads_params": lambda model, case, dtype: (
+        bool(case.params)
+        if model.forward is not None
+        else any(not n.startswith("carry0.") for n in differentiated_sizes(model, case)[0])
+    ),
     # torch inductor's scan backward loop accumulates the gradient of each differentiated tensor the
     # step reads in a buffer that may alias a buffer of equal element count created after the loop:
     # the gradient of a differentiated tensor upstream of the scan (a parameter the prologue reads,

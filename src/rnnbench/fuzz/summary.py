@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from tabulate import tabulate
-
 from rnnbench.fuzz.edges import parse_plant
 from rnnbench.fuzz.grammar import Grammar, body_wrt
 from rnnbench.fuzz.outcome import ERRORS, FIRST_ORDER_FAILURES, Outcome, first_order_ok
@@ -152,6 +150,8 @@ class FuzzSummary:
         lines = [f"\ngrammar {g.name}, snap rate {g.snap_rate:g}" + (f", plant {g.plant}" if g.plant else "")]
         per = self.by_op_class()
         statuses = sorted({s for c in per.values() for s in c})
+        from tabulate import tabulate  # an extra ([charts]): a fuzz run in an environment without it still runs
+
         lines.append(tabulate([[op, *(c[s] for s in statuses)] for op, c in per.items()], ["op class", *statuses]))
         if g.plant:
             lines.append(
