@@ -18,6 +18,7 @@ the associative drivers must carry the initial state's cotangent through the com
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -243,49 +244,39 @@ def _cotangents(dys, dcarry):
     return {"wy": dys, "wh": dcarry[0]}
 
 
+# What the three models share: one hidden state h, the family's sizes, loss, hand BPTT oracles and cotangents.
+_gru_family = functools.partial(
+    Model, carry_names=("h",), default_sizes=SIZES, loss=loss, oracle_kind="hand_bptt", cotangent_consts=_cotangents
+)
+
 MODELS = (
-    Model(
+    _gru_family(
         name="gru",
         summary="GRU (r, z, n; torch.nn.GRU's convention), hoisted input projection, h0 with grad",
-        carry_names=("h",),
-        default_sizes=SIZES,
         make_case=gru_case,
         step=gru_step,
-        loss=loss,
         prologue=gru_prologue,
         oracle=gru_oracle,
-        oracle_kind="hand_bptt",
-        cotangent_consts=_cotangents,
         kind="gru",
         flops=gru_flops,
     ),
-    Model(
+    _gru_family(
         name="mingru",
         summary="minGRU: gates from the input only, h' = (1 - z) h + z v, a linear recurrence",
-        carry_names=("h",),
-        default_sizes=SIZES,
         make_case=mingru_case,
         step=mingru_step,
-        loss=loss,
         prologue=mingru_prologue,
         oracle=mingru_oracle,
-        oracle_kind="hand_bptt",
-        cotangent_consts=_cotangents,
         flops=mingru_flops,
         linear_recurrence=mingru_linear,
     ),
-    Model(
+    _gru_family(
         name="lru",
         summary="LRU, real: h' = lam h + sqrt(1 - lam^2) W_in x, lam = exp(-exp(nu)) learned",
-        carry_names=("h",),
-        default_sizes=SIZES,
         make_case=lru_case,
         step=lru_step,
-        loss=loss,
         prologue=lru_prologue,
         oracle=lru_oracle,
-        oracle_kind="hand_bptt",
-        cotangent_consts=_cotangents,
         flops=lru_flops,
         linear_recurrence=lru_linear,
     ),
