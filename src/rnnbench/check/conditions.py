@@ -82,6 +82,10 @@ CONDITIONS: dict[str, Callable[[Model, Case, str], bool]] = {
     # differentiated inputs (c' = c + x, x from xs', c' read twice): torch 2.9.0's create_bw_fn clones
     # gradients that alias its inputs, not one returned twice (_higher_order_ops/utils.py).
     "step_gradient_returned_twice": lambda model, case, dtype: _step_gradient_returned_twice(model, case),
+    # Some a ** b with base and exponent both differentiated meets an exponent entry exactly 0 at a base
+    # > 0: torch's pow_backward_self (FunctionsManual.cpp) is where(b == 0, 0, grad * b * a^(b-1)), a
+    # constant in b there, so the double backward loses d/db of df/da (1/a): torch's H v is wrong.
+    "pow_exponent_exactly_zero": lambda model, case, dtype: _pow_exponent_exactly_zero(model, case),
 }
 """Case predicates that entries name in affects.conditions. Add one here for a new bug class."""
 
@@ -302,6 +306,36 @@ def _loop_gradient(model: Model, case: Case, cut: bool) -> tuple[float, dict[str
     return float(loss.detach()), {
         n: np.zeros(tuple(i.shape)) if g is None else g.detach().numpy() for n, i, g in zip(names, inputs, grads)
     }
+
+
+def _pow_exponent_exactly_zero(model: Model, case: Case) -> bool:
+    """The eager torch forward in float64 at the case's values, the compared inputs requiring grad,
+    watched by a TorchFunctionMode: does a Tensor ** Tensor whose base and exponent both require grad
+    have an exponent entry exactly 0 where the base is > 0?"""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    seen: list[bool] = []
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "")
+            if name in ("pow", "__pow__", "__rpow__") and len(args) == 2:
+                base, exponent = args if name != "__rpow__" else args[::-1]
+                if all(isinstance(t, torch.Tensor) and t.requires_grad for t in (base, exponent)):
+                    at = (exponent.detach() == 0) & (base.detach() > 0)
+                    seen.append(bool(torch.any(at)))
+            return func(*args, **(kwargs or {}))
+
+    names = case.wrt_names(model.carry_names)
+    wants = case.carry0_requires_grad or (False,) * len(case.carry0)
+    params = {k: _leaf(v, k in names) for k, v in case.params.items()}
+    carry0 = tuple(_leaf(c, bool(g)) for c, g in zip(case.carry0, wants))
+    xs = None if case.xs is None else _leaf(case.xs, case.xs_requires_grad)
+    ops = torch_ops()
+    with Watch():
+        run_forward(ops, model, params, carry0, xs, case.length, loop_recur(ops))
+    return any(seen)
 
 
 def _leaf(a, grad: bool = False):
