@@ -1,4 +1,4 @@
-"""Verdicts at the edges of ordinary steps (issue 37's classes 1-6, 8, 9, 10), each through the
+"""Verdicts at the edges of ordinary steps (issue 37's classes 1-10), each through the
 public API (`rnnbench.check_recurrence`) at float64 and float32 on tiny sizes: the sigmoid tails, a
 compiler more accurate than the numpy reference, float32 forwards no float32 computation can give,
 smooth composites of kinked ops at the kink, NaN oracle entries, and known-issue attribution.
@@ -120,6 +120,15 @@ def safe_sqrt_at_zero(ops, params, carry, x, plant=no_plant):
     return (h,), h
 
 
+def identity_gate_at_tie(ops, params, carry, x, plant=no_plant):
+    """Class 7: where(z * z > 0, z, z / 2) is z everywhere; at z == 0 (w[0] = 0) both sides of the
+    comparison are stationary and every framework takes the z / 2 branch: half the derivative."""
+    (h,) = carry
+    z = params["w"] * x
+    h = 0.5 * h + plant(ops, ops.where(z * z > 0, z, 0.5 * z))
+    return (h,), h
+
+
 EDGES = [
     Edge("sigmoid_left_tail", sigmoid_left_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
     Edge("log_sigmoid_tail", log_sigmoid_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
@@ -157,6 +166,13 @@ EDGES = [
     Edge(
         "relu_pair_at_kink",
         relu_pair_at_kink,
+        {"w": np.array([0.0, 0.5])},
+        {"float64": {"subgradient_differs"}, "float32": {"subgradient_differs"}},
+    ),
+    # class 7: a comparison at an exact tie is a branch point, with stationary sides too
+    Edge(
+        "identity_gate_at_tie",
+        identity_gate_at_tie,
         {"w": np.array([0.0, 0.5])},
         {"float64": {"subgradient_differs"}, "float32": {"subgradient_differs"}},
     ),

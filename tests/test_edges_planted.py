@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import pytest
 
 from test_edges import EDGES, Edge, check
@@ -60,3 +61,46 @@ def test_a_planted_hvp_is_flagged(edge: Edge) -> None:
         assert all(r.hvp_status == "ok" for r in jax_rows), str(report)
     else:  # a row that agrees at a true kink (torch's |z|' = 0) has its H v ill_conditioned: never ok
         assert all(r.status in edge.expected["float64"] and r.hvp_status != "ok" for r in torch_rows), str(report)
+
+
+# ---- a planted wrong derivative AT the kink: outside every value its one-sided derivatives allow ----
+AT = 3.0  # torch's derivative at the kink off by 3 per unit of z: beyond every kink's slopes here
+KINKS = {
+    # name: (the kinked expression of z, the range of its local derivative at z == 0)
+    "relu_pair": lambda ops, z: ops.where(z > 0, z, 0.0) - ops.where(-z > 0, -z, 0.0),  # [0, 2]
+    "abs": lambda ops, z: ops.abs(z),  # [-1, 1]
+    "maximum_tie": lambda ops, z: ops.maximum(z, 0.0),  # [0, 1]
+    "identity_gate": lambda ops, z: ops.where(z * z > 0, z, 0.5 * z),  # [0.5, 1]
+}
+
+
+def at_kink(kink, planted: bool):
+    """h' = 0.5 h + kink(w x), with torch's derivative planted wrong on w[0] only (z[0] = 0 sits on
+    the kink; w[1] is off it and stays unplanted)."""
+
+    def step(ops, params, carry, x):
+        (h,) = carry
+        z = params["w"] * x
+        d = z - ops.stop_gradient(z)
+        plant = AT * ops.concat([d[:1], 0.0 * d[1:]]) if planted and ops.name == "torch" else 0.0
+        h = 0.5 * h + kink(ops, z) + plant
+        return (h,), h
+
+    return step
+
+
+def _at_kink_report(name: str, dtype: str, planted: bool):
+    edge = Edge(name, at_kink(KINKS[name], planted), {"w": np.array([0.0, 0.5])}, {}, xs=np.ones((1, 2)))
+    return check(edge, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", sorted(KINKS))
+def test_a_planted_gradient_at_the_kink_is_a_mismatch(name: str, dtype: str) -> None:
+    """Torch's derivative is planted wrong exactly on the kinked entry; no subgradient convention
+    gives its value, so it is grad_mismatch (it was subgradient_differs or cannot_decide: issue 37);
+    jax, unplanted, keeps the verdict a correct framework gets there."""
+    report = _at_kink_report(name, dtype, planted=True)
+    assert [r.status for r in rows(report, "torch_loop")] == ["grad_mismatch"], str(report)
+    assert "outside every value the kinks' one-sided derivatives allow" in str(report), str(report)
+    assert all(r.status in {"ok", "cannot_decide", "subgradient_differs"} for r in rows(report, "jax_loop"))

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from rnnbench.check.branch_points import side
 from rnnbench.check.dual_base import base_functions
 from rnnbench.ops import named_ops
 
@@ -379,8 +380,11 @@ def sigmoid(x: Any) -> Any:
 def absolute(x: Any) -> Any:
     if not isinstance(x, Dual):
         return np.abs(x)
-    _kink_at(np.asarray(primal(x)) == 0, x.tangent, "abs at 0")
-    return Dual(absolute(x.value), x.tangent * _sign(x.value), x.level)
+    at = np.asarray(primal(x)) == 0
+    _kink_at(at, x.tangent, "abs at 0")
+    forced = side(at)  # check/kink_range.py: the slope at 0 forced to -1 or +1
+    sign = _sign(x.value) if forced is None else np.where(at, np.where(forced, 1.0, -1.0), _sign(x.value))
+    return Dual(absolute(x.value), x.tangent * sign, x.level)
 
 
 def maximum(a: Any, b: Any) -> Any:
@@ -438,7 +442,8 @@ def _compare(a: Any, b: Any, f: Callable) -> np.ndarray:
             found.append(("a comparison at equality", cols))
         else:  # sides stationary at the tie (x * x > 0 at x == 0): which columns reach it is unknown
             found.append(("a comparison at equality of stationary values", np.ones(1, dtype=bool)))
-    return f(pa, pb)
+    forced = side(tie)  # check/kink_range.py: each tied entry's side forced
+    return f(pa, pb) if forced is None else np.where(tie, forced, f(pa, pb))
 
 
 def _moving(x: Any, tie: np.ndarray, at: int) -> np.ndarray:

@@ -23,7 +23,8 @@ from rnnbench.check import known_issues
 from rnnbench.check.compare import InputError, compare_grads, describe, loss_condition, loss_rel_error, verdict
 from rnnbench.check.finite_diff import input_value, one_sided
 from rnnbench.check.forward import PASSES, UNDECIDED, forward_bound
-from rnnbench.check.low_precision import ROUNDING_SAFETY, rounding_bounds
+from rnnbench.check.kink_range import kink_range
+from rnnbench.check.low_precision import ROUNDING_SAFETY, float32_gradients, rounding_bounds
 from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.tolerance import Tolerance, at_loss_scale, island_tolerance, tolerance
 from rnnbench.model import Case, Model, reference_loss
@@ -141,7 +142,7 @@ def judge(
         # float64 only is refined above, so bounds and condition are still those of `oracle`
         _with_rounding_bounds(result, model, case, oracle, names, bounds, tol, condition)
     if result.status == Status.CANNOT_DECIDE:
-        _at_differentiable_kinks(result, model, case, oracle, names, tol)
+        _at_differentiable_kinks(result, model, case, oracle, names, tol, dtype)
     if result.status != Status.OK and oracle.reason:
         result.report += f"\noracle: {oracle.kind} ({oracle.reason})"
     return registered(result, driver_name, model, case, dtype)
@@ -258,30 +259,88 @@ def _with_rounding_bounds(
 
 
 def _at_differentiable_kinks(
-    result: Check, model: Model, case: Case, oracle: Oracle, names: list[str], tol: Tolerance
+    result: Check, model: Model, case: Case, oracle: Oracle, names: list[str], tol: Tolerance, dtype: str
 ) -> None:
-    """A row undecided at entries where the step's ops have no derivative (the oracle's bound is
-    unbounded there): where the loss itself is differentiable (its one-sided differences agree,
-    finite_diff.one_sided) and the driver is beyond that derivative's tolerance and bound, the
-    framework's subgradient convention differs from the derivative: subgradient_differs."""
-    found = []
+    """A row undecided at entries the oracle cannot bound (a kink, a loss not smooth at the
+    difference step). At a kink, a driver outside every value the chain rule gives with each
+    kink's local derivative between its one-sided derivatives (check/kink_range.py) is wrong:
+    grad_mismatch; where that range cannot be computed the row stays cannot_decide, with the
+    reason. Within it, or off the kinks, where the loss itself is differentiable (its one-sided
+    differences agree, finite_diff.one_sided) and the driver is beyond that derivative's
+    tolerance and bound, the framework's subgradient convention differs: subgradient_differs."""
+    beyond = {}
     for name, err in zip(names, result.errors):
         want, got = oracle.grads[name], result.grads.get(name)
         g = np.zeros(np.shape(want)) if got is None else np.asarray(got, dtype=np.float64)
         if g.shape != np.shape(want):
             continue
         allowed = tol.max_rel_error * err.scale
-        for idx in np.argwhere(np.isinf(oracle.error_of(name)) & ~(np.abs(g - want) <= allowed)):
-            idx = tuple(int(i) for i in idx)
+        at = np.argwhere(np.isinf(oracle.error_of(name)) & ~(np.abs(g - want) <= allowed))
+        if len(at):
+            beyond[name] = (g, allowed, [tuple(int(i) for i in idx) for idx in at])
+    if not beyond:
+        return
+    span, slack = kink_range(model, case, list(beyond)), _rounding_slack(model, case, list(beyond), dtype)
+    wrong, found, unknown = [], [], []
+    for name, (g, allowed, entries) in beyond.items():
+        for idx in entries:
+            lo, hi = span.of(name, idx)
+            if span.kinked[name][idx] and not (np.isfinite(lo) and np.isfinite(hi)):
+                unknown.append(f"{name} at {list(idx)} ({span.reason or 'a corner has no finite derivative'})")
+                continue
+            if span.kinked[name][idx] and not lo - allowed <= g[idx] <= hi + allowed:
+                extra = slack(name, idx, lo, hi)
+                if isinstance(extra, str):
+                    unknown.append(f"{name} at {list(idx)} ({extra})")
+                elif not lo - allowed - extra <= g[idx] <= hi + allowed + extra:
+                    wrong.append(
+                        f"{name} at {list(idx)}: got {g[idx]:.10g}, outside every value the kinks' one-sided "
+                        f"derivatives allow: [{lo:.10g}, {hi:.10g}]"
+                    )
+                continue
             derivative = one_sided(model, case, name, idx)
             if derivative is not None and not abs(g[idx] - derivative[0]) <= allowed + derivative[1]:
                 found.append(f"{name} at {list(idx)}: got {g[idx]:.10g}, the derivative is {derivative[0]:.10g}")
-    if found:
+    _kink_verdict(result, wrong, found, unknown)
+
+
+def _kink_verdict(result: Check, wrong: list[str], found: list[str], unknown: list[str]) -> None:
+    if unknown:
+        result.report += "\nno range of subgradients for " + "; ".join(unknown) + ": cannot decide"
+    if wrong:
+        result.status = Status.GRAD_MISMATCH
+        result.report += "\nbeyond what any subgradient convention gives:\n  " + "\n  ".join(wrong)
+    elif found and not unknown:
         result.status = Status.SUBGRADIENT_DIFFERS
         result.report += (
             "\nthe loss is differentiable where the step's ops are not (its one-sided differences agree), and "
             "the framework's subgradient convention gives another value:\n  " + "\n  ".join(found)
         )
+
+
+def _rounding_slack(model: Model, case: Case, names: list[str], dtype: str) -> Any:
+    """slack(name, idx, lo, hi): what rounding at `dtype` alone may add beyond the kinks' range: 0 at
+    float64 (the tolerance covers it); at float32, ROUNDING_SAFETY x an independent float32
+    computation's distance from the range (check/low_precision.py: a correct float32 convention
+    moved by rounding alone); a reason (str) where that cannot be bounded."""
+    if dtype == "float64":
+        return lambda name, idx, lo, hi: 0.0
+    tape: dict[str, np.ndarray] | str = f"no rounding bound at {dtype}"
+    if dtype == "float32":
+        try:
+            tape = float32_gradients(model, case, names)
+        except Exception as exc:  # a step the float32 tape cannot run
+            tape = f"no float32 rounding bound: {type(exc).__name__}: {exc}"
+
+    def slack(name: str, idx: tuple, lo: float, hi: float) -> float | str:
+        if isinstance(tape, str):
+            return tape
+        t = float(tape[name][idx])
+        if not np.isfinite(t):
+            return "the float32 computation's own derivative is not finite"
+        return ROUNDING_SAFETY * max(lo - t, t - hi, 0.0)
+
+    return slack
 
 
 def registered(result: Any, driver_name: str, model: Model, case: Case, dtype: str, order: int = 1) -> Any:

@@ -1,0 +1,87 @@
+"""Every value the chain rule can give at the step's kinks: the range a framework's subgradient
+convention may legitimately land in.
+
+A framework's derivative at a kink is the chain rule with each kink's local derivative somewhere
+between its one-sided derivatives (relu at 0: [0, 1]; abs at 0: [-1, 1]; a tie in maximum, minimum
+or `where`: the two sides' slopes). The loss's derivative is then a sum over paths of products of
+local derivatives, in which each kink appears at most once per path: multilinear in the kinks'
+local derivatives, so over the box of their ranges its extremes are at the corners. The corners are
+evaluated exactly, by dual numbers with each tied entry's side forced (check/branch_points.py):
+2^N passes for N tied entries, so at most MAX_TIED entries are enumerated. A pass whose forced
+sides change the loss's value (a `where` whose branches differ at the tie: a jump, not a kink) or
+which branch points the step meets is left out: no framework evaluates the function there.
+
+sqrt at 0 and a power at 0 are not kinks between two finite one-sided derivatives (a pole, a
+domain edge): where the step meets one, there is no range, and the judge cannot decide.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rnnbench.check.branch_points import forcing
+from rnnbench.check.dual_eval import CHUNK, evaluate
+from rnnbench.check.finite_diff import input_value
+from rnnbench.model import Case, Model
+
+MAX_TIED = 8  # 2^8 dual passes at most: tied entries beyond this are not enumerated
+BRANCH_KINDS = ("abs at 0", "a comparison at equality", "a comparison at equality of stationary values")
+_SAME_LOSS = 1e-12  # a forced side at a true tie changes no value: beyond rounding, it is a jump
+
+
+@dataclass(frozen=True)
+class KinkRange:
+    """kinked[name]: the entries whose derivative passes through a point without one (the input's
+    shape); lo[name], hi[name]: the smallest and largest derivative the corners give per entry
+    (NaN where some corner's derivative is not finite); reason: why there is no range ("" when
+    there is one: lo and hi are then empty); left_out: how many corners were left out (a jump)."""
+
+    kinked: dict[str, np.ndarray]
+    lo: dict[str, np.ndarray]
+    hi: dict[str, np.ndarray]
+    reason: str = ""
+    left_out: int = 0
+
+    def of(self, name: str, idx: tuple) -> tuple[float, float]:
+        """(lo, hi) at one entry; NaN where there is no range."""
+        return (float(self.lo[name][idx]), float(self.hi[name][idx])) if not self.reason else (np.nan, np.nan)
+
+
+def kink_range(model: Model, case: Case, names: Sequence[str]) -> KinkRange:
+    """The range of the chain rule over the kinks' one-sided derivatives for `names` (module docstring)."""
+    names = list(names)
+    with forcing(None) as met:
+        base = evaluate(model, case, names)
+    poles = [k for k in base.kinks if k not in BRANCH_KINDS]
+    tied = sum(met.sizes)
+    entries = sum(int(np.size(input_value(model, case, n))) for n in names)
+    reason = (
+        f"{', '.join(poles)}: a pole or a domain edge, with no one-sided derivatives to bound a convention"
+        if poles
+        else f"{tied} tied entries at the step's branch points: more than the {MAX_TIED} enumerated"
+        if tied > MAX_TIED
+        else f"{entries} compared entries: more than one dual pass holds ({CHUNK})"
+        if entries > CHUNK
+        else ""
+    )
+    if reason:
+        return KinkRange(base.kinked, {}, {}, reason)
+    lo = {n: np.where(np.isfinite(base.grads[n]), base.grads[n], np.nan) for n in names}
+    hi = {n: lo[n].copy() for n in names}
+    left_out = 0
+    for bits in itertools.product((False, True), repeat=tied):
+        with forcing(bits) as plan:
+            corner = evaluate(model, case, names)
+        jump = abs(corner.loss - base.loss) > _SAME_LOSS * max(abs(base.loss), 1e-300)
+        if jump or plan.overrun or plan.sizes != met.sizes:
+            left_out += 1
+            continue
+        for n in names:
+            # NaN (a non-finite corner) spreads into lo and hi: that entry has no range
+            lo[n] = np.where(np.isfinite(corner.grads[n]), np.minimum(lo[n], corner.grads[n]), np.nan)
+            hi[n] = np.where(np.isfinite(corner.grads[n]), np.maximum(hi[n], corner.grads[n]), np.nan)
+    return KinkRange(base.kinked, lo, hi, "", left_out)
