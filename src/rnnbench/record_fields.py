@@ -71,6 +71,17 @@ FIELDS: dict[str, str] = {
     "fwd.cpu_median_ms": "num",
     "fwd.cpu_samples": "list",
     "fwd.cpu_samples.*": "num",
+    # the machine-speed reference timed after each call (rnnbench.run.reference): wall and CPU ms
+    "fwd_bwd.ref_kernel": "str",
+    "fwd_bwd.ref_samples": "list",
+    "fwd_bwd.ref_samples.*": "ms",
+    "fwd_bwd.ref_cpu_samples": "list",
+    "fwd_bwd.ref_cpu_samples.*": "num",
+    "fwd.ref_kernel": "str",
+    "fwd.ref_samples": "list",
+    "fwd.ref_samples.*": "ms",
+    "fwd.ref_cpu_samples": "list",
+    "fwd.ref_cpu_samples.*": "num",
     # how far a timed row's numbers are its own (rnnbench.run.timing.judge; docs/measuring.md):
     # clock: "cpu" (process CPU time decides: one-thread rows) or "wall"; contended: other work ran
     # beside the row (cpu.notes); unstable: its samples disagree, or its forward took longer than its

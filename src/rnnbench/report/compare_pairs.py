@@ -32,6 +32,14 @@ Which clock: CPU time where every record of the row on both sides was decided by
 `cpu.notes`) or marked unstable (`timing.unstable`), and any row whose statistic disagrees with
 itself by more than the threshold: between the runs of one side, or, with one run, between the
 first and second half of its samples (the machine changed while it ran).
+Relative to the machine's speed: where every timed record of a quantity on both sides carries
+reference samples of one kernel (rnnbench.run.reference, timed after each call on the same
+clocks), each run's times are divided by its own reference statistic (the same quantile, the
+same clock) before the ratio is taken: a ratio of ratios, so a process that got a slower machine
+moves neither; the raw ratio is kept beside it (Timed.raw_ratio). A side's halves are then
+compared relative to their own halves' reference, and a run whose reference moved by more than
+REF_MOVED within it is `noisy`. Records without a reference (older ones, GPU rows) are judged on
+their raw times, as before.
 The exit code is 1 on any regression or slower row, else 0.
 """
 
@@ -69,6 +77,9 @@ UNAVAILABLE, ONLY_BASE, ONLY_NEW = "unavailable", "only_base", "only_new"
 GATING = (REGRESSION, SLOWER)  # verdicts that make the exit code 1
 TIME_ORDER = (SLOWER, NOISY, FASTER, SAME)  # a row's time verdict: the first of its quantities' in this order
 NOT_RUN = (Status.UNAVAILABLE, Status.SKIPPED)
+# A run whose reference moved more than this within it: the machine changed more than its reference
+# is trusted to track (rnnbench.run.reference), so the row is noisy rather than judged relative to it.
+REF_MOVED = 1.5
 RUNS_CAP = 20  # runs of a row per side the statistics pool (the last): as many rounds as --commits runs
 
 
@@ -80,6 +91,8 @@ class Timed:
     verdict: str
     base_ms: float
     new_ms: float
+    relative: bool = False  # judged relative to each run's machine-speed reference (the estimate's ratio)
+    raw_ratio: float = 0.0  # new / base of the raw statistics, without the references
 
 
 @dataclass
@@ -171,38 +184,83 @@ def _side(records: list[dict[str, Any]], quantity: str, clock: str = "wall") -> 
         medians = tuple(float(t.get("cpu_median_ms") or np.median(c)) for t, c in zip(timed, cpu, strict=True))
         quartiles = [np.percentile(c, [25, 75]) for c in cpu]
         q1, q3 = tuple(float(q[0]) for q in quartiles), tuple(float(q[1]) for q in quartiles)
-        return Side(medians, q1, q3, cpu, CPU_QUANTILE, "cpu")
+        return Side(medians, q1, q3, cpu, CPU_QUANTILE, "cpu", _refs(timed, "ref_cpu_samples"))
     return Side(
         tuple(float(t["median_ms"]) for t in timed),
         tuple(float(t["q1_ms"]) for t in timed),
         tuple(float(t["q3_ms"]) for t in timed),
         tuple(tuple(t.get("samples") or ()) for t in timed),
+        refs=_refs(timed, "ref_samples"),
     )
 
 
-def _self_disagreement(side: Side) -> float:
+def _refs(timed: list[dict[str, Any]], field: str) -> tuple[tuple[float, ...], ...]:
+    """Each run's reference samples on one clock (`field`), paired with its samples by index;
+    empty unless every run has them, as many as its samples."""
+    refs = tuple(tuple(float(x) for x in t.get(field) or ()) for t in timed)
+    sizes = [len(t.get("cpu_samples" if field == "ref_cpu_samples" else "samples") or ()) for t in timed]
+    return refs if all(r and len(r) == n for r, n in zip(refs, sizes, strict=True)) else ()
+
+
+def reference_kernel(records: list[dict[str, Any]], quantity: str) -> str | None:
+    """The one reference kernel (rnnbench.run.reference.KERNEL) every timed record of `quantity`
+    ran beside, or None where some record has none (older records, GPU rows) or two differ: a
+    row is then judged on its raw times."""
+    kernels = {(r[quantity].get("ref_kernel") or None) for r in _timed(records, quantity)}
+    return next(iter(kernels)) if len(kernels) == 1 else None
+
+
+def _relative(records: list[dict[str, Any]], quantity: str, sides: tuple[Side, Side]) -> bool:
+    """Whether a quantity is judged relative to its runs' references (module docstring)."""
+    return reference_kernel(records, quantity) is not None and all(s.has_refs for s in sides)
+
+
+def _halves(values: tuple[float, ...]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    half = len(values) // 2
+    return values[:half], values[half:]
+
+
+def _self_disagreement(side: Side, relative: bool = False) -> float:
     """How far a side's statistic disagrees with itself (max / min, 1 = not at all): between its
-    runs, or, with one run, between the first and second half of its samples. 1 without samples."""
-    values = side.per_run()
+    runs, or, with one run, between the first and second half of its samples; `relative`: each
+    statistic divided by its own stretch's reference statistic. 1 without samples."""
+    values = (side.relative() if relative else side).per_run()
     if len(values) == 1:
-        half = len(side.samples[0]) // 2
-        if half < 3:
+        if len(side.samples[0]) // 2 < 3:
             return 1.0
-        first, second = side.samples[0][:half], side.samples[0][half:]
-        values = [float(np.quantile(first, side.quantile)), float(np.quantile(second, side.quantile))]
+        halves = _halves(side.samples[0])
+        values = [float(np.quantile(h, side.quantile)) for h in halves]
+        if relative:
+            values = [v / float(np.quantile(r, side.quantile)) for v, r in zip(values, _halves(side.refs[0]))]
     return max(values) / min(values) if values and min(values) > 0 else 1.0
 
 
-def _unsupported(records: list[dict[str, Any]], sides: tuple[Side, Side], threshold: float) -> str | None:
+def _reference_moved(side: Side) -> float:
+    """How far a side's reference statistic moved within one of its runs (max / min of the two
+    halves' statistics, the largest over its runs; 1 where a run is too short to halve)."""
+    moved = [1.0]
+    for ref in side.refs:
+        if len(ref) // 2 >= 3:
+            first, second = (float(np.quantile(h, side.quantile)) for h in _halves(ref))
+            moved.append(max(first, second) / min(first, second) if min(first, second) > 0 else float("inf"))
+    return max(moved)
+
+
+def _unsupported(
+    records: list[dict[str, Any]], sides: tuple[Side, Side], threshold: float, relative: bool = False
+) -> str | None:
     """Why a time verdict of one quantity is not supported (module docstring), or None."""
     if sides[0].clock == "wall":
         if any(contention(r) for r in records):
             return "timed under contention, on wall time"
         if any((r.get("timing") or {}).get("unstable") for r in records):
             return "unstable samples, on wall time"
-    worst = max(_self_disagreement(s) for s in sides)
+    moved = max((_reference_moved(s) for s in sides if relative), default=1.0)
+    if moved > REF_MOVED:
+        return f"the machine's speed (its reference) moved {moved:.2f}x within a run"
+    worst = max(_self_disagreement(s, relative) for s in sides)
     if worst > 1.0 + threshold:
-        return f"its own runs disagree by {worst:.2f}x"
+        return f"its own runs disagree by {worst:.2f}x" + (" relative to their reference" if relative else "")
     return None
 
 
@@ -245,13 +303,16 @@ def decide(pair: Pair, threshold: float, alpha: float, factor: float = 1.0) -> P
     for q in QUANTITIES:
         b, n = _side(pair.base, q, clock), _side(pair.new, q, clock)
         if b and n:
-            est = estimate(b, n, alpha).scaled(factor)
-            decided = verdict(est, threshold, b, n, factor)
-            why = _unsupported(_timed(pair.base, q) + _timed(pair.new, q), (b, n), threshold)
+            records = _timed(pair.base, q) + _timed(pair.new, q)
+            relative = _relative(records, q, (b, n))
+            judged = (b.relative(), n.relative()) if relative else (b, n)
+            est = estimate(*judged, alpha).scaled(factor)
+            decided = verdict(est, threshold, *judged, factor)
+            why = _unsupported(records, (b, n), threshold, relative)
             if why and decided != NOISY:  # nor same: a change hidden in that spread is not bounded
                 decided = NOISY
                 pair.notes.append(f"{QUANTITY_LABELS[q]}: {why}")
-            pair.times[q] = Timed(est, decided, b.median, n.median)
+            pair.times[q] = Timed(est, decided, b.median, n.median, relative, n.median / b.median / factor)
     if pair.times:
         pair.verdict = next(v for v in TIME_ORDER if any(t.verdict == v for t in pair.times.values()))
         if any(t.estimate.method == "quartiles" for t in pair.times.values()):

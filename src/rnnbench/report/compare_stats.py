@@ -50,6 +50,30 @@ class Side:
     samples: tuple[tuple[float, ...], ...]
     quantile: float = 0.5  # the statistic: 0.5, the median (wall); CPU_QUANTILE for CPU times
     clock: str = "wall"  # "cpu" where the samples are CPU times
+    # each run's machine-speed reference samples on the same clock, paired with `samples` by index
+    # (rnnbench.run.reference); empty where the records have none
+    refs: tuple[tuple[float, ...], ...] = ()
+
+    @property
+    def has_refs(self) -> bool:
+        return self.has_samples and len(self.refs) == len(self.samples) and all(len(r) >= 2 for r in self.refs)
+
+    def reference(self) -> list[float]:
+        """Each run's reference statistic (the side's quantile of its reference samples), ms."""
+        return [float(np.quantile(r, self.quantile)) for r in self.refs]
+
+    def relative(self) -> Side:
+        """This side in units of its runs' references: each run's times divided by its own
+        reference statistic (module docstring), the references dropped. Needs has_refs."""
+        scale = self.reference()
+        return Side(
+            tuple(m / s for m, s in zip(self.medians, scale, strict=True)),
+            tuple(q / s for q, s in zip(self.q1, scale, strict=True)),
+            tuple(q / s for q, s in zip(self.q3, scale, strict=True)),
+            tuple(tuple(x / s for x in run) for run, s in zip(self.samples, scale, strict=True)),
+            self.quantile,
+            self.clock,
+        )
 
     @property
     def has_samples(self) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 from rnnbench import record, registry
 from rnnbench.drivers.base import Prepared
 from rnnbench.losses import with_loss
-from rnnbench.run import environments
+from rnnbench.run import environments, reference
 from rnnbench.run.accelerator import RowDevice
 from rnnbench.run.compile_budget import CompileBudgetExceeded
 from rnnbench.run.cpus import allowed_cpus, cpu_clock, cpu_record, load_average
@@ -177,10 +177,13 @@ def run_row(job: Job) -> dict[str, Any]:
 def time_row(rec: dict[str, Any], prepared: Prepared, job: Job, device: RowDevice | None) -> list:
     """Time forward+backward and forward into `rec`; returns the (before, after) CPU clock readings
     around each timed loop. On a GPU the device memory figure is the timed forward+backward's."""
+    # the machine-speed reference beside every CPU row's calls (rnnbench.run.reference); a device
+    # row's time is the device's, which the kernel does not measure
+    ref = None if device else reference.kernel()
     before = cpu_clock()
     if device:
         device.start()
-    rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing).to_dict()
+    rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing, reference=ref).to_dict()
     spans = [(before, cpu_clock())]
     if device:
         device.finish(prepared)
@@ -189,7 +192,7 @@ def time_row(rec: dict[str, Any], prepared: Prepared, job: Job, device: RowDevic
     # residuals); its first call is timed apart, then its steady state.
     rec["fwd_first_call_s"] = first_call(prepared.forward, prepared.block)
     before = cpu_clock()
-    rec["fwd"] = measure(prepared.forward, prepared.block, job.timing).to_dict()
+    rec["fwd"] = measure(prepared.forward, prepared.block, job.timing, reference=ref).to_dict()
     spans.append((before, cpu_clock()))
     if prepared.settings.get("lazy_tensors"):
         # Lazy tensors: the same calls without blocking time the tracing alone (for the report

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from rnnbench import record
+from rnnbench.run import reference
 
 
 @dataclass(frozen=True)
@@ -43,11 +44,22 @@ class Timing:
     samples: tuple[float, ...] = ()  # record.kept_samples of the timed calls, ms, in the order they ran
     cpu_samples: tuple[float, ...] = ()  # the same calls' process CPU time, ms (kept alike)
     cpu_median_ms: float | None = None  # the median of every call's CPU time
+    # the machine-speed reference (rnnbench.run.reference) timed after each call, wall and CPU ms,
+    # kept alike (the same calls' indices): empty where no reference ran (GPU rows, older records)
+    ref_samples: tuple[float, ...] = ()
+    ref_cpu_samples: tuple[float, ...] = ()
 
     @classmethod
-    def of(cls, samples_ms: Sequence[float], cpu_ms: Sequence[float] = ()) -> Timing:
+    def of(
+        cls,
+        samples_ms: Sequence[float],
+        cpu_ms: Sequence[float] = (),
+        ref_ms: Sequence[float] = (),
+        ref_cpu_ms: Sequence[float] = (),
+    ) -> Timing:
         """The statistics of `samples_ms`, the times of the timed calls in the order they ran, and
-        of `cpu_ms`, the same calls' process CPU time (none where it was not read)."""
+        of `cpu_ms`, the same calls' process CPU time (none where it was not read); `ref_ms` and
+        `ref_cpu_ms`: the reference kernel's time after each call (none where it did not run)."""
         q1, med, q3 = np.percentile(samples_ms, [25, 50, 75])
         low, high = float(min(samples_ms)), float(max(samples_ms))
         cpu_median = float(np.median(cpu_ms)) if len(cpu_ms) else None
@@ -61,12 +73,20 @@ class Timing:
             record.kept_samples(samples_ms),
             record.kept_samples(cpu_ms),
             cpu_median,
+            record.kept_samples(ref_ms),
+            record.kept_samples(ref_cpu_ms),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        out = {**asdict(self), "samples": list(self.samples), "cpu_samples": list(self.cpu_samples)}
+        out = {**asdict(self)}
+        for name in ("samples", "cpu_samples", "ref_samples", "ref_cpu_samples"):
+            out[name] = list(getattr(self, name))
         if self.cpu_median_ms is None:  # a record's cpu fields are numbers where present, else absent
             del out["cpu_median_ms"], out["cpu_samples"]
+        if not self.ref_samples:  # likewise the reference's
+            del out["ref_samples"], out["ref_cpu_samples"]
+        else:
+            out["ref_kernel"] = reference.KERNEL
         return out
 
 
@@ -78,24 +98,46 @@ class Clocks:
     cpu: Callable[[], float] = time.process_time  # every thread of this process, nanosecond resolution
 
 
+def _timed_on_both(fn: Callable[[], Any], block: Callable[[Any], None], clocks: Clocks) -> tuple[float, float]:
+    """(wall s, CPU s) of one blocked call. The CPU clock is read outside the wall window: its
+    system call is not part of the wall sample."""
+    cpu_start = clocks.cpu()
+    start = clocks.wall()
+    block(fn())
+    elapsed = clocks.wall() - start
+    return elapsed, clocks.cpu() - cpu_start
+
+
 def measure(
-    fn: Callable[[], Any], block: Callable[[Any], None], config: TimingConfig, clocks: Clocks = Clocks()
+    fn: Callable[[], Any],
+    block: Callable[[Any], None],
+    config: TimingConfig,
+    clocks: Clocks = Clocks(),
+    reference: Callable[[], Any] | None = None,
 ) -> Timing:
+    """Warm-ups, then timed calls of `fn` until the budget (TimingConfig), each read on both clocks;
+    with a `reference` (rnnbench.run.reference.kernel), that kernel is timed after each call alike
+    (its time is not spent from the budget)."""
     for _ in range(config.warmup):
         block(fn())
+        if reference is not None:
+            reference()
     samples: list[float] = []
     cpu: list[float] = []
+    ref: list[tuple[float, float]] = []
     spent = 0.0
     while len(samples) < config.max_repeats and (len(samples) < config.min_repeats or spent < config.budget_s):
-        # The CPU clock is read outside the wall window: its system call is not part of the wall sample.
-        cpu_start = clocks.cpu()
-        start = clocks.wall()
-        block(fn())
-        elapsed = clocks.wall() - start
-        cpu.append((clocks.cpu() - cpu_start) * 1e3)
+        elapsed, cpu_s = _timed_on_both(fn, block, clocks)
+        cpu.append(cpu_s * 1e3)
         samples.append(elapsed * 1e3)
         spent += elapsed
-    return Timing.of(samples, cpu)
+        if reference is not None:
+            ref.append(_timed_on_both(reference, _no_block, clocks))
+    return Timing.of(samples, cpu, [w * 1e3 for w, _ in ref], [c * 1e3 for _, c in ref])
+
+
+def _no_block(result: Any) -> None:
+    """The reference kernel computes on this thread: its result is ready when it returns."""
 
 
 def timed_call(fn: Callable[[], Any]) -> tuple[Any, float]:
