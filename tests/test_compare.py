@@ -13,6 +13,7 @@ import pytest
 from rnnbench import record
 from rnnbench.cli import main
 from rnnbench.record import SAMPLES_KEPT, kept_samples
+from rnnbench.report import ratios
 from rnnbench.report.compare_inputs import from_pytest_benchmark, trim
 from rnnbench.report.compare_pairs import REGRESSION, compare, status_verdict
 
@@ -112,7 +113,9 @@ def test_planted_regressions_are_named_exactly_and_exit_1(tmp_path: Path, capsys
     assert verdicts["torch_loop"] == "slower" and verdicts["jax_lax_scan"] == REGRESSION
     assert verdicts["torch_scan"] in ("same", "noisy")  # 3 % inside a 10 % spread: not a regression
     slow = next(r for r in out["rows"] if r["driver"] == "torch_loop")["times"]["fwd_bwd"]
-    assert slow["lo"] > 1.0 and 1.2 < slow["ratio"] < 1.4 and slow["method"] == "bootstrap"
+    # the one ratio direction: a speed-up of new over base, below 1 slower, the interval wholly below 1
+    assert slow["hi"] < 1.0 and 1 / 1.4 < slow["speedup"] < 1 / 1.2 and slow["method"] == "bootstrap"
+    assert slow["lo"] < slow["speedup"] < slow["hi"] and out["direction"] == ratios.DIRECTION
     assert main(["compare", str(base), str(new)]) == 1
     text = capsys.readouterr().out
     assert "REGRESSION lstm/jax_lax_scan" in text and "ok -> grad_mismatch" in text and "SLOWER lstm/torch_loop" in text

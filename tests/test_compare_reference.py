@@ -4,10 +4,13 @@ Planted samples and a fake clock only, never timed."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from rnnbench import record_fields
+from rnnbench.report import compare_format
 from rnnbench.report.compare_pairs import REF_MOVED, compare
 from rnnbench.run import reference
 from rnnbench.run.timing import Clocks, TimingConfig, measure
@@ -167,3 +170,15 @@ def test_without_a_reference_a_timing_keeps_its_old_shape() -> None:
 def test_the_kernel_is_fixed_work() -> None:
     run = reference.kernel()
     assert run() == run() == reference.kernel()()  # the same inputs in every process
+
+
+def test_the_output_shows_the_relative_speed_up_and_the_raw_one_beside_it() -> None:
+    # the new process got a 1.4x slower machine and the row is unchanged: relative 1.0x, raw 0.71x
+    rng = np.random.default_rng(7)
+    result = compare([_record("a", *_run(rng))], [_record("b", *_run(rng, speed=1.4))], 0.1, 0.01)
+    row = json.loads(compare_format.as_json(result))["rows"][0]["times"]["fwd_bwd"]
+    assert row["relative"] and row["speedup"] == pytest.approx(1.0, rel=0.05)
+    assert row["raw_speedup"] == pytest.approx(1 / 1.4, rel=0.05)
+    assert row["lo"] <= row["speedup"] <= row["hi"]
+    text = compare_format.as_text(result)
+    assert "on raw times" in text and "relative to each run's machine-speed reference" in text

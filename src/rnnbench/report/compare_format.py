@@ -1,6 +1,10 @@
 """`rnnbench compare`'s output: a text table for the terminal, a markdown one to paste into a pull
 request or a CI job summary, and JSON with every number. All three say what the two sides differ
-in, the threshold and interval, and end with the verdicts that decide the exit code."""
+in, the threshold and interval, and end with the verdicts that decide the exit code.
+
+Every ratio shown is a speed-up of the new side over the base (rnnbench.report.ratios: base time /
+new time, above 1 faster), the direction of the rest of rnnbench; the statistics underneath
+(compare_stats) work in times, new / base, and are inverted here, interval ends swapped."""
 
 from __future__ import annotations
 
@@ -19,23 +23,48 @@ from rnnbench.report.compare_pairs import (
     RUNS_CAP,
     Comparison,
     Pair,
+    Timed,
     clock_of,
     side_status,
 )
 from rnnbench.report.compare_stats import CPU_QUANTILE, SLOWER
 from rnnbench.report.escape import md_cell
+from rnnbench.report.ratios import DIRECTION, speedup_label, speedup_of_time_ratio
 from rnnbench.report.table import env_label
 
 FORMATS = ("text", "markdown", "json")
+RAW_SHOWN = 0.05  # a raw speed-up this far from the relative one is shown beside it
+
+
+def speedups(t: Timed) -> tuple[float, float | None, float | None]:
+    """(speed-up, interval low, interval high) of one quantity, new over base (module docstring)."""
+    e = t.estimate
+    if e.lo is None or e.hi is None:
+        return speedup_of_time_ratio(e.ratio), None, None
+    return speedup_of_time_ratio(e.ratio), speedup_of_time_ratio(e.hi), speedup_of_time_ratio(e.lo)
 
 
 def _interval(pair: Pair, q: str) -> str:
     t = pair.times.get(q)
     if t is None:
         return "-"
-    e = t.estimate
-    ci = "-" if e.lo is None else f"{e.lo:.2f}-{e.hi:.2f}"
-    return f"{e.ratio:.2f} [{ci}] {t.verdict}"
+    value, lo, hi = speedups(t)
+    ci = "-" if lo is None else f"{lo:.2f}-{hi:.2f}"
+    return f"{speedup_label(value)} [{ci}] {t.verdict}"
+
+
+def _raw_notes(pair: Pair) -> list[str]:
+    """Where a quantity was judged relative to the machine's speed and its raw times say otherwise
+    by more than RAW_SHOWN: both, so the raw times are never hidden."""
+    out = []
+    for q, t in pair.times.items():
+        if t.relative and t.raw_ratio > 0 and abs(t.raw_ratio / t.estimate.ratio - 1) > RAW_SHOWN:
+            raw, relative = speedup_of_time_ratio(t.raw_ratio), speedup_of_time_ratio(t.estimate.ratio)
+            out.append(
+                f"{QUANTITY_LABELS[q]}: {speedup_label(raw)} on raw times, {speedup_label(relative)} relative to "
+                "each run's machine-speed reference"
+            )
+    return out
 
 
 def _ms(pair: Pair) -> str:
@@ -79,8 +108,8 @@ def table_rows(cmp: Comparison) -> tuple[list[str], list[list[str]]]:
         "dtype",
         "status",
         "fwd+bwd ms",
-        f"fwd+bwd new/base [{level}]",
-        f"fwd new/base [{level}]",
+        f"fwd+bwd speed-up [{level}]",
+        f"fwd speed-up [{level}]",
         "verdict",
         "notes",
     ]
@@ -88,7 +117,7 @@ def table_rows(cmp: Comparison) -> tuple[list[str], list[list[str]]]:
     for p in sorted(cmp.pairs, key=lambda p: p.key):
         if not_run(p):
             continue
-        notes = "; ".join([*p.notes, *([p.why] if p.why else [])])
+        notes = "; ".join([*p.notes, *_raw_notes(p), *([p.why] if p.why else [])])
         row = [
             p.key[0],
             p.key[1],
@@ -121,9 +150,11 @@ def header_lines(cmp: Comparison) -> list[str]:
     lines = [
         f"base: {cmp.sides[0]}  ->  new: {cmp.sides[1]}",
         f"differ in: {differ}",
-        f"threshold {100 * t:g} %: slower = interval above 1 and ratio above {up:.2f}; faster = interval below 1 "
-        f"and ratio below {down:.2f}; same = interval within [{down:.2f}, {up:.2f}]; noisy = too wide to decide",
-        f"intervals: {100 * (1 - cmp.alpha):g} % percentile bootstrap of the ratio of medians over each side's "
+        f"speed-up of new over base (the base is the reference): {DIRECTION}",
+        f"threshold {100 * t:g} %: slower = interval below 1 and speed-up below {down:.2f}; faster = interval "
+        f"above 1 and speed-up above {up:.2f}; same = interval within [{down:.2f}, {up:.2f}]; noisy = too wide "
+        "to decide",
+        f"intervals: {100 * (1 - cmp.alpha):g} % percentile bootstrap of the speed-up over each side's "
         f"runs (at most {RUNS_CAP} per row: the last) and samples (seeded)",
     ]
     if cmp.patterns:
@@ -140,19 +171,26 @@ def header_lines(cmp: Comparison) -> list[str]:
         lines.append(f"{capped} row(s) have more than {RUNS_CAP} runs on a side: the last {RUNS_CAP} are compared")
     if any(cmp.repeated):
         lines.append(f"repeated records counted once (the same run): {cmp.repeated[0]} base, {cmp.repeated[1]} new")
+    relative = sum(t.relative for p in cmp.pairs for t in p.times.values())
     if runs and all(r == (1, 1) for r in runs):
         lines.append(
             "one run per side: the intervals cover the noise within each run's process, not between processes "
             "(interleaved rounds, --commits, cover both)"
+            + ("; the machine-speed reference divides out the speed each process got" if relative else "")
         )
     if cmp.across_machines:
         lines.append(
             f"ACROSS MACHINES: base on {cmp.machines[0]}, new on {cmp.machines[1]}: every ratio compares two machines"
         )
+    if relative:
+        lines.append(
+            f"{relative} quantity(ies) judged relative to each run's machine-speed reference (a fixed kernel timed "
+            "beside every call): a process that got a slower machine moves neither time; the others on raw times"
+        )
     if cmp.factor != 1.0:
         lines.append(
-            f"normalized: every ratio divided by {cmp.factor:.3f}, the median new/base ratio of all timed "
-            "rows (the machines' overall speed difference)"
+            f"normalized: every speed-up divided by {speedup_of_time_ratio(cmp.factor):.3f}, the median speed-up "
+            "of all timed rows (the machines' overall speed difference)"
         )
     return lines
 
@@ -226,9 +264,11 @@ def _pair_json(p: Pair) -> dict[str, Any]:
         "status": {"base": side_status(p.base) if p.base else None, "new": side_status(p.new) if p.new else None},
         "times": {
             q: {
-                "ratio": t.estimate.ratio,
-                "lo": t.estimate.lo,
-                "hi": t.estimate.hi,
+                "speedup": speedups(t)[0],
+                "lo": speedups(t)[1],
+                "hi": speedups(t)[2],
+                "relative": t.relative,  # judged relative to each run's machine-speed reference
+                "raw_speedup": speedup_of_time_ratio(t.raw_ratio) if t.raw_ratio > 0 else None,
                 "method": t.estimate.method,
                 "runs": list(t.estimate.runs),
                 "verdict": t.verdict,
@@ -250,7 +290,8 @@ def as_json(cmp: Comparison) -> str:
             "alpha": cmp.alpha,
             "across_machines": cmp.across_machines,
             "machines": list(cmp.machines),
-            "normalized_by": cmp.factor,
+            "direction": DIRECTION,
+            "normalized_by": speedup_of_time_ratio(cmp.factor),  # the machines' speed-up divided out
             "exit_code": cmp.exit_code,
             "header": header_lines(cmp),
             "rows": [_pair_json(p) for p in cmp.pairs],

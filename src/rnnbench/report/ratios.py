@@ -17,3 +17,11 @@ def speedup(time_ms: float, reference_ms: float) -> float:
 def speedup_label(value: float) -> str:
     """'2.37x' (faster than the reference) or '0.42x' (slower): the one way a speed-up is printed."""
     return f"{value:.3g}x"
+
+
+def speedup_of_time_ratio(time_ratio: float) -> float:
+    """The speed-up that a ratio of times `time / reference time` is (compare's statistics work in
+    time ratios, new / base): its inverse, so that compare speaks the one direction too."""
+    if time_ratio <= 0:
+        raise ValueError(f"a ratio of times must be above 0, got {time_ratio}")
+    return 1.0 / time_ratio
