@@ -29,6 +29,9 @@ class Edge:
     expected: dict  # dtype -> the set of allowed statuses (every driver, every row)
     xs: np.ndarray = field(default_factory=lambda: np.ones((2, 2)))
     carry0: tuple = field(default_factory=lambda: (np.zeros(2),))
+    # H v is judged on some entry a plant reaches (False: the first order leaves it unchecked: a NaN or
+    # a pole it cannot decide)
+    hvp_judged: bool = True
 
 
 def no_plant(ops, c):
@@ -140,6 +143,7 @@ EDGES = [
         safe_sqrt_at_zero,
         {"w": np.array([0.0, 0.5]), "v": np.array([0.3, -0.2])},
         {"float64": {"cannot_decide"}, "float32": {"cannot_decide"}},
+        hvp_judged=False,
     ),
     # class 5: a driver closer to the exact loss than the float64 reference is not wrong
     Edge(
@@ -189,6 +193,7 @@ EDGES = [
         sqrt_at_domain_boundary,
         {"w": np.array([0.0, 0.5]), "v": np.array([0.3, -0.2])},
         {"float64": {"cannot_decide"}, "float32": {"cannot_decide"}},
+        hvp_judged=False,
     ),
 ]
 

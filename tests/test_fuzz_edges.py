@@ -157,3 +157,31 @@ def test_cli_edge_flags_bad_input_is_one_line(argv, message, capsys) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_planted_wrong_hvp_beside_a_tie_is_judged() -> None:
+    """The edge campaign's planted-H v body 10, shrunk: maximum(c0, p1) at a tie (c0 = p1), jax's
+    H v planted wrong on p0, which the tie does not reach. The whole H v was ill_conditioned (the
+    difference oracle disagreed with itself on p1 and c0); now the nested dual numbers judge every
+    entry whose H v does not depend on the tie (check/kink_range.py) and leave the others undecided."""
+    import rnnbench
+
+    def step(ops, params, carry, x):
+        (c0,) = carry
+        p0, p1 = params["p0"], params["p1"]
+        plant = 0.5 * ops.sum((p0 - ops.stop_gradient(p0)) ** 2) if ops.name == "jax" else 0.0
+        return (p0 + plant,), ops.maximum(c0, p1) + plant
+
+    report = rnnbench.check_recurrence(
+        step,
+        params={"p0": np.array([0.7]), "p1": np.array([0.3])},
+        carry0=(np.array([0.3]),),
+        carry0_requires_grad=True,
+        length=2,
+        drivers=["torch_loop", "jax_loop"],
+        losses=["weighted"],
+        order=2,
+    )
+    by_driver = {r.driver: r for r in report.results}
+    assert by_driver["jax_loop"].status == by_driver["jax_loop"].hvp_status == "hvp_mismatch", str(report)
+    assert (by_driver["torch_loop"].status, by_driver["torch_loop"].hvp_status) == ("ok", "ill_conditioned")

@@ -378,13 +378,17 @@ def sigmoid(x: Any) -> Any:
 
 
 def absolute(x: Any) -> Any:
+    """|x| = x sign(x) at every level, the sign decided once (check/kink_range.py may force it at 0)."""
+    at = np.asarray(primal(x)) == 0
+    forced = side(at) if isinstance(x, Dual) else None
+    return _signed(x, _sign(x) if forced is None else np.where(at, np.where(forced, 1.0, -1.0), _sign(x)), at)
+
+
+def _signed(x: Any, sign: np.ndarray, at: np.ndarray) -> Any:
     if not isinstance(x, Dual):
         return np.abs(x)
-    at = np.asarray(primal(x)) == 0
     _kink_at(at, x.tangent, "abs at 0")
-    forced = side(at)  # check/kink_range.py: the slope at 0 forced to -1 or +1
-    sign = _sign(x.value) if forced is None else np.where(at, np.where(forced, 1.0, -1.0), _sign(x.value))
-    return Dual(absolute(x.value), x.tangent * sign, x.level)
+    return Dual(_signed(x.value, sign, at), x.tangent * sign, x.level)
 
 
 def maximum(a: Any, b: Any) -> Any:

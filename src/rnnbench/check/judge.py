@@ -52,6 +52,9 @@ class Check:
     # "passes" / "cannot_decide" (then the gradients are judged all the same)
     forward: str = ""
     forward_note: str = ""
+    # undecided (subgradient_differs / cannot_decide) only at kinked entries whose range holds the
+    # driver: H v is still defined, and judged, on the other entries (run/pair.py)
+    kinks_only: bool = False
 
     @property
     def max_rel_error(self) -> float:
@@ -268,14 +271,17 @@ def _at_differentiable_kinks(
     reason. Within it, or off the kinks, where the loss itself is differentiable (its one-sided
     differences agree, finite_diff.one_sided) and the driver is beyond that derivative's
     tolerance and bound, the framework's subgradient convention differs: subgradient_differs."""
-    beyond = {}
+    beyond, elsewhere = {}, 0  # elsewhere: entries beyond tolerance with a finite bound (or shapeless)
     for name, err in zip(names, result.errors):
         want, got = oracle.grads[name], result.grads.get(name)
         g = np.zeros(np.shape(want)) if got is None else np.asarray(got, dtype=np.float64)
         if g.shape != np.shape(want):
+            elsewhere += 1
             continue
         allowed = tol.max_rel_error * err.scale
-        at = np.argwhere(np.isinf(oracle.error_of(name)) & ~(np.abs(g - want) <= allowed))
+        outside = ~(np.abs(g - want) <= allowed)
+        at = np.argwhere(np.isinf(oracle.error_of(name)) & outside)
+        elsewhere += int(np.count_nonzero(outside)) - len(at)
         if len(at):
             beyond[name] = (g, allowed, [tuple(int(i) for i in idx) for idx in at])
     if not beyond:
@@ -302,6 +308,8 @@ def _at_differentiable_kinks(
             if derivative is not None and not abs(g[idx] - derivative[0]) <= allowed + derivative[1]:
                 found.append(f"{name} at {list(idx)}: got {g[idx]:.10g}, the derivative is {derivative[0]:.10g}")
     _kink_verdict(result, wrong, found, unknown)
+    at_kinks = all(span.kinked[n][idx] for n, (_, _, entries) in beyond.items() for idx in entries)
+    result.kinks_only = at_kinks and not (elsewhere or wrong or unknown) and result.forward != UNDECIDED
 
 
 def _kink_verdict(result: Check, wrong: list[str], found: list[str], unknown: list[str]) -> None:

@@ -18,7 +18,7 @@ domain edge): where the step meets one, there is no range, and the judge cannot 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +30,7 @@ from rnnbench.model import Case, Model
 
 MAX_TIED = 8  # 2^8 dual passes at most: tied entries beyond this are not enumerated
 BRANCH_KINDS = ("abs at 0", "a comparison at equality", "a comparison at equality of stationary values")
+CROSSED = BRANCH_KINDS[:2]  # kinks a direction crosses where the step meets them (not stationary ties)
 _SAME_LOSS = 1e-12  # a forced side at a true tie changes no value: beyond rounding, it is a jump
 
 
@@ -85,3 +86,49 @@ def kink_range(model: Model, case: Case, names: Sequence[str]) -> KinkRange:
             lo[n] = np.where(np.isfinite(corner.grads[n]), np.minimum(lo[n], corner.grads[n]), np.nan)
             hi[n] = np.where(np.isfinite(corner.grads[n]), np.maximum(hi[n], corner.grads[n]), np.nan)
     return KinkRange(base.kinked, lo, hi, "", left_out)
+
+
+def hvp_at_kinks(
+    model: Model, case: Case, names: Sequence[str], v: Mapping[str, np.ndarray], agree: float
+) -> dict[str, np.ndarray] | str:
+    """H v along v by nested dual numbers where the step meets kinks, entry by entry: NaN (no value)
+    where it may depend on them. Along v an entry's gradient jumps where it differs between the
+    sides of a kink (relu(z) with dz/dx_i != 0; where(q > 0, p, 0) for p): its H v holds a Dirac
+    term and has no value. So an entry is trusted only where its column moves through no kink, its
+    gradient is the same at every corner (every tie's side forced), and so is its H v (the one-sided
+    derivatives of a gradient continuous along v are two of the corners), each within `agree` of
+    the largest. Returns a str (why) where the corners cannot say: a pole or a domain edge met, a
+    tie of stationary values (a comparison that may not cross along v), a corner that changes the
+    loss (a jump), too many ties or entries: the caller then takes the difference oracles."""
+    names = list(names)
+    with forcing(None) as met:
+        first = evaluate(model, case, names)
+    blocked = [k for k in first.kinks if k not in CROSSED]
+    tied = sum(met.sizes)
+    entries = sum(int(np.size(input_value(model, case, n))) for n in names)
+    if blocked or tied > MAX_TIED or entries > CHUNK:
+        return f"{', '.join(blocked) or f'{tied} tied entries'}: the corners of its kinks are not enumerated"
+    grads, hvps = {n: [] for n in names}, {n: [] for n in names}
+    for bits in itertools.product((False, True), repeat=tied):
+        with forcing(bits) as plan:
+            corner = evaluate(model, case, names, direction=v)
+        if abs(corner.loss - first.loss) > _SAME_LOSS * max(abs(first.loss), 1e-300):
+            return "a forced side of a tie changes the loss (a jump)"
+        if plan.overrun or plan.sizes != met.sizes:
+            return "a forced side changes which branch points the step meets"
+        for n in names:
+            grads[n].append(corner.grads[n])
+            hvps[n].append(corner.hvp[n])
+    out, g_spread, h_spread = {}, _spread(grads), _spread(hvps)
+    for n in names:
+        trusted = ~first.kinked[n] & (g_spread[0][n] <= agree * g_spread[1]) & (h_spread[0][n] <= agree * h_spread[1])
+        out[n] = np.where(trusted, hvps[n][0], np.nan)
+    return out
+
+
+def _spread(values: dict[str, list[np.ndarray]]) -> tuple[dict[str, np.ndarray], float]:
+    """(per name, max - min over the corners per entry: NaN where one is not finite; the largest
+    finite |value| over every name and corner, at least the smallest normal number)."""
+    stacked = {n: np.stack(v) for n, v in values.items()}
+    scale = max((float(np.max(np.abs(s[np.isfinite(s)]), initial=0.0)) for s in stacked.values()), default=0.0)
+    return {n: np.max(s, axis=0) - np.min(s, axis=0) for n, s in stacked.items()}, max(scale, 1e-300)

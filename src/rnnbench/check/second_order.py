@@ -28,6 +28,7 @@ from rnnbench.check.dual_eval import evaluate
 from rnnbench.check.finite_diff import input_value
 from rnnbench.check.hvp import GRADIENT_STEP, LOSS_STEP, finite_difference_hvp, gradient_difference_hvp
 from rnnbench.check.judge import registered
+from rnnbench.check.kink_range import hvp_at_kinks
 from rnnbench.check.low_precision import ROUNDING_SAFETY
 from rnnbench.check.oracle import MP_MAX_ENTRIES, MP_TRIGGER, once
 from rnnbench.check.tolerance import UNIT_ROUNDOFF, hvp_tolerance
@@ -36,6 +37,10 @@ from rnnbench.model import Case, Model, reference_loss
 from rnnbench.status import InputStatus, OracleKind, Status
 
 COARSE = 2.0  # the self-consistency step is this many times the oracle's step
+KINKED_HVP = (
+    "exact (nested dual numbers) where H v does not depend on the step's kinks; none (NaN) where an "
+    "entry's gradient moves through a kink or its kinks' conventions change it (check/kink_range.py)"
+)
 
 
 @dataclass
@@ -79,6 +84,9 @@ def hvp_oracle(model: Model, case: Case, seed: int = 0, choice: str | None = Non
         finite = all(np.all(np.isfinite(result.hvp[n])) for n in names)
         if finite and not any(np.any(result.kinked[n]) for n in names):
             return _dual_hvp(model, case, names, v, result.hvp, result.grads, result.loss, choice)
+        at_kinks = hvp_at_kinks(model, case, names, v, hvp_tolerance(OracleKind.DUAL_HVP, 1.0).max_rel_error)
+        if not isinstance(at_kinks, str):
+            return HvpOracle(v, at_kinks, OracleKind.DUAL_HVP, None, bound_name=KINKED_HVP)
     return difference_hvp_oracle(model, case, v)
 
 
@@ -121,8 +129,20 @@ def difference_hvp_oracle(model: Model, case: Case, v: dict) -> HvpOracle:
     names = case.wrt_names(model.carry_names)
     tol = hvp_tolerance(kind, reference_loss(model, case))
     bad = [e.name for e in compare_grads(coarse, fine, names, tol) if e.status != InputStatus.OK]
-    reason = f"the {kind} oracle disagrees with itself between step sizes for {bad}" if bad else None
-    return HvpOracle(v, fine, kind, reason)
+    if not bad:
+        return HvpOracle(v, fine, kind, None)
+    # Entry by entry: where the two steps disagree (a kink crossed, a NaN) the entry has no value and
+    # cannot be decided; the entries that agree are judged. None agreeing: the draw is ill-conditioned.
+    G = max((float(np.max(np.abs(fine[n][np.isfinite(fine[n])]), initial=0.0)) for n in names), default=0.0)
+    want = {}
+    for n in names:
+        r = np.asarray(fine[n], dtype=np.float64)
+        scale = max(float(np.max(np.abs(r[np.isfinite(r)]), initial=0.0)), tol.scale_floor * G, tol.absolute_scale)
+        want[n] = np.where(np.abs(np.asarray(coarse[n]) - r) <= tol.max_rel_error * (scale or 1.0), r, np.nan)
+    reason = f"the {kind} oracle disagrees with itself between step sizes for {bad}"
+    if not any(np.any(np.isfinite(w)) for w in want.values()):
+        return HvpOracle(v, fine, kind, reason)
+    return HvpOracle(v, want, kind, None, bound_name=f"{reason}: no value (NaN) at those entries")
 
 
 def check_second_order(
@@ -171,6 +191,8 @@ def _judged(got: Mapping, oracle: HvpOracle, names: list, tol) -> SecondOrder:
     )
     statuses = {e.status for e in errors}
     report = "Hessian-vector product:\n" + describe(errors, 0.0, tol) + f"\noracle: {oracle.kind}"
+    if oracle.bound_name and oracle.error is None:  # an exact oracle with entries it has no value for
+        report += f" ({oracle.bound_name})"
     if statuses & {InputStatus.MISMATCH, InputStatus.MISSING}:
         return SecondOrder(Status.HVP_MISMATCH, report, errors=errors)
     if InputStatus.UNDECIDED in statuses:  # within what float64 rounding alone does: cannot decide
