@@ -42,7 +42,8 @@ def run_driver(fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, dev
     pair = check_pair(fc.model, driver, fc.case, dtype, device, plan)
     chk, hvp_status = pair.check, pair.hvp_status
     if hvp_status is None:
-        return _judged(chk.status, None, "" if agrees(chk) else chk.report, chk.oracle_kind)
+        # a row undecided at its kinks only agrees enough for H v, not enough to drop its report
+        return _judged(chk.status, None, "" if agrees(chk) and not chk.kinks_only else chk.report, chk.oracle_kind)
     report = "" if hvp_status == Status.OK else pair.hvp["report"]
     return _judged(chk.status, hvp_status, report, f"{chk.oracle_kind}+{pair.hvp['oracle_kind']}")
 
