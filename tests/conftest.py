@@ -38,7 +38,7 @@ def slow_pair(model, driver) -> bool:
     """The slow tier holds the pairs outside the quick suite's models on eager core drivers: the other
     models, the bug-class drivers and inductor's compiles (seconds each; the fast tier meets them in the
     README example's test, tests/test_api.py)."""
-    inductor = driver.compiled and driver.framework.slow_compile
+    inductor = driver.slow_to_compile
     return model.name not in QUICK.models or driver.suite != "core" or inductor
 
 

@@ -11,7 +11,9 @@ import pytest
 
 import rnnbench
 import rnnbench.api
-from rnnbench.api.validate import Inputs
+from rnnbench import registry
+from rnnbench.api.report import DriverResult, RecurrenceReport
+from rnnbench.api.validate import Inputs, driver_selection, left_out_by_default
 
 
 def tanh_step(ops, params, carry, x):
@@ -22,8 +24,9 @@ def tanh_step(ops, params, carry, x):
 
 def test_readme_example_agrees_on_every_driver() -> None:
     report = rnnbench.check_recurrence(
-        tanh_step, params={"w": np.array([0.5, -0.3])}, carry0=(np.zeros(2),), xs=np.ones((6, 2))
+        tanh_step, params={"w": np.array([0.5, -0.3])}, carry0=(np.zeros(2),), xs=np.ones((6, 2)), drivers="all"
     )
+    assert report.left_out == () and "not run" not in str(report)
     # Two drivers compute wrong numbers here under registered upstream bugs: a user asserting ok
     # before picking a driver must not pass, the trusted view names what is safe.
     assert not report.ok and report.as_registered, str(report)
@@ -46,6 +49,21 @@ def test_readme_example_agrees_on_every_driver() -> None:
         and len(scan) == 4
     ), str(report)
     assert report.oracle_kind == "dual"  # exact: dual numbers over the numpy step (check/oracle.py)
+
+
+def test_the_default_drivers_leave_out_only_the_slow_compiles_and_the_report_names_them() -> None:
+    """drivers=None runs every driver but the torch.compile ones (seconds of C++ compiles per loss
+    form); the report lists those it left out, so a default check never reads as a check of all."""
+    every = registry.drivers()
+    slow = {n for n, d in every.items() if d.slow_to_compile}
+    assert slow and driver_selection(None) == [n for n in every if n not in slow]
+    assert driver_selection("all") == list(every)
+    assert set(left_out_by_default(None)) == {n for n in slow if every[n].available() is None}
+    assert left_out_by_default(["torch_loop"]) == left_out_by_default("all") == ()
+    row = DriverResult("torch_loop", "ok", 0.0, "", loss="weighted")
+    shown = str(RecurrenceReport("float64", "dual", [row], ("torch_loop_compiled", "torch_scan_compiled")))
+    assert "not run (slow to compile; drivers='all' runs them): torch_loop_compiled, torch_scan_compiled" in shown
+    assert "not run" not in str(RecurrenceReport("float64", "dual", [row]))
 
 
 def test_the_api_docstring_example_runs() -> None:
@@ -150,6 +168,7 @@ def test_pytrees_on_every_driver(dtype: str) -> None:
         xs_requires_grad=True,
         dtype=dtype,
         losses=["weighted", "last_y"],
+        drivers="all",
     )
     ran = [r for r in report.results if r.status != "unavailable"]
     assert len({r.driver for r in ran}) >= 8 and report.as_registered, str(report)

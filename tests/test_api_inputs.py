@@ -16,11 +16,7 @@ from rnnbench.run.environments import current, runs
 from rnnbench.status import Status, is_known
 
 # every driver that runs an arbitrary step here without a slow compile (as `rnnbench fuzz` picks them)
-EAGER = [
-    d.name
-    for d in registry.drivers().values()
-    if runs(d, current()) and not d.anchor and not (d.compiled and d.framework.slow_compile)
-]
+EAGER = [d.name for d in registry.drivers().values() if runs(d, current()) and not d.anchor and not d.slow_to_compile]
 
 
 def combine(ops, params, carry, x):

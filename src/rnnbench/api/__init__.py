@@ -1,4 +1,4 @@
-"""Public API: check a recurrence you wrote, on every available driver (or those named), against
+"""Public API: check a recurrence you wrote, on the available drivers (or those named), against
 the oracle ladder: exact dual numbers over the numpy step, the same at 50 digits where float64 may
 not resolve the gradient, finite differences only where a step has no derivative.
 
@@ -12,7 +12,7 @@ not resolve the gradient, finite differences only where a step has no derivative
 
     report = rnnbench.check_recurrence(
         step, params={"w": np.array([0.5, -0.3])}, carry0=(np.zeros(2),), xs=np.ones((6, 2)),
-        drivers=["torch_loop", "jax_lax_scan"])   # drivers=None (the default): every available one
+        drivers=["torch_loop", "jax_lax_scan"])   # None (default): all but torch.compile ones; "all"
     print(report)            # one row per (driver, loss form): status, max relative error, the
     assert report.ok         # oracle's own error bound, and the Hessian-vector product's verdict
 
@@ -31,7 +31,7 @@ from rnnbench import losses as loss_forms
 from rnnbench import registry
 from rnnbench.api.report import DriverResult, RecurrenceReport
 from rnnbench.api.trees import Tree, flatten, is_flat
-from rnnbench.api.validate import DTYPES, Checked, Inputs, validate
+from rnnbench.api.validate import DTYPES, Checked, Inputs, left_out_by_default, validate
 from rnnbench.model import Case, Model
 from rnnbench.status import OracleKind, Status
 
@@ -56,7 +56,7 @@ def check_recurrence(
     order: int = 2,
     oracle: str | None = None,
 ) -> RecurrenceReport:
-    """Run `step(ops, params, carry, x_t) -> (carry, y_t)` on every available driver and compare
+    """Run `step(ops, params, carry, x_t) -> (carry, y_t)` on the drivers (`drivers` below) and compare
     its gradients (and Hessian-vector products) with the oracle's, computed from the numpy forward
     (`oracle` below: by default the ladder, exact dual numbers).
 
@@ -74,8 +74,9 @@ def check_recurrence(
     rnnbench.losses; default rnnbench.losses.CHECKED: random weights, an unweighted sum of the final
     carry, the mean of the outputs, the last output only): a driver bug can hide behind one
     cotangent pattern. dtype: one of DTYPES (inputs are rounded to it; the oracle uses the rounded
-    values). drivers: names (duplicates run once), None for all. order: 2 also checks H v along a
-    seeded direction where the driver has a second-order path (float64 only;
+    values). drivers: names (duplicates run once); None (the default): every driver but the torch.compile
+    ones, whose C++ compiles take seconds per loss form (the report names them); "all": every one.
+    order: 2 also checks H v along a seeded direction where the driver has a second-order path (float64 only;
     rnnbench.check.second_order); 1 skips it. oracle: None (the ladder of rnnbench.check.oracle:
     exact dual numbers, 50 digits where float64 may not resolve the gradient, finite differences
     only where no derivative exists) or one rung forced: "dual", "dual_mp", "finite_differences".
@@ -95,7 +96,8 @@ def check_recurrence(
     results, oracle_kind = _run_drivers(
         base, judged, checked.drivers, dtype, device, seed, order, None if oracle == AUTO else oracle
     )
-    return RecurrenceReport(dtype, oracle_kind, results)
+    left_out = _would_run(base, left_out_by_default(given.drivers), dtype, device)
+    return RecurrenceReport(dtype, oracle_kind, results, left_out)
 
 
 def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
@@ -146,6 +148,15 @@ def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
         loss=loss or loss_forms.weighted,
     )
     return base, case
+
+
+def _would_run(base: Model, names: tuple[str, ...], dtype: str, device: str) -> tuple[str, ...]:
+    """Those of `names` that could run this step here: what the report says the default left out."""
+    # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
+    from rnnbench.run.pair import unavailable_reason
+
+    runs = [unavailable_reason(base, registry.get_driver(n), dtype=dtype, device=device) is None for n in names]
+    return tuple(n for n, ok in zip(names, runs) if ok)
 
 
 def _run_drivers(

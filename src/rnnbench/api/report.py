@@ -39,6 +39,7 @@ class RecurrenceReport:
     dtype: str
     oracle_kind: str
     results: list[DriverResult]
+    left_out: tuple[str, ...] = ()  # drivers the default selection did not run (torch.compile ones)
 
     @property
     def ok(self) -> bool:
@@ -103,7 +104,10 @@ class RecurrenceReport:
     def verdict(self) -> str:
         """The three answers in words, under the table: ok, the trusted drivers, the known wrong ones."""
         wrong = "; ".join(f"{d} ({', '.join(ids)})" for d, ids in self.known_wrong.items())
+        not_run = (
+            f"\nnot run (slow to compile; drivers='all' runs them): {', '.join(self.left_out)}" if self.left_out else ""
+        )
         return (
             f"\nok: {self.ok}\ntrusted drivers: {', '.join(self.trusted_drivers) or 'none'}"
-            f"\nknown wrong (registered upstream bugs): {wrong or 'none'}"
+            f"\nknown wrong (registered upstream bugs): {wrong or 'none'}{not_run}"
         )

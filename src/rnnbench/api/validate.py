@@ -117,9 +117,15 @@ def names(value: Any, argument: str, example: str) -> list:
     return list(dict.fromkeys(value))
 
 
+ALL_DRIVERS = "all"
+
+
 def driver_selection(drivers: Any) -> list[str]:
-    """The drivers to run: every registered one for None."""
+    """The drivers to run: for None, every registered one but those slow to compile (torch inductor:
+    seconds of C++ compiles per loss form; the report names them, left_out_by_default); "all": every one."""
     if drivers is None:
+        return [n for n, d in registry.drivers().items() if not d.slow_to_compile]
+    if drivers == ALL_DRIVERS:
         return list(registry.drivers())
     selected = names(drivers, "drivers", "'torch_loop'")
     for name in selected:
@@ -128,6 +134,14 @@ def driver_selection(drivers: Any) -> list[str]:
         except registry.UnknownName as exc:
             raise registry.UnknownName(text("unknown_driver", error=exc)) from None
     return selected
+
+
+def left_out_by_default(drivers: Any) -> tuple[str, ...]:
+    """The drivers the default selection leaves out (those installed here; which of them can run
+    the step, the caller asks): for the report, so that a default check never reads as a check of all."""
+    if drivers is not None:
+        return ()
+    return tuple(n for n, d in registry.drivers().items() if d.slow_to_compile and d.available() is None)
 
 
 def loss_forms(loss: Any, losses: Any) -> list[str]:

@@ -214,6 +214,12 @@ class Driver:
     def available(self) -> str | None:
         return self.unavailable or self.framework.available()
 
+    @property
+    def slow_to_compile(self) -> bool:
+        """Its first call of each new program compiles for seconds (torch inductor's C++ kernels):
+        callers that check many programs or answer a user at once leave it out unless named."""
+        return self.compiled and self.framework.slow_compile
+
     def versions(self) -> dict[str, str]:
         return self.framework.versions()
 

@@ -210,7 +210,7 @@ def fuzz_drivers(value: str | None, dtype: str, device: str, probe: Model) -> li
     if value:
         chosen = [registry.get_driver(n) for n in names(value, [d.name for d in here], "driver")]
     else:
-        chosen = [d for d in here if not (d.compiled and d.framework.slow_compile)]
+        chosen = [d for d in here if not d.slow_to_compile]
     why = {d.name: unavailable_reason(probe, d, dtype=dtype, device=device) for d in chosen}
     for d in chosen:
         if why[d.name] and value:
