@@ -1,4 +1,5 @@
 """One curated row's training step, N times, for a cachegrind count: python count_row.py N."""
+
 import sys
 import time
 
