@@ -5,7 +5,8 @@ blocking on every timed call, median and quartiles rather than mean and deviatio
 mark: what each means and why, with cold caches, threads and the roofline beside them, is
 docs/measuring.md#methodology. Every timed call is read on two clocks, wall and this process's CPU
 time, and `judge` says which decides and whether the row's numbers are its own
-(docs/measuring.md#busy-machines-which-clock-decides).
+(docs/measuring.md#busy-machines-which-clock-decides). A CPU row's calls are each followed by the
+machine-speed reference kernel (rnnbench.run.reference), timed alike, which `compare` divides by.
 """
 
 from __future__ import annotations
