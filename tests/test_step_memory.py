@@ -53,6 +53,33 @@ def test_a_step_saves_at_least_its_states_and_grows_with_T(driver: str) -> None:
     assert longer - long == long - short > 0
 
 
+def _eager_residual_bytes(loss_fn, diff: dict, rest: dict) -> int:
+    """The residuals of jax.vjp run op by op (the count as it was first written): distinct array
+    objects among the vjp function's leaves, less the inputs."""
+    import jax
+
+    _, vjp_fn = jax.vjp(lambda d: loss_fn(d, rest), diff)
+    own = {id(x) for x in jax.tree_util.tree_leaves((diff, rest))}
+    kept = {id(x): x for x in jax.tree_util.tree_leaves(vjp_fn) if hasattr(x, "nbytes") and id(x) not in own}
+    return int(sum(x.nbytes for x in kept.values()))
+
+
+@pytest.mark.parametrize(("model", "driver"), [("lstm", "jax_lax_scan"), ("rnn", "jax_loop"), ("lstm", "flax_scan")])
+def test_the_traced_jax_count_is_the_eager_vjps_residuals(monkeypatch, model: str, driver: str) -> None:
+    """jax's count reads the residuals off the traced vjp instead of running it: the same bytes."""
+    pytest.importorskip("jax")
+    from rnnbench.drivers import _jax
+
+    seen = []
+    traced = _jax.residual_bytes
+    monkeypatch.setattr(_jax, "residual_bytes", lambda *args: seen.append(args) or traced(*args))
+    m, drv = registry.get_model(model), registry.get_driver(driver)
+    case = m.make_case(m.sizes_with_defaults({}), 0).rounded_to("float32")
+    count = drv.prepare(m, case, "float32", "cpu").saved_for_backward()
+    assert len(seen) == 1 and count > 0
+    assert count == _eager_residual_bytes(*seen[0])
+
+
 def _planted() -> list[dict]:
     """Two ok rows, one with a counted step memory and one whose driver gives no count."""
     from rnnbench.run.timing import Timing

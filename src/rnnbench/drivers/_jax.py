@@ -329,10 +329,18 @@ def prepared_from_loss(
 def residual_bytes(loss_fn: Callable[[dict, dict], Any], diff: dict, rest: dict) -> int:
     """Bytes of the distinct arrays, other than the inputs, that jax.vjp's forward keeps for the
     backward (the residuals: the leaves of the vjp function it returns), before XLA's own
-    scheduling of the compiled fwd+bwd program (its temp bytes: memory_analysis)."""
+    scheduling of the compiled fwd+bwd program (its temp bytes: memory_analysis).
+    Counted on the traced program, not by running it: the residuals are the outputs of the jaxpr of
+    jax.vjp's forward, one variable once, less the inputs (its arguments, and the closed-over input
+    arrays among its constants). Running jax.vjp op by op gives the same bytes (one array object per
+    variable; tests/test_step_memory.py compares the two) but executes the forward eagerly, every op
+    dispatched (and a scan compiled) for a count that tracing alone gives."""
     import jax
 
-    _, vjp_fn = jax.vjp(lambda d: loss_fn(d, rest), diff)
+    closed = jax.make_jaxpr(lambda d: jax.vjp(lambda d: loss_fn(d, rest), d)[1])(diff)
     own = {id(x) for x in jax.tree_util.tree_leaves((diff, rest))}
-    kept = {id(x): x for x in jax.tree_util.tree_leaves(vjp_fn) if hasattr(x, "nbytes") and id(x) not in own}
-    return int(sum(x.nbytes for x in kept.values()))
+    jaxpr = closed.jaxpr
+    inputs = {id(v) for v in jaxpr.invars}
+    inputs |= {id(v) for v, value in zip(jaxpr.constvars, closed.consts) if id(value) in own}
+    kept = {id(v): v.aval for v in jaxpr.outvars if id(v) not in inputs}
+    return int(sum(np.dtype(aval.dtype).itemsize * int(np.prod(aval.shape)) for aval in kept.values()))
