@@ -46,7 +46,14 @@ def test_a_planted_gradient_is_flagged(edge: Edge, dtype: str) -> None:
     assert all(r.status in edge.expected[dtype] for r in rows(report, "jax_loop")), str(report)
 
 
-@pytest.mark.parametrize("edge", EDGES, ids=lambda e: e.name)
+@pytest.mark.parametrize(
+    "edge",
+    [
+        pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=e.hvp_false_alarm)) if e.hvp_false_alarm else e
+        for e in EDGES
+    ],
+    ids=lambda e: e.name,
+)
 def test_a_planted_hvp_is_flagged(edge: Edge) -> None:
     """Where H v is judged (the gradients agree, or differ only at kinks within what their one-sided
     derivatives allow: H v is then judged on the entries whose H v does not depend on a kink, by

@@ -294,7 +294,10 @@ def _at_differentiable_kinks(
             if span.kinked[name][idx] and not (np.isfinite(lo) and np.isfinite(hi)):
                 unknown.append(f"{name} at {list(idx)} ({span.reason or 'a corner has no finite derivative'})")
                 continue
-            if span.kinked[name][idx] and not lo - allowed <= g[idx] <= hi + allowed:
+            # An entry that meets no kink once only the undecided entries are differentiated (a tie of
+            # values its derivative does not flow through) has its exact derivative in lo == hi.
+            ranged = span.kinked[name][idx] or (np.isfinite(lo) and np.isfinite(hi))
+            if ranged and not lo - allowed <= g[idx] <= hi + allowed:
                 extra = slack(name, idx, lo, hi)
                 if isinstance(extra, str):
                     unknown.append(f"{name} at {list(idx)} ({extra})")
@@ -302,6 +305,9 @@ def _at_differentiable_kinks(
                     wrong.append(
                         f"{name} at {list(idx)}: got {g[idx]:.10g}, outside every value the kinks' one-sided "
                         f"derivatives allow: [{lo:.10g}, {hi:.10g}]"
+                        if span.kinked[name][idx]
+                        else f"{name} at {list(idx)}: got {g[idx]:.10g}, its derivative is {lo:.10g} (no kink on its "
+                        f"path once only the undecided entries are differentiated: exact)"
                     )
                 continue
             derivative = one_sided(model, case, name, idx)
