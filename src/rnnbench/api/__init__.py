@@ -23,6 +23,7 @@ validators in validate.py (their messages in messages.py), the user's pytrees in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
@@ -167,25 +168,30 @@ def _run_drivers(
     drivers (`oracle`: a forced rung, None for the ladder): (results, the least exact oracle kind used)."""
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
     from rnnbench.check.oracle import oracle_grads, weakest
+    from rnnbench.run.caches import cache_root
     from rnnbench.run.pair import PairPlan, check_pair, unavailable_reason
 
     plans: dict[str, PairPlan] = {}  # per form, with its oracle
     results = []
     kinds = []
-    for name in names:
-        driver = registry.get_driver(name)
-        reason = unavailable_reason(base, driver, dtype=dtype, device=device)
-        if reason is not None:
-            results.append(DriverResult(name, Status.UNAVAILABLE, None, reason, loss="-"))
-            continue
-        for form, (model, form_case) in judged.items():
-            if form not in plans:
-                first = oracle_grads(model, form_case, oracle)
-                plans[form] = PairPlan(order=order, seed=seed, oracle=first, oracle_choice=oracle, repeat=False)
-            pair = check_pair(model, driver, form_case, dtype, device, plans[form])
-            chk = pair.check
-            kinds.append(chk.oracle_kind)
-            hvp_status = "-" if pair.hvp is None else str(pair.hvp["status"])
-            max_err = chk.max_rel_error if chk.errors else None
-            results.append(DriverResult(name, pair.status, max_err, pair.report, chk.errors, form, hvp_status))
+    frameworks = {registry.get_driver(name).framework.name: registry.get_driver(name).framework for name in names}
+    with ExitStack() as kept:  # compiles kept on disk as `rnnbench run` keeps its workers'
+        for framework in frameworks.values():
+            kept.enter_context(framework.keep_compiles(str(cache_root() / "compile")))
+        for name in names:
+            driver = registry.get_driver(name)
+            reason = unavailable_reason(base, driver, dtype=dtype, device=device)
+            if reason is not None:
+                results.append(DriverResult(name, Status.UNAVAILABLE, None, reason, loss="-"))
+                continue
+            for form, (model, form_case) in judged.items():
+                if form not in plans:
+                    first = oracle_grads(model, form_case, oracle)
+                    plans[form] = PairPlan(order=order, seed=seed, oracle=first, oracle_choice=oracle, repeat=False)
+                pair = check_pair(model, driver, form_case, dtype, device, plans[form])
+                chk = pair.check
+                kinds.append(chk.oracle_kind)
+                hvp_status = "-" if pair.hvp is None else str(pair.hvp["status"])
+                max_err = chk.max_rel_error if chk.errors else None
+                results.append(DriverResult(name, pair.status, max_err, pair.report, chk.errors, form, hvp_status))
     return results, weakest(kinds) if kinds else str(oracle or OracleKind.DUAL)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -119,6 +120,46 @@ def jax_warm_cache_env(root: str) -> dict[str, str]:
     }
 
 
+# jax settings keep_jax_compiles changes for a check, and puts back after it.
+JAX_CACHE_SETTINGS = (
+    "jax_compilation_cache_dir",
+    "jax_persistent_cache_min_compile_time_secs",
+    "jax_enable_compilation_cache",
+)
+
+
+@contextmanager
+def keep_jax_compiles(root: str) -> Iterator[str | None]:
+    """jax's persistent compilation cache on, under `root`/jax, for every program (as
+    jax_warm_cache_env gives `rnnbench run`'s workers), while the calling process runs a check;
+    yields the directory, or None where it is left alone: the process set its own cache directory
+    (a JAX_COMPILATION_CACHE_DIR included), or jax is not installed. jax decides once per process
+    whether the cache is used, so its reset_cache starts and ends the scope and the settings changed
+    are put back: after it the process is as before (its later compiles are not kept by this).
+    Entries are keyed by the program, the backend and the compile options: the same programs run."""
+    try:
+        import jax
+        from jax.experimental.compilation_cache import compilation_cache
+    except ImportError:
+        yield None
+        return
+    if jax.config.jax_compilation_cache_dir is not None:
+        yield None
+        return
+    before = {name: getattr(jax.config, name) for name in JAX_CACHE_SETTINGS}
+    directory = os.path.join(root, "jax")
+    compilation_cache.reset_cache()
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_enable_compilation_cache", True)
+    try:
+        yield directory
+    finally:
+        for name, value in before.items():
+            jax.config.update(name, value)
+        compilation_cache.reset_cache()
+
+
 JAX_CACHE_VARIABLES = (
     "JAX_ENABLE_COMPILATION_CACHE",
     "JAX_COMPILATION_CACHE_DIR",
@@ -128,6 +169,7 @@ _CACHES = dict(
     cold_cache_env=jax_cold_cache_env,
     warm_cache_env=jax_warm_cache_env,
     cache_variables=JAX_CACHE_VARIABLES,
+    keep_compiles=keep_jax_compiles,
     device=DeviceQueries(identity=gpu_identity, read_peak=read_gpu_peak, gemm=gpu_gemm),
 )
 

@@ -9,6 +9,7 @@ jax or torch_xla.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -102,6 +103,10 @@ class Framework:
         across runs (`rnnbench run`: a repeated run's first calls reuse earlier compiles).
     cache_variables: the environment variables that decide its on-disk compile caches (each row
         records their values: a first call may have been served by a cache).
+    keep_compiles(root): a context manager under which the calling process keeps its compiles on
+        disk under `root` and reads them back, and after which its settings are as they were: what
+        warm_cache_env gives `rnnbench run`'s workers, for a check in the user's own process
+        (check_recurrence). A no-op where the framework keeps its compiles by default (inductor).
     gemm(a, b, dtype): a callable computing a @ b (float64 numpy operands, cast to `dtype`) to
         completion in it, or None where it has no such dtype: what the machine's GEMM peak is
         measured with (rnnbench.run.roofline). None: it takes no part in the peak.
@@ -130,6 +135,7 @@ class Framework:
     cold_cache_env: Callable[[str], dict[str, str]] = lambda root: {}
     warm_cache_env: Callable[[str], dict[str, str]] = lambda root: {}
     cache_variables: tuple[str, ...] = ()
+    keep_compiles: Callable[[str], AbstractContextManager[Any]] = lambda root: nullcontext()
     gemm: Callable[[Any, Any, str], Callable[[], Any] | None] | None = None
     cpu_time_clock: bool = False
     repro: ReproScript | None = None
