@@ -44,8 +44,11 @@ def run_driver(fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, dev
     if hvp_status is None:
         # a row undecided at its kinks only agrees enough for H v, not enough to drop its report
         return _judged(chk.status, None, "" if agrees(chk) and not chk.kinks_only else chk.report, chk.oracle_kind)
-    report = "" if hvp_status == Status.OK else pair.hvp["report"]
-    return _judged(chk.status, hvp_status, report, f"{chk.oracle_kind}+{pair.hvp['oracle_kind']}")
+    # an undecided first order keeps its reason beside the H v report (a campaign classes it by that reason)
+    parts = ([] if chk.status == Status.OK else [chk.report]) + (
+        [] if hvp_status == Status.OK else [pair.hvp["report"]]
+    )
+    return _judged(chk.status, hvp_status, "\n".join(parts), f"{chk.oracle_kind}+{pair.hvp['oracle_kind']}")
 
 
 def shrink(body: Body, driver: Driver, dtype: str, kind: str, device: str = "cpu", budget: int = 60) -> Body:
