@@ -69,7 +69,8 @@ def test_a_planted_hvp_is_flagged(edge: Edge) -> None:
     else:
         assert all(r.status in edge.expected["float64"] and r.hvp_status != "ok" for r in torch_rows), str(report)
     if edge.expected["float64"] == {"ok"}:
-        assert all(r.hvp_status == "ok" for r in jax_rows), str(report)
+        allowed = ("ok", "ill_conditioned") if edge.hvp_convention else ("ok",)
+        assert all(r.hvp_status in allowed for r in jax_rows), str(report)
 
 
 # ---- a planted wrong derivative AT the kink: outside every value its one-sided derivatives allow ----

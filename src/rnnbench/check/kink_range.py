@@ -30,7 +30,6 @@ from rnnbench.model import Case, Model
 
 MAX_TIED = 8  # 2^8 dual passes at most: tied entries beyond this are not enumerated
 BRANCH_KINDS = ("abs at 0", "a comparison at equality", "a comparison at equality of stationary values")
-CROSSED = BRANCH_KINDS[:2]  # kinks a direction crosses where the step meets them (not stationary ties)
 _SAME_LOSS = 1e-12  # a forced side at a true tie changes no value: beyond rounding, it is a jump
 
 
@@ -90,20 +89,21 @@ def kink_range(model: Model, case: Case, names: Sequence[str]) -> KinkRange:
 
 def hvp_at_kinks(
     model: Model, case: Case, names: Sequence[str], v: Mapping[str, np.ndarray], agree: float
-) -> dict[str, np.ndarray] | str:
-    """H v along v by nested dual numbers where the step meets kinks, entry by entry: NaN (no value)
-    where it may depend on them. Along v an entry's gradient jumps where it differs between the
-    sides of a kink (relu(z) with dz/dx_i != 0; where(q > 0, p, 0) for p): its H v holds a Dirac
-    term and has no value. So an entry is trusted only where its column moves through no kink, its
-    gradient is the same at every corner (every tie's side forced), and so is its H v (the one-sided
-    derivatives of a gradient continuous along v are two of the corners), each within `agree` of
-    the largest. Returns a str (why) where the corners cannot say: a pole or a domain edge met, a
-    tie of stationary values (a comparison that may not cross along v), a corner that changes the
-    loss (a jump), too many ties or entries: the caller then takes the difference oracles."""
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | str:
+    """H v along v by nested dual numbers where the step meets kinks, entry by entry: (want, bound)
+    keyed like the gradients. Along v an entry's gradient jumps where it differs between the sides
+    of a kink (relu(z) with dz/dx_i != 0; where(q > 0, p, 0) for p): its H v holds a Dirac term and
+    has no value (NaN). Where its gradient is the same at every corner (every tie's side forced,
+    within `agree` of the largest) it is continuous along v, and the one-sided derivatives of it
+    are two of the corners' H v: want is their midpoint and bound their half-width (0 where they
+    agree: exact; else every value a convention at the ties gives is within it, as at first order).
+    Returns a str (why) where the corners cannot say: a pole or a domain edge met, a corner that
+    changes the loss (a jump: the sides of such a tie are not both evaluated anywhere near), too
+    many ties or entries; the caller then takes the difference oracles."""
     names = list(names)
     with forcing(None) as met:
         first = evaluate(model, case, names)
-    blocked = [k for k in first.kinks if k not in CROSSED]
+    blocked = [k for k in first.kinks if k not in BRANCH_KINDS]
     tied = sum(met.sizes)
     entries = sum(int(np.size(input_value(model, case, n))) for n in names)
     if blocked or tied > MAX_TIED or entries > CHUNK:
@@ -119,11 +119,15 @@ def hvp_at_kinks(
         for n in names:
             grads[n].append(corner.grads[n])
             hvps[n].append(corner.hvp[n])
-    out, g_spread, h_spread = {}, _spread(grads), _spread(hvps)
+    g_spread, g_scale = _spread(grads)
+    want, bound = {}, {}
     for n in names:
-        trusted = ~first.kinked[n] & (g_spread[0][n] <= agree * g_spread[1]) & (h_spread[0][n] <= agree * h_spread[1])
-        out[n] = np.where(trusted, hvps[n][0], np.nan)
-    return out
+        h = np.stack(hvps[n])
+        lo, hi = np.min(h, axis=0), np.max(h, axis=0)  # NaN where a corner is not finite
+        continuous = (g_spread[n] <= agree * g_scale) & np.isfinite(lo) & np.isfinite(hi)
+        want[n] = np.where(continuous, (lo + hi) / 2, np.nan)
+        bound[n] = np.where(continuous, (hi - lo) / 2, 0.0)
+    return want, bound
 
 
 def _spread(values: dict[str, list[np.ndarray]]) -> tuple[dict[str, np.ndarray], float]:

@@ -38,8 +38,8 @@ from rnnbench.status import InputStatus, OracleKind, Status
 
 COARSE = 2.0  # the self-consistency step is this many times the oracle's step
 KINKED_HVP = (
-    "exact (nested dual numbers) where H v does not depend on the step's kinks; none (NaN) where an "
-    "entry's gradient moves through a kink or its kinks' conventions change it (check/kink_range.py)"
+    "half the spread of the kinks' corners' H v (nested dual numbers with each tie's side forced; 0 where "
+    "they agree: exact); none (NaN) where an entry's gradient jumps across a kink (check/kink_range.py)"
 )
 
 
@@ -86,7 +86,7 @@ def hvp_oracle(model: Model, case: Case, seed: int = 0, choice: str | None = Non
             return _dual_hvp(model, case, names, v, result.hvp, result.grads, result.loss, choice)
         at_kinks = hvp_at_kinks(model, case, names, v, hvp_tolerance(OracleKind.DUAL_HVP, 1.0).max_rel_error)
         if not isinstance(at_kinks, str):
-            return HvpOracle(v, at_kinks, OracleKind.DUAL_HVP, None, bound_name=KINKED_HVP)
+            return HvpOracle(v, at_kinks[0], OracleKind.DUAL_HVP, None, at_kinks[1], KINKED_HVP)
     return difference_hvp_oracle(model, case, v)
 
 
@@ -191,7 +191,7 @@ def _judged(got: Mapping, oracle: HvpOracle, names: list, tol) -> SecondOrder:
     )
     statuses = {e.status for e in errors}
     report = "Hessian-vector product:\n" + describe(errors, 0.0, tol) + f"\noracle: {oracle.kind}"
-    if oracle.bound_name and oracle.error is None:  # an exact oracle with entries it has no value for
+    if oracle.bound_name == KINKED_HVP:  # entries it has no value for, or a range of conventions
         report += f" ({oracle.bound_name})"
     if statuses & {InputStatus.MISMATCH, InputStatus.MISSING}:
         return SecondOrder(Status.HVP_MISMATCH, report, errors=errors)
