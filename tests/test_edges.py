@@ -296,3 +296,17 @@ def test_a_nan_oracle_never_passes_a_gradient_or_an_hvp() -> None:
         "cannot_decide"
     ]
     assert [e.status for e in compare_grads({"w": np.array([5.0, 1.5, 2.0])}, {"w": want}, ["w"], tol)] == ["mismatch"]
+
+
+def test_an_hvp_within_a_ties_conventions_is_never_ok() -> None:
+    """max(p^2, 0) at p = 0 is p^2 (H v 2 w v), but at the tie the kinks' corners give 2 w v and 0 and
+    both frameworks split the tie (w v): agreeing with the corners' midpoint is one convention among
+    others, not the loss's H v, so cannot decide (ill_conditioned), neither ok nor a mismatch."""
+
+    def step(ops, params, carry, x):
+        return (ops.maximum(params["p"] * params["p"], 0.0),), carry[0]
+
+    report = rnnbench.check_recurrence(
+        step, params={"p": np.array([0.0])}, carry0=(np.array([0.3]),), length=1, drivers=DRIVERS, losses=["weighted"]
+    )
+    assert [r.hvp_status for r in report.results] == ["ill_conditioned"] * len(DRIVERS), str(report)
