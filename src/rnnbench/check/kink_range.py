@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -51,14 +52,20 @@ class KinkRange:
         return (float(self.lo[name][idx]), float(self.hi[name][idx])) if not self.reason else (np.nan, np.nan)
 
 
+def _unforced(model: Model, case: Case, names: list[str]) -> tuple[Any, list, int, int]:
+    """The step evaluated with no side forced: (its dual result, the tied entries' count at each branch
+    point it met, their total, the number of compared entries)."""
+    with forcing(None) as met:
+        result = evaluate(model, case, names)
+    entries = sum(int(np.size(input_value(model, case, n))) for n in names)
+    return result, met.sizes, sum(met.sizes), entries
+
+
 def kink_range(model: Model, case: Case, names: Sequence[str]) -> KinkRange:
     """The range of the chain rule over the kinks' one-sided derivatives for `names` (module docstring)."""
     names = list(names)
-    with forcing(None) as met:
-        base = evaluate(model, case, names)
+    base, sizes, tied, entries = _unforced(model, case, names)
     poles = [k for k in base.kinks if k not in BRANCH_KINDS]
-    tied = sum(met.sizes)
-    entries = sum(int(np.size(input_value(model, case, n))) for n in names)
     reason = (
         f"{', '.join(poles)}: a pole or a domain edge, with no one-sided derivatives to bound a convention"
         if poles
@@ -77,7 +84,7 @@ def kink_range(model: Model, case: Case, names: Sequence[str]) -> KinkRange:
         with forcing(bits) as plan:
             corner = evaluate(model, case, names)
         jump = abs(corner.loss - base.loss) > _SAME_LOSS * max(abs(base.loss), 1e-300)
-        if jump or plan.overrun or plan.sizes != met.sizes:
+        if jump or plan.overrun or plan.sizes != sizes:
             left_out += 1
             continue
         for n in names:
@@ -101,11 +108,8 @@ def hvp_at_kinks(
     changes the loss (a jump: the sides of such a tie are not both evaluated anywhere near), too
     many ties or entries; the caller then takes the difference oracles."""
     names = list(names)
-    with forcing(None) as met:
-        first = evaluate(model, case, names)
+    first, sizes, tied, entries = _unforced(model, case, names)
     blocked = [k for k in first.kinks if k not in BRANCH_KINDS]
-    tied = sum(met.sizes)
-    entries = sum(int(np.size(input_value(model, case, n))) for n in names)
     if blocked or tied > MAX_TIED or entries > CHUNK:
         return f"{', '.join(blocked) or f'{tied} tied entries'}: the corners of its kinks are not enumerated"
     grads, hvps = {n: [] for n in names}, {n: [] for n in names}
@@ -114,7 +118,7 @@ def hvp_at_kinks(
             corner = evaluate(model, case, names, direction=v)
         if abs(corner.loss - first.loss) > _SAME_LOSS * max(abs(first.loss), 1e-300):
             return "a forced side of a tie changes the loss (a jump)"
-        if plan.overrun or plan.sizes != met.sizes:
+        if plan.overrun or plan.sizes != sizes:
             return "a forced side changes which branch points the step meets"
         for n in names:
             grads[n].append(corner.grads[n])
