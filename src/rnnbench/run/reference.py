@@ -12,8 +12,8 @@ The kernel is what the rows are made of at a small size: an Elman recurrence ove
 numpy matrix products and tanh, interpreted step by step (dispatch, small GEMMs, an elementwise
 transcendental), run REPEATS times per timed sample. One recurrence timed right after a row's call
 is mostly the refill of what the call evicted, which varied between processes of the same row
-more than the row did; the later repeats run warm and carry the machine's speed
-(docs/results/2026-11-28-aa-study-2.md). Its inputs are fixed, so two runs of any commit run the
+more than the row did; the later repeats run warm and carry the machine's speed (the measurement:
+docs/measuring.md, busy machines). Its inputs are fixed, so two runs of any commit run the
 same work; KERNEL names the kernel, and compare normalizes two runs only when their KERNEL is the same.
 """
 
