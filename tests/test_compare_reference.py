@@ -14,45 +14,20 @@ from rnnbench.report import compare_format
 from rnnbench.report.compare_pairs import REF_MOVED, compare
 from rnnbench.run import reference
 from rnnbench.run.timing import Clocks, TimingConfig, measure
+from test_compare_clocks import _record as clock_record
 
-MACHINE = {"hostname": "planted-host", "cpu": "planted cpu", "cores": 2, "platform": "Linux"}
 COST, REF = 2.0, 0.25  # ms: a row's call and the reference kernel's, on an undisturbed machine
 
 
-def _quantity(cpu: np.ndarray, ref: np.ndarray | None, kernel: str = reference.KERNEL) -> dict:
-    q1, med, q3 = np.percentile(cpu, [25, 50, 75])
-    out = {
-        "median_ms": float(med),
-        "q1_ms": float(q1),
-        "q3_ms": float(q3),
-        "samples": [float(x) for x in cpu],
-        "cpu_samples": [float(x) for x in cpu],
-        "cpu_median_ms": float(np.median(cpu)),
-    }
-    if ref is not None:
-        out |= {"ref_samples": [float(x) for x in ref], "ref_cpu_samples": [float(x) for x in ref]}
-        out["ref_kernel"] = kernel
-    return out
-
-
 def _record(run: str, cpu: np.ndarray, ref: np.ndarray | None, kernel: str = reference.KERNEL) -> dict:
-    return {
-        "model": "lstm",
-        "driver": "torch_loop",
-        "dtype": "float32",
-        "status": "ok",
-        "device": "cpu",
-        "sizes": {"T": 8},
-        "seed": 0,
-        "loss_form": "model",
-        "run_id": run,
-        "machine": MACHINE,
-        "settings": {"threads": 1},
-        "fwd_bwd": _quantity(cpu, ref, kernel),
-        "fwd": _quantity(cpu / 3, None if ref is None else ref, kernel),
-        "cpu": {"threads": 1, "notes": []},
-        "timing": {"clock": "cpu", "contended": False, "unstable": False, "marks": []},
-    }
+    """test_compare_clocks' planted CPU-clock record (wall = CPU), with the reference's samples beside
+    each quantity's."""
+    rec = clock_record(run, "torch_loop", cpu, cpu)
+    if ref is not None:
+        for quantity in ("fwd_bwd", "fwd"):
+            rec[quantity] |= {"ref_samples": [float(x) for x in ref], "ref_cpu_samples": [float(x) for x in ref]}
+            rec[quantity]["ref_kernel"] = kernel
+    return rec
 
 
 def _run(
