@@ -113,4 +113,8 @@ def test_a_planted_gradient_at_the_kink_is_a_mismatch(name: str, dtype: str) -> 
     report = _at_kink_report(name, dtype, planted=True)
     assert [r.status for r in rows(report, "torch_loop")] == ["grad_mismatch"], str(report)
     assert "outside every value the kinks' one-sided derivatives allow" in str(report), str(report)
+    # the input's own line says so too (it said cannot_decide under a grad_mismatch row)
+    [w] = [e for e in rows(report, "torch_loop")[0].grad_errors if e.name == "w"]
+    lo, hi = w.want - w.oracle_error * w.scale, w.want + w.oracle_error * w.scale
+    assert (w.status, w.index) == ("mismatch", (0,)) and not lo <= w.got <= hi, w
     assert all(r.status in {"ok", "cannot_decide", "subgradient_differs"} for r in rows(report, "jax_loop"))

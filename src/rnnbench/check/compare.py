@@ -205,12 +205,13 @@ def describe(errors: list[InputError], loss_error: float, tol: Tolerance, loss_c
             else f": cannot decide, the loss is not smooth at the finite-difference step (its condition number "
             f"is unbounded), so {tol.dtype} rounding alone can move it that far"
         )
-    for e in errors:
-        mark = "  " if e.status == InputStatus.OK else "!!"
-        at = f"at {list(e.index)}: " if e.index else ""  # a 0-d input has no index, but still a value
-        where = f"{at}got {e.got:.10g}, want {e.want:.10g}" if np.isfinite(e.max_rel_error) else ""
-        bound = f" (bound {e.oracle_error:.2g} of scale at that entry)" if e.oracle_error else ""
-        lines.append(
-            f"{mark} {e.name:<10} {e.status:<8} rel err {e.max_rel_error:.3g}{bound} {where} {e.detail}".rstrip()
-        )
-    return "\n".join(lines)
+    return "\n".join(lines + [describe_input(e) for e in errors])
+
+
+def describe_input(e: InputError) -> str:
+    """One input's line of describe()."""
+    mark = "  " if e.status == InputStatus.OK else "!!"
+    at = f"at {list(e.index)}: " if e.index else ""  # a 0-d input has no index, but still a value
+    where = f"{at}got {e.got:.10g}, want {e.want:.10g}" if np.isfinite(e.max_rel_error) else ""
+    bound = f" (bound {e.oracle_error:.2g} of scale at that entry)" if e.oracle_error else ""
+    return f"{mark} {e.name:<10} {e.status:<8} rel err {e.max_rel_error:.3g}{bound} {where} {e.detail}".rstrip()

@@ -20,7 +20,15 @@ from typing import Any
 import numpy as np
 
 from rnnbench.check import known_issues
-from rnnbench.check.compare import InputError, compare_grads, describe, loss_condition, loss_rel_error, verdict
+from rnnbench.check.compare import (
+    InputError,
+    compare_grads,
+    describe,
+    describe_input,
+    loss_condition,
+    loss_rel_error,
+    verdict,
+)
 from rnnbench.check.finite_diff import input_value, one_sided
 from rnnbench.check.forward import PASSES, UNDECIDED, forward_bound
 from rnnbench.check.kink_range import kink_range
@@ -28,7 +36,7 @@ from rnnbench.check.low_precision import ROUNDING_SAFETY, float32_gradients, rou
 from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.tolerance import Tolerance, at_loss_scale, island_tolerance, tolerance
 from rnnbench.model import Case, Model, reference_loss
-from rnnbench.status import Status
+from rnnbench.status import InputStatus, Status
 
 COMPILE_ERROR_MODULES = ("torch._dynamo", "torch._inductor", "torch._higher_order_ops", "jax.errors", "jax._src.errors")
 
@@ -283,12 +291,13 @@ def _at_differentiable_kinks(
         at = np.argwhere(np.isinf(oracle.error_of(name)) & outside)
         elsewhere += int(np.count_nonzero(outside)) - len(at)
         if len(at):
-            beyond[name] = (g, allowed, [tuple(int(i) for i in idx) for idx in at])
+            beyond[name] = (g, allowed, [tuple(int(i) for i in idx) for idx in at], err)
     if not beyond:
         return
     span, slack = kink_range(model, case, list(beyond)), _rounding_slack(model, case, list(beyond), dtype)
     wrong, found, unknown = [], [], []
-    for name, (g, allowed, entries) in beyond.items():
+    worst: dict[str, InputError] = {}  # per input, its entry furthest outside the range
+    for name, (g, allowed, entries, err) in beyond.items():
         for idx in entries:
             lo, hi = span.of(name, idx)
             if span.kinked[name][idx] and not (np.isfinite(lo) and np.isfinite(hi)):
@@ -309,13 +318,37 @@ def _at_differentiable_kinks(
                         else f"{name} at {list(idx)}: got {g[idx]:.10g}, its derivative is {lo:.10g} (no kink on its "
                         f"path once only the undecided entries are differentiated: exact)"
                     )
+                    outside = _outside_range(err, idx, float(g[idx]), lo, hi)
+                    if name not in worst or outside.max_rel_error > worst[name].max_rel_error:
+                        worst[name] = outside
                 continue
             derivative = one_sided(model, case, name, idx)
             if derivative is not None and not abs(g[idx] - derivative[0]) <= allowed + derivative[1]:
                 found.append(f"{name} at {list(idx)}: got {g[idx]:.10g}, the derivative is {derivative[0]:.10g}")
     _kink_verdict(result, wrong, found, unknown)
-    at_kinks = all(span.kinked[n][idx] for n, (_, _, entries) in beyond.items() for idx in entries)
+    # The per-input lines agree with the row: an input with an entry outside the range is a mismatch.
+    for i, err in enumerate(result.errors):
+        if err.name in worst:
+            result.errors[i] = worst[err.name]
+            result.report = result.report.replace(describe_input(err), describe_input(worst[err.name]), 1)
+    at_kinks = all(span.kinked[n][idx] for n, (_, _, entries, _) in beyond.items() for idx in entries)
     result.kinks_only = at_kinks and not (elsewhere or wrong or unknown) and result.forward != UNDECIDED
+
+
+def _outside_range(err: InputError, idx: tuple, got: float, lo: float, hi: float) -> InputError:
+    """err's entry `idx` judged against the range [lo, hi] its kinks allow: a mismatch, shown
+    against the range's midpoint with its half-width as the bound."""
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    return dataclasses.replace(
+        err,
+        status=InputStatus.MISMATCH,
+        max_rel_error=abs(got - mid) / err.scale,
+        index=idx,
+        got=got,
+        want=mid,
+        oracle_error=half / err.scale,
+        detail=f"outside every value the kinks' one-sided derivatives allow: [{lo:.10g}, {hi:.10g}]",
+    )
 
 
 def _kink_verdict(result: Check, wrong: list[str], found: list[str], unknown: list[str]) -> None:
