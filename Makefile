@@ -46,31 +46,33 @@ bench: venv
 bench-all: venv venv-xla
 	$(BIN)/rnnbench run --suite core
 
-# The numeric tests (each compares a driver's numbers with an oracle in this process: no timing,
-# signals, CPU pinning, clusters or servers) run on TEST_WORKERS pytest-xdist workers; the rest,
-# whose subjects are processes, time and the machine, run alone after them. --durations: the
-# slowest tests close each part's output (where CI's time goes).
+# Tests whose subjects are processes, time and the machine (signals and timeouts, CPU pinning, timing,
+# clusters, servers, environments created, compile caches) run alone, after the others, which share
+# nothing but read-only files and run on TEST_WORKERS pytest-xdist workers. --durations: the slowest
+# tests close each part's output (where CI's time goes).
 TEST_WORKERS ?= auto
-NUMERIC_TESTS = tests/test_gradients.py tests/test_second_order.py tests/test_oracles.py tests/test_losses.py \
-                tests/test_low_precision.py tests/test_reference_cases.py tests/test_flops.py tests/test_stop_gradient.py \
-                tests/test_known_issues.py tests/test_false_alarms.py tests/test_checker_catches.py
+ALONE_TESTS = tests/test_faults.py tests/test_lifetimes.py tests/test_isolation.py tests/test_local_pool.py \
+              tests/test_robustness.py tests/test_fuzz_records.py tests/test_ray_executor.py tests/test_threads.py \
+              tests/test_roofline.py tests/test_benchmarks.py tests/test_idiomatic.py tests/test_environments.py \
+              tests/test_packaging.py tests/test_html_offline.py tests/test_published_charts.py tests/test_gpu_fake.py \
+              tests/test_compile_reuse.py tests/test_api_keep_compiles.py
 # `make test` is the fast tier (what a new user runs); `make test-slow` the rest, which CI (.ci/run) runs
 # too: the `slow` mark, given in tests/conftest.py (the registry matrix beyond the quick suite, inductor's
 # compiles, minutes-long process and study tests). `make test-all` runs both.
 test: venv
-	$(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --durations=10 $(NUMERIC_TESTS)
-	$(BIN)/python -m pytest -m "not slow" --durations=10 $(addprefix --ignore=,$(NUMERIC_TESTS))
+	$(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --durations=10 $(addprefix --ignore=,$(ALONE_TESTS))
+	$(BIN)/python -m pytest -m "not slow" --durations=10 $(ALONE_TESTS)
 
 test-slow: venv
-	$(BIN)/python -m pytest -m slow -n $(TEST_WORKERS) --durations=10 $(NUMERIC_TESTS)
-	$(BIN)/python -m pytest -m slow --durations=25 $(addprefix --ignore=,$(NUMERIC_TESTS))
+	$(BIN)/python -m pytest -m slow -n $(TEST_WORKERS) --durations=25 $(addprefix --ignore=,$(ALONE_TESTS))
+	$(BIN)/python -m pytest -m slow --durations=25 $(ALONE_TESTS)
 
 test-all: test test-slow
 
 # The torch_xla / torch 2.9.0 tests in their own interpreter, then the cross-environment tests from
 # the main one (required here: they fail instead of skipping when the environment is missing).
 test-xla: venv venv-xla
-	PJRT_DEVICE=CPU $(XLA_BIN)/python -m pytest $(XLA_TESTS)
+	PJRT_DEVICE=CPU $(XLA_BIN)/python -m pytest -n $(TEST_WORKERS) --durations=10 $(XLA_TESTS)
 	RNNBENCH_REQUIRE_XLA=1 $(BIN)/python -m pytest -m cross_environment
 
 # ruff (pyproject.toml [tool.ruff]): the lint rules, then whether the tree is formatted as ruff would.
