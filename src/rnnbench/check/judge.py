@@ -311,14 +311,14 @@ def _at_differentiable_kinks(
                 if isinstance(extra, str):
                     unknown.append(f"{name} at {list(idx)} ({extra})")
                 elif not lo - allowed - extra <= g[idx] <= hi + allowed + extra:
-                    wrong.append(
-                        f"{name} at {list(idx)}: got {g[idx]:.10g}, outside every value the kinks' one-sided "
-                        f"derivatives allow: [{lo:.10g}, {hi:.10g}]"
+                    why = (
+                        f"outside every value the kinks' one-sided derivatives allow: [{lo:.10g}, {hi:.10g}]"
                         if span.kinked[name][idx]
-                        else f"{name} at {list(idx)}: got {g[idx]:.10g}, its derivative is {lo:.10g} (no kink on its "
-                        f"path once only the undecided entries are differentiated: exact)"
+                        else f"its derivative is {lo:.10g} (no kink on its path once only the undecided entries are "
+                        f"differentiated: exact)"
                     )
-                    outside = _outside_range(err, idx, float(g[idx]), lo, hi)
+                    wrong.append(f"{name} at {list(idx)}: got {g[idx]:.10g}, {why}")
+                    outside = _outside_range(err, idx, float(g[idx]), lo, hi, why)
                     if name not in worst or outside.max_rel_error > worst[name].max_rel_error:
                         worst[name] = outside
                 continue
@@ -335,9 +335,9 @@ def _at_differentiable_kinks(
     result.kinks_only = at_kinks and not (elsewhere or wrong or unknown) and result.forward != UNDECIDED
 
 
-def _outside_range(err: InputError, idx: tuple, got: float, lo: float, hi: float) -> InputError:
-    """err's entry `idx` judged against the range [lo, hi] its kinks allow: a mismatch, shown
-    against the range's midpoint with its half-width as the bound."""
+def _outside_range(err: InputError, idx: tuple, got: float, lo: float, hi: float, why: str) -> InputError:
+    """err's entry `idx` judged against the range [lo, hi] its kinks allow (lo == hi: its exact
+    derivative): a mismatch, shown against the range's midpoint with its half-width as the bound."""
     mid, half = (lo + hi) / 2, (hi - lo) / 2
     return dataclasses.replace(
         err,
@@ -347,7 +347,7 @@ def _outside_range(err: InputError, idx: tuple, got: float, lo: float, hi: float
         got=got,
         want=mid,
         oracle_error=half / err.scale,
-        detail=f"outside every value the kinks' one-sided derivatives allow: [{lo:.10g}, {hi:.10g}]",
+        detail=why,
     )
 
 
