@@ -20,6 +20,14 @@ from rnnbench import registry
 from rnnbench.run.environments import current, runs
 from rnnbench.suites import QUICK
 
+
+@pytest.fixture(autouse=True)
+def _no_inherited_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest-xdist's workers set COLUMNS=80 (so would a user's shell): a test sees the width a pipe
+    has (none) unless it sets COLUMNS itself, so tables keep every column whichever runner runs it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 GRADIENT_DTYPES = ("float64", "float32")
 SLOW = pytest.mark.slow
 sys.path.insert(0, str(Path(__file__).parent / "plugins"))  # faulty drivers, importable by tests
