@@ -278,6 +278,38 @@ def test_closed_stdout_of_a_listing(tmp_path: Path, command: str) -> None:
     assert code == 128 + signal.SIGPIPE and lines == []
 
 
+# The watcher's wake-up lands at whichever instruction the main thread is at: here, inside the results
+# file's read, as a loaded machine once timed it. The process holds its stdout pipe's read end itself and
+# lets it go from within the read, so the watcher can only fire there.
+_CLOSED_DURING_READ = """
+import os, sys, time
+from pathlib import Path
+from rnnbench import cli
+reader, writer = os.pipe()
+os.dup2(writer, 1)
+os.close(writer)
+def read_bytes(self):
+    os.close(reader)  # stdout's reader goes away while the file is read
+    time.sleep(60)  # the watcher's wake-up lands here
+Path.read_bytes = read_bytes
+sys.exit(cli.main(["table", sys.argv[1]]))
+"""
+
+
+def test_a_closed_stdout_met_while_reading_a_results_file_is_141(tmp_path: Path) -> None:
+    """It was exit 2, "cannot read results file ...: stdout was closed": the exception was an OSError,
+    which the read's own error handling took for its own."""
+    rec = {"model": "rnn", "driver": "torch_loop", "dtype": "float32", "status": "ok"}
+    (tmp_path / "r.jsonl").write_text(json.dumps(rec) + "\n")
+    proc = subprocess.run(
+        [sys.executable, "-c", _CLOSED_DURING_READ, str(tmp_path / "r.jsonl")],
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
+    assert (proc.returncode, proc.stderr) == (128 + signal.SIGPIPE, "")
+
+
 # In-process: main()'s error boundary, without a worker.
 
 

@@ -151,6 +151,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         _say(f"rnnbench: error: {exc}")
         return 2
+    except (parent.StdoutClosed, BrokenPipeError) as exc:  # watch_stdout's, or a write's
+        if not parent.stdout_closed():
+            return _internal_error(exc, argv)
+        parent.silence_stdout()
+        if parent.has_results_file():  # quiet otherwise, as `list | head` should be
+            _say(parent.exit_line("output closed"))
+        return 128 + signal.SIGPIPE
     except KeyboardInterrupt as exc:  # parent.Interrupted for SIGTERM and SIGHUP too
         signum = getattr(exc, "signum", signal.SIGINT)
         with contextlib.suppress(OSError, ValueError):
@@ -158,13 +165,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(flush=True)  # off the progress bar's line
         _say(parent.exit_line(f"interrupted by {signal.Signals(signum).name}"))
         return 128 + signum
-    except BrokenPipeError as exc:
-        if not parent.stdout_closed():
-            return _internal_error(exc, argv)
-        parent.silence_stdout()
-        if parent.has_results_file():  # quiet otherwise, as `list | head` should be
-            _say(parent.exit_line("output closed"))
-        return 128 + signal.SIGPIPE
     except record.WriteFailed as exc:  # the machine refused a write (disk full): not a bug of ours
         _say(f"rnnbench: error: {exc.strerror or exc}")
         return 1

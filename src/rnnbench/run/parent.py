@@ -1,13 +1,12 @@
 """The parent process's exits, made exceptions that every `finally` sees: `handle_signals` turns
 SIGINT, SIGTERM and SIGHUP into `Interrupted`, and `watch_stdout` a closed stdout pipe into
-BrokenPipeError, at once, even while the parent waits for a row (workers' groups are then killed,
+`StdoutClosed`, at once, even while the parent waits for a row (workers' groups are then killed,
 temporary files removed, records written stay). Also what to tell the user: `exit_line`, from the
 results file a command opened (`results_file`), on a line of its own (`track_stderr`)."""
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import select
 import signal
@@ -28,6 +27,17 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+
+class StdoutClosed(KeyboardInterrupt):
+    """stdout's reader went away (watch_stdout), raised in the main thread wherever it is. Not an
+    OSError, though a closed pipe is one: raised at any instruction, it would otherwise be taken
+    by the nearest `except OSError` for that code's own error (a results file read: exit 2)."""
+
+    signum = signal.SIGPIPE
+
+    def __init__(self) -> None:
+        super().__init__("stdout was closed")
 
 
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -70,19 +80,19 @@ def _on_signal(signum: int, frame) -> None:
         return
     if _state.stdout_closed:  # watch_stdout's wake-up call
         _state.unwinding = signal.SIGPIPE
-        raise BrokenPipeError(errno.EPIPE, "stdout was closed")
+        raise StdoutClosed()
     _state.unwinding = signum
     raise Interrupted(signum)
 
 
 def interruption() -> BaseException | None:
-    """The exception the signal being handled raised (Interrupted; BrokenPipeError for a closed
+    """The exception the signal being handled raised (Interrupted; StdoutClosed for a closed
     stdout), or None: for callers of a library that swallows it and raises a plain
     KeyboardInterrupt instead (Ray's blocking calls do), so the exit code still names the signal."""
     if _state.unwinding is None:
         return None
     if _state.unwinding == signal.SIGPIPE:
-        return BrokenPipeError(errno.EPIPE, "stdout was closed")
+        return StdoutClosed()
     return Interrupted(_state.unwinding)
 
 
@@ -157,7 +167,7 @@ def stdout_closed(fd: int = 1) -> bool:
 @contextlib.contextmanager
 def watch_stdout(fd: int = 1) -> Iterator[None]:
     """Within the block: when stdout is a pipe and its reader goes away (`rnnbench run | head -1`),
-    raise BrokenPipeError in the main thread at once, not at the next print (which may be a
+    raise StdoutClosed in the main thread at once, not at the next print (which may be a
     --timeout away while a worker computes). Needs handle_signals' SIGINT handler to wake it."""
     if not _is_pipe(fd) or signal.getsignal(signal.SIGINT) is not _on_signal:
         yield
