@@ -27,6 +27,7 @@ REASONS = (  # (pattern, label): every one found in a report is named, in this o
     (re.compile(r"NaN in the oracle"), "NaN in the oracle at some entries"),
     (re.compile(r"disagrees with itself between step sizes"), "difference oracle disagrees with itself"),
     (re.compile(r"within what float64 rounding"), "within what float64 rounding does"),
+    (re.compile(r"passes a kink whose conventions were not enumerated"), "H v beside a kink whose corners are not enumerated"),
 )
 
 
