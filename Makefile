@@ -46,7 +46,7 @@ bench: venv
 bench-all: venv venv-xla
 	$(BIN)/rnnbench run --suite core
 
-# Tests whose subjects are processes, time and the machine (signals and timeouts, CPU pinning, timing,
+# Tests whose subjects are processes, time and the machine (signals and timeouts, two writers, CPU pinning, timing,
 # clusters, servers, environments created, compile caches) run alone, after the others, which share
 # nothing but read-only files and run on TEST_WORKERS pytest-xdist workers. --durations: the slowest
 # tests close each part's output (where CI's time goes).
@@ -55,7 +55,7 @@ ALONE_TESTS = tests/test_faults.py tests/test_lifetimes.py tests/test_isolation.
               tests/test_robustness.py tests/test_fuzz_records.py tests/test_ray_executor.py tests/test_threads.py \
               tests/test_roofline.py tests/test_benchmarks.py tests/test_idiomatic.py tests/test_environments.py \
               tests/test_packaging.py tests/test_html_offline.py tests/test_published_charts.py tests/test_gpu_fake.py \
-              tests/test_compile_reuse.py tests/test_api_keep_compiles.py
+              tests/test_compile_reuse.py tests/test_api_keep_compiles.py tests/test_results_file.py
 # `make test` is the fast tier (what a new user runs); `make test-slow` the rest, which CI (.ci/run) runs
 # too: the `slow` mark, given in tests/conftest.py (the registry matrix beyond the quick suite, inductor's
 # compiles, minutes-long process and study tests). `make test-all` runs both.
