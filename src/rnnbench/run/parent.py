@@ -34,8 +34,6 @@ class StdoutClosed(KeyboardInterrupt):
     OSError, though a closed pipe is one: raised at any instruction, it would otherwise be taken
     by the nearest `except OSError` for that code's own error (a results file read: exit 2)."""
 
-    signum = signal.SIGPIPE
-
     def __init__(self) -> None:
         super().__init__("stdout was closed")
 
