@@ -27,7 +27,7 @@ look-up and every sample times the same compiled code. Each timed call blocks on
 
 asv (>= 0.6.6) runs every benchmark in a fresh interpreter: the first setup pays import + compile,
 hence the timeout. Threads are 1 and compilation caches are off (see
-rnnbench.run.caches) before any framework is imported, so track_first_call_s is a cold compile.
+rnnbench.machine.caches) before any framework is imported, so track_first_call_s is a cold compile.
 """
 
 import importlib.util
@@ -37,14 +37,14 @@ import time
 from pathlib import Path
 
 try:  # an rnnbench too old for these entry points: every benchmark is n/a, with the reason
-    from rnnbench.run.caches import cold_cache_env
-    from rnnbench.run.environments import thread_env
+    from rnnbench.machine.caches import cold_cache_env
+    from rnnbench.machine.environments import thread_env
 
     os.environ.update(thread_env(1))
     os.environ.update(cold_cache_env())
 
     from rnnbench import registry
-    from rnnbench.run.checked import prepare_checked
+    from rnnbench.rows.checked import prepare_checked
 
     _MISSING_API = None
 except ImportError as exc:  # pragma: no cover - only on old commits

@@ -1,7 +1,7 @@
 """A fake CUDA device for tests on machines without one: torch.cuda's device queries and allocator
 statistics, jax's device object and the driver tool's (nvidia-smi) answers are monkeypatched, so
 the real query code of the framework layer (drivers/_torch.py, drivers/_jax.py) and of
-rnnbench.run.accelerator runs against them. Tensors stay on the CPU: a fake driver runs its
+rnnbench.machine.accelerator runs against them. Tensors stay on the CPU: a fake driver runs its
 mechanism on "cpu" while its row says "cuda"."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def patch_torch(monkeypatch) -> FakeAllocator:
 
 def patch_smi(monkeypatch, others: bool = True) -> None:
     """nvidia-smi's answers: the GPU, and on it this process, its parent and (others) one more."""
-    from rnnbench.run import accelerator
+    from rnnbench.machine import accelerator
 
     def smi(query: str, what: str) -> list[list[str]]:
         if what == "gpu" and query.startswith("index"):

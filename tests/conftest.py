@@ -17,7 +17,7 @@ import pytest
 from _known_issue_marks import known_issue_marks
 from _sizes import halved
 from rnnbench import registry
-from rnnbench.run.environments import current, runs
+from rnnbench.machine.environments import current, runs
 from rnnbench.suites import QUICK
 
 

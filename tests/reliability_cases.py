@@ -62,7 +62,7 @@ def _record(**over) -> dict:
     """A complete record of a row that was decided in the parent (see QUICK), as `run` writes it."""
     from rnnbench.cli import options
     from rnnbench.cli.main import parser
-    from rnnbench.run import plan
+    from rnnbench.planning import plan
 
     (job,) = plan.jobs(options.settings(parser().parse_args(["run", *QUICK])))
     return {**job.identity(), "status": "unavailable", "reason": "vendor layer computes lstm only", **over}

@@ -12,7 +12,7 @@ import pytest
 import rnnbench
 from rnnbench import registry
 from rnnbench.errors import InputError
-from rnnbench.run.environments import current, runs
+from rnnbench.machine.environments import current, runs
 from rnnbench.status import Status, is_known
 
 # every driver that runs an arbitrary step here without a slow compile (as `rnnbench fuzz` picks them)

@@ -25,25 +25,28 @@ FLOORS = {
     "rnnbench.inputs": 1,
     "rnnbench.record_fields": 1,
     "rnnbench.suites": 1,
+    "rnnbench.processes": 1,
     "rnnbench.drivers": 2,
     "rnnbench.record": 2,
     "rnnbench.losses": 2,
     "rnnbench.registry": 3,
     "rnnbench.check": 3,
-    "rnnbench.run": 4,
+    "rnnbench.machine": 4,
     "rnnbench.report": 4,
-    "rnnbench.fuzz": 5,
-    "rnnbench.study": 5,
-    "rnnbench.api": 6,
-    "rnnbench.cli": 7,
-    "rnnbench.__main__": 8,  # `python -m rnnbench`: above the command line it runs
-    "rnnbench": 7,
+    "rnnbench.rows": 5,
+    "rnnbench.planning": 6,
+    "rnnbench.fuzz": 7,
+    "rnnbench.study": 7,
+    "rnnbench.api": 8,
+    "rnnbench.cli": 9,
+    "rnnbench.__main__": 10,  # `python -m rnnbench`: above the command line it runs
+    "rnnbench": 9,
 }
 FRAMEWORK_NAMES = {"torch", "jax", "flax", "torch_xla", "jaxlib"}
 
 
 def _unit(module: str) -> str:
-    """rnnbench.run.row -> rnnbench.run (the floor's unit: a top-level module or package)."""
+    """rnnbench.rows.row -> rnnbench.rows (the floor's unit: a top-level module or package)."""
     return ".".join(module.split(".")[:2])
 
 
@@ -228,10 +231,10 @@ def test_the_lazy_import_scanner_wants_a_reason(tmp_path: Path) -> None:
     reason = "    # lazy: the registry imports every driver module: only when a command needs it\n"
     cases = {
         "def f():\n    from rnnbench import registry\n": [2],
-        "def f():\n    import rnnbench.run.row\n": [2],
+        "def f():\n    import rnnbench.rows.row\n": [2],
         "def f():\n    # the registry, later\n    from rnnbench import registry\n": [3],
-        "def f():\n" + reason + "    from rnnbench import registry\n    from rnnbench.run import row\n": [],
-        "def f():\n" + reason + "    from rnnbench import registry\n\n    from rnnbench.run import row\n": [5],
+        "def f():\n" + reason + "    from rnnbench import registry\n    from rnnbench.rows import row\n": [],
+        "def f():\n" + reason + "    from rnnbench import registry\n\n    from rnnbench.rows import row\n": [5],
         "def f():\n    from rnnbench import registry  # lazy: only when a command needs it\n": [],
         "def f():\n    def g():\n        from rnnbench import registry\n": [3],
         "def f():\n    import torch\n    from . import sibling\n": [3],
@@ -405,7 +408,13 @@ def test_mechanisms_do_not_test_framework_names() -> None:
 def test_models_do_not_import_the_checking_code() -> None:
     for path in MODELS.glob("*.py"):
         imported = _imports(path)
-        assert not imported & {"rnnbench.check", "rnnbench.run", "rnnbench.drivers"}, (path.name, imported)
+        assert not imported & {
+            "rnnbench.check",
+            "rnnbench.rows",
+            "rnnbench.planning",
+            "rnnbench.machine",
+            "rnnbench.drivers",
+        }, (path.name, imported)
 
 
 def test_driver_names_are_unchanged() -> None:
@@ -595,7 +604,7 @@ _DEFINED = set().union(*_CODE.values())
 
 
 def _module_path(dotted: str) -> Path | None:
-    """rnnbench.run.row / run.row -> its file (a package: its directory)."""
+    """rnnbench.rows.row / run.row -> its file (a package: its directory)."""
     parts = dotted.removeprefix("rnnbench.").split(".")
     base = SRC.joinpath(*parts)
     return next((p for p in (base.with_suffix(".py"), base) if p.exists()), None)
@@ -707,9 +716,9 @@ def test_the_doc_check_finds_missing_and_misplaced_names() -> None:
             "floor 1  src/rnnbench/model.py     Model, Case, step_inputs (gone), DRIVERS (lives in drivers/)",
             "         src/rnnbench/nowhere.py   a module that is not there",
             "floor 2  src/rnnbench/drivers/     HOW it is run",
-            "           base.py                 Prepared, Framework, Driver, see run/nowhere.py",
+            "           base.py                 Prepared, Framework, Driver, see rows/nowhere.py",
             "```",
-            "`run.row.run_row` then `run.row.no_such_function`, `Driver.prepare`, `drivers/torch_scan.py`,",
+            "`rows.row.run_row` then `rows.row.no_such_function`, `Driver.prepare`, `drivers/torch_scan.py`,",
             "`drivers/no_such.py`, `NoSuchClass(...)`, `ok`, `rnnbench run`",
         ]
     )
@@ -718,8 +727,8 @@ def test_the_doc_check_finds_missing_and_misplaced_names() -> None:
         "step_inputs is not defined in src/rnnbench/model.py",
         "DRIVERS is not defined in src/rnnbench/model.py",
         "src/rnnbench/nowhere.py does not exist",
-        "run/nowhere.py does not exist",
-        "`run.row.no_such_function` names nothing in the tree",
+        "rows/nowhere.py does not exist",
+        "`rows.row.no_such_function` names nothing in the tree",
         "`drivers/no_such.py` names nothing in the tree",
         "`NoSuchClass(...)` names nothing in the tree",
     ], found

@@ -27,7 +27,7 @@ import pytest
 from _known_issue_marks import known_issue_marks
 from rnnbench import registry
 from rnnbench.record import machine, rnnbench_version
-from rnnbench.run.checked import NotApplicable, prepare_checked, verify
+from rnnbench.rows.checked import NotApplicable, prepare_checked, verify
 
 BENCH_MODELS = ("rnn", "lstm")
 
@@ -246,8 +246,8 @@ def test_rnnbench_installed_from_a_wheel_runs_a_checked_row(tmp_path: Path) -> N
         timeout=300,
     )
     code = (
-        "import rnnbench, json; from rnnbench.run import environments; "
-        "from rnnbench.run.checked import prepare_checked; "
+        "import rnnbench, json; from rnnbench.machine import environments; "
+        "from rnnbench.rows.checked import prepare_checked; "
         "check, prepared = prepare_checked('rnn', 'torch_loop', {'T': 3}); "
         "print(json.dumps([rnnbench.__file__, check.status, environments.current(), "
         "list(environments.rnnbench_dependencies())]))"
@@ -294,7 +294,7 @@ def _readme_check():
 def _default_row():
     """One row of the default run (`rnnbench run`: lstm on torch_loop, float32, default sizes) as
     its worker conducts it, checking only: the oracle, prepare, first call and the judge."""
-    from rnnbench.run.row import Job, run_row
+    from rnnbench.rows.row import Job, run_row
 
     return run_row(Job(model="lstm", driver="torch_loop", time=False))["status"]
 

@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 
 from rnnbench import registry
-from rnnbench.run import checked
-from rnnbench.run.checked import GradientDisagreement, NotApplicable, prepare_checked, verify
+from rnnbench.rows import checked
+from rnnbench.rows.checked import GradientDisagreement, NotApplicable, prepare_checked, verify
 
 
 def test_inapplicable_pair_is_not_implemented() -> None:

@@ -10,7 +10,7 @@ from rnnbench_faulty import faulty_loop
 
 from rnnbench import registry
 from rnnbench.drivers.base import Driver
-from rnnbench.run.pair import check_gradients
+from rnnbench.rows.pair import check_gradients
 
 TORCH_LOOP = registry.get_driver("torch_loop")
 

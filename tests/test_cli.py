@@ -182,7 +182,7 @@ def test_merged_tables_name_each_rows_own_machine(tmp_path: Path) -> None:
 def test_rows_are_labelled_with_their_own_frameworks_version() -> None:
     from importlib.metadata import version
 
-    from rnnbench.run.row import Job
+    from rnnbench.rows.row import Job
 
     label = {d: Job(model="rnn", driver=d).identity()["env_label"] for d in ("jax_lax_scan", "flax_scan", "torch_loop")}
     assert label["jax_lax_scan"] == f"jax {version('jax')}"
@@ -194,7 +194,7 @@ def _selected(*flags: str) -> set[tuple[str, str, str]]:
     """(model, driver, environment) of every row `rnnbench run FLAGS` would run."""
     from rnnbench.cli import options
     from rnnbench.cli.main import parser
-    from rnnbench.run import plan
+    from rnnbench.planning import plan
 
     args = parser().parse_args(["run", "--no-time", *flags])
     return {(j.model, j.driver, j.environment) for j in plan.jobs(options.settings(args))}
@@ -205,7 +205,7 @@ def test_suites_select_what_they_say() -> None:
     core model on the core drivers in the default environments; bugs and all add the bug-class
     models and drivers; an explicit axis overrides the suite's."""
     from rnnbench import registry
-    from rnnbench.run import environments
+    from rnnbench.machine import environments
     from rnnbench.suites import QUICK
 
     core_drivers = {n for n, d in registry.drivers().items() if d.suite == "core"}
@@ -316,7 +316,7 @@ def test_a_named_driver_without_its_framework_is_bad_input_naming_the_extra(name
     from rnnbench import registry
     from rnnbench.drivers.base import Framework
     from rnnbench.errors import InputError
-    from rnnbench.run import plan
+    from rnnbench.planning import plan
 
     monkeypatch.setattr(Framework, "available", lambda self: f"python package '{self.module}' is not installed")
     family = registry.get_driver(name).framework.family
@@ -331,7 +331,7 @@ def test_a_plugin_framework_gets_no_extra_of_ours() -> None:
     import dataclasses
 
     from rnnbench import registry
-    from rnnbench.run import plan
+    from rnnbench.planning import plan
 
     own = registry.get_driver("torch_loop").framework
     assert "rnnbench[" in plan.install_hint(own)

@@ -26,8 +26,8 @@ import hashlib, json, sys
 from rnnbench import registry
 from rnnbench.cli import options
 from rnnbench.cli.main import parser
-from rnnbench.run import plan
-from rnnbench.run.pair import unavailable_reason
+from rnnbench.planning import plan
+from rnnbench.rows.pair import unavailable_reason
 
 PINNED = json.loads(sys.argv[1])  # {"models": [...], "drivers": [...]}, or {} for every registered one
 models = set(PINNED.get("models") or registry.models())
@@ -67,7 +67,7 @@ def plan(pinned: dict) -> str:
 
 
 def test_the_planned_rows_are_unchanged() -> None:
-    from rnnbench.run.environments import current
+    from rnnbench.machine.environments import current
 
     if current() != "main":
         pytest.skip("the unavailable reasons pinned are those of the main environment")

@@ -323,7 +323,7 @@ def test_commits_without_git_on_path_says_so(tmp_path: Path, monkeypatch, capsys
 
 
 def test_commits_run_the_curated_selection_by_default() -> None:
-    from rnnbench.run.commits import run_arguments
+    from rnnbench.planning.commits import run_arguments
     from rnnbench.suites import CURATED
 
     args = run_arguments({})

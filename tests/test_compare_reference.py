@@ -1,4 +1,4 @@
-"""`compare` relative to each run's machine-speed reference (rnnbench.run.reference; the ratio of
+"""`compare` relative to each run's machine-speed reference (rnnbench.machine.reference; the ratio of
 ratios in rnnbench.report.compare_pairs), and measure() timing that reference beside each call.
 Planted samples and a fake clock only, never timed."""
 
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from rnnbench import record_fields
+from rnnbench.machine import reference
 from rnnbench.report import compare_format
 from rnnbench.report.compare_pairs import REF_MOVED, compare
-from rnnbench.run import reference
-from rnnbench.run.timing import Clocks, TimingConfig, measure
+from rnnbench.rows.timing import Clocks, TimingConfig, measure
 from test_compare_clocks import _record as clock_record
 
 COST, REF = 2.0, 0.25  # ms: a row's call and the reference kernel's, on an undisturbed machine

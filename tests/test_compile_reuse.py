@@ -1,6 +1,6 @@
 """What a run compiles once: a compiled torch row's forward reuses the program its fwd+bwd compiled
 (no second, no_grad program), and `rnnbench run` keeps the frameworks' compile caches across runs
-without overriding what the user set (rnnbench.run.caches.warm_cache_env). Every compiled torch
+without overriding what the user set (rnnbench.machine.caches.warm_cache_env). Every compiled torch
 driver of the registry is covered."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from rnnbench import registry
-from rnnbench.run import caches
+from rnnbench.machine import caches
 
 MODEL = "decay"  # every compiled torch configuration compiles it (rnn/lstm trip a registered bug on one)
 

@@ -236,7 +236,7 @@ def test_the_chaotic_body_of_seed_7_is_no_false_alarm() -> None:
     from rnnbench import losses
     from rnnbench.fuzz.cases import build
     from rnnbench.fuzz.grammar import judged_body
-    from rnnbench.run.pair import check_gradients
+    from rnnbench.rows.pair import check_gradients
 
     for form in ("sum_carry", "last_y"):
         fc = build(judged_body(7, 52 * len(losses.CHECKED) + losses.CHECKED.index(form), losses.CHECKED))

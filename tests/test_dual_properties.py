@@ -322,7 +322,7 @@ REFUSED = {
 def test_an_undefined_operation_is_refused_naming_the_line(name: str, monkeypatch) -> None:
     """Refused by check_recurrence with one line naming the step's line, before any driver runs."""
     import rnnbench
-    import rnnbench.run.pair
+    import rnnbench.rows.pair
     from rnnbench.errors import InputError
 
     apply = REFUSED[name]
@@ -334,7 +334,7 @@ def test_an_undefined_operation_is_refused_naming_the_line(name: str, monkeypatc
     def no_driver(*args, **kwargs):
         raise AssertionError("a driver ran")
 
-    monkeypatch.setattr(rnnbench.run.pair, "check_pair", no_driver)
+    monkeypatch.setattr(rnnbench.rows.pair, "check_pair", no_driver)
     with pytest.raises(InputError) as caught:
         rnnbench.check_recurrence(
             step,

@@ -211,12 +211,12 @@ def _numpy_clip(ops, p, c, x):
     ids=["np.sin", "//", "np.clip"],
 )
 def test_an_unsupported_op_is_refused_before_any_driver_runs(dtype: str, step, named: str, monkeypatch) -> None:
-    import rnnbench.run.pair
+    import rnnbench.rows.pair
 
     def no_driver(*args, **kwargs):
         raise AssertionError("a driver ran")
 
-    monkeypatch.setattr(rnnbench.run.pair, "check_pair", no_driver)
+    monkeypatch.setattr(rnnbench.rows.pair, "check_pair", no_driver)
     with pytest.raises(InputError) as caught:
         _check(step, dtype)
     message = str(caught.value)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rnnbench.run import environments
+from rnnbench.machine import environments
 
 
 def rnnbench(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

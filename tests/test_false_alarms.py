@@ -17,7 +17,7 @@ from rnnbench import registry
 from rnnbench.check.compare import verdict
 from rnnbench.check.judge import failure_report
 from rnnbench.check.oracle import finite_difference_oracle
-from rnnbench.run.pair import check_gradients, unavailable_reason
+from rnnbench.rows.pair import check_gradients, unavailable_reason
 from rnnbench.status import Status
 
 TORCH_LOOP = registry.get_driver("torch_loop")

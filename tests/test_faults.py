@@ -1,4 +1,4 @@
-"""Faults of the parent process (rnnbench.run.parent, rnnbench.cli.main): a signal to the parent
+"""Faults of the parent process (rnnbench.processes.parent, rnnbench.cli.main): a signal to the parent
 alone, SIGKILL, an uncaught exception, a closed stdout. Each leaves no worker or worker descendant
 running, no temporary file behind (after SIGKILL: once the next run started), keeps every record
 finished before the fault as a complete line, and says at most one line on stderr.

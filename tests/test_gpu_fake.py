@@ -13,10 +13,11 @@ import pytest
 import _fake_gpu as fake
 from rnnbench import record, registry
 from rnnbench.drivers.base import Driver, Prepared
+from rnnbench.machine import accelerator, device_peak
+from rnnbench.planning import gpu_suite
 from rnnbench.report.table import format_table, machine_of
-from rnnbench.run import accelerator, device_peak, gpu_suite
-from rnnbench.run.row import Job, run_row
-from rnnbench.run.timing import TimingConfig
+from rnnbench.rows.row import Job, run_row
+from rnnbench.rows.timing import TimingConfig
 from rnnbench.status import Status
 from rnnbench.suites import GPU
 
@@ -226,7 +227,7 @@ def test_a_first_call_past_the_compile_budget_is_a_timeout_record_with_its_elaps
 def test_run_suite_gpu_selects_its_rows_with_its_own_defaults(monkeypatch) -> None:
     from rnnbench.cli import options
     from rnnbench.cli.main import parser
-    from rnnbench.run import plan
+    from rnnbench.planning import plan
 
     monkeypatch.setattr(gpu_suite, "check_jobs", lambda device, jobs: None)  # as on a GPU machine
 

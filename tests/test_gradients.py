@@ -7,7 +7,7 @@ import pytest
 
 from rnnbench import registry
 from rnnbench.check.known_issues import expect_ok
-from rnnbench.run.pair import check_gradients, unavailable_reason
+from rnnbench.rows.pair import check_gradients, unavailable_reason
 
 
 def test_gradients_match_oracle(model_name: str, driver_name: str, gradient_dtype: str) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rnnbench.run import roofline
+from rnnbench.machine import roofline
 
 QUICK = ["run", "--models", "rnn", "--drivers", "torch_nn_lstm"]
 

@@ -1,4 +1,4 @@
-"""An environment's `python` key (rnnbench.run.interpreters) and its `constraints` key: the interpreter
+"""An environment's `python` key (rnnbench.machine.interpreters) and its `constraints` key: the interpreter
 is found or the definition is refused in one line; the key is part of the environment's identity."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from rnnbench.errors import InputError
-from rnnbench.run import environments, interpreters
+from rnnbench.machine import environments, interpreters
 
 
 def test_the_running_version_is_the_running_interpreter() -> None:

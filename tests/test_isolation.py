@@ -1,4 +1,4 @@
-"""rnnbench.run.isolation, the one worker-process layer of `run` and `fuzz`: a crash or hang costs
+"""rnnbench.processes.isolation, the one worker-process layer of `run` and `fuzz`: a crash or hang costs
 its item only, later items run in a fresh worker, and no worker outlives the call."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rnnbench.run.isolation import run_isolated
+from rnnbench.processes.isolation import run_isolated
 from rnnbench.status import Status
 
 PLUGINS = Path(__file__).parent / "plugins"
@@ -92,7 +92,7 @@ def test_a_worker_that_cannot_start_is_a_crash_of_its_first_item() -> None:
 # A worker whose items start a child that outlives the item ("spawn") or hang with one ("hang").
 WORKER = """
 import subprocess, sys, time
-from rnnbench.run.isolation import serve
+from rnnbench.processes.isolation import serve
 
 def handle(context, item):
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
@@ -171,7 +171,7 @@ w = subprocess.Popen([sys.executable, "-c", {WORKER!r}], stdin=subprocess.PIPE, 
                      start_new_session=True, env={{**os.environ, "RNNBENCH_PARENT_PID": str(os.getpid())}})
 pickle.dump((None, ["hang"]), w.stdin)
 w.stdin.close()
-(size,) = struct.unpack("<Q", w.stdout.read(8))  # rnnbench.run.protocol: one length-framed event
+(size,) = struct.unpack("<Q", w.stdout.read(8))  # rnnbench.processes.protocol: one length-framed event
 assert pickle.loads(w.stdout.read(size))[:2] == ("start", 0)
 time.sleep(0.5)  # the child is started
 os._exit(0)
@@ -232,7 +232,7 @@ def test_a_daemon_does_not_outlive_a_killed_parent(tmp_path: Path) -> None:
     parent = f"""
 import os, sys
 sys.path.insert(0, {str(PLUGINS)!r})
-from rnnbench.run.isolation import run_isolated
+from rnnbench.processes.isolation import run_isolated
 run_isolated([sys.executable, "-m", "isolation_worker"], ["daemonize_then_hang"], 600.0,
              on_result=lambda i, r: None, on_failure=lambda i, s, r: None,
              env={{**os.environ, "PYTHONPATH": {str(PLUGINS)!r}}})
@@ -270,7 +270,7 @@ def test_the_parent_reads_a_bounded_tail_of_a_worker_s_stderr() -> None:
 # Deadlines: a stopped parent (Ctrl-Z, SIGSTOP) must not turn a finished row into a timeout.
 PARENT = f"""
 import json, os, sys
-from rnnbench.run.isolation import run_isolated
+from rnnbench.processes.isolation import run_isolated
 out = {{}}
 run_isolated([sys.executable, "-m", "isolation_worker"], sys.argv[2:], float(sys.argv[1]),
              on_start=lambda i: print("start", i, flush=True),
@@ -347,7 +347,7 @@ def test_a_signal_whose_handler_runs_inside_a_deferred_block_is_raised_after_it(
     """A signal that arrived just before a signals_deferred block has its Python handler run at the
     block's first instruction (the mask cannot hold back what already arrived): the block runs to
     its end (a result read from a worker is written whole), then the interruption is raised."""
-    from rnnbench.run import parent
+    from rnnbench.processes import parent
 
     ran = []
     with parent.handle_signals():

@@ -214,7 +214,7 @@ def test_swapped_carries_show_section1_as_a_missing_gradient() -> None:
     registered versions must fail exactly so, the others must be right."""
     from rnnbench.fuzz.cases import build
     from rnnbench.fuzz.grammar import Body
-    from rnnbench.run.pair import check_gradients
+    from rnnbench.rows.pair import check_gradients
 
     body = Body(
         updates=(("leaf", "c1"), ("leaf", "c0")),
@@ -298,7 +298,7 @@ def test_entries_reproduce_on_their_witnesses(
     """An entry that is not certain stays honest through its witnesses: where its versions are
     installed, each witness row reproduces it (a fix upstream fails this test, so the entry is
     narrowed or removed)."""
-    from rnnbench.run.pair import check_gradients, unavailable_reason
+    from rnnbench.rows.pair import check_gradients, unavailable_reason
 
     issue = next(i for i in known_issues.registry() if i.id == issue_id)
     model, driver = registry.get_model(witness_model), registry.get_driver(witness_driver)

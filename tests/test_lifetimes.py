@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from rnnbench.cli import compare as cli_compare
-from rnnbench.run import tmpdirs
+from rnnbench.processes import tmpdirs
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc: Linux")
 
@@ -49,7 +49,7 @@ def main(argv):
 COMPARE = """
 import sys
 from pathlib import Path
-from rnnbench.run import commits
+from rnnbench.planning import commits
 commits.repository = lambda: Path(sys.argv[1])
 from rnnbench.cli import main
 sys.exit(main(["compare", "--commits", "HEAD", "HEAD", "--rounds", "1", "--out-dir", sys.argv[2]]))
@@ -169,7 +169,7 @@ time.sleep(120)
 
 MEASURING_PARENT = """
 import sys
-from rnnbench.run.roofline import in_worker
+from rnnbench.machine.roofline import in_worker
 in_worker("sleeper", {}, sys.executable, 300, {}, "test")
 """
 

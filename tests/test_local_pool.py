@@ -1,4 +1,4 @@
-"""rnnbench.run.local_pool: correctness-only units (fuzz chunks) several at once on this machine,
+"""rnnbench.processes.local_pool: correctness-only units (fuzz chunks) several at once on this machine,
 one writer, and an interruption that keeps what the units had finished."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from rnnbench.run.executors import Unit
-from rnnbench.run.isolation import cancel_requested
-from rnnbench.run.local_pool import LocalPool
-from rnnbench.run.protocol import Cancelled
+from rnnbench.processes.isolation import cancel_requested
+from rnnbench.processes.local_pool import LocalPool
+from rnnbench.processes.protocol import Cancelled
+from rnnbench.rows.executors import Unit
 from test_faults import FUZZ, HANG_AT_3, finish, gone_after, hanging, rnnbench_temp_files, start
 
 

@@ -18,7 +18,7 @@ def test_list_fits_the_terminal(columns: int, monkeypatch, capsys) -> None:
 
 
 def _rows() -> list[dict]:
-    from rnnbench.run.timing import Timing
+    from rnnbench.rows.timing import Timing
 
     steady = [10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 10.0, 10.1]
     base = {"dtype": "float32", "environment_name": "main", "env_label": "torch 2.13.0", "max_rel_error": 3e-7}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rnnbench.run import environments
+from rnnbench.machine import environments
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
@@ -126,7 +126,7 @@ LOCKED = [name for name, env in environments.environments().items() if env.requi
 
 @pytest.mark.parametrize("name", LOCKED)
 def test_each_environment_with_a_requirements_file_has_a_lock_that_pins_its_inputs(name: str) -> None:
-    from rnnbench.run.locks import lock_inputs
+    from rnnbench.machine.locks import lock_inputs
 
     lock = environments.lock_path(name)
     assert lock.is_file(), f"no {lock.relative_to(REPO)}: run `rnnbench env lock {name}`"
@@ -194,7 +194,7 @@ def test_asv_matrix_is_the_main_pin_list() -> None:
 
 def test_the_framework_extras_are_the_frameworks_of_the_main_environment() -> None:
     """One extra per framework family a main-environment driver needs (the name the exit-2 hint
-    gives: rnnbench.run.plan.install_hint), holding that family's packages of requirements/main.txt;
+    gives: rnnbench.planning.plan.install_hint), holding that family's packages of requirements/main.txt;
     [all] takes every framework extra."""
     from rnnbench import registry
 
@@ -261,7 +261,7 @@ def test_the_wheel_without_frameworks_answers_version_list_and_bugs(wheel_venv: 
     fuzz = _installed(wheel_venv, "fuzz", "--cases", "1", "--out", "f.jsonl")  # no framework at all
     assert fuzz.returncode == 2 and "pip install 'rnnbench[" in fuzz.stderr and "make" not in fuzz.stderr, fuzz
     # the checkout's environments (xla: `make venv-xla`, .venv-xla) are named without a make target or a path
-    script = "from rnnbench.run import environments as e\nprint(e.get('xla').missing_reason())"
+    script = "from rnnbench.machine import environments as e\nprint(e.get('xla').missing_reason())"
     xla = subprocess.run([str(wheel_venv / "python"), "-c", script], capture_output=True, text=True, timeout=120)
     assert "source checkout" in xla.stdout and "make" not in xla.stdout and "/" not in xla.stdout, xla
     # every entry in one process of the installed interpreter (one start instead of one per entry)

@@ -1,6 +1,6 @@
 """The plant catalog (tests/plugins/rnnbench_plants.py): every planted derivative bug is caught, at
 float64 and float32 (a second-order plant at float64, where H v is checked), through each path its
-class can occur on: `rnnbench run` rows (rnnbench.run.row.run_row, every loss form the fuzzer and
+class can occur on: `rnnbench run` rows (rnnbench.rows.row.run_row, every loss form the fuzzer and
 the API use by default, order auto), the fuzzer (its default loss forms) and check_recurrence
 (its defaults). A plant that every path misses is a blind spot."""
 
@@ -45,8 +45,8 @@ def _caught(statuses: list[str]) -> bool:
 
 @pytest.mark.parametrize(("plant", "dtype"), _cases("run"))
 def test_run_rows_catch_the_plant(plant: Plant, dtype: str) -> None:
-    from rnnbench.run.environments import current
-    from rnnbench.run.row import Job, run_row
+    from rnnbench.machine.environments import current
+    from rnnbench.rows.row import Job, run_row
 
     statuses = {}
     for model in RUN_MODELS:
@@ -110,8 +110,8 @@ def test_check_recurrence_catches_the_plant(plant: Plant, dtype: str) -> None:
 def test_an_expanded_cotangent_bug_hides_from_weighted_losses() -> None:
     """Why the loss family exists: the lane-0 plant is exact under the model's random-weight loss and
     caught under the unweighted sum of the final carry."""
-    from rnnbench.run.environments import current
-    from rnnbench.run.row import Job, run_row
+    from rnnbench.machine.environments import current
+    from rnnbench.rows.row import Job, run_row
 
     name = "plant_lane0_under_expanded_cotangent"
     status = {

@@ -1,4 +1,4 @@
-"""`--executor ray` (rnnbench.run.executors) on a real local Ray cluster: the same verdicts as the
+"""`--executor ray` (rnnbench.rows.executors) on a real local Ray cluster: the same verdicts as the
 local pool for the same rows, timed rows on cores of their own, records streamed into the file and
 resumable across executors, a row's crash and hang, a lost Ray task retried once then recorded, a
 lost node (its unit retried once on another node, then recorded), an environment created on the
@@ -33,8 +33,8 @@ import pytest
 ray = pytest.importorskip("ray", reason="ray is not installed: the --executor ray tests need it (requirements/ray.txt)")
 
 from rnnbench import cli  # noqa: E402
-from rnnbench.run import cpus as run_cpus  # noqa: E402
-from rnnbench.run import executors  # noqa: E402
+from rnnbench.machine import cpus as run_cpus  # noqa: E402
+from rnnbench.rows import executors  # noqa: E402
 from test_faults import PLUGIN_DIR, _default_signals, finish, gone_after, hanging, marked, start  # noqa: E402
 
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -313,7 +313,7 @@ def test_a_connect_that_never_completes_is_bounded(tmp_path: Path) -> None:
     after CONNECT_S (3 s here), exit 2, no results file."""
     listener = Listener(grpc=True)
     script = (
-        "import sys; from rnnbench.run import executors; executors.CONNECT_S = 3.0; "
+        "import sys; from rnnbench.rows import executors; executors.CONNECT_S = 3.0; "
         "from rnnbench.cli.main import main; sys.exit(main(sys.argv[1:]))"
     )
     try:
@@ -544,7 +544,7 @@ def test_resume_across_executors(tmp_path: Path, cluster: Cluster) -> None:
 def test_versions_on_ray(tmp_path: Path, cluster: Cluster, monkeypatch, capsys) -> None:
     """`rnnbench versions --executor ray`: its probes (here the main environment's torch_loop ones,
     the cheap part) run on the cluster, each record names its node, and the table is printed."""
-    from rnnbench.run import bug_versions
+    from rnnbench.planning import bug_versions
 
     every = bug_versions.probe_jobs
     monkeypatch.setattr(
@@ -681,7 +681,7 @@ def test_an_environment_missing_on_a_node_is_created_there_before_its_rows(tmp_p
     """A --config environment (the main environment's jax pins: uv installs them from its cache in
     seconds) that neither the run's machine nor the node has: the run creates it in its own cache
     (XDG_CACHE_HOME), the node, whose cache is another, creates it in its own before the rows."""
-    from rnnbench.run import environments
+    from rnnbench.machine import environments
 
     pins = [r for r in environments.get("main").requirements if r.split("==")[0] in ("jax[cpu]", "jaxlib", "numpy")]
     config = tmp_path / "c.toml"

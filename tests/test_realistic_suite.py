@@ -6,7 +6,8 @@ from __future__ import annotations
 from rnnbench import registry
 from rnnbench.cli import options
 from rnnbench.cli.main import parser
-from rnnbench.run import environments, plan
+from rnnbench.machine import environments
+from rnnbench.planning import plan
 from rnnbench.suites import QUICK, REALISTIC
 
 

@@ -13,8 +13,8 @@ from _known_issue_marks import known_issue_marks
 from rnnbench import registry
 from rnnbench.check import known_issues
 from rnnbench.check.judge import judge
+from rnnbench.machine.environments import current
 from rnnbench.model import Case
-from rnnbench.run.environments import current
 from rnnbench.status import is_known
 from rnnbench_models.linear import bugs_section1_case, bugs_section2_case
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from reliability_cases import CASES, QUICK, problems, run_case, snapshot
 from rnnbench import cli
-from rnnbench.run.settings import CONFIG_KEYS
+from rnnbench.planning.settings import CONFIG_KEYS
 
 
 def test_the_matrix_is_large_and_its_ids_unique() -> None:

@@ -251,8 +251,8 @@ def test_config_file(tmp_path: Path) -> None:
 
 def test_shards_partition_the_matrix() -> None:
     from rnnbench.cli import options
-    from rnnbench.run import plan
-    from rnnbench.run.settings import CONFIG_KEYS
+    from rnnbench.planning import plan
+    from rnnbench.planning.settings import CONFIG_KEYS
 
     def jobs(shard):
         args = argparse.Namespace(no_time=True, shard=shard, config=None, **{k: None for k in CONFIG_KEYS})
@@ -287,7 +287,7 @@ def test_progress_bar_on_a_terminal_and_plain_lines_otherwise() -> None:
     import io
 
     from rnnbench.report.progress import Progress
-    from rnnbench.run.row import Job
+    from rnnbench.rows.row import Job
 
     rec = {"model": "rnn", "driver": "torch_loop", "dtype": "float32", "status": "ok", "max_rel_error": 2e-7}
     plain = io.StringIO()

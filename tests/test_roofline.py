@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rnnbench import record
-from rnnbench.run import roofline
+from rnnbench.machine import roofline
 
 
 def rnnbench(*args: str, **env: str) -> subprocess.CompletedProcess:

@@ -18,7 +18,7 @@ from rnnbench.check.known_issues import expect_ok
 from rnnbench.check.second_order import check_second_order, direction, hvp_oracle
 from rnnbench.check.tolerance import hvp_tolerance
 from rnnbench.model import reference_loss
-from rnnbench.run.pair import unavailable_reason
+from rnnbench.rows.pair import unavailable_reason
 
 
 def test_hvp_matches_oracle(second_order_model: str, second_order_driver: str) -> None:

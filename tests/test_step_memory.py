@@ -1,4 +1,4 @@
-"""The memory a training step saves for backward (rnnbench.run.memory): counted per framework from
+"""The memory a training step saves for backward (rnnbench.rows.memory): counted per framework from
 the step itself, proportional to what the recurrence must keep (one state per step at least), a
 weight saved at every step counted once, and "not measured" with the reason where no count exists."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from rnnbench import record_fields, registry
 from rnnbench.drivers.base import Prepared
-from rnnbench.run.memory import step_memory
+from rnnbench.rows.memory import step_memory
 
 SIZES = {"T": 16, "B": 4, "I": 8, "H": 8}
 
@@ -82,7 +82,7 @@ def test_the_traced_jax_count_is_the_eager_vjps_residuals(monkeypatch, model: st
 
 def _planted() -> list[dict]:
     """Two ok rows, one with a counted step memory and one whose driver gives no count."""
-    from rnnbench.run.timing import Timing
+    from rnnbench.rows.timing import Timing
 
     base = {"dtype": "float32", "environment_name": "main", "env_label": "torch 2.13.0", "max_rel_error": 3e-7}
     timed = {**base, "model": "lstm", "status": "ok", "fwd_bwd": Timing.of([10.0, 10.1, 9.9, 10.0]).to_dict()}

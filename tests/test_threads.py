@@ -13,11 +13,11 @@ import time
 import pytest
 
 from rnnbench import record
+from rnnbench.machine import cpus
 from rnnbench.report.table import CONTENDED_MARK, format_table
-from rnnbench.run import cpus
-from rnnbench.run.row import Job
-from rnnbench.run.runner import Runner
-from rnnbench.run.timing import TimingConfig
+from rnnbench.rows.row import Job
+from rnnbench.rows.runner import Runner
+from rnnbench.rows.timing import TimingConfig
 
 # Large enough that XLA would split its dots over a second core if it could (unpinned, two
 # tf_XLAEigen threads share them), and ~1 s of timed calls per quantity, so the ratio is measured
@@ -143,7 +143,7 @@ def test_pin_process_pins_every_thread() -> None:
 
     script = (
         "import threading, time, os\n"
-        "from rnnbench.run.cpus import choose_cpus, pin_process\n"
+        "from rnnbench.machine.cpus import choose_cpus, pin_process\n"
         "ev = threading.Event(); t = threading.Thread(target=ev.wait); t.start()\n"  # a thread that predates the pin
         "cpus = choose_cpus(1); pin_process(cpus)\n"
         "masks = {int(tid): sorted(os.sched_getaffinity(int(tid))) for tid in os.listdir('/proc/self/task')}\n"

@@ -1,4 +1,4 @@
-"""Which clock decides a row and whether its numbers are its own (rnnbench.run.timing.measure's two
+"""Which clock decides a row and whether its numbers are its own (rnnbench.rows.timing.measure's two
 clocks, judge): planted samples and a fake clock, never a timed test."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import itertools
 
 from rnnbench import record
-from rnnbench.run import timing
-from rnnbench.run.settings import RunSettings
-from rnnbench.run.timing import Clocks, Timing, TimingConfig, instability, judge, measure
+from rnnbench.planning.settings import RunSettings
+from rnnbench.rows import timing
+from rnnbench.rows.timing import Clocks, Timing, TimingConfig, instability, judge, measure
 
 
 def fake_clocks(wall_steps: list[float], cpu_steps: list[float]) -> Clocks:

@@ -25,7 +25,7 @@ from rnnbench.errors import InputError
 from rnnbench.record_fields import FIELDS, TIMING_FIELDS, problem  # noqa: F401 (readers ask record.problem)
 
 SCHEMA = 3  # 2: rnnbench_version, settings and fingerprint; no NaN (null instead). 3: fwd and fwd_bwd keep
-# `samples`, a bounded subsample of the timed calls (rnnbench.run.timing.kept_samples); older records lack it
+# `samples`, a bounded subsample of the timed calls (rnnbench.rows.timing.kept_samples); older records lack it
 
 
 def identity(
@@ -45,7 +45,7 @@ def identity(
     settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The identifying fields every record has, whatever happened to the row: the one constructor
-    (rnnbench.run.row.Job.identity builds it for a job). env_label names what the row ran on by its
+    (rnnbench.rows.row.Job.identity builds it for a job). env_label names what the row ran on by its
     framework's version ("torch 2.13.0", "jax 0.10.2") where known, else by its environment's name.
     settings: what else determines the row's result (threads, timing, order, package versions);
     with the row key it makes the record's fingerprint, which --resume matches."""

@@ -64,14 +64,14 @@ FIELDS: dict[str, str] = {
     "fwd_bwd.samples.*": "ms",
     "fwd.samples": "list",
     "fwd.samples.*": "ms",
-    # this process's CPU time of each timed call (rnnbench.run.timing.measure): other work cannot move it
+    # this process's CPU time of each timed call (rnnbench.rows.timing.measure): other work cannot move it
     "fwd_bwd.cpu_median_ms": "num",
     "fwd_bwd.cpu_samples": "list",
     "fwd_bwd.cpu_samples.*": "num",
     "fwd.cpu_median_ms": "num",
     "fwd.cpu_samples": "list",
     "fwd.cpu_samples.*": "num",
-    # the machine-speed reference timed after each call (rnnbench.run.reference): wall and CPU ms
+    # the machine-speed reference timed after each call (rnnbench.machine.reference): wall and CPU ms
     "fwd_bwd.ref_kernel": "str",
     "fwd_bwd.ref_samples": "list",
     "fwd_bwd.ref_samples.*": "ms",
@@ -82,7 +82,7 @@ FIELDS: dict[str, str] = {
     "fwd.ref_samples.*": "ms",
     "fwd.ref_cpu_samples": "list",
     "fwd.ref_cpu_samples.*": "num",
-    # how far a timed row's numbers are its own (rnnbench.run.timing.judge; docs/measuring.md):
+    # how far a timed row's numbers are its own (rnnbench.rows.timing.judge; docs/measuring.md):
     # clock: "cpu" (process CPU time decides: one-thread rows) or "wall"; contended: other work ran
     # beside the row (cpu.notes); unstable: its samples disagree, or its forward took longer than its
     # forward+backward; marks: the reasons, one word each. Not required: records written before these
@@ -94,7 +94,7 @@ FIELDS: dict[str, str] = {
     "timing.unstable": "bool",
     "timing.marks": "list",
     "timing.marks.*": "str",
-    # a CUDA row's GPU (rnnbench.run.accelerator): two GPUs are two machines
+    # a CUDA row's GPU (rnnbench.machine.accelerator): two GPUs are two machines
     "machine.accelerator": "dict|null",
     "machine.accelerator.name": "str|null",
     "machine.accelerator.uuid": "str|null",
@@ -122,13 +122,13 @@ FIELDS: dict[str, str] = {
     "memory": "dict|null",
     "memory.peak_rss_mb": "num|null",
     "memory.method": "str|null",
-    # what the training step saves for backward (rnnbench.run.memory): saved_mb null = not measured, method says why
+    # what the training step saves for backward (rnnbench.rows.memory): saved_mb null = not measured, method says why
     "step_memory": "dict|null",
     "step_memory.saved_mb": "num|null",
     "step_memory.method": "str|null",
     "sweep": "dict",
     "sweep.axis": "str!",
-    "node": "dict",  # the Ray node a row ran on (--executor ray; rnnbench.run.executors)
+    "node": "dict",  # the Ray node a row ran on (--executor ray; rnnbench.rows.executors)
     # fuzz records (rnnbench.fuzz.campaign.Campaign)
     "case": "int",
     "body": "dict",

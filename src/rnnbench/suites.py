@@ -21,7 +21,7 @@ class Suite:
 
     environments: names, or "default" (the environments.toml entries marked default).
     sizes: size sets, each row run at each (--sizes replaces them); (): each model's defaults.
-    staged: run by rnnbench.run.gpu_suite: CUDA only, in stages of one (sizes, dtype, model),
+    staged: run by rnnbench.planning.gpu_suite: CUDA only, in stages of one (sizes, dtype, model),
         cheapest first, each stage's drivers in the order listed."""
 
     name: str

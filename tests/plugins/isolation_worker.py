@@ -67,6 +67,6 @@ def handle(context, item):
 
 
 if __name__ == "__main__":
-    from rnnbench.run.isolation import serve
+    from rnnbench.processes.isolation import serve
 
     sys.exit(serve(handle))

@@ -154,7 +154,7 @@ def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
 def _would_run(base: Model, names: tuple[str, ...], dtype: str, device: str) -> tuple[str, ...]:
     """Those of `names` that could run this step here: what the report says the default left out."""
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
-    from rnnbench.run.pair import unavailable_reason
+    from rnnbench.rows.pair import unavailable_reason
 
     runs = [unavailable_reason(base, registry.get_driver(n), dtype=dtype, device=device) is None for n in names]
     return tuple(n for n, ok in zip(names, runs) if ok)
@@ -164,12 +164,12 @@ def _run_drivers(
     base: Model, judged: dict, names: list, dtype: str, device: str, seed: int, order: int, oracle: str | None = None
 ) -> tuple[list[DriverResult], str]:
     """Every driver of `names` under every loss form of `judged` ({form: (model, case)}), each pair
-    checked by rnnbench.run.pair.check_pair against one oracle per form, computed once for all
+    checked by rnnbench.rows.pair.check_pair against one oracle per form, computed once for all
     drivers (`oracle`: a forced rung, None for the ladder): (results, the least exact oracle kind used)."""
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
     from rnnbench.check.oracle import oracle_grads, weakest
-    from rnnbench.run.caches import cache_root
-    from rnnbench.run.pair import PairPlan, check_pair, unavailable_reason
+    from rnnbench.machine.caches import cache_root
+    from rnnbench.rows.pair import PairPlan, check_pair, unavailable_reason
 
     plans: dict[str, PairPlan] = {}  # per form, with its oracle
     results = []

@@ -61,7 +61,7 @@ class Check:
     forward: str = ""
     forward_note: str = ""
     # undecided (subgradient_differs / cannot_decide) only at kinked entries whose range holds the
-    # driver: H v is still defined, and judged, on the other entries (run/pair.py)
+    # driver: H v is still defined, and judged, on the other entries (rows/pair.py)
     kinks_only: bool = False
 
     @property

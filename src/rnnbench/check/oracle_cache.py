@@ -40,7 +40,7 @@ Grads = dict[str, np.ndarray]
 
 
 def root() -> Path:
-    """$XDG_CACHE_HOME/rnnbench/oracles: the same cache root as rnnbench.run.caches.cache_root."""
+    """$XDG_CACHE_HOME/rnnbench/oracles: the same cache root as rnnbench.machine.caches.cache_root."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "rnnbench" / "oracles"
 

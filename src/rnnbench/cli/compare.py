@@ -8,7 +8,7 @@ versions, two machines), and a gate that fails only on what is real.
 
 BASE and NEW are results files (JSON Lines records) or pytest-benchmark JSON files. Pairing,
 verdicts and the exit code: rnnbench.report.compare_pairs; the interval: compare_stats; running two
-commits: rnnbench.run.commits. Exit codes: 1 on a status regression, a row slower beyond the
+commits: rnnbench.planning.commits. Exit codes: 1 on a status regression, a row slower beyond the
 threshold, or a --commits run that crashed (one line naming it and its kept log), 0 otherwise, 2
 on bad input (a record or benchmark that is not possible, a side against itself, two sides
 without a common row).
@@ -25,10 +25,10 @@ from pathlib import Path
 
 from rnnbench.cli import options
 from rnnbench.errors import InputError
+from rnnbench.planning import commits
 from rnnbench.report import compare_inputs
 from rnnbench.report.compare_format import FORMATS, render
 from rnnbench.report.compare_pairs import compare
-from rnnbench.run import commits
 
 NAME = "compare"
 HELP = "compare two results files (commits, framework versions, machines): verdicts per row, exit 1 on a regression"
@@ -178,7 +178,7 @@ def _run_commits(
 
 
 def run(args: argparse.Namespace, run_commits: RunCommits | None = None) -> int:
-    """The command. run_commits: what runs --commits (default rnnbench.run.commits.run_commits; tests
+    """The command. run_commits: what runs --commits (default rnnbench.planning.commits.run_commits; tests
     pass a stand-in)."""
     given = (config_thresholds(args.config) if args.config else []) + list(args.threshold or [])
     (level, patterns), cut = thresholds(given), alpha(args.alpha)

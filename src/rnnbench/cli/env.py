@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from rnnbench.run import environments, plan
+from rnnbench.machine import environments
+from rnnbench.planning import plan
 
 NAME = "env"
 HELP = "the Python environments rows run in (src/rnnbench/environments.toml): list, create, lock"
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     names = plan.names(",".join(args.names), list(envs), "environment", required=True)
     if args.action == "lock":
         # lazy: cli: --help and bad input answer without importing the lock writer
-        from rnnbench.run.locks import write_lock
+        from rnnbench.machine.locks import write_lock
 
         for name in names:
             write_lock(name, log=lambda line: print(f"rnnbench: {line}", flush=True))

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from rnnbench import losses, record
 from rnnbench.cli import options
-from rnnbench.run import executors, local_pool, parent, plan
+from rnnbench.planning import plan
+from rnnbench.processes import local_pool, parent
+from rnnbench.rows import executors
 
 NAME = "fuzz"
 HELP = "random step bodies on every driver, gradients (and H v) vs the oracle ladder (exact dual numbers)"
@@ -66,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def fuzz_drivers(value: str | None, dtype: str, device: str = "cpu", grammar: str = "smooth") -> list:
-    """rnnbench.run.plan.fuzz_drivers, asked with a fuzzed body's model (of the linear stream for
+    """rnnbench.planning.plan.fuzz_drivers, asked with a fuzzed body's model (of the linear stream for
     --grammar linear: the associative-scan drivers run only bodies that declare a linear recurrence)."""
     # lazy: cli: --help and bad input answer without importing the fuzzer
     from rnnbench.fuzz import linear

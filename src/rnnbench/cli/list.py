@@ -7,7 +7,7 @@ import shutil
 import textwrap
 
 from rnnbench import registry
-from rnnbench.run import environments
+from rnnbench.machine import environments
 
 NAME = "list"
 HELP = "models and drivers, with availability here"

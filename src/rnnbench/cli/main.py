@@ -20,7 +20,7 @@ from rnnbench import record
 from rnnbench.cli import bugs, compare, env, fuzz, options, report, run, sweep, table, versions
 from rnnbench.cli import list as list_
 from rnnbench.errors import InputError
-from rnnbench.run import parent
+from rnnbench.processes import parent
 
 # The subcommands, in the order `rnnbench --help` lists them: each a module with NAME, HELP,
 # add_arguments(parser) and run(args) -> exit code.
@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ~/.cache/rnnbench/tracebacks); 128+N when cut short by signal N (130 SIGINT, 143 SIGTERM,
     129 SIGHUP: one line saying what is kept and how to continue) and 141 when stdout's reader
     went away (`rnnbench ... | head`). Every way out ends the workers (their process groups) and
-    removes the run's temporary files (rnnbench.run.tmpdirs)."""
+    removes the run's temporary files (rnnbench.processes.tmpdirs)."""
     _closed_streams_to_devnull()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:  # a bare call is someone asking what rnnbench does, not for a run of many rows

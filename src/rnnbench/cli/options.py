@@ -15,9 +15,10 @@ from typing import Any
 
 from rnnbench import inputs, losses, registry
 from rnnbench.errors import InputError, did_you_mean
+from rnnbench.machine import environments
 from rnnbench.model import DTYPES
-from rnnbench.run import environments, plan
-from rnnbench.run.settings import CONFIG_KEYS, CORES, RunSettings
+from rnnbench.planning import plan
+from rnnbench.planning.settings import CONFIG_KEYS, CORES, RunSettings
 from rnnbench.suites import SUITES
 
 UsageError = InputError  # bad input: one line, exit code 2

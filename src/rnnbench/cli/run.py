@@ -7,11 +7,14 @@ import time
 
 from rnnbench import losses, record, registry
 from rnnbench.cli import options
+from rnnbench.machine import accelerator
+from rnnbench.machine.cpus import load_line
 from rnnbench.model import DTYPES
+from rnnbench.planning import plan
+from rnnbench.planning.settings import CONFIG_KEYS, RunSettings
+from rnnbench.processes import parent
 from rnnbench.report.table import failure_reports, format_table, summary
-from rnnbench.run import accelerator, executors, parent, plan
-from rnnbench.run.cpus import load_line
-from rnnbench.run.settings import CONFIG_KEYS, RunSettings
+from rnnbench.rows import executors
 from rnnbench.status import is_failing
 from rnnbench.suites import SUITES
 
@@ -72,11 +75,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # lazy: cli: --help and bad input answer without importing the run machinery
+    from rnnbench.machine.caches import warm_cache_env
+    from rnnbench.machine.device_peak import DeviceRoofline
+    from rnnbench.machine.roofline import Roofline
     from rnnbench.report.progress import Progress
-    from rnnbench.run.caches import warm_cache_env
-    from rnnbench.run.device_peak import DeviceRoofline
-    from rnnbench.run.roofline import Roofline
-    from rnnbench.run.runner import Runner
+    from rnnbench.rows.runner import Runner
 
     s = options.settings(args)
     executors.check_executor(args.executor, args.address)

@@ -1,5 +1,5 @@
 """`rnnbench sweep`: time models x drivers over sequence lengths and hidden sizes, each row cold
-(rnnbench.run.sweep)."""
+(rnnbench.rows.sweep)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import time
 from rnnbench import record, registry
 from rnnbench.cli import options
 from rnnbench.model import DTYPES
+from rnnbench.planning import plan
+from rnnbench.processes import parent
 from rnnbench.report.table import summary
-from rnnbench.run import executors, parent, plan
-from rnnbench.run.timing import TimingConfig
+from rnnbench.rows import executors
+from rnnbench.rows.timing import TimingConfig
 from rnnbench.status import is_failing
 
 NAME = "sweep"
@@ -50,7 +52,7 @@ def _progress(rec: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # lazy: cli: --help and bad input answer without importing the run machinery
-    from rnnbench.run.sweep import SweepPlan, run_sweep
+    from rnnbench.rows.sweep import SweepPlan, run_sweep
 
     models = plan.names(args.models, list(registry.models()), "model")
     drivers = plan.names(args.drivers, list(registry.drivers()), "driver")

@@ -1,5 +1,5 @@
 """`rnnbench versions`: the bug x version table, every registered known issue and bug class probed
-in every environment of the framework-version matrix (rnnbench.run.bug_versions)."""
+in every environment of the framework-version matrix (rnnbench.planning.bug_versions)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import argparse
 
 from rnnbench import record
 from rnnbench.cli import options
-from rnnbench.run import environments, executors, parent, plan
+from rnnbench.machine import environments
+from rnnbench.planning import plan
+from rnnbench.processes import parent
+from rnnbench.rows import executors
 
 NAME = "versions"
 HELP = (
@@ -36,12 +39,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the probes of rnnbench.report.bug_table in each environment (created where missing;
-    rnnbench.run.bug_versions), then print the bug x version table."""
+    rnnbench.planning.bug_versions), then print the bug x version table."""
     # lazy: cli: --help and bad input answer without importing the run machinery
+    from rnnbench.planning import bug_versions
     from rnnbench.report import bug_table
     from rnnbench.report.progress import Progress
-    from rnnbench.run import bug_versions
-    from rnnbench.run.runner import Runner
+    from rnnbench.rows.runner import Runner
 
     if args.from_files:
         print(bug_table.format_table(record.load(options.results_files(args.from_files))))

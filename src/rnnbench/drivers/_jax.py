@@ -22,7 +22,7 @@ from rnnbench.ops import numpy_ops
 def xla_thread_env(threads: int) -> dict[str, str]:
     """XLA's CPU client sizes its intra-op (Eigen) pool from the process's CPU affinity, not from
     OMP_NUM_THREADS or XLA_FLAGS: `--threads N` is made N cores by pinning each worker to N CPUs
-    before jax is imported (rnnbench.run.worker.setup). XLA has no flag for the pool's size; at one
+    before jax is imported (rnnbench.rows.worker.setup). XLA has no flag for the pool's size; at one
     thread --xla_cpu_multi_thread_eigen=false still asks the legacy runtime's dot emitter for no
     Eigen pool (what was measured: docs/measuring.md#threads-n-means-n-cores)."""
     if threads != 1:
@@ -44,7 +44,7 @@ def device_missing(device: str) -> str | None:
 
 
 def gpu_identity(device: str) -> dict[str, Any]:
-    """The GPU as jax's backend sees it (rnnbench.run.accelerator merges it into machine.accelerator)."""
+    """The GPU as jax's backend sees it (rnnbench.machine.accelerator merges it into machine.accelerator)."""
     dev = device_for(device)
     stats = dev.memory_stats() or {}
     return {

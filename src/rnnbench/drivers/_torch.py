@@ -15,7 +15,7 @@ from rnnbench.model import Case, Model
 
 def set_threads(threads: int) -> None:
     """torch's intra-op pool (OpenMP) and inter-op pool at `threads`; the worker is also pinned to
-    `threads` CPUs (rnnbench.run.worker.setup). The inter-op size can be set only before that pool
+    `threads` CPUs (rnnbench.rows.worker.setup). The inter-op size can be set only before that pool
     starts: a process that has used it keeps its size."""
     import torch
 
@@ -41,7 +41,7 @@ def device_missing(device: str) -> str | None:
 
 
 def cuda_identity(device: str) -> dict[str, Any]:
-    """The CUDA device as torch sees it (rnnbench.run.accelerator merges it into machine.accelerator)."""
+    """The CUDA device as torch sees it (rnnbench.machine.accelerator merges it into machine.accelerator)."""
     import torch
 
     index = torch.device(device).index

@@ -31,7 +31,7 @@ class Prepared:
     compared inputs times a direction v (same names and shapes as the gradients); None where the
     driver has no second-order path (e.g. torch.compile has no double backward).
     saved_for_backward() -> bytes of the distinct buffers, other than the inputs, that the training
-    step's forward keeps for its backward (activations; rnnbench.run.memory), or None where the
+    step's forward keeps for its backward (activations; rnnbench.rows.memory), or None where the
     framework gives no such count."""
 
     loss_and_grads: Callable[[], tuple[float, Grads]]
@@ -46,7 +46,7 @@ class Prepared:
 
 @dataclass(frozen=True)
 class DeviceQueries:
-    """What a framework reports about an accelerator it runs on (rnnbench.run.accelerator reads
+    """What a framework reports about an accelerator it runs on (rnnbench.machine.accelerator reads
     these; the defaults report nothing, as on a CPU).
 
     identity(device): the device as the framework sees it (name, memory, versions), plain data.
@@ -93,7 +93,7 @@ class Framework:
     thread_env(n): environment variables that fix its thread pools, set before it is imported.
     set_threads(n): the same, in a process that has imported it. Both come on top of the CPU
         affinity every worker is pinned to before any framework is imported (n CPUs:
-        rnnbench.run.worker.setup), which is what holds pools that size themselves from the
+        rnnbench.rows.worker.setup), which is what holds pools that size themselves from the
         machine (XLA's) to n cores.
     threads_in_use(): thread counts as it reports them (recorded with each row).
     device_missing(device): None, or why `device` is not usable by it here.
@@ -109,7 +109,7 @@ class Framework:
         (check_recurrence). A no-op where the framework keeps its compiles by default (inductor).
     gemm(a, b, dtype): a callable computing a @ b (float64 numpy operands, cast to `dtype`) to
         completion in it, or None where it has no such dtype: what the machine's GEMM peak is
-        measured with (rnnbench.run.roofline). None: it takes no part in the peak.
+        measured with (rnnbench.machine.roofline). None: it takes no part in the peak.
     cpu_time_clock: its single-threaded work runs on the calling thread and its waits block, so
         process CPU time times a row and does not grow while other jobs hold the core; False where
         its runtime computes on threads of its own whose waits spin (XLA): wall time then. Read by
@@ -185,7 +185,7 @@ class Driver:
     prepare(model, case, dtype, device) -> Prepared.
     supports(model) -> None or the reason this driver cannot express the model.
     environments: the Python environments that run it ("main"; "xla" = torch 2.9.0 + torch_xla): a
-        driver listed in several gives one row per environment (rnnbench.run.environments).
+        driver listed in several gives one row per environment (rnnbench.machine.environments).
     compiled: True when the first call compiles.
     anchor: a vendor layer (torch.nn.LSTM, flax cells) rather than the model's own step.
     suite: "core", "bugs" for a driver that exists for a bug class of docs/bugs.md, or "gpu" for a

@@ -20,7 +20,7 @@ from rnnbench.fuzz.edges import parse_plant
 from rnnbench.fuzz.grammar import Body, Grammar
 from rnnbench.fuzz.outcome import Outcome, kind_of
 from rnnbench.fuzz.summary import FuzzSummary
-from rnnbench.run import environments
+from rnnbench.machine import environments
 from rnnbench.status import Status
 
 ILL_DRIVER = "-"  # the driver of an ill-conditioned body's record: the numpy forward decided, for every driver

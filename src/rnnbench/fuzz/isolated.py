@@ -1,4 +1,4 @@
-"""`rnnbench fuzz` with each driver in its own worker processes (rnnbench.run.isolation, as rows
+"""`rnnbench fuzz` with each driver in its own worker processes (rnnbench.processes.isolation, as rows
 are run): a framework that segfaults, is killed or hangs on some body costs that (body, driver)
 only, recorded as "crash" / "timeout"; a fresh worker continues with the next body. The parent
 writes one record per outcome as it comes (rnnbench.fuzz.campaign.Campaign), so an interrupted
@@ -22,9 +22,9 @@ from rnnbench.fuzz.outcome import Outcome
 from rnnbench.fuzz.report import explain_failure
 from rnnbench.fuzz.runner import explain
 from rnnbench.fuzz.summary import FuzzSummary
-from rnnbench.run.executors import UNIT_GRACE_S, RayExecutor, Unit
-from rnnbench.run.isolation import WORKER_START_GRACE_S, run_isolated, serve
-from rnnbench.run.local_pool import LocalPool
+from rnnbench.processes.isolation import WORKER_START_GRACE_S, run_isolated, serve
+from rnnbench.processes.local_pool import LocalPool
+from rnnbench.rows.executors import UNIT_GRACE_S, RayExecutor, Unit
 
 
 @dataclass
@@ -142,7 +142,7 @@ def fuzz_isolated(
     shrunk again (with an executor each chunk shrinks up to shrink_per_kind failures of a kind:
     chunks run at once and cannot share the count). The summary is rebuilt from done + the new
     records: the same as one uninterrupted run's. Without an executor, campaign.workers > 1 runs
-    that many drivers at once here (rnnbench.run.local_pool), each driver one chunk: one worker
+    that many drivers at once here (rnnbench.processes.local_pool), each driver one chunk: one worker
     start and one compile cache per driver, as when they run one after another."""
     records = list(done)
     ill = {rec["case"] for rec in records if is_ill(rec)}

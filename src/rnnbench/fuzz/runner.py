@@ -1,4 +1,4 @@
-"""Run fuzzed bodies on drivers: each (body, driver) pair checked by rnnbench.run.pair.check_pair
+"""Run fuzzed bodies on drivers: each (body, driver) pair checked by rnnbench.rows.pair.check_pair
 (first order, then H v where the driver has a second-order path, against the body's cached oracles
 from the ladder, with the known-issues registry applied), and shrinking of each failure to a minimal
 body that fails the same way. fuzz() runs a Campaign in this process (rnnbench.fuzz.isolated: in
@@ -16,7 +16,7 @@ from rnnbench.fuzz.cases import FuzzCase, build
 from rnnbench.fuzz.grammar import Body, shrink_candidates, size
 from rnnbench.fuzz.outcome import Outcome, kind_of
 from rnnbench.fuzz.summary import FuzzSummary
-from rnnbench.run.pair import PairPlan, agrees, check_pair
+from rnnbench.rows.pair import PairPlan, agrees, check_pair
 from rnnbench.status import Status
 
 
@@ -34,7 +34,7 @@ def _judged(status: str, hvp_status: str | None, report: str, oracle_kind: str) 
 
 def run_driver(fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, device: str = "cpu") -> Judged:
     """(status, hvp_status, report) of one driver on one well-conditioned body, checked by
-    rnnbench.run.pair.check_pair against the body's cached oracles (shrinking checks many bodies:
+    rnnbench.rows.pair.check_pair against the body's cached oracles (shrinking checks many bodies:
     only the shrunk one is localized, by on_failure)."""
     plan = PairPlan(
         order=2 if second_order else 1, oracle=fc.oracle, hvp_oracle=fc.hvp_oracle, repeat=False, localize=False

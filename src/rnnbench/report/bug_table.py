@@ -2,7 +2,7 @@
 of docs/bugs.md, run in every environment of the framework-version matrix
 (src/rnnbench/environments.toml), and for each bug the versions where it reproduces.
 
-What runs (`probes`; rnnbench.run.bug_versions.probe_jobs makes them rows), as plain rows through
+What runs (`probes`; rnnbench.planning.bug_versions.probe_jobs makes them rows), as plain rows through
 the ordinary runner (`--no-time`):
 - a registered issue: its witnesses on each driver it names; an issue without witnesses, the
   first PROBES_PER_DRIVER registered models (registry order) its drivers, models, dtypes, losses

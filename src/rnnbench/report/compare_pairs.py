@@ -33,7 +33,7 @@ Which clock: CPU time where every record of the row on both sides was decided by
 itself by more than the threshold: between the runs of one side, or, with one run, between the
 first and second half of its samples (the machine changed while it ran).
 Relative to the machine's speed: where every timed record of a quantity on both sides carries
-reference samples of one kernel (rnnbench.run.reference, timed after each call on the same
+reference samples of one kernel (rnnbench.machine.reference, timed after each call on the same
 clocks), each run's times are divided by its own reference statistic (the same quantile, the
 same clock) before the ratio is taken: a ratio of ratios, so a process that got a slower machine
 moves neither; the raw ratio is kept beside it (Timed.raw_ratio). A side's halves are then
@@ -78,7 +78,7 @@ GATING = (REGRESSION, SLOWER)  # verdicts that make the exit code 1
 TIME_ORDER = (SLOWER, NOISY, FASTER, SAME)  # a row's time verdict: the first of its quantities' in this order
 NOT_RUN = (Status.UNAVAILABLE, Status.SKIPPED)
 # A run whose reference moved more than this within it: the machine changed more than its reference
-# is trusted to track (rnnbench.run.reference), so the row is noisy rather than judged relative to it.
+# is trusted to track (rnnbench.machine.reference), so the row is noisy rather than judged relative to it.
 REF_MOVED = 1.5
 RUNS_CAP = 20  # runs of a row per side the statistics pool (the last): as many rounds as --commits runs
 
@@ -203,7 +203,7 @@ def _refs(timed: list[dict[str, Any]], field: str) -> tuple[tuple[float, ...], .
 
 
 def reference_kernel(records: list[dict[str, Any]], quantity: str) -> str | None:
-    """The one reference kernel (rnnbench.run.reference.KERNEL) every timed record of `quantity`
+    """The one reference kernel (rnnbench.machine.reference.KERNEL) every timed record of `quantity`
     ran beside, or None where some record has none (older records, GPU rows) or two differ: a
     row is then judged on its raw times."""
     kernels = {(r[quantity].get("ref_kernel") or None) for r in _timed(records, quantity)}

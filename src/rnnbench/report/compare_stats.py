@@ -51,7 +51,7 @@ class Side:
     quantile: float = 0.5  # the statistic: 0.5, the median (wall); CPU_QUANTILE for CPU times
     clock: str = "wall"  # "cpu" where the samples are CPU times
     # each run's machine-speed reference samples on the same clock, paired with `samples` by index
-    # (rnnbench.run.reference); empty where the records have none
+    # (rnnbench.machine.reference); empty where the records have none
     refs: tuple[tuple[float, ...], ...] = ()
 
     @property

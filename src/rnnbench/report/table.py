@@ -30,7 +30,7 @@ def number(v: Any, fmt: str) -> str:
 
 
 def _peak(rec: dict) -> str:
-    """The forward+backward rate as a percentage of the GEMM peak (rnnbench.run.roofline.with_roofline)."""
+    """The forward+backward rate as a percentage of the GEMM peak (rnnbench.machine.roofline.with_roofline)."""
     roof = (rec.get("roofline") or {}).get("fwd_bwd")
     if not roof or roof.get("fraction_of_peak") is None:
         return "-"
@@ -43,7 +43,7 @@ CONTENDED_MARK = "*"
 
 def contention(rec: dict) -> list[str]:
     """Why a row's times may not be its own: the notes of its `cpu` record (over_share, load,
-    contended; rnnbench.run.cpus.contention_notes) and its timing's "starved"; empty for rows without them."""
+    contended; rnnbench.machine.cpus.contention_notes) and its timing's "starved"; empty for rows without them."""
     starved = "starved" in ((rec.get("timing") or {}).get("marks") or ())
     return list((rec.get("cpu") or {}).get("notes") or []) + ["starved"] * starved
 
@@ -58,7 +58,7 @@ UNSTABLE_WHY = {
 
 def unstable(rec: dict) -> list[str]:
     """Why a timed row's samples do not agree with themselves (UNSTABLE_WHY): the marks of its
-    `timing` field (rnnbench.run.timing.judge) besides its contention notes; a record older than
+    `timing` field (rnnbench.rows.timing.judge) besides its contention notes; a record older than
     that field is marked when its forward's median exceeds its forward+backward's."""
     fwd_bwd, fwd = rec.get("fwd_bwd"), rec.get("fwd")
     if not fwd_bwd:
@@ -182,7 +182,7 @@ def several_machines(records: Iterable[dict[str, Any]]) -> bool:
 
 def saved_mb(rec: dict) -> float | None:
     """What the row's training step saves for backward, in MiB (record field step_memory,
-    rnnbench.run.memory); None where it was not measured or the record predates the field."""
+    rnnbench.rows.memory); None where it was not measured or the record predates the field."""
     return (rec.get("step_memory") or {}).get("saved_mb")
 
 

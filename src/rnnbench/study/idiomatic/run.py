@@ -20,8 +20,8 @@ from rnnbench.check.judge import judge
 from rnnbench.check.oracle import oracle_grads
 from rnnbench.drivers import _torch
 from rnnbench.drivers.base import Prepared
-from rnnbench.run.environments import thread_env
-from rnnbench.run.timing import Timing
+from rnnbench.machine.environments import thread_env
+from rnnbench.rows.timing import Timing
 from rnnbench.status import Status
 from rnnbench.study.idiomatic.candidates import Candidate, candidates
 from rnnbench.study.idiomatic.plan import DEVICE, DTYPE, SEED, Plan

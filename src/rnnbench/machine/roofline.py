@@ -5,7 +5,7 @@ sizes and the rows' own GEMM shapes (`measure_rates`), taken in a fresh process 
 `serve` answers), cached in a file under cache_root() per key, under the file's lock so that two
 runs never time GEMMs on the same hardware at once. This module measures the CPU (`peak_for`: the
 best GEMM among the frameworks' `gemm` and numpy's at a dtype and thread count, in a process pinned
-like the rows); rnnbench.run.device_peak measures a GPU the same way. `with_roofline` turns a
+like the rows); rnnbench.machine.device_peak measures a GPU the same way. `with_roofline` turns a
 model's analytic FLOP count and a median time into GFLOP/s and a fraction of the peak, for every
 timed row of `run` and `sweep`; `Roofline` and device_peak.DeviceRoofline annotate records with it.
 """
@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 
 from rnnbench import record, registry
-from rnnbench.run import descendants, environments
-from rnnbench.run.caches import cache_root
-from rnnbench.run.cpus import CONTENDED_CPUS, MIN_OTHERS_WALL_S, choose_cpus, cpu_clock, pin_process
+from rnnbench.machine import environments
+from rnnbench.machine.caches import cache_root
+from rnnbench.machine.cpus import CONTENDED_CPUS, MIN_OTHERS_WALL_S, choose_cpus, cpu_clock, pin_process
+from rnnbench.processes import descendants
 
 PEAK_SQUARE = (256, 512, 1024, 2048)  # square GEMMs always measured
 PEAK_MAX_AGE_DAYS = 30.0  # a cached peak older than this is measured again
@@ -365,7 +366,7 @@ def _measure_in_worker(request: dict[str, Any], python: str, timeout_s: float) -
     """measure_gemms in a fresh `python` process with the rows' thread settings, pinned to
     request["cpus"] before it imports a framework (_peak_main)."""
     env = environments.thread_env(int(request["threads"]))
-    return in_worker("rnnbench.run.roofline", request, python, timeout_s, env, "GEMM")
+    return in_worker("rnnbench.machine.roofline", request, python, timeout_s, env, "GEMM")
 
 
 def _peak_main(request: dict[str, Any]) -> dict[str, Any]:
@@ -451,5 +452,5 @@ class Roofline(PeaksByDtype):
         return with_roofline(rec, self.peak(rec["dtype"]))
 
 
-if __name__ == "__main__":  # `python -m rnnbench.run.roofline REQUEST_JSON`: GEMM rates as JSON (peak_for)
-    serve(_peak_main, "rnnbench.run.roofline")
+if __name__ == "__main__":  # `python -m rnnbench.machine.roofline REQUEST_JSON`: GEMM rates as JSON (peak_for)
+    serve(_peak_main, "rnnbench.machine.roofline")

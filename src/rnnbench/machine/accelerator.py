@@ -15,7 +15,7 @@ module only combines them, so every framework's GPU is described the same way:
 - peak: the best GEMM any framework present does on the device at the row's dtype (float32 with
   TF32 off, as the rows run; bfloat16 on the tensor cores), over square sizes and the rows' own
   GEMM shapes, in a fresh process (the parent holds no GPU context while rows run), cached per
-  device under the same rules as the CPU peak (rnnbench.run.roofline.peak_for).
+  device under the same rules as the CPU peak (rnnbench.machine.roofline.peak_for).
 - contention: a GPU row's time is the GPU's and its launch thread's. It is marked contended when
   another process held a context on the GPU while it was timed (`gpu_shared`), or when other work
   left its CPUs less than one free core for the thread that launches kernels (`launch_starved`);
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rnnbench import record
-from rnnbench.run.cpus import CONTENDED_CPUS, load_average
+from rnnbench.machine.cpus import CONTENDED_CPUS, load_average
 
 GPU_SQUARES = (4096, 8192)  # a GPU reaches its GEMM rate only on large products: measured besides timing's squares
 SMI_TIMEOUT_S = 20.0

@@ -9,14 +9,14 @@ import tempfile
 from pathlib import Path
 
 from rnnbench import registry
-from rnnbench.run.tmpdirs import run_tmpdir
+from rnnbench.processes.tmpdirs import run_tmpdir
 
 
 def cold_cache_env(root: str | None = None) -> dict[str, str]:
     """Environment variables for a cold first call: every registered framework's on-disk compile
     caches off (Framework.cold_cache_env), their cache directories under one fresh temp dir. Set
     before the framework is imported (a fresh process). The temp dir is made under `root`, by
-    default in this process's run directory (rnnbench.run.tmpdirs.run_tmpdir), which goes when
+    default in this process's run directory (rnnbench.processes.tmpdirs.run_tmpdir), which goes when
     the process ends, however it ends (after a SIGKILL: when the next rnnbench process starts a
     worker)."""
     fresh = tempfile.mkdtemp(prefix="rnnbench-cold-", dir=root if root is not None else run_tmpdir())

@@ -1,5 +1,5 @@
-"""Worker process for rows (`python -m rnnbench.run.worker`): runs the jobs it is sent, in order,
-and returns each row's record (rnnbench.run.isolation speaks the protocol). An error outside the
+"""Worker process for rows (`python -m rnnbench.rows.worker`): runs the jobs it is sent, in order,
+and returns each row's record (rnnbench.processes.isolation speaks the protocol). An error outside the
 driver (a bad job) is still one record; a crash or hang is judged by the parent."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import traceback
 from typing import Any
 
 from rnnbench import registry
-from rnnbench.run.cpus import choose_cpus, pin_process
+from rnnbench.machine.cpus import choose_cpus, pin_process
 from rnnbench.status import Status
 
 
 def setup(context: Any, jobs: list[dict]) -> None:
     """Before any row: pin this worker to its CPUs, then fix each framework's threads (the group
     shares one thread count). `--threads N` means N cores: the worker's CPU affinity is N CPUs of
-    the set it inherited from its parent (rnnbench.run.cpus.choose_cpus, the same ones for every
+    the set it inherited from its parent (rnnbench.machine.cpus.choose_cpus, the same ones for every
     worker), set before any framework is imported, so pools sized from the affinity (XLA's,
     OpenMP's) are N wide and no pool can spread to other cores."""
     if not jobs:
@@ -33,7 +33,7 @@ def setup(context: Any, jobs: list[dict]) -> None:
 
 def handle(context: Any, spec: dict) -> dict:
     # lazy: the worker pins its CPUs (setup) before the row machinery, and any framework it reaches, loads
-    from rnnbench.run.row import Job, run_row
+    from rnnbench.rows.row import Job, run_row
 
     try:
         return run_row(Job.from_dict(spec))
@@ -47,6 +47,6 @@ def handle(context: Any, spec: dict) -> dict:
 
 
 if __name__ == "__main__":
-    from rnnbench.run.isolation import serve
+    from rnnbench.processes.isolation import serve
 
     sys.exit(serve(handle, setup))

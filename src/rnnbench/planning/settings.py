@@ -1,6 +1,6 @@
 """The settings of `rnnbench run` as one typed value: built once at the command line's edge
 (rnnbench.cli.options.settings: defaults, then the suite's, then a --config file, then the flags),
-checked there, and handed as it is to the planner (rnnbench.run.plan.jobs), its stages and shards."""
+checked there, and handed as it is to the planner (rnnbench.planning.plan.jobs), its stages and shards."""
 
 from __future__ import annotations
 

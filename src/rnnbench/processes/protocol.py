@@ -1,4 +1,4 @@
-"""The wire between the parent and a worker (rnnbench.run.isolation): pickled events, each framed
+"""The wire between the parent and a worker (rnnbench.processes.isolation): pickled events, each framed
 by its length, on the worker's private stdout pipe.
 
 The parent reads the pipe itself, in the thread that waits for the row, so it always knows what
@@ -29,7 +29,7 @@ class Expired(Exception):
 
 
 class Cancelled(KeyboardInterrupt):
-    """The waiting thread was asked to stop (rnnbench.run.local_pool): raised between wait slices,
+    """The waiting thread was asked to stop (rnnbench.processes.local_pool): raised between wait slices,
     never inside a callback, so a result already read is always delivered whole."""
 
 

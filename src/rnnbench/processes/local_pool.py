@@ -1,5 +1,5 @@
 """Units of correctness-only work (fuzz chunks) run several at once on this machine: one thread per
-unit in flight, each waiting on its own worker processes (rnnbench.run.isolation), up to `workers`
+unit in flight, each waiting on its own worker processes (rnnbench.processes.isolation), up to `workers`
 at once; the same `run(units, emit)` as the Ray executor.
 
 Timed rows never come here: they need cores to themselves, so `rnnbench run` keeps running its
@@ -8,9 +8,9 @@ compiles, one body at a time), so on a machine of N cores N chunks at once use t
 worker left idle.
 
 This thread is the one writer: each unit's records pass through a queue and are emitted here, in
-the order they arrive. Signals reach this (main) thread only (rnnbench.run.parent): on an
+the order they arrive. Signals reach this (main) thread only (rnnbench.processes.parent): on an
 interruption, or when emit raises, the pool sets its stop event; each unit's run_isolated looks at
-it between the pipe's wait slices (rnnbench.run.isolation.cancellable; never inside a callback, so
+it between the pipe's wait slices (rnnbench.processes.isolation.cancellable; never inside a callback, so
 a result already read is queued whole), ends its workers and queues the results they had already
 written; those records are emitted before the interruption goes on, so an interrupted fuzz keeps
 every finished body.
@@ -24,8 +24,8 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rnnbench.run.isolation import cancellable
-from rnnbench.run.parent import signals_deferred
+from rnnbench.processes.isolation import cancellable
+from rnnbench.processes.parent import signals_deferred
 
 Emit = Callable[[dict], None]
 WAIT_S = 0.2  # how often this thread looks at its units while no record arrives
@@ -40,7 +40,7 @@ def usable_cpus() -> int:
 
 
 class LocalPool:
-    """Run units (rnnbench.run.executors.Unit) in up to `workers` threads of this process."""
+    """Run units (rnnbench.rows.executors.Unit) in up to `workers` threads of this process."""
 
     def __init__(self, workers: int):
         self.workers = max(1, workers)

@@ -11,7 +11,7 @@ Events are pickled: items and results are any picklable data (records, fuzz outc
 bodies); the parent and every environment's interpreter run the same rnnbench source.
 
 No worker outlives its parent, however the parent ends, and nothing a worker started outlives the
-worker (rnnbench.run.descendants):
+worker (rnnbench.processes.descendants):
 
 - each worker leads a session (and process group) of its own, so whatever it starts (inductor's
   compile workers, jax's helpers) is in its group, and the parent ends a worker by killing the
@@ -28,11 +28,11 @@ worker (rnnbench.run.descendants):
   pipe closes and the guard kills the worker's group: the worker's descendants too;
 - in the worker, `serve` runs a watchdog thread that kills its group when its parent changes or
   the protocol pipe closes (the portable layer, where there is no PDEATHSIG);
-- the parent's own exits are exceptions that every `finally` sees (rnnbench.run.parent).
+- the parent's own exits are exceptions that every `finally` sees (rnnbench.processes.parent).
 
 A worker's stderr goes to a temporary file in the parent process's run directory
-(rnnbench.run.tmpdirs), of which the parent reads only the end: a bounded tail, however much the
-worker wrote. Events travel on a pipe of their own (rnnbench.run.protocol); a row's deadline runs
+(rnnbench.processes.tmpdirs), of which the parent reads only the end: a bounded tail, however much the
+worker wrote. Events travel on a pipe of their own (rnnbench.processes.protocol); a row's deadline runs
 on the row's clock, and a result the worker wrote before it is never lost to a deadline the
 parent noticed late (stopped by Ctrl-Z or SIGSTOP).
 """
@@ -57,10 +57,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rnnbench.run import descendants, protocol
-from rnnbench.run.descendants import PR_SET_PDEATHSIG, PRCTL
-from rnnbench.run.parent import HANDLED_SIGNALS, signals_deferred
-from rnnbench.run.tmpdirs import run_tmpdir
+from rnnbench.processes import descendants, protocol
+from rnnbench.processes.descendants import PR_SET_PDEATHSIG, PRCTL
+from rnnbench.processes.parent import HANDLED_SIGNALS, signals_deferred
+from rnnbench.processes.tmpdirs import run_tmpdir
 from rnnbench.status import Status
 
 WORKER_START_GRACE_S = 120.0  # importing torch / jax / torch_xla on a loaded 2-core machine can take a minute
@@ -105,7 +105,7 @@ def _arm_worker() -> None:
     which would run Python in a forked copy of a possibly multithreaded parent (jax, torch
     thread pools). PR_SET_PDEATHSIG fires when the *thread* that started us exits: run_isolated
     starts workers from the thread that calls it, which waits for them. The worker also becomes
-    the subreaper of what it starts (rnnbench.run.descendants)."""
+    the subreaper of what it starts (rnnbench.processes.descendants)."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED_SIGNALS)
     descendants.become_subreaper()
     limit_gb = os.environ.get(MEMORY_VAR)
@@ -234,7 +234,7 @@ _cancel = threading.local()  # .event: set by the thread's owner to stop this th
 def cancellable(event: threading.Event):
     """Within the block, run_isolated in this thread ends its worker and raises
     protocol.Cancelled once `event` is set (between wait slices, never inside a callback): how a
-    pool stops the units its threads run (rnnbench.run.local_pool)."""
+    pool stops the units its threads run (rnnbench.processes.local_pool)."""
     _cancel.event = event
     try:
         yield
@@ -354,7 +354,7 @@ def _one_worker(
                     on_result(index, event[2])
                 done, started = index + 1, None
                 deadline = time.monotonic() + timeout_s + WORKER_START_GRACE_S
-    except (KeyboardInterrupt, BrokenPipeError):  # the parent is leaving (rnnbench.run.parent)
+    except (KeyboardInterrupt, BrokenPipeError):  # the parent is leaving (rnnbench.processes.parent)
         if worker is not None and events is not None:
             _end_worker(worker)  # nothing more is written: what the pipe holds is all there is
             _keep_written_results(events, first, on_result)

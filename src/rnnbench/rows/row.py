@@ -1,4 +1,4 @@
-"""One row, in this process: build the case, check the pair (rnnbench.run.pair.check_pair: the
+"""One row, in this process: build the case, check the pair (rnnbench.rows.pair.check_pair: the
 verdict every caller shares), then (only if the gradients agree) time forward and forward+backward.
 Returns a plain-data record."""
 
@@ -12,13 +12,13 @@ from typing import Any
 from rnnbench import record, registry
 from rnnbench.drivers.base import Prepared
 from rnnbench.losses import with_loss
-from rnnbench.run import environments, reference
-from rnnbench.run.accelerator import RowDevice
-from rnnbench.run.compile_budget import CompileBudgetExceeded
-from rnnbench.run.cpus import allowed_cpus, cpu_clock, cpu_record, load_average
-from rnnbench.run.memory import step_memory
-from rnnbench.run.pair import PairPlan, check_pair, unavailable_reason
-from rnnbench.run.timing import TimingConfig, first_call, judge, measure, peak_rss_mb
+from rnnbench.machine import environments, reference
+from rnnbench.machine.accelerator import RowDevice
+from rnnbench.machine.cpus import allowed_cpus, cpu_clock, cpu_record, load_average
+from rnnbench.processes.compile_budget import CompileBudgetExceeded
+from rnnbench.rows.memory import step_memory
+from rnnbench.rows.pair import PairPlan, check_pair, unavailable_reason
+from rnnbench.rows.timing import TimingConfig, first_call, judge, measure, peak_rss_mb
 from rnnbench.status import Status
 
 
@@ -35,10 +35,10 @@ class Job:
     threads: int = 1
     timing: TimingConfig = TimingConfig()
     time: bool = True  # False: check gradients only
-    environment: str = "main"  # which of the driver's environments runs it (rnnbench.run.environments)
+    environment: str = "main"  # which of the driver's environments runs it (rnnbench.machine.environments)
     loss_form: str = "model"  # the loss the gradients are taken of (rnnbench.losses)
     order: int = 1  # 2: also check the Hessian-vector product (float64 rows; rnnbench.check.second_order)
-    compile_budget_s: float | None = None  # a longer first call is a timeout record (rnnbench.run.compile_budget)
+    compile_budget_s: float | None = None  # a longer first call is a timeout record (rnnbench.processes.compile_budget)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -84,7 +84,7 @@ class Job:
         return self.key().fingerprint(record.rnnbench_version(), self.settings())
 
     def where(self) -> dict[str, str]:
-        """The arguments of rnnbench.run.pair.unavailable_reason this row gives."""
+        """The arguments of rnnbench.rows.pair.unavailable_reason this row gives."""
         return {"dtype": self.dtype, "device": self.device, "environment": self.environment}
 
     def key(self) -> record.RowKey:
@@ -167,7 +167,7 @@ def run_row(job: Job) -> dict[str, Any]:
     rec["environment"]["compile_cache"] = {
         k: os.environ.get(k, "(unset: the framework's default)") for k in driver.framework.cache_variables
     }
-    # The cores it ran on and what it used of them over the timed loops (rnnbench.run.cpus.cpu_record).
+    # The cores it ran on and what it used of them over the timed loops (rnnbench.machine.cpus.cpu_record).
     rec["cpu"] = cpu_record(job.threads, allowed_cpus(), spans, load_start, load_average())
     if (trust := judge(rec)) is not None:  # which clock decides, and whether its numbers are its own
         rec["timing"] = trust
@@ -177,7 +177,7 @@ def run_row(job: Job) -> dict[str, Any]:
 def time_row(rec: dict[str, Any], prepared: Prepared, job: Job, device: RowDevice | None) -> list:
     """Time forward+backward and forward into `rec`; returns the (before, after) CPU clock readings
     around each timed loop. On a GPU the device memory figure is the timed forward+backward's."""
-    # the machine-speed reference beside every CPU row's calls (rnnbench.run.reference); a device
+    # the machine-speed reference beside every CPU row's calls (rnnbench.machine.reference); a device
     # row's time is the device's, which the kernel does not measure
     ref = None if device else reference.kernel()
     before = cpu_clock()

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rnnbench import registry
-from rnnbench.run import environments
-from rnnbench.run.row import Job
+from rnnbench.machine import environments
+from rnnbench.rows.row import Job
 
 
 def probe_jobs(probes: Iterable, environment_names: Iterable[str]) -> list[Job]:

@@ -1,5 +1,5 @@
 """The machine-speed reference: a fixed calibration kernel timed inside every CPU row's timed loop,
-once after each timed call, on the same thread and clocks (rnnbench.run.timing.measure).
+once after each timed call, on the same thread and clocks (rnnbench.rows.timing.measure).
 
 On a shared machine the speed a process gets moves between processes and within one, on its CPU
 time too (a hypervisor's stolen time and refilled caches are counted to the running process), and

@@ -5,7 +5,7 @@ Rows of one (model, driver) run in order of growing size. Each gets at most the 
 left; a row that runs past it is killed and recorded as status "skipped" with reason "budget: ...".
 A row is not started when the previous size of the same axis already took longer than what is
 left (compile time of unrolled loops grows with T), and is recorded as skipped too, with the
-reason: nothing is silently dropped. Every record carries the GEMM peak (rnnbench.run.roofline.peak_for:
+reason: nothing is silently dropped. Every record carries the GEMM peak (rnnbench.machine.roofline.peak_for:
 the best GEMM of the frameworks present at the sweep's dtype and threads, the sweep's own shapes
 included, cached per machine) and, where the model counts its FLOPs, achieved GFLOP/s and the
 fraction of that peak (roofline.with_roofline, shared with `run`).
@@ -18,15 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rnnbench import record, registry
-from rnnbench.run import environments
-from rnnbench.run.caches import cold_cache_env
-from rnnbench.run.executors import UNIT_GRACE_S, RayExecutor, Unit
-from rnnbench.run.isolation import WORKER_START_GRACE_S
-from rnnbench.run.pair import unavailable_reason
-from rnnbench.run.roofline import Roofline, peak_for, with_roofline  # noqa: F401 (with_roofline: re-exported)
-from rnnbench.run.row import Job
-from rnnbench.run.runner import GroupWork
-from rnnbench.run.timing import TimingConfig
+from rnnbench.machine import environments
+from rnnbench.machine.caches import cold_cache_env
+from rnnbench.machine.roofline import Roofline, peak_for, with_roofline  # noqa: F401 (with_roofline: re-exported)
+from rnnbench.processes.isolation import WORKER_START_GRACE_S
+from rnnbench.rows.executors import UNIT_GRACE_S, RayExecutor, Unit
+from rnnbench.rows.pair import unavailable_reason
+from rnnbench.rows.row import Job
+from rnnbench.rows.runner import GroupWork
+from rnnbench.rows.timing import TimingConfig
 from rnnbench.status import Status
 
 LENGTH_KEYS = ("T", "K")  # the trip-count size of a model: sequence length or number of iterations
@@ -78,7 +78,7 @@ def rows_for(plan: SweepPlan, model_name: str) -> list[tuple[str, dict[str, int]
 class SweepPair:
     """One (model, driver) of a sweep: its sizes in order of growth, each row in a fresh cold process
     (GroupWork of one row), under the pair's time budget. The unit of work of a sweep: run here by
-    run_sweep, or on a Ray node (rnnbench.run.executors) as it is."""
+    run_sweep, or on a Ray node (rnnbench.rows.executors) as it is."""
 
     plan: SweepPlan
     model: str

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rnnbench.run.tmpdirs import remove_run_tmpdir
+from rnnbench.processes.tmpdirs import remove_run_tmpdir
 
 
 class Interrupted(KeyboardInterrupt):

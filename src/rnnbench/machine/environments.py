@@ -32,7 +32,7 @@ from typing import Any
 from rnnbench import registry
 from rnnbench.errors import InputError
 from rnnbench.inputs import read_regular_file
-from rnnbench.run import interpreters
+from rnnbench.machine import interpreters
 
 REPO = Path(__file__).resolve().parents[3]
 DEFINITIONS = Path(__file__).resolve().parents[1] / "environments.toml"
@@ -256,7 +256,7 @@ LOCKS = REPO / "requirements" / "locks"
 
 
 def lock_path(name: str) -> Path:
-    """Where environment `name`'s lock file is (`rnnbench env lock`, rnnbench.run.locks): every
+    """Where environment `name`'s lock file is (`rnnbench env lock`, rnnbench.machine.locks): every
     package it installs pinned with its hashes. Where it exists, `create` installs from it alone."""
     return LOCKS / f"{name}.lock"
 

@@ -6,7 +6,7 @@ mark: what each means and why, with cold caches, threads and the roofline beside
 docs/measuring.md#methodology. Every timed call is read on two clocks, wall and this process's CPU
 time, and `judge` says which decides and whether the row's numbers are its own
 (docs/measuring.md#busy-machines-which-clock-decides). A CPU row's calls are each followed by the
-machine-speed reference kernel (rnnbench.run.reference), timed alike, which `compare` divides by.
+machine-speed reference kernel (rnnbench.machine.reference), timed alike, which `compare` divides by.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rnnbench import record
-from rnnbench.run import reference
+from rnnbench.machine import reference
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Timing:
     samples: tuple[float, ...] = ()  # record.kept_samples of the timed calls, ms, in the order they ran
     cpu_samples: tuple[float, ...] = ()  # the same calls' process CPU time, ms (kept alike)
     cpu_median_ms: float | None = None  # the median of every call's CPU time
-    # the machine-speed reference (rnnbench.run.reference) timed after each call, wall and CPU ms,
+    # the machine-speed reference (rnnbench.machine.reference) timed after each call, wall and CPU ms,
     # kept alike (the same calls' indices): empty where no reference ran (GPU rows, older records)
     ref_samples: tuple[float, ...] = ()
     ref_cpu_samples: tuple[float, ...] = ()
@@ -117,7 +117,7 @@ def measure(
     reference: Callable[[], Any] | None = None,
 ) -> Timing:
     """Warm-ups, then timed calls of `fn` until the budget (TimingConfig), each read on both clocks;
-    with a `reference` (rnnbench.run.reference.kernel), that kernel is timed after each call alike
+    with a `reference` (rnnbench.machine.reference.kernel), that kernel is timed after each call alike
     (its time is not spent from the budget)."""
     for _ in range(config.warmup):
         block(fn())

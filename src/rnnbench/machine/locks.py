@@ -3,7 +3,7 @@
 environments.toml's pins are the inputs; `make venv` installs the main environment's lock with pip
 (--require-hashes) and `rnnbench env create` another environment's with uv.
 
-A lock is resolved with uv from pip's configured package sources (rnnbench.run.environments.
+A lock is resolved with uv from pip's configured package sources (rnnbench.machine.environments.
 pip_sources) for this interpreter's Python version and platform. The main environment's lock also
 holds its extras (environments.toml `lock_with`: charts, ray, dev), since `make venv` builds the
 environment both README commands need; rnnbench's own dependencies are in every lock."""
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rnnbench.errors import InputError
-from rnnbench.run import environments
+from rnnbench.machine import environments
 
 
 def lock_inputs(name: str) -> tuple[list[str], str]:

@@ -1,10 +1,10 @@
-"""Runs jobs in worker processes (rnnbench.run.isolation), one worker per (environment, driver),
+"""Runs jobs in worker processes (rnnbench.processes.isolation), one worker per (environment, driver),
 with a per-row timeout: a worker that crashes or hangs costs one row, recorded as "crash" or
 "timeout"; a new worker continues with the remaining rows.
 Records are appended to the results file as they arrive, so a killed run can be resumed.
 
 One (environment, driver) group is one unit of work (GroupWork): the local runner runs the groups
-one after another in this process's workers; with an executor (rnnbench.run.executors, `--executor
+one after another in this process's workers; with an executor (rnnbench.rows.executors, `--executor
 ray`) each group runs the same way on a cluster node and its records come back to this process,
 the one writer of the results file. A group whose environment rnnbench creates on demand and
 that is missing where it runs (a Ray node) creates it there before its rows.
@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 from rnnbench import record, registry
 from rnnbench.errors import InputError
-from rnnbench.run import environments
-from rnnbench.run.executors import ENVIRONMENT_CREATION_S, UNIT_GRACE_S, RayExecutor, Unit
-from rnnbench.run.isolation import WORKER_START_GRACE_S, run_isolated
-from rnnbench.run.pair import unavailable_reason
-from rnnbench.run.row import Job
+from rnnbench.machine import environments
+from rnnbench.processes.isolation import WORKER_START_GRACE_S, run_isolated
+from rnnbench.rows.executors import ENVIRONMENT_CREATION_S, UNIT_GRACE_S, RayExecutor, Unit
+from rnnbench.rows.pair import unavailable_reason
+from rnnbench.rows.row import Job
 from rnnbench.status import Status
 
 # Variables for a group's workers: a mapping, or a function called where the group runs (compile
@@ -70,7 +70,7 @@ class GroupWork:
             return
         extra = self.extra_env() if callable(self.extra_env) else self.extra_env
         run_isolated(
-            [env.python, "-m", "rnnbench.run.worker"],
+            [env.python, "-m", "rnnbench.rows.worker"],
             [j.to_dict() for j in jobs],
             self.timeout_s,
             on_start=lambda i: on_start(jobs[i]),
@@ -134,7 +134,7 @@ class Runner:
         added to each record before it is written (e.g. roofline.Roofline: the GEMM peak and the
         row's fraction of it), applied where the row ran. executor: where the groups run (None:
         here, one after another). Each worker pins itself to `threads` CPUs before any framework
-        is imported (rnnbench.run.worker.setup), so a row's threads are its cores."""
+        is imported (rnnbench.rows.worker.setup), so a row's threads are its cores."""
         self.results = results
         self.timeout_s = timeout_s
         self.on_start = on_start

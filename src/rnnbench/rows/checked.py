@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from rnnbench import registry
 from rnnbench.check.judge import Check, judge
 from rnnbench.drivers.base import Prepared
-from rnnbench.run.pair import PairPlan, check_pair, unavailable_reason
+from rnnbench.rows.pair import PairPlan, check_pair, unavailable_reason
 from rnnbench.status import Status
 
 

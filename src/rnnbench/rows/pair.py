@@ -20,10 +20,10 @@ from rnnbench.check.localize import Localization, localize
 from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.second_order import HvpOracle, check_second_order
 from rnnbench.drivers.base import Driver, Prepared
+from rnnbench.machine import environments
 from rnnbench.model import Case, Model
-from rnnbench.run import environments
-from rnnbench.run.compile_budget import budget
-from rnnbench.run.timing import timed_call
+from rnnbench.processes.compile_budget import budget
+from rnnbench.rows.timing import timed_call
 from rnnbench.status import Status, is_fixed, is_known
 
 LOCALIZED = (Status.GRAD_MISMATCH, Status.MISSING_GRAD)  # unexplained wrong gradients get a localization

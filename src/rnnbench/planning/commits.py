@@ -9,7 +9,7 @@ worktree). The runs alternate A B B A A B ...: a load that drifts during the com
 both commits alike, and each run is a separate `rnnbench run` whose rows run in separate worker
 processes, so the rounds also sample the process-to-process spread. The records and each run's
 output stay in the output directory (a re-run into it takes new names); the checkouts live in
-this process's temporary directory (rnnbench.run.tmpdirs), removed however the runs end: a run
+this process's temporary directory (rnnbench.processes.tmpdirs), removed however the runs end: a run
 dies with compare, a SIGKILL included (descendants.dies_with_me), and the checkouts of a killed
 compare are removed, and git's record of them pruned, by the next compare.
 """
@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from rnnbench.errors import InputError
-from rnnbench.run import descendants, tmpdirs
+from rnnbench.processes import descendants, tmpdirs
 from rnnbench.suites import CURATED
 
 # The curated selection (rnnbench.suites.CURATED), one thread per row: the default of --commits.

@@ -1,5 +1,5 @@
 """What a run selects and in which rows: the name selections (models, drivers, environments,
-dtypes, sizes), the job matrix of a run's settings (rnnbench.run.settings), its shards, what a
+dtypes, sizes), the job matrix of a run's settings (rnnbench.planning.settings), its shards, what a
 resumed run still has to do, and the drivers a fuzz campaign runs on, from the suites of
 rnnbench.suites. Planning lives here, not in the command line, so that the API and the executors
 plan rows without importing the CLI.
@@ -15,12 +15,13 @@ from typing import Any
 from rnnbench import record, registry
 from rnnbench.drivers.base import Framework
 from rnnbench.errors import InputError, unknown
+from rnnbench.machine import environments
 from rnnbench.model import Model
-from rnnbench.run import environments, gpu_suite
-from rnnbench.run.pair import unavailable_reason
-from rnnbench.run.row import Job
-from rnnbench.run.settings import RunSettings
-from rnnbench.run.timing import TimingConfig
+from rnnbench.planning import gpu_suite
+from rnnbench.planning.settings import RunSettings
+from rnnbench.rows.pair import unavailable_reason
+from rnnbench.rows.row import Job
+from rnnbench.rows.timing import TimingConfig
 from rnnbench.suites import SUITES
 
 DEVICES = ("cpu", "cuda")
@@ -195,7 +196,7 @@ def not_yet_recorded(planned: list[Job], out: Path, results: record.ResultsFile)
 
 def unavailable_here(jobs: list[Job]) -> int:
     """How many of `jobs` are unavailable as decided before any worker starts (the runner decides
-    them first, with the same rnnbench.run.pair.unavailable_reason): the progress log says so first."""
+    them first, with the same rnnbench.rows.pair.unavailable_reason): the progress log says so first."""
     return sum(
         unavailable_reason(registry.get_model(j.model), registry.get_driver(j.driver), **j.where()) is not None
         for j in jobs

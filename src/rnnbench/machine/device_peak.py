@@ -1,11 +1,11 @@
-"""The GPU's GEMM peak, measured as the CPU's is (rnnbench.run.roofline.cached_peak: a fresh process,
+"""The GPU's GEMM peak, measured as the CPU's is (rnnbench.machine.roofline.cached_peak: a fresh process,
 the cache and its lock) and cached per device, and the record annotator that gives every CUDA row
 its accelerator identity and its fraction of that peak.
 
 The peak is the best rate of any framework present (Framework.device.gemm: float32 with TF32 off,
 as the rows run; bfloat16 on the tensor cores) over the square sizes of roofline.PEAK_SQUARE and
 accelerator.GPU_SQUARES and the rows' own GEMM shapes, measured in a fresh process (`python -m
-rnnbench.run.device_peak REQUEST`), so the parent holds no GPU context while rows run. Cached in
+rnnbench.machine.device_peak REQUEST`), so the parent holds no GPU context while rows run. Cached in
 cache_root()/gpu_peak.json under hostname, device, the visible-devices setting, dtype and
 framework versions."""
 
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from rnnbench import registry
-from rnnbench.run import accelerator, environments
-from rnnbench.run.caches import cache_root
-from rnnbench.run.roofline import (
+from rnnbench.machine import accelerator, environments
+from rnnbench.machine.caches import cache_root
+from rnnbench.machine.roofline import (
     PEAK_SQUARE,
     PeaksByDtype,
     cached_entries,
@@ -101,7 +101,7 @@ def summary(entry: Mapping[str, Any], dtype: str, device: str, cache: str = "") 
 def measure_in_worker(request: dict[str, Any], python: str, timeout_s: float) -> dict[str, Any]:
     """measure() in a fresh `python` process; jax there allocates as it needs, not 75 % up front."""
     env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
-    return in_worker("rnnbench.run.device_peak", request, python, timeout_s, env, "GPU GEMM")
+    return in_worker("rnnbench.machine.device_peak", request, python, timeout_s, env, "GPU GEMM")
 
 
 @dataclass
@@ -157,5 +157,5 @@ def _cached_identity(device: str) -> dict[str, Any] | None:
     return max(found, key=lambda e: e.get("measured_epoch", 0))["accelerator"] if found else None
 
 
-if __name__ == "__main__":  # `python -m rnnbench.run.device_peak REQUEST_JSON`: GEMM rates + identity as JSON
-    serve(lambda r: measure(r["dtype"], r["device"], [tuple(s) for s in r["shapes"]]), "rnnbench.run.device_peak")
+if __name__ == "__main__":  # `python -m rnnbench.machine.device_peak REQUEST_JSON`: GEMM rates + identity as JSON
+    serve(lambda r: measure(r["dtype"], r["device"], [tuple(s) for s in r["shapes"]]), "rnnbench.machine.device_peak")

@@ -4,7 +4,7 @@ The default stays the local process pool: `run`, `sweep` and `fuzz` call their u
 another in this process. A unit is what runs locally in one go (a `run` group of rows, a `sweep`
 (model, driver) size sequence with its budget, a chunk of fuzz bodies on one driver), written once
 as a callable `work(emit)`. With Ray, a task runs that same callable on a node, the local way: each
-row still in a fresh worker process from rnnbench.run.isolation.run_isolated, so a row that
+row still in a fresh worker process from rnnbench.processes.isolation.run_isolated, so a row that
 crashes or hangs becomes that row's crash/timeout record, made on the node with the node's
 `machine`. The task returns the unit's records, each naming its node (`node`); this process takes
 them as tasks finish (ray.wait) and stays the one writer of the results file (same records,
@@ -16,8 +16,8 @@ each with what it becomes and its test: docs/reliability.md#faults-on-ray.
 
 Resources: a unit asks Ray for the CPUs its rows' threads need and a GPU for cuda rows. Timed rows
 must have their cores to themselves: on the node the task claims that many distinct CPUs
-(rnnbench.run.cpus.claimed_cpus, flock'd lock files per machine) before its rows start, waiting for them if
-needed, and passes them in $RNNBENCH_CPUS, which every row worker pins to (rnnbench.run.cpus.choose_cpus);
+(rnnbench.machine.cpus.claimed_cpus, flock'd lock files per machine) before its rows start, waiting for them if
+needed, and passes them in $RNNBENCH_CPUS, which every row worker pins to (rnnbench.machine.cpus.choose_cpus);
 the record's `cpu.affinity` and `node.cpus` name them. Correctness-only units (`run --no-time`,
 fuzz) claim CPUs only where free (else they share, as local rows would) and never wait.
 
@@ -44,8 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from rnnbench.errors import InputError
-from rnnbench.run import cpus as run_cpus
-from rnnbench.run import environments, isolation, parent, tmpdirs
+from rnnbench.machine import cpus as run_cpus
+from rnnbench.machine import environments
+from rnnbench.processes import isolation, parent, tmpdirs
 from rnnbench.status import Status
 
 UNIT_GRACE_S = 60.0  # beyond its rows' timeouts and one worker start: a unit's deadline

@@ -1,6 +1,6 @@
 """One temporary directory per rnnbench process (workers' stderr, cold compile caches):
 `$TMPDIR/rnnbench-run-<pid>-<start time>-*` (`run_tmpdir`), removed when the process ends normally
-or by an exception (signals included: rnnbench.run.parent.handle_signals). Each directory is
+or by an exception (signals included: rnnbench.processes.parent.handle_signals). Each directory is
 claimed by an flock on its `.lock`, held for the process's life and dropped by the kernel however
 it ends; the next rnnbench process that makes its own removes every directory whose lock it can
 take (one of a SIGKILLed process). A lock, not a pid: a process in another PID namespace sharing
