@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rnnbench.machine import environments
+from rnnbench.machine import env_create, environments
 
 
 def rnnbench(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -130,9 +130,9 @@ def test_pip_sources_become_uv_flags(monkeypatch) -> None:
         ":env:.find-links='/w'\nglobal.constraint='/nonexistent/c.txt'\n"
     )
     monkeypatch.setattr(
-        environments.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=out, stderr="")
+        env_create.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=out, stderr="")
     )
-    flags = environments.pip_sources()
+    flags = env_create.pip_sources()
     assert flags == [
         "--extra-index-url",
         "file:///a/simple",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rnnbench.machine import environments
+from rnnbench.machine import env_create, environments
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
@@ -165,9 +165,9 @@ def test_environment_creation_installs_its_lock(tmp_path: Path, monkeypatch: pyt
             (Path(command[-1]) / "bin").mkdir(parents=True)
             (Path(command[-1]) / "bin" / "python").touch()
 
-    monkeypatch.setattr(environments, "_run", run)
-    monkeypatch.setattr(environments, "_uv", lambda: "uv")
-    env = environments.create("locktest", log=lambda line: None)
+    monkeypatch.setattr(env_create, "_run", run)
+    monkeypatch.setattr(env_create, "_uv", lambda: "uv")
+    env = env_create.create("locktest", log=lambda line: None)
     install = next(c for c in commands if c[1:3] == ["pip", "install"] and "--no-deps" not in c)
     assert install[-3:] == ["--require-hashes", "-r", str(tmp_path / "locks" / "locktest.lock")], install
     assert env.missing_reason() is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from rnnbench.machine import environments
+from rnnbench.machine import env_create, environments
 from rnnbench.planning import plan
 
 NAME = "env"
@@ -45,6 +45,6 @@ def run(args: argparse.Namespace) -> int:
             write_lock(name, log=lambda line: print(f"rnnbench: {line}", flush=True))
         return 0
     for name in names:
-        env = environments.create(name, log=lambda line: print(f"rnnbench: {line}", flush=True))
+        env = env_create.create(name, log=lambda line: print(f"rnnbench: {line}", flush=True))
         print(f"{name}: {env.python}")
     return 0

@@ -86,7 +86,9 @@ def _internal_error(exc: BaseException, argv: list[str]) -> int:
                 f"rnnbench {' '.join(argv)}\npython {sys.version.split()[0]} on {sys.platform}, "
                 f"{time.strftime('%Y-%m-%d %H:%M:%S %z')}\n\n{text}"
             )
-        for old in sorted(folder.glob("*.txt"))[:-50]:  # keep the newest 50
+        # keep the newest 50: only files of this function's own name (date-time-pid.txt) in rnnbench's
+        # cache; a folder is never removed here, so no owned-folder marker is needed (rnnbench.processes.owned)
+        for old in sorted(folder.glob("[0-9]*-[0-9]*-[0-9]*.txt"))[:-50]:
             old.unlink(missing_ok=True)
     except (OSError, RuntimeError, KeyError) as why:  # no home, read-only cache: print it instead
         _say(f"rnnbench: internal error: {what} (could not save the traceback: {why}; here it is)")

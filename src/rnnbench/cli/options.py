@@ -15,7 +15,7 @@ from typing import Any
 
 from rnnbench import inputs, losses, registry
 from rnnbench.errors import InputError, did_you_mean
-from rnnbench.machine import environments
+from rnnbench.machine import env_create, environments
 from rnnbench.model import DTYPES
 from rnnbench.planning import plan
 from rnnbench.planning.settings import CONFIG_KEYS, CORES, RunSettings
@@ -256,4 +256,4 @@ def create_named_environments(named: Iterable[str] | None, used: set[str]) -> No
     for name in named or ():
         env = environments.get(name)
         if name in used and env.missing_reason() and env.on_demand:
-            environments.create(name, log=lambda line: print(f"rnnbench: {line}", flush=True))
+            env_create.create(name, log=lambda line: print(f"rnnbench: {line}", flush=True))

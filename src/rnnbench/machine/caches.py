@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from rnnbench import registry
+from rnnbench.processes.owned import make_owned
 from rnnbench.processes.tmpdirs import run_tmpdir
 
 
@@ -18,8 +19,9 @@ def cold_cache_env(root: str | None = None) -> dict[str, str]:
     before the framework is imported (a fresh process). The temp dir is made under `root`, by
     default in this process's run directory (rnnbench.processes.tmpdirs.run_tmpdir), which goes when
     the process ends, however it ends (after a SIGKILL: when the next rnnbench process starts a
-    worker)."""
+    worker). The temp dir is an owned folder (rnnbench.processes.owned, kind "cold-cache")."""
     fresh = tempfile.mkdtemp(prefix="rnnbench-cold-", dir=root if root is not None else run_tmpdir())
+    make_owned(Path(fresh), "cold-cache", "a cold compile cache")  # new and empty: adopted
     env: dict[str, str] = {}
     for framework in registry.frameworks().values():
         env.update(framework.cold_cache_env(fresh))

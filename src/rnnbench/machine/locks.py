@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rnnbench.errors import InputError
-from rnnbench.machine import environments
+from rnnbench.machine import env_create, environments
 
 
 def lock_inputs(name: str) -> tuple[list[str], str]:
@@ -34,7 +34,7 @@ def lock_inputs(name: str) -> tuple[list[str], str]:
 
 def write_lock(name: str, log: Callable[[str], None] = print) -> Path:
     """Resolve environment `name`'s inputs and write its lock file (uv pip compile --generate-hashes)."""
-    uv = environments._uv()
+    uv = env_create._uv()
     if uv is None:
         raise InputError("locking needs uv: `pip install uv` (requirements/dev.txt pins it; `make venv` installs it)")
     files, inline = lock_inputs(name)
@@ -51,7 +51,7 @@ def write_lock(name: str, log: Callable[[str], None] = print) -> Path:
         version,
         "--custom-compile-command",
         f"rnnbench env lock {name}",
-        *environments.pip_sources(),
+        *env_create.pip_sources(),
         *files,
         "-",
         "-o",

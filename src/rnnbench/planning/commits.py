@@ -145,6 +145,8 @@ def run_commits(
                 say(f"rnnbench compare: {name}: {time.perf_counter() - t0:.0f} s (exit {code})")
     finally:  # the checkouts, then git's record of them
         for tree in trees:
+            # not routed through rnnbench.processes.owned: `git worktree add` made this path, inside this
+            # process's own run directory (an owned folder), and refuses to make it where anything is
             shutil.rmtree(tree, ignore_errors=True)
         subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=300)
     say(f"rnnbench compare: {2 * rounds} runs in {time.perf_counter() - started:.0f} s; records and logs in {out_dir}")

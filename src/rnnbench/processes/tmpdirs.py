@@ -4,20 +4,23 @@ or by an exception (signals included: rnnbench.processes.parent.handle_signals).
 claimed by an flock on its `.lock`, held for the process's life and dropped by the kernel however
 it ends; the next rnnbench process that makes its own removes every directory whose lock it can
 take (one of a SIGKILLed process). A lock, not a pid: a process in another PID namespace sharing
-the temp dir (a container) sees our pid as dead, but not our lock as free."""
+the temp dir (a container) sees our pid as dead, but not our lock as free. Each is an owned folder
+(rnnbench.processes.owned, kind TMP_KIND): a cleaner removes only a directory that holds its marker."""
 
 from __future__ import annotations
 
 import atexit
 import fcntl
 import os
-import shutil
 import tempfile
 import threading
 from pathlib import Path
 
+from rnnbench.processes.owned import is_owned, make_owned, remove_owned
+
 TMP_PREFIX = "rnnbench-run-"
 LOCK_NAME = ".lock"
+TMP_KIND = "tmp"  # the owned-folder kind of every directory made here (its marker: .rnnbench-tmp)
 _run_dir: Path | None = None
 _run_dir_owner: int | None = None
 _run_dir_lock = threading.Lock()
@@ -39,6 +42,7 @@ def _claim(tag: str, root: str) -> Path:
     appears under that name (made hidden, locked, then renamed), so no cleaner sees it unlocked."""
     pid = os.getpid()
     hidden = Path(tempfile.mkdtemp(prefix=f".{TMP_PREFIX}{pid}-{_start_time(pid)}-{tag}", dir=root))
+    make_owned(hidden, TMP_KIND, "a temporary directory")  # new and empty: adopted
     fd = os.open(hidden / LOCK_NAME, os.O_CREAT | os.O_RDWR, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
     final = hidden.with_name(hidden.name[1:])
@@ -57,7 +61,7 @@ def remove_stale_tmpdirs(root: str | None = None) -> list[Path]:
     except OSError:
         return removed
     for entry in entries:
-        if entry.is_symlink() or not entry.is_dir():
+        if not is_owned(entry, TMP_KIND):  # a link, a file, or a folder rnnbench did not make: left alone
             continue
         try:
             fd = os.open(entry / LOCK_NAME, os.O_RDWR | os.O_NOFOLLOW)
@@ -65,7 +69,7 @@ def remove_stale_tmpdirs(root: str | None = None) -> list[Path]:
             continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            shutil.rmtree(entry, ignore_errors=True)  # under the lock: a second cleaner skips it
+            remove_owned(entry, TMP_KIND, "a stale temporary directory", ignore_errors=True)  # under the lock
             removed.append(entry)
         except OSError:  # held: its process lives (this one's own included)
             pass
@@ -106,7 +110,8 @@ def remove_run_tmpdir() -> None:
     global _run_dir
     with _run_dir_lock:
         if _run_dir is not None and _run_dir_owner == os.getpid():
-            shutil.rmtree(_run_dir, ignore_errors=True)
+            if is_owned(_run_dir, TMP_KIND):  # at exit: a directory that lost its marker is left, not raised on
+                remove_owned(_run_dir, TMP_KIND, "this process's temporary directory", ignore_errors=True)
             fd = _held.pop(_run_dir, None)
             if fd is not None:
                 os.close(fd)

@@ -7,8 +7,9 @@ pages of docs/results rendered to HTML with the files they link to, and the asv 
 Every link in the folder resolves inside it (broken_links(), checked after building: a page of
 docs/results that links outside docs/results gets that link as plain text with its repository
 path); links to other sites are navigation only, never fetched by a page. Without --asv-html the
-asv page says how to record the history instead. The folder is rnnbench's own (MARKER): any other
-non-empty folder is refused, and a new site replaces the old by a rename once it is whole.
+asv page says how to record the history instead. The folder is rnnbench's own (an owned folder of
+kind SITE_KIND, its MARKER: rnnbench.processes.owned): any other non-empty folder is refused, and a
+new site replaces the old by a rename once it is whole.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from urllib.parse import unquote, urlsplit
 
 from rnnbench import record
 from rnnbench.errors import InputError
+from rnnbench.processes import owned
 from rnnbench.report import escape
 from rnnbench.report.html import write_report
 
@@ -150,19 +152,15 @@ def latest_local_run(local: Path | None) -> Path | None:
     return runs[-1] if runs else None
 
 
-MARKER = ".rnnbench-site"  # in every folder build() made: the only folders it replaces
+SITE_KIND = "site"  # every folder build() makes is an owned folder of this kind: the only folders it replaces
+MARKER = owned.marker(SITE_KIND)
+WHAT = "the site"
 
 
 def claim(out: Path) -> None:
     """Refuse (InputError) an `out` that build() must not replace: anything but a missing path, an
     empty folder or a site build() made (its MARKER); nothing is touched."""
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise InputError(f"{out} is not a folder; choose another site folder")
-    if out.is_dir() and not (out / MARKER).is_file() and any(out.iterdir()):
-        raise InputError(
-            f"{out} holds files rnnbench did not write (no {MARKER} in it); "
-            "choose a new or empty folder (e.g. SITE_DIR=site)"
-        )
+    owned.claim(out, SITE_KIND, f"{WHAT} (e.g. SITE_DIR=site)")
 
 
 def build(manifest: Path, out: Path, asv_html: Path | None = None, local: Path | None = None) -> Path:
@@ -172,20 +170,20 @@ def build(manifest: Path, out: Path, asv_html: Path | None = None, local: Path |
     claim(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     for stale in out.parent.glob(f".{out.name}.rnnbench-*"):
-        if (stale / MARKER).is_file():
-            shutil.rmtree(stale)
+        if owned.is_owned(stale, SITE_KIND):  # a name alike that rnnbench did not make is left
+            owned.remove_owned(stale, SITE_KIND, WHAT)
     new = out.parent / f".{out.name}.rnnbench-new-{os.getpid()}"
-    new.mkdir()
+    new.mkdir()  # raises where it exists: a folder of this process's name is never adopted
     try:
-        (new / MARKER).write_text("made by rnnbench (python -m rnnbench.report.site); the next build replaces it\n")
+        owned.make_owned(new, SITE_KIND, WHAT)
         _build_into(manifest, new, asv_html, local)
         old = new.with_name(new.name.replace("-new-", "-old-"))
         if out.is_dir():
             out.rename(old)
         new.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
+        owned.remove_owned(old, SITE_KIND, WHAT, ignore_errors=True)  # the old site, or the empty folder claimed
     finally:
-        shutil.rmtree(new, ignore_errors=True)
+        owned.remove_owned(new, SITE_KIND, WHAT, ignore_errors=True)  # gone once renamed
     return out / "index.html"
 
 

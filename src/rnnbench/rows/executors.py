@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import threading
@@ -46,7 +45,7 @@ from typing import Any
 from rnnbench.errors import InputError
 from rnnbench.machine import cpus as run_cpus
 from rnnbench.machine import environments
-from rnnbench.processes import isolation, parent, tmpdirs
+from rnnbench.processes import isolation, owned, parent, tmpdirs
 from rnnbench.status import Status
 
 UNIT_GRACE_S = 60.0  # beyond its rows' timeouts and one worker start: a unit's deadline
@@ -333,8 +332,8 @@ class RayExecutor:
         if self.ray is not None and self.ray.is_initialized():
             with contextlib.suppress(Exception):
                 self.ray.shutdown()  # stops a local instance; only disconnects from an --address cluster
-        if self.temp_dir is not None:
-            shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if self.temp_dir is not None:  # made by tmpdirs.short_tmpdir: an owned folder
+            owned.remove_owned(self.temp_dir, tmpdirs.TMP_KIND, "Ray's temporary directory", ignore_errors=True)
             self.temp_dir = None
 
     def cancel(self) -> None:

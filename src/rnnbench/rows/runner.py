@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from rnnbench import record, registry
 from rnnbench.errors import InputError
-from rnnbench.machine import environments
+from rnnbench.machine import env_create, environments
 from rnnbench.processes.isolation import WORKER_START_GRACE_S, run_isolated
 from rnnbench.rows.executors import ENVIRONMENT_CREATION_S, UNIT_GRACE_S, RayExecutor, Unit
 from rnnbench.rows.pair import unavailable_reason
@@ -87,7 +87,7 @@ class GroupWork:
         units on one node never build it at once: the second waits, then finds it made."""
         env = environments.get(self.environment)
         if env.missing_reason() and env.on_demand:
-            env = environments.create(
+            env = env_create.create(
                 self.environment, log=lambda line: print(f"rnnbench: {line}", file=sys.stderr, flush=True)
             )
         return env
