@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from rnnbench.cli import compare as cli_compare
-from rnnbench.processes import tmpdirs
+from rnnbench.processes import owned, tmpdirs
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc: Linux")
 
@@ -199,7 +199,7 @@ def test_a_temp_dir_whose_lock_is_held_is_kept_whatever_its_pid(tmp_path: Path) 
     """A process in another PID namespace names a pid this one sees as dead (here: none such);
     its lock, held, keeps its directory; once free, the directory goes."""
     live = tmp_path / f"{tmpdirs.TMP_PREFIX}{2**22 + 1}-0-abc"
-    live.mkdir()
+    owned.make_owned(live, tmpdirs.TMP_KIND, "a test's temporary directory")  # as rnnbench makes one: marked
     (live / "worker-1.stderr").write_text("the worker's last words")
     holder = os.open(live / tmpdirs.LOCK_NAME, os.O_CREAT | os.O_RDWR)
     try:

@@ -17,7 +17,8 @@ not resolve the gradient, finite differences only where a step has no derivative
     assert report.ok         # oracle's own error bound, and the Hessian-vector product's verdict
 
 Here: check_recurrence and the one place the drivers run; the report in report.py, the input's
-validators in validate.py (their messages in messages.py), the user's pytrees in trees.py.
+validators in validate.py (their messages in messages.py), the user's pytrees in trees.py, the
+caller's process settings put back after the check in process_state.py.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 
 from rnnbench import losses as loss_forms
 from rnnbench import registry
+from rnnbench.api.process_state import keeps_callers_settings
 from rnnbench.api.report import DriverResult, RecurrenceReport
 from rnnbench.api.trees import Tree, flatten, is_flat
 from rnnbench.api.validate import DTYPES, Checked, Inputs, left_out_by_default, validate
@@ -39,6 +41,7 @@ from rnnbench.status import OracleKind, Status
 __all__ = ["DTYPES", "DriverResult", "RecurrenceReport", "check_recurrence"]
 
 
+@keeps_callers_settings  # jax's x64, torch's flags, numpy's error state: as the caller had them
 def check_recurrence(
     step: Callable,
     params: Mapping[str, np.ndarray],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -160,6 +161,28 @@ def keep_jax_compiles(root: str) -> Iterator[str | None]:
         compilation_cache.reset_cache()
 
 
+@contextmanager
+def keep_jax_settings() -> Iterator[None]:
+    """jax's settings that rnnbench changes (SETTINGS, JAX_CACHE_SETTINGS) put back on every exit of
+    the block: as they were on entry, or, where jax was first loaded inside the block, as they were
+    before configure() first changed them (jax's own defaults)."""
+    names = (*SETTINGS, *JAX_CACHE_SETTINGS)
+    before = None
+    if "jax" in sys.modules:
+        import jax
+
+        before = {name: getattr(jax.config, name) for name in names}
+    try:
+        yield
+    finally:
+        if "jax" in sys.modules:
+            import jax
+
+            for name, value in {**_UNTOUCHED, **(before or {})}.items():
+                if getattr(jax.config, name) != value:
+                    jax.config.update(name, value)
+
+
 JAX_CACHE_VARIABLES = (
     "JAX_ENABLE_COMPILATION_CACHE",
     "JAX_COMPILATION_CACHE_DIR",
@@ -245,6 +268,7 @@ JAX = Framework(
     device_missing=device_missing,
     gemm=gemm,
     repro=ReproScript("jax", REPRO_HEAD, REPRO_RUN, REPRO_EDGE_OPS),
+    keep_settings=keep_jax_settings,
     **_CACHES,
 )
 # flax runs on jax's runtime (its threads, devices and compile caches); the GEMM peak and the
@@ -300,10 +324,14 @@ def input_projection(model: Model, case: Case, dtype: str) -> tuple[Model, dict[
     }
 
 
+_UNTOUCHED: dict[str, Any] = {}  # each of SETTINGS as it was before configure() first changed it here
+
+
 def configure() -> None:
     import jax
 
     for key, value in SETTINGS.items():
+        _UNTOUCHED.setdefault(key, getattr(jax.config, key))
         jax.config.update(key, value)
 
 

@@ -3,14 +3,18 @@ torch mechanism returns, and torch.compile with the settings rows record."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from rnnbench.drivers.base import DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
 from rnnbench.model import Case, Model
+
+_UNTOUCHED: dict[str, Any] = {}  # each setting as it was before rnnbench first changed it here
 
 
 def set_threads(threads: int) -> None:
@@ -19,11 +23,62 @@ def set_threads(threads: int) -> None:
     starts: a process that has used it keeps its size."""
     import torch
 
+    _UNTOUCHED.setdefault("threads", torch.get_num_threads())
+    _UNTOUCHED.setdefault("interop_threads", torch.get_num_interop_threads())
     torch.set_num_threads(threads)
     try:
         torch.set_num_interop_threads(threads)
     except RuntimeError:  # already started (or set) in this process
         pass
+
+
+def _settings() -> dict[str, Any]:
+    """torch's process-wide settings that a check may change: the default dtype, the thread counts,
+    and every value of torch._dynamo.config where dynamo is loaded ("dynamo.<name>")."""
+    import torch
+
+    out = {
+        "default_dtype": torch.get_default_dtype(),
+        "threads": torch.get_num_threads(),
+        "interop_threads": torch.get_num_interop_threads(),
+    }
+    if "torch._dynamo" in sys.modules:
+        out.update({f"dynamo.{k}": v for k, v in torch._dynamo.config.get_config_copy().items()})
+    return out
+
+
+def _put_back(settings: Mapping[str, Any]) -> None:
+    import torch
+
+    now = _settings()
+    for key, value in settings.items():
+        if key not in now or now[key] == value:
+            continue
+        if key == "default_dtype":
+            torch.set_default_dtype(value)
+        elif key == "threads":
+            torch.set_num_threads(value)
+        elif key == "interop_threads":
+            with contextlib.suppress(RuntimeError):  # fixed once the pool has started: nothing to put back
+                torch.set_num_interop_threads(value)
+        else:
+            setattr(torch._dynamo.config, key.removeprefix("dynamo."), value)
+
+
+@contextlib.contextmanager
+def keep_torch_settings() -> Iterator[None]:
+    """torch's process-wide settings (_settings) put back on every exit of the block: as they were
+    on entry; one not loaded then (torch, or dynamo, first loaded inside the block) as torch makes
+    it at import (default dtype float32) or as it was before rnnbench first changed it
+    (set_threads, compiled())."""
+    before = _settings() if "torch" in sys.modules else None
+    try:
+        yield
+    finally:
+        if "torch" in sys.modules:
+            import torch
+
+            _put_back({"default_dtype": torch.float32, **_UNTOUCHED, **(before or {})})
 
 
 def threads_in_use() -> dict[str, int]:
@@ -212,6 +267,7 @@ TORCH = Framework(
     slow_compile=True,
     set_threads=set_threads,
     threads_in_use=threads_in_use,
+    keep_settings=keep_torch_settings,
     device_missing=device_missing,
     cold_cache_env=inductor_cold_cache_env,
     # inductor keeps its FX-graph and AOT-autograd caches on disk by default (under
@@ -400,6 +456,7 @@ def compiled(
         torch._dynamo.reset()
     settings: dict[str, Any] = {"backend": "inductor", "fullgraph": True}
     for key, value in dynamo_config.items():
+        _UNTOUCHED.setdefault(f"dynamo.{key}", getattr(torch._dynamo.config, key))
         setattr(torch._dynamo.config, key, value)
         settings[f"torch._dynamo.config.{key}"] = value
     fn = torch.compile(loss_fn, backend="inductor", fullgraph=True, **({"mode": mode} if mode else {}))

@@ -107,6 +107,9 @@ class Framework:
         disk under `root` and reads them back, and after which its settings are as they were: what
         warm_cache_env gives `rnnbench run`'s workers, for a check in the user's own process
         (check_recurrence). A no-op where the framework keeps its compiles by default (inductor).
+    keep_settings(): a context manager after which every process-wide setting its drivers change
+        (flags, default dtype, thread counts) is as it was on entry, however the block ends: a check
+        in the user's own process (check_recurrence) leaves the caller's framework as it found it.
     gemm(a, b, dtype): a callable computing a @ b (float64 numpy operands, cast to `dtype`) to
         completion in it, or None where it has no such dtype: what the machine's GEMM peak is
         measured with (rnnbench.machine.roofline). None: it takes no part in the peak.
@@ -136,6 +139,7 @@ class Framework:
     warm_cache_env: Callable[[str], dict[str, str]] = lambda root: {}
     cache_variables: tuple[str, ...] = ()
     keep_compiles: Callable[[str], AbstractContextManager[Any]] = lambda root: nullcontext()
+    keep_settings: Callable[[], AbstractContextManager[Any]] = lambda: nullcontext()
     gemm: Callable[[Any, Any, str], Callable[[], Any] | None] | None = None
     cpu_time_clock: bool = False
     repro: ReproScript | None = None

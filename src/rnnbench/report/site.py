@@ -154,13 +154,13 @@ def latest_local_run(local: Path | None) -> Path | None:
 
 SITE_KIND = "site"  # every folder build() makes is an owned folder of this kind: the only folders it replaces
 MARKER = owned.marker(SITE_KIND)
-WHAT = "the site"
+SITE_FOLDER = "the site"  # what the folder is for, in a refusal
 
 
 def claim(out: Path) -> None:
     """Refuse (InputError) an `out` that build() must not replace: anything but a missing path, an
     empty folder or a site build() made (its MARKER); nothing is touched."""
-    owned.claim(out, SITE_KIND, f"{WHAT} (e.g. SITE_DIR=site)")
+    owned.claim(out, SITE_KIND, f"{SITE_FOLDER} (e.g. SITE_DIR=site)")
 
 
 def build(manifest: Path, out: Path, asv_html: Path | None = None, local: Path | None = None) -> Path:
@@ -171,19 +171,19 @@ def build(manifest: Path, out: Path, asv_html: Path | None = None, local: Path |
     out.parent.mkdir(parents=True, exist_ok=True)
     for stale in out.parent.glob(f".{out.name}.rnnbench-*"):
         if owned.is_owned(stale, SITE_KIND):  # a name alike that rnnbench did not make is left
-            owned.remove_owned(stale, SITE_KIND, WHAT)
+            owned.remove_owned(stale, SITE_KIND, SITE_FOLDER)
     new = out.parent / f".{out.name}.rnnbench-new-{os.getpid()}"
     new.mkdir()  # raises where it exists: a folder of this process's name is never adopted
     try:
-        owned.make_owned(new, SITE_KIND, WHAT)
+        owned.make_owned(new, SITE_KIND, SITE_FOLDER)
         _build_into(manifest, new, asv_html, local)
         old = new.with_name(new.name.replace("-new-", "-old-"))
         if out.is_dir():
             out.rename(old)
         new.rename(out)
-        owned.remove_owned(old, SITE_KIND, WHAT, ignore_errors=True)  # the old site, or the empty folder claimed
+        owned.remove_owned(old, SITE_KIND, SITE_FOLDER, ignore_errors=True)  # the old site, or the empty folder claimed
     finally:
-        owned.remove_owned(new, SITE_KIND, WHAT, ignore_errors=True)  # gone once renamed
+        owned.remove_owned(new, SITE_KIND, SITE_FOLDER, ignore_errors=True)  # gone once renamed
     return out / "index.html"
 
 
