@@ -53,6 +53,31 @@ def exploding_step(ops, params, carry, x):
     return (h,), h
 
 
+def in_place_carry_step(ops, params, carry, x):
+    """h += x writes into the carry the step was given: jax cannot, numpy and torch would."""
+    (h,) = carry
+    h += x
+    return (ops.tanh(params["W"] * h),), h
+
+
+def in_place_params_step(ops, params, carry, x):
+    (h,) = carry
+    params["W"][0] = 0.0
+    return (ops.tanh(params["W"] * h + x),), h
+
+
+def in_place_x_step(ops, params, carry, x):
+    (h,) = carry
+    x *= 2.0
+    return (ops.tanh(params["W"] * h + x),), h
+
+
+def params_key_step(ops, params, carry, x):
+    (h,) = carry
+    params["scale"] = ops.ones_like(h)
+    return (ops.tanh(params["W"] * h + x),), h
+
+
 def carry_only(ops, params, carry, x):
     (h,) = carry
     return (ops.tanh(params["W"] * h + x),)  # no y_t
@@ -99,6 +124,11 @@ def _with(a: np.ndarray, index: tuple, value: float) -> np.ndarray:
 
 # (id, changes to base_kwargs(), exception type, words the message must contain)
 CASES = [
+    # a step that writes into its inputs: refused, named, not left to mismatch on the jax drivers
+    ("in_place_carry", {"step": in_place_carry_step}, InputError, ["`carry[0]`", "in place", "new values"]),
+    ("in_place_params", {"step": in_place_params_step}, InputError, ["`params['W']`", "in place"]),
+    ("in_place_x", {"step": in_place_x_step}, InputError, ["`x`", "at step 0"]),
+    ("params_key_set", {"step": params_key_step}, InputError, ["`params", "in place"]),
     # non-finite inputs: the leaf's path and the first bad index
     (
         "nan_in_params",

@@ -97,6 +97,11 @@ VALUE_PROBLEMS: dict[str, str] = {
     "output_unreadable": "{where} is a {type} that numpy cannot read; the step must return arrays",
     "output_dtype": "{where} is an array of dtype {dtype}; the step must return {want} array there",
     "loss_shape": "loss must return a scalar (shape ()); it returned shape {shape}: reduce it, e.g. with ops.sum",
+    "step_writes_input": (
+        "the step writes into its input `{where}` in place at step {t} (e.g. h += x or w[...] = ...): "
+        "rnnbench needs a step that returns new values (h = h + x), or the drivers and the oracle see "
+        "different inputs"
+    ),
 }
 MESSAGES = {**TYPE_PROBLEMS, **VALUE_PROBLEMS}
 

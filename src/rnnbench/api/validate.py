@@ -63,7 +63,8 @@ def validate(given: Inputs) -> Checked:
     runs the step over the whole sequence in numpy (the float64 reference ops): the carry keeps
     carry0's structure and shapes, y_t keeps step 0's, both stay finite, every output leaf is an
     array (not a Python number, which the frameworks treat differently) and every y_t leaf a float
-    one, and a custom loss returns a finite scalar. The checks run in this order."""
+    one, the step writes into none of its inputs (params, carry, x_t: in place, as h += x), and a
+    custom loss returns a finite scalar. The checks run in this order."""
     functions(given.step, given.loss)
     options(given.dtype, given.order, given.oracle)
     xs_flag(given.xs_requires_grad, given.xs)
@@ -387,10 +388,34 @@ def _output(t: int, y: Any, first: list | None) -> list:
     ]
 
 
+def _copies(*trees: tuple[str, Any]) -> list[tuple[str, Any, list]]:
+    """(root, tree, [(path, a copy of its leaf)]) for each of the step's inputs: what _not_written
+    compares them with after the step."""
+    return [
+        (root, tree, [(path, np.array(leaf, copy=True)) for path, leaf in flatten(tree)])
+        for root, tree in trees
+        if tree is not None  # no xs: no x_t
+    ]
+
+
+def _not_written(inputs: list[tuple[str, Any, list]], t: int) -> None:
+    """InputError where the step changed one of its inputs (a leaf written in place, or one set or
+    removed in a dict): jax cannot write in place, so its drivers would compute from other values
+    than the numpy oracle and torch do, a mismatch that is the step's and no driver's."""
+    for root, tree, before in inputs:
+        after = flatten(tree)
+        for (path, kept), (path_now, leaf) in zip(before, after):
+            if path_now != path or not np.array_equal(np.asarray(leaf), kept, equal_nan=True):
+                raise problem("step_writes_input", where=leaf_name(root, path), t=t)
+        if len(after) != len(before):
+            raise problem("step_writes_input", where=root, t=t)
+
+
 def forward(step, loss, params, carry, xs, consts, T: int, np_dtype: Any, bare: bool) -> Any:
     """One numpy forward in the user's trees, at the values the drivers will see (rounded to
-    np_dtype): the carry keeps carry0's structure and shapes, y_t keeps step 0's, both stay finite,
-    and a custom loss returns a finite scalar. Returns step 0's output (the shape of y_t)."""
+    np_dtype): the step leaves its inputs as they were, the carry keeps carry0's structure and
+    shapes, y_t keeps step 0's, both stay finite, and a custom loss returns a finite scalar.
+    Returns step 0's output (the shape of y_t)."""
 
     def rounded(leaf):
         return np.asarray(leaf).astype(np_dtype).astype(np.float64)
@@ -402,7 +427,10 @@ def forward(step, loss, params, carry, xs, consts, T: int, np_dtype: Any, bare: 
     x_leaves = [] if xs is None else [rounded(leaf) for _, leaf in flatten(xs)]
     first, example_y, ys = None, None, []
     for t in range(T):
-        out = step(ops, p, c, None if xs is None else rebuild(xs, iter([leaf[t] for leaf in x_leaves])))
+        x_t = None if xs is None else rebuild(xs, iter([leaf[t] for leaf in x_leaves]))
+        inputs = _copies(("params", p), ("carry", c), ("x", x_t))
+        out = step(ops, p, c, x_t)
+        _not_written(inputs, t)
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise problem("step_return", t=t, type=type(out).__name__, out=out)
         new, y = out
