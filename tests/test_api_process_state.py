@@ -1,5 +1,5 @@
 """check_recurrence leaves its caller's process as it found it (rnnbench.api.process_state;
-docs/reliability.md, "The caller's process"): jax's x64 and matmul precision, torch's default dtype,
+docs/reliability.md, "What it keeps and what it touches"): jax's x64 and matmul precision, torch's default dtype,
 thread counts and dynamo flags, numpy's error state, after a normal return, an exception and a
 KeyboardInterrupt. Run in a fresh interpreter: another test's check in this process would already
 have changed them."""
