@@ -34,6 +34,7 @@ from rnnbench.check.forward import PASSES, UNDECIDED, forward_bound
 from rnnbench.check.kink_range import kink_range
 from rnnbench.check.low_precision import ROUNDING_SAFETY, float32_gradients, rounding_bounds
 from rnnbench.check.oracle import Oracle, oracle_grads
+from rnnbench.check.oracle_cache import COMPUTED
 from rnnbench.check.tolerance import Tolerance, at_loss_scale, island_tolerance, tolerance
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.status import InputStatus, Status
@@ -63,6 +64,9 @@ class Check:
     # undecided (subgradient_differs / cannot_decide) only at kinked entries whose range holds the
     # driver: H v is still defined, and judged, on the other entries (rows/pair.py)
     kinks_only: bool = False
+    # where the oracle judged against came from (check.oracle.Oracle.source): "computed", or the
+    # hand-oracle cache's "cache:<key>" / "recomputed:<key>"; the record's oracle_source
+    oracle_source: str = COMPUTED
 
     @property
     def max_rel_error(self) -> float:
@@ -119,7 +123,7 @@ def judge(
     oracle = oracle if oracle is not None else oracle_grads(model, case)
     kind = oracle.kind
     tol = tolerance(dtype, kind, device)
-    result = Check(status=Status.ERROR, oracle_kind=kind, tolerance=tol)
+    result = Check(status=Status.ERROR, oracle_kind=kind, tolerance=tol, oracle_source=oracle.source)
     if raised is not None or produced is None:
         exc = raised if raised is not None else RuntimeError("the driver produced nothing")
         result.status = Status.COMPILE_ERROR if compiled and is_compile_error(exc) else Status.ERROR
@@ -146,7 +150,7 @@ def judge(
         _against(refined, model, case, finer, names, tol, per_name)
         if refined.status not in WRONG_GRADIENTS:
             result, oracle = refined, finer
-            result.oracle_kind = finer.kind
+            result.oracle_kind, result.oracle_source = finer.kind, finer.source
         else:
             result.report += "\n(the same at 50 digits: float64 rounding does not explain the difference)"
     if dtype == "float32" and result.status in WRONG_GRADIENTS and not autocast:

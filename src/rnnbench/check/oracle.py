@@ -55,7 +55,9 @@ class Oracle:
     (zero arrays for the exact kinds; check/finite_diff.py's estimate for finite differences; what
     float64 rounding does for dual_mp). bound_name: what the bound is, as the judge's report says
     it. reason: why the ladder took this rung. refine: None, or the next rung up (extended
-    precision), which the judge asks for before calling a float64 row wrong."""
+    precision), which the judge asks for before calling a float64 row wrong. source: where the
+    values came from, as the record's oracle_source says it: "computed" here, or the hand-oracle
+    cache's "cache:<key>" / "recomputed:<key>" (check/oracle_cache.py)."""
 
     grads: Mapping[str, np.ndarray]
     kind: str
@@ -63,6 +65,7 @@ class Oracle:
     bound_name: str = "the finite-difference oracle's error bound"
     reason: str = ""
     refine: Callable[[], Oracle] | None = field(default=None, compare=False, repr=False)
+    source: str = oracle_cache.COMPUTED
 
     def error_of(self, name: str) -> np.ndarray:
         return np.asarray(self.error.get(name, np.zeros(np.shape(self.grads[name]))), dtype=np.float64)
@@ -84,10 +87,11 @@ def oracle_grads(model: Model, case: Case, choice: str | None = None) -> Oracle:
     if choice == OracleKind.FINITE_DIFFERENCES:
         return _with_reason(finite_difference_oracle(model, case, names), "forced")
     exact = model.oracle is not None and model.oracle_kind != OracleKind.FINITE_DIFFERENCES
-    hand = oracle_cache.cached(model, case, lambda: model.oracle(case)) if choice == AUTO and exact else {}
+    kept = oracle_cache.cached(model, case, lambda: model.oracle(case)) if choice == AUTO and exact else None
+    hand, source = (kept.grads, kept.source) if kept is not None else ({}, oracle_cache.COMPUTED)
     missing = [n for n in names if n not in hand]
     if not missing:
-        return Oracle(hand, model.oracle_kind, reason="the model's own oracle")
+        return Oracle(hand, model.oracle_kind, reason="the model's own oracle", source=source)
     fill = dual_oracle(
         model, case, missing, extended=choice == OracleKind.DUAL_MP, allow_extended=choice != OracleKind.DUAL
     )
@@ -100,6 +104,7 @@ def oracle_grads(model: Model, case: Case, choice: str | None = None) -> Oracle:
         {**zeros, **fill.error},
         fill.bound_name,
         f"the model's own oracle for {sorted(hand)}, {fill.kind} for {missing}",
+        source=source,
     )
 
 
@@ -172,7 +177,7 @@ def _with_finite_differences(
 
 
 def _with_reason(oracle: Oracle, reason: str) -> Oracle:
-    return Oracle(oracle.grads, oracle.kind, oracle.error, oracle.bound_name, reason)
+    return Oracle(oracle.grads, oracle.kind, oracle.error, oracle.bound_name, reason, source=oracle.source)
 
 
 def weakest(kinds: Sequence[str]) -> str:

@@ -130,6 +130,7 @@ def run_row(job: Job) -> dict[str, Any]:
         "status": pair.status,
         "raw_status": chk.raw_status,
         "oracle_kind": chk.oracle_kind,
+        "oracle_source": chk.oracle_source,
         "tolerance": chk.tolerance.max_rel_error,
         "loss": chk.loss,
         "reference_loss": chk.reference_loss,
