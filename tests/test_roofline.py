@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rnnbench import record
-from rnnbench.machine import roofline
+from rnnbench.machine import peak_cache, roofline
 
 
 def rnnbench(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -103,11 +103,12 @@ def test_the_peak_is_cached_per_machine_and_measures_only_new_shapes(
     assert len(calls) == 2 and sorted(map(tuple, calls[1]["shapes"])) == [(7, 5, 5), (7, 5, 20)]
     roofline.peak_for("float64", 1, [], cpus=[0])  # another dtype: its own entry
     assert len(calls) == 3
-    # stale: an entry older than PEAK_MAX_AGE_DAYS is measured again, every shape
+    # stale: an entry older than PEAK_MAX_AGE_DAYS is measured again, every shape (resealed: only its age is off)
     path = roofline.peak_cache_path()
     cache = json.loads(path.read_text())
-    for entry in cache["entries"].values():
-        entry["measured_epoch"] -= (roofline.PEAK_MAX_AGE_DAYS + 1) * 86400
+    for key_text, entry in cache["entries"].items():
+        entry["measured_epoch"] -= (peak_cache.PEAK_MAX_AGE_DAYS + 1) * 86400
+        peak_cache.sealed(key_text, entry)
     path.write_text(json.dumps(cache))
     roofline.peak_for("float32", 1, [{"B": 7, "H": 5}], cpus=[0])
     assert len(calls) == 4 and len(calls[3]["shapes"]) == len(roofline.PEAK_SQUARE) + 2

@@ -9,7 +9,8 @@ flags, numpy's version, and the source of every module whose functions compute i
 step, loss and oracle, and those their closures hold; losses.py and model.py) and of every module
 those import, through any chain, that is not an installed library's (a model's helpers, e.g.
 rnnbench_models/_common.py, and a plugin's own modules; rnnbench's own modules even where rnnbench
-is installed): an edit to any of them is a new key. A model whose code has no source file (an interactive definition) is never kept.
+is installed): an edit to any of them is a new key. A model whose code has no source file (an
+interactive definition) is never kept.
 
 Two writers are safe without a lock: a file appears whole or not at all (written aside, then
 renamed), and two processes that compute the same key at once write the same answer. An answer

@@ -1,5 +1,5 @@
-"""The GPU's GEMM peak, measured as the CPU's is (rnnbench.machine.roofline.cached_peak: a fresh process,
-the cache and its lock) and cached per device, and the record annotator that gives every CUDA row
+"""The GPU's GEMM peak, measured as the CPU's is (a fresh process; rnnbench.machine.peak_cache: the
+cache, verified on read, and its lock) and cached per device, and the record annotator that gives every CUDA row
 its accelerator identity and its fraction of that peak.
 
 The peak is the best rate of any framework present (Framework.device.gemm: float32 with TF32 off,
@@ -22,11 +22,10 @@ from typing import Any
 from rnnbench import registry
 from rnnbench.machine import accelerator, environments
 from rnnbench.machine.caches import cache_root
+from rnnbench.machine.peak_cache import cached_entries, cached_peak
 from rnnbench.machine.roofline import (
     PEAK_SQUARE,
     PeaksByDtype,
-    cached_entries,
-    cached_peak,
     gemm_shapes,
     in_worker,
     measure_rates,

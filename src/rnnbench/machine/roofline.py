@@ -2,21 +2,20 @@
 
 One measurement for every device (`cached_peak`): the rates of each framework present over square
 sizes and the rows' own GEMM shapes (`measure_rates`), taken in a fresh process (`in_worker`, which
-`serve` answers), cached in a file under cache_root() per key, under the file's lock so that two
-runs never time GEMMs on the same hardware at once. This module measures the CPU (`peak_for`: the
-best GEMM among the frameworks' `gemm` and numpy's at a dtype and thread count, in a process pinned
-like the rows); rnnbench.machine.device_peak measures a GPU the same way. `with_roofline` turns a
-model's analytic FLOP count and a median time into GFLOP/s and a fraction of the peak, for every
-timed row of `run` and `sweep`; `Roofline` and device_peak.DeviceRoofline annotate records with it.
+`serve` answers), cached in a file under cache_root() per key (rnnbench.machine.peak_cache: verified
+on every read, under the file's lock so that two runs never time GEMMs on the same hardware at
+once). This module measures the CPU (`peak_for`: the best GEMM among the frameworks' `gemm` and
+numpy's at a dtype and thread count, in a process pinned like the rows);
+rnnbench.machine.device_peak measures a GPU the same way. `with_roofline` turns a model's analytic
+FLOP count and a median time into GFLOP/s and a fraction of the peak, for every timed row of `run`
+and `sweep`; `Roofline` and device_peak.DeviceRoofline annotate records with it.
 """
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -31,11 +30,11 @@ import numpy as np
 from rnnbench import record, registry
 from rnnbench.machine import environments
 from rnnbench.machine.caches import cache_root
-from rnnbench.machine.cpus import CONTENDED_CPUS, MIN_OTHERS_WALL_S, choose_cpus, cpu_clock, pin_process
+from rnnbench.machine.cpus import MIN_OTHERS_WALL_S, choose_cpus, cpu_clock, pin_process
+from rnnbench.machine.peak_cache import cached_peak, shape_name
 from rnnbench.processes import descendants
 
 PEAK_SQUARE = (256, 512, 1024, 2048)  # square GEMMs always measured
-PEAK_MAX_AGE_DAYS = 30.0  # a cached peak older than this is measured again
 PEAK_METHOD = (
     "best GEMM among torch.matmul, jax.jit(jnp.matmul), numpy @ present, at the row's dtype, in a process "
     "pinned to as many CPUs as the rows' threads: square n = 256..2048 and the rows' own GEMM shapes, "
@@ -65,10 +64,6 @@ def gemm_shapes(sizes: Iterable[Mapping[str, int]] = ()) -> list[tuple[int, int,
         if n:
             shapes.add((n, n, n))
     return sorted(shapes)
-
-
-def shape_name(shape: Sequence[int]) -> str:
-    return "x".join(str(int(x)) for x in shape)
 
 
 def best_gflops(
@@ -112,105 +107,6 @@ def measure_rates(
         except Exception as exc:  # one library failing leaves the others' numbers
             out["errors"][name] = f"{type(exc).__name__}: {exc}"[:300]
     return out
-
-
-def cached_peak(
-    path: Path,
-    key: Mapping[str, Any],
-    shapes: Sequence[tuple[int, int, int]],
-    measure: Callable[[list[tuple[int, int, int]]], dict[str, Any]],
-    **fields: Any,
-) -> dict[str, Any]:
-    """The entry of `key` in the peak cache `path`, with rates of every one of `shapes`. Shapes
-    already measured are not measured again; the others are measured (measure(shapes): a fresh
-    process's measure_rates, with others_on_cpus where known and any identity of the hardware,
-    which the entry keeps, as it keeps `fields`) and added. An entry older than PEAK_MAX_AGE_DAYS,
-    or of another shape, is measured anew; rates of one shape keep their best (a disturbed
-    measurement is only ever too slow); an entry whose measurements all had other work on its CPUs
-    (others_on_cpus > CONTENDED_CPUS) is measured again, every shape, at each call until one
-    measurement is calm. The file is locked while one process measures, so two runs never time
-    GEMMs on the same hardware at once; a run never waits for another's measurement: while the lock
-    is held elsewhere it takes the entry as cached (`without_waiting`)."""
-    key_text = json.dumps(key, sort_keys=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return without_waiting(path, key_text)
-        entries = cached_entries(path)
-        entry = entries.get(key_text)
-        if not _valid_entry(entry) or time.time() - entry.get("measured_epoch", 0) > PEAK_MAX_AGE_DAYS * 86400:
-            entry = {"key": dict(key), "by_framework": {}}  # of another shape, or old: measured again
-        done = set.intersection(*(set(r) for r in entry["by_framework"].values())) if entry["by_framework"] else set()
-        missing = [s for s in shapes if shape_name(s) not in done]
-        if (entry.get("others_on_cpus") or 0.0) > CONTENDED_CPUS:
-            # measured while other work ran on these CPUs: every shape again, until a calm measurement
-            missing = sorted({*missing, *(tuple(int(x) for x in name.split("x")) for name in done)})
-        if missing:
-            got = dict(measure(missing))
-            for framework, rates in got.pop("by_framework").items():
-                old = entry["by_framework"].setdefault(framework, {})
-                for shape, rate in rates.items():
-                    old[shape] = max(rate, old.get(shape, 0.0))
-            others, calmest = got.pop("others_on_cpus", None), entry.get("others_on_cpus")
-            if others is not None:  # the calmest measurement so far
-                entry["others_on_cpus"] = others if calmest is None else min(others, calmest)
-            entry.update({"errors": {}, **got, **fields})
-            entry["measured_epoch"] = entry.get("measured_epoch") or time.time()
-            entry["measured"] = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(entry["measured_epoch"]))
-            entries[key_text] = entry
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"entries": entries}, indent=1, sort_keys=True))
-            os.replace(tmp, path)
-    return entry
-
-
-def without_waiting(path: Path, key_text: str) -> dict[str, Any]:
-    """The cached entry of `key_text` as it stands while another process measures (its shapes, its
-    age and the load it was measured under as they are): a run waits on no other process's
-    measurement. RuntimeError where there is none yet: that run's rows get no % of peak."""
-    entry = cached_entries(path).get(key_text)
-    if not _valid_entry(entry) or not any(entry["by_framework"].values()):
-        raise RuntimeError("another rnnbench process is measuring this machine's peak now, none is cached yet")
-    return entry
-
-
-def cached_entries(path: Path) -> dict[str, Any]:
-    """The cache file's entries by key text; {} for a missing file or one of another shape (another
-    version's, hand-edited, cut short): the peak is then measured again, and the file rewritten."""
-    try:
-        cache = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    entries = cache.get("entries") if isinstance(cache, dict) else None
-    return entries if isinstance(entries, dict) else {}
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
-
-
-def _valid_entry(entry: Any) -> bool:
-    """Whether a cached entry has the shape peak_for reads: by_framework {framework: {"mxkxn":
-    GFLOP/s > 0}} with shape names of three integers, a numeric measured_epoch, others_on_cpus a
-    number or absent/null, errors a dict or absent, cpus a list of integers or absent."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("by_framework"), dict):
-        return False
-    for rates in entry["by_framework"].values():
-        if not isinstance(rates, dict) or not all(
-            isinstance(shape, str) and re.fullmatch(r"\d+x\d+x\d+", shape) and _number(rate) and rate > 0
-            for shape, rate in rates.items()
-        ):
-            return False
-    if not _number(entry.get("measured_epoch", 0)) or not (
-        entry.get("others_on_cpus") is None or _number(entry["others_on_cpus"])
-    ):
-        return False
-    if not isinstance(entry.get("errors", {}), dict) or not isinstance(entry.get("measured", ""), str):
-        return False
-    cpus = entry.get("cpus", [])
-    return isinstance(cpus, list) and all(isinstance(c, int) and not isinstance(c, bool) for c in cpus)
 
 
 def in_worker(
