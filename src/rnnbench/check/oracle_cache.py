@@ -197,24 +197,35 @@ def _with_imports(files: Mapping[str, str]) -> set[str]:
     return set(out)
 
 
-def _imported_names(file: str, module: str) -> Iterator[str]:
+def _imported_names(file: str, module: str) -> tuple[str, ...]:
     """Every module name an import statement of `file` (the source of `module`) may name: `import
     a.b` names a.b; `from a import b` names a, and a.b where b is a submodule."""
     try:
+        stat = os.stat(file)
+    except OSError:
+        return ()
+    return _parsed_imports(file, module, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_imports(file: str, module: str, mtime_ns: int, size: int) -> tuple[str, ...]:
+    """_imported_names, parsed once per version of the file (every row's key asks again)."""
+    try:
         tree = ast.parse(Path(file).read_bytes(), filename=file)
     except (OSError, SyntaxError, ValueError):
-        return
+        return ()
     package = module if Path(file).name == "__init__.py" else module.rpartition(".")[0]
+    names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
+            names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             try:
                 base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
             except (ImportError, ValueError):
                 continue
-            yield base
-            yield from (f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+            names += [base, *(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")]
+    return tuple(names)
 
 
 def _source_of(name: str) -> str | None:
