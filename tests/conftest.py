@@ -42,12 +42,26 @@ if current() == "xla":
     torch_xla.device()
 
 
+# XLA programs of an unrolled loop whose carry has an elementwise-only path from step to step (the LSTM
+# cell state): XLA's fusion makes them grow as T^2 (drivers/jax_loop.py), tens of seconds to compile
+# each. The fast tier keeps these drivers on the quick suite's other models.
+UNROLLED_XLA_DRIVERS = {"jax_loop", "jax_lax_scan_unroll8"}
+CELL_STATE_MODELS = {"lstm", "lstm2"}
+
+
 def slow_pair(model, driver) -> bool:
     """The slow tier holds the pairs outside the quick suite's models on eager core drivers: the other
-    models, the bug-class drivers and inductor's compiles (seconds each; the fast tier meets them in the
-    README example's test, tests/test_api.py)."""
+    models, the bug-class drivers, inductor's compiles (seconds each; the fast tier meets them in the
+    README example's test, tests/test_api.py) and the unrolled LSTM programs XLA compiles in T^2."""
     inductor = driver.slow_to_compile
-    return model.name not in QUICK.models or driver.suite != "core" or inductor
+    unrolled_t2 = driver.name in UNROLLED_XLA_DRIVERS and model.name in CELL_STATE_MODELS
+    return model.name not in QUICK.models or driver.suite != "core" or inductor or unrolled_t2
+
+
+def compile_marks(driver_name: str) -> list:
+    """[slow] for a driver whose every row is an inductor compile (seconds each), else []: the tier
+    rule of slow_pair for tests parametrized by driver alone."""
+    return [SLOW] if registry.get_driver(driver_name).slow_to_compile else []
 
 
 def model_driver_pairs(dtypes: tuple[str, ...] = ()) -> list:
@@ -135,6 +149,9 @@ SLOW_TESTS: dict[str, str] = {
     "tests/test_html_offline.py": "the site rendered in headless Chromium",
     "tests/test_published_charts.py::test_redraw_writes_every_output": "every published chart redrawn",
     "tests/test_api.py::test_pytrees_on_every_driver": "a pytree step compiled by every driver",
+    "tests/test_known_issues.py::test_a_covered_case_where_the_symptom_cannot_show_is_ok": (
+        "check_recurrence on torch_scan_compiled: an inductor compile per loss form"
+    ),
     "tests/test_fuzz_records.py::test_killed_campaign_resumes_to_the_uninterrupted_summary": "killed campaigns resumed",
     "tests/test_results_file.py::test_two_runs_on_one_file_one_is_refused_and_nothing_interleaves": "two whole runs",
     "tests/test_environments.py::test_a_config_defines_an_environment_that_is_created_on_first_use_and_reused": (

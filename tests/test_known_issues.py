@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from conftest import compile_marks
 from rnnbench import registry
 from rnnbench.check import conditions, known_issues
 from rnnbench.check.known_issues import KnownIssue, RegistryError, classify, parse, version_matches
@@ -287,6 +288,7 @@ def _witness_rows():
                     witness["dtype"],
                     witness.get("sizes", {}),
                     loss,
+                    marks=compile_marks(driver) if driver in registry.drivers() else [],
                     id=f"{issue.id}-{driver}-{witness['model']}-{witness['dtype']}-{loss}",
                 )
 

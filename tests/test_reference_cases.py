@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from _known_issue_marks import known_issue_marks
+from conftest import compile_marks
 from rnnbench import registry
 from rnnbench.check import known_issues
 from rnnbench.check.judge import judge
@@ -22,7 +23,7 @@ from rnnbench_models.linear import bugs_section1_case, bugs_section2_case
 def step_drivers(model_name: str, case: Case) -> list:
     model = registry.get_model(model_name)
     return [
-        pytest.param(d.name, marks=known_issue_marks(d.name, model, case, "float64"), id=d.name)
+        pytest.param(d.name, marks=known_issue_marks(d.name, model, case, "float64") + compile_marks(d.name), id=d.name)
         for d in registry.drivers().values()
         if current() in d.environments and not d.anchor and d.supports(model) is None and "cpu" in d.devices
     ]

@@ -38,3 +38,21 @@ def test_inductor_compiles_and_bug_class_drivers_are_slow() -> None:
         inductor = driver.slow_to_compile
         if inductor or driver.suite != "core":
             assert slow_pair(rnn, driver), driver.name
+
+
+def test_rows_parametrized_by_driver_follow_the_pairs_rule() -> None:
+    """The registry's witnesses and the reference cases take their tier from the same rule: an
+    inductor driver's rows are slow, any other driver's are not."""
+    from conftest import compile_marks
+
+    for driver in registry.drivers().values():
+        assert bool(compile_marks(driver.name)) == driver.slow_to_compile, driver.name
+
+
+def test_unrolled_xla_lstm_programs_are_slow_and_those_drivers_keep_fast_pairs() -> None:
+    from conftest import CELL_STATE_MODELS, UNROLLED_XLA_DRIVERS
+
+    pairs = {(p.values[0], p.values[1]): any(m.name == "slow" for m in p.marks) for p in model_driver_pairs()}
+    for driver in UNROLLED_XLA_DRIVERS:
+        assert all(pairs[(model, driver)] for model in CELL_STATE_MODELS if (model, driver) in pairs), driver
+        assert any(not slow for (model, d), slow in pairs.items() if d == driver), f"{driver} left the fast tier"
