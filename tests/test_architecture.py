@@ -26,6 +26,7 @@ FLOORS = {
     "rnnbench.record_fields": 1,
     "rnnbench.suites": 1,
     "rnnbench.processes": 1,
+    "rnnbench.stats": 1,
     "rnnbench.drivers": 2,
     "rnnbench.record": 2,
     "rnnbench.losses": 2,

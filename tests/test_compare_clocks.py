@@ -138,3 +138,28 @@ def test_thresholds_per_pattern_take_the_largest_match(tmp_path, capsys) -> None
     assert main(["compare", str(base), str(new), "--threshold", "=5%"]) == 2
     config.write_text('thresholds = ["jax_*=20%"]\n')
     assert main(["compare", str(base), str(new), "--config", str(config)]) == 2
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 40, 64])
+def test_compare_recomputes_the_quartiles_a_record_holds(n: int) -> None:
+    """One quartile function (rnnbench.stats.quartiles): a CPU side's quartiles recomputed from its
+    kept samples are bit for bit the ones rows.timing.Timing records, and both are numpy's percentiles
+    as each computed them before they shared it (ties and short runs included)."""
+    from rnnbench.report.compare_pairs import _side
+    from rnnbench.rows.timing import Timing
+
+    rng = np.random.default_rng(n)
+    runs = [_busy(rng, 2.0, n) for _ in range(3)]
+    runs.append((np.round(runs[0][0], 1), np.round(runs[0][1], 1)))  # ties
+    side = _side([_record("a", "planted", wall, cpu) for wall, cpu in runs], "fwd_bwd", "cpu")
+    assert side is not None and side.clock == "cpu"
+    for (_, cpu), q1, q3 in zip(runs, side.q1, side.q3, strict=True):
+        timing = Timing.of(list(cpu))
+        old_q1, old_med, old_q3 = np.percentile(list(cpu), [25, 50, 75])
+        assert (q1, q3) == (timing.q1_ms, timing.q3_ms) == (float(old_q1), float(old_q3))
+        assert timing.median_ms == float(old_med)
+    if side.has_samples:  # at least two samples a run: the pooled range
+        pooled = np.percentile(np.concatenate([cpu for _, cpu in runs]), [25, 75])
+        assert side.iqr == (float(pooled[0]), float(pooled[1]))
+    else:
+        assert side.iqr == (min(side.q1), max(side.q3))

@@ -68,6 +68,7 @@ from rnnbench.report.compare_stats import (
     verdict,
 )
 from rnnbench.report.table import contention, env_label, machine_of
+from rnnbench.stats import quartiles
 from rnnbench.status import Status, is_failing, is_fixed, is_known
 
 QUANTITIES = ("fwd_bwd", "fwd")
@@ -182,8 +183,8 @@ def _side(records: list[dict[str, Any]], quantity: str, clock: str = "wall") -> 
     if clock == "cpu" and all(t.get("cpu_samples") for t in timed):
         cpu = tuple(tuple(float(x) for x in t["cpu_samples"]) for t in timed)
         medians = tuple(float(t.get("cpu_median_ms") or np.median(c)) for t, c in zip(timed, cpu, strict=True))
-        quartiles = [np.percentile(c, [25, 75]) for c in cpu]
-        q1, q3 = tuple(float(q[0]) for q in quartiles), tuple(float(q[1]) for q in quartiles)
+        per_run = [quartiles(c) for c in cpu]
+        q1, q3 = tuple(q[0] for q in per_run), tuple(q[2] for q in per_run)
         return Side(medians, q1, q3, cpu, CPU_QUANTILE, "cpu", _refs(timed, "ref_cpu_samples"))
     return Side(
         tuple(float(t["median_ms"]) for t in timed),

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rnnbench.stats import quartiles
+
 RESAMPLES = 2000  # bootstrap resamples per interval (its ends are printed to two decimals)
 CHUNK = 250  # resamples drawn at once: bounds the (CHUNK, samples) count arrays
 SEED = 0
@@ -95,8 +97,8 @@ class Side:
     def iqr(self) -> tuple[float, float]:
         """The interquartile range: of the pooled samples, else the widest of the runs' ranges."""
         if self.has_samples:
-            q1, q3 = np.percentile(np.concatenate([np.asarray(s) for s in self.samples]), [25, 75])
-            return float(q1), float(q3)
+            q1, _, q3 = quartiles(np.concatenate([np.asarray(s) for s in self.samples]))
+            return q1, q3
         return min(self.q1), max(self.q3)
 
 

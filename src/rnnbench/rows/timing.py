@@ -22,6 +22,7 @@ import numpy as np
 
 from rnnbench import record
 from rnnbench.machine import reference
+from rnnbench.stats import quartiles
 
 
 @dataclass(frozen=True)
@@ -61,13 +62,13 @@ class Timing:
         """The statistics of `samples_ms`, the times of the timed calls in the order they ran, and
         of `cpu_ms`, the same calls' process CPU time (none where it was not read); `ref_ms` and
         `ref_cpu_ms`: the reference kernel's time after each call (none where it did not run)."""
-        q1, med, q3 = np.percentile(samples_ms, [25, 50, 75])
+        q1, med, q3 = quartiles(samples_ms)
         low, high = float(min(samples_ms)), float(max(samples_ms))
         cpu_median = float(np.median(cpu_ms)) if len(cpu_ms) else None
         return cls(
-            float(med),
-            float(q1),
-            float(q3),
+            med,
+            q1,
+            q3,
             low,
             high,
             len(samples_ms),
@@ -182,7 +183,7 @@ def instability(samples: Sequence[float]) -> list[str]:
     if len(samples) < 2 * MIN_HALF or min(samples) <= 0:
         return []
     marks = []
-    q1, q3 = np.percentile(samples, [25, 75])
+    q1, _, q3 = quartiles(samples)
     if q3 / q1 > SPREAD:
         marks.append("spread")
     half = len(samples) // 2
