@@ -188,3 +188,26 @@ def test_a_run_never_waits_on_another_process_measuring_the_peak(
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda", "cuda:1"])
+def test_one_chooser_gives_each_device_its_peak(device: str) -> None:
+    """device_peak.roofline_for is the one choice between the CPU's GEMM peak and an accelerator's,
+    and no module outside rnnbench.machine builds either annotator itself."""
+    from rnnbench.machine import device_peak
+
+    sizes = {"float32": [{"T": 4, "B": 2, "I": 3, "H": 5}]}
+    chosen = device_peak.roofline_for(device, 3, sizes)
+    if device == "cpu":
+        assert type(chosen) is roofline.Roofline and (chosen.threads, chosen.sizes) == (3, sizes)
+    else:
+        assert type(chosen) is device_peak.DeviceRoofline and (chosen.device, chosen.sizes) == (device, sizes)
+    src = Path(roofline.__file__).parents[1]
+    built = [
+        f"{path.relative_to(src)}:{n}"
+        for path in sorted(src.rglob("*.py"))
+        if path.parent.name != "machine"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "Roofline(" in line
+    ]
+    assert not built, built

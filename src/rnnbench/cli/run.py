@@ -76,8 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # lazy: cli: --help and bad input answer without importing the run machinery
     from rnnbench.machine.caches import warm_cache_env
-    from rnnbench.machine.device_peak import DeviceRoofline
-    from rnnbench.machine.roofline import Roofline
+    from rnnbench.machine.device_peak import roofline_for
     from rnnbench.report.progress import Progress
     from rnnbench.rows.runner import Runner
 
@@ -111,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
                 for dtype in sorted({j.dtype for j in selected})
             }
         )
-        roofline = Roofline(s.threads, timed) if s.device == "cpu" else DeviceRoofline(s.device, timed)
+        roofline = roofline_for(s.device, s.threads, timed)
         roofline.measure(warn=lambda message: print(message, flush=True))
         progress = Progress(len(selected), unavailable=plan.unavailable_here(selected))
         # Compile caches persist across runs (caches.warm_cache_env, called where the rows run): a

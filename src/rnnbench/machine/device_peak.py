@@ -7,7 +7,7 @@ as the rows run; bfloat16 on the tensor cores) over the square sizes of roofline
 accelerator.GPU_SQUARES and the rows' own GEMM shapes, measured in a fresh process (`python -m
 rnnbench.machine.device_peak REQUEST`), so the parent holds no GPU context while rows run. Cached in
 cache_root()/gpu_peak.json under hostname, device, the visible-devices setting, dtype and
-framework versions."""
+framework versions. roofline_for chooses between this annotator and the CPU's, for every caller."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from rnnbench.machine.peak_cache import cached_entries, cached_peak
 from rnnbench.machine.roofline import (
     PEAK_SQUARE,
     PeaksByDtype,
+    Roofline,
     gemm_shapes,
     in_worker,
     measure_rates,
@@ -140,6 +141,13 @@ class DeviceRoofline(PeaksByDtype):
         if rec.get("dtype") not in self.sizes:
             return rec
         return with_roofline(rec, self.peak(rec["dtype"]))
+
+
+def roofline_for(device: str, threads: int, sizes: dict[str, list[dict[str, int]]]) -> PeaksByDtype:
+    """The record annotator (Runner's `annotate`) for rows on `device`, every caller's one choice:
+    the CPU's GEMM peak at `threads` CPUs (roofline.Roofline) on "cpu", else the accelerator's
+    (DeviceRoofline). sizes: dtype -> the sizes of its timed rows (their GEMM shapes)."""
+    return Roofline(threads, sizes) if device == "cpu" else DeviceRoofline(device, sizes)
 
 
 def _cached_identity(device: str) -> dict[str, Any] | None:

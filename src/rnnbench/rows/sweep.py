@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from rnnbench import record, registry
 from rnnbench.machine import environments
 from rnnbench.machine.caches import cold_cache_env
-from rnnbench.machine.roofline import Roofline, peak_for, with_roofline  # noqa: F401 (with_roofline: re-exported)
+from rnnbench.machine.device_peak import roofline_for
+from rnnbench.machine.roofline import peak_for, with_roofline  # noqa: F401 (with_roofline: re-exported)
 from rnnbench.processes.isolation import WORKER_START_GRACE_S
 from rnnbench.rows.executors import UNIT_GRACE_S, RayExecutor, Unit
 from rnnbench.rows.pair import unavailable_reason
@@ -166,7 +167,8 @@ def run_sweep(
     """Run the sweep; records are appended to the open results file `out` as they complete and
     returned. executor: where the (model, driver) pairs run (None: here, one after another)."""
     results: list[dict] = []
-    roofline = Roofline(plan.threads, {plan.dtype: [sizes for m in plan.models for _, sizes in rows_for(plan, m)]})
+    sizes = {plan.dtype: [sizes for m in plan.models for _, sizes in rows_for(plan, m)]}
+    roofline = roofline_for("cpu", plan.threads, sizes)  # a sweep runs on the CPU
     roofline.measure(warn=lambda message: None)  # here, before any row: a failure leaves rows without % of peak
 
     def write(rec: dict) -> None:
