@@ -1,5 +1,5 @@
 """Which clock decides a row and whether its numbers are its own (rnnbench.rows.timing.measure's two
-clocks, judge): planted samples and a fake clock, never a timed test."""
+clocks, judge_timing): planted samples and a fake clock, never a timed test."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import itertools
 from rnnbench import record
 from rnnbench.planning.settings import RunSettings
 from rnnbench.rows import timing
-from rnnbench.rows.timing import Clocks, Timing, TimingConfig, instability, judge, measure
+from rnnbench.rows.timing import Clocks, Timing, TimingConfig, instability, judge_timing, measure
 
 
 def fake_clocks(wall_steps: list[float], cpu_steps: list[float]) -> Clocks:
@@ -57,14 +57,14 @@ STEADY = [10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 10.0, 10.1]
 
 def test_a_one_thread_row_is_decided_by_its_cpu_time_even_when_contended() -> None:
     rec = _row(1, [w * 3 for w in STEADY], STEADY, notes=["contended"])
-    trust = judge(rec)
+    trust = judge_timing(rec)
     assert trust == {"clock": "cpu", "contended": True, "unstable": False, "marks": ["contended"]}
     rec["timing"] = trust
     assert record.problem(rec) is None
 
 
 def test_a_many_thread_row_is_decided_by_wall_time() -> None:
-    assert judge(_row(2, STEADY, [s * 2 for s in STEADY]))["clock"] == "wall"
+    assert judge_timing(_row(2, STEADY, [s * 2 for s in STEADY]))["clock"] == "wall"
 
 
 def test_spread_and_drift_are_unstable() -> None:
@@ -74,18 +74,18 @@ def test_spread_and_drift_are_unstable() -> None:
     assert instability(drift) == ["drift"]
     assert instability(STEADY) == []
     assert instability([1.0, 5.0]) == []  # too few to judge
-    trust = judge(_row(1, STEADY, spread))
+    trust = judge_timing(_row(1, STEADY, spread))
     assert trust["unstable"] and "spread" in trust["marks"] and not trust["contended"]
 
 
 def test_a_forward_slower_than_its_forward_backward_is_marked() -> None:
-    trust = judge(_row(1, STEADY, STEADY, fwd_scale=1.3))
+    trust = judge_timing(_row(1, STEADY, STEADY, fwd_scale=1.3))
     assert trust["unstable"] and "fwd_over_fwd_bwd" in trust["marks"]
-    assert not judge(_row(1, STEADY, STEADY, fwd_scale=0.9))["unstable"]
+    assert not judge_timing(_row(1, STEADY, STEADY, fwd_scale=0.9))["unstable"]
 
 
 def test_an_untimed_row_has_no_timing_field() -> None:
-    assert judge({"status": "grad_mismatch", "fwd_bwd": None}) is None
+    assert judge_timing({"status": "grad_mismatch", "fwd_bwd": None}) is None
 
 
 def test_run_defaults_to_one_thread_per_row() -> None:
@@ -99,7 +99,7 @@ def test_the_table_marks_unstable_rows_and_a_forward_over_its_forward_backward()
 
     rec = _row(1, STEADY, STEADY, fwd_scale=1.3)
     rec |= {"environment_name": "main", "env_label": "torch 2.13.0"}
-    rec["timing"] = judge(rec)
+    rec["timing"] = judge_timing(rec)
     text = format_table([rec])
     row = next(line for line in text.splitlines() if line.startswith("lstm"))
     assert row.count(UNSTABLE_MARK) == 2 and CONTENDED_MARK not in row  # the fwd+bwd cell and the fwd cell
@@ -107,7 +107,7 @@ def test_the_table_marks_unstable_rows_and_a_forward_over_its_forward_backward()
     old = {k: v for k, v in rec.items() if k != "timing"}  # a record older than the timing field
     assert UNSTABLE_MARK in next(line for line in format_table([old]).splitlines() if line.startswith("lstm"))
     steady = _row(1, STEADY, STEADY)
-    steady |= {"environment_name": "main", "env_label": "torch 2.13.0", "timing": judge(steady)}
+    steady |= {"environment_name": "main", "env_label": "torch 2.13.0", "timing": judge_timing(steady)}
     assert UNSTABLE_MARK not in format_table([steady])
 
 
@@ -120,7 +120,7 @@ def test_csv_and_json_tables_hold_numbers_and_marks_in_their_own_fields() -> Non
 
     rec = _row(1, STEADY, STEADY, fwd_scale=1.3, notes=["contended"])
     rec |= {"environment_name": "main", "env_label": "torch 2.13.0", "max_rel_error": 1.7e-07}
-    rec["timing"] = judge(rec)
+    rec["timing"] = judge_timing(rec)
     (row,) = json.loads(format_as([rec], "json"))
     assert row["fwd+bwd ms"] == rec["fwd_bwd"]["median_ms"] and isinstance(row["fwd ms"], float)
     assert row["max rel err"] == 1.7e-07 and row["clock"] == "cpu"
@@ -137,11 +137,12 @@ def test_the_html_note_column_says_contended_and_unstable() -> None:
 
     rec = _row(1, STEADY, STEADY, fwd_scale=1.3, notes=["load"])
     rec |= {"environment_name": "main", "env_label": "torch 2.13.0", "sizes": {"T": 8}}
-    rec["timing"] = judge(rec)
+    rec["timing"] = judge_timing(rec)
     (cells,) = table_rows([rec])
     assert cells[COLUMNS.index("note")] == "contended (load); unstable (fwd_over_fwd_bwd)"
     steady = _row(1, STEADY, STEADY)
-    steady |= {"environment_name": "main", "env_label": "torch 2.13.0", "sizes": {"T": 8}, "timing": judge(steady)}
+    steady |= {"environment_name": "main", "env_label": "torch 2.13.0", "sizes": {"T": 8}}
+    steady["timing"] = judge_timing(steady)
     assert table_rows([steady])[0][COLUMNS.index("note")] == ""
 
 
@@ -152,8 +153,8 @@ def test_a_row_that_waited_for_its_core_is_contended_even_when_its_loops_were_to
 
     rec = _row(1, STEADY, STEADY)
     rec["cpu"] |= {"cpu_ratio": 0.1, "others_on_cpus": None}
-    rec |= {"environment_name": "main", "env_label": "jax 0.10.2", "timing": judge(rec)}
+    rec |= {"environment_name": "main", "env_label": "jax 0.10.2", "timing": judge_timing(rec)}
     assert rec["timing"]["contended"] and rec["timing"]["marks"] == ["starved"] and not rec["timing"]["unstable"]
     assert contention(rec) == ["starved"] and CONTENDED_MARK in format_table([rec])
-    assert not judge({**rec, "device": "cuda"})["contended"]
-    assert not judge({**rec, "cpu": {"threads": 1, "notes": [], "cpu_ratio": 0.95}})["contended"]
+    assert not judge_timing({**rec, "device": "cuda"})["contended"]
+    assert not judge_timing({**rec, "cpu": {"threads": 1, "notes": [], "cpu_ratio": 0.95}})["contended"]

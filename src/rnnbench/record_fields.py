@@ -86,7 +86,7 @@ FIELDS: dict[str, str] = {
     "fwd.ref_samples.*": "ms",
     "fwd.ref_cpu_samples": "list",
     "fwd.ref_cpu_samples.*": "num",
-    # how far a timed row's numbers are its own (rnnbench.rows.timing.judge; docs/measuring.md):
+    # how far a timed row's numbers are its own (rnnbench.rows.timing.judge_timing; docs/measuring.md):
     # clock: "cpu" (process CPU time decides: one-thread rows) or "wall"; contended: other work ran
     # beside the row (cpu.notes); unstable: its samples disagree, or its forward took longer than its
     # forward+backward; marks: the reasons, one word each. Not required: records written before these

@@ -58,7 +58,7 @@ UNSTABLE_WHY = {
 
 def unstable(rec: dict) -> list[str]:
     """Why a timed row's samples do not agree with themselves (UNSTABLE_WHY): the marks of its
-    `timing` field (rnnbench.rows.timing.judge) besides its contention notes; a record older than
+    `timing` field (rnnbench.rows.timing.judge_timing) besides its contention notes; a record older than
     that field is marked when its forward's median exceeds its forward+backward's."""
     fwd_bwd, fwd = rec.get("fwd_bwd"), rec.get("fwd")
     if not fwd_bwd:

@@ -18,7 +18,7 @@ from rnnbench.machine.cpus import allowed_cpus, cpu_clock, cpu_record, load_aver
 from rnnbench.processes.compile_budget import CompileBudgetExceeded
 from rnnbench.rows.memory import step_memory
 from rnnbench.rows.pair import PairPlan, check_pair, unavailable_reason
-from rnnbench.rows.timing import TimingConfig, first_call, judge, measure, peak_rss_mb
+from rnnbench.rows.timing import TimingConfig, first_call, judge_timing, measure, peak_rss_mb
 from rnnbench.status import Status
 
 
@@ -170,7 +170,7 @@ def run_row(job: Job) -> dict[str, Any]:
     }
     # The cores it ran on and what it used of them over the timed loops (rnnbench.machine.cpus.cpu_record).
     rec["cpu"] = cpu_record(job.threads, allowed_cpus(), spans, load_start, load_average())
-    if (trust := judge(rec)) is not None:  # which clock decides, and whether its numbers are its own
+    if (trust := judge_timing(rec)) is not None:  # which clock decides, and whether its numbers are its own
         rec["timing"] = trust
     return device.fill(rec) if device else rec
 

@@ -4,7 +4,7 @@ Compile apart from steady state (`first_call`, then `measure`: warm-ups, then st
 blocking on every timed call, median and quartiles rather than mean and deviation, RSS high-water
 mark: what each means and why, with cold caches, threads and the roofline beside them, is
 docs/measuring.md#methodology. Every timed call is read on two clocks, wall and this process's CPU
-time, and `judge` says which decides and whether the row's numbers are its own
+time, and `judge_timing` says which decides and whether the row's numbers are its own
 (docs/measuring.md#busy-machines-which-clock-decides). A CPU row's calls are each followed by the
 machine-speed reference kernel (rnnbench.machine.reference), timed alike, which `compare` divides by.
 """
@@ -193,7 +193,7 @@ def instability(samples: Sequence[float]) -> list[str]:
     return marks
 
 
-def judge(rec: Mapping[str, Any]) -> dict[str, Any] | None:
+def judge_timing(rec: Mapping[str, Any]) -> dict[str, Any] | None:
     """A timed record's `timing` field (docs/measuring.md#busy-machines-which-clock-decides), or
     None for a row that was not timed. clock: "cpu" for a row on one thread whose calls carry CPU
     samples (other work cannot move its own CPU time), else "wall"; contended: its `cpu.notes`
