@@ -216,7 +216,7 @@ CASES = [
     ),
     ("step_returns_no_output", {"step": carry_only}, TypeError, ["step must return (carry, y_t)", "step 0"]),
     # names
-    ("unknown_dtype", {"dtype": "float16"}, InputError, ["dtype", "'float16'", "float64, float32, bfloat16"]),
+    ("unknown_dtype", {"dtype": "float16"}, InputError, ["dtype", "'float16'", "float32, float64, bfloat16"]),
     ("unknown_loss_form", {"losses": ["wieghted"]}, InputError, ["losses", "'wieghted'", "weighted", "sum_carry"]),
     ("losses_as_string", {"losses": "weighted"}, TypeError, ["losses", "list of names"]),
     ("no_loss_form", {"losses": []}, InputError, ["losses=[]", "selects nothing"]),
@@ -305,6 +305,17 @@ def test_bad_input_is_rejected_before_any_driver(no_driver_runs: list, changes: 
 
 def test_case_ids_are_unique() -> None:
     assert len({case[0] for case in CASES}) == len(CASES)
+
+
+def test_one_dtype_list_in_one_order(no_driver_runs: list) -> None:
+    """rnnbench.api.DTYPES (public) is rnnbench.model.DTYPES, the one list, and an unknown dtype's
+    message lists it in its order."""
+    from rnnbench import model
+
+    assert api.DTYPES is model.DTYPES
+    with pytest.raises(InputError) as raised:
+        rnnbench.check_recurrence(**{**base_kwargs(), "dtype": "float16"})
+    assert str(raised.value).endswith(f"known: {', '.join(model.DTYPES)}"), str(raised.value)
 
 
 # -- valid input still runs ------------------------------------------------------------------------

@@ -15,8 +15,10 @@ from rnnbench import registry
 from rnnbench.api.messages import label, problem, text
 from rnnbench.api.trees import Tree, flatten, is_flat, leaf_name, rebuild
 from rnnbench.losses import CHECKED, MODEL_LOSS, form_named
-from rnnbench.model import BY_PRECISION as DTYPES  # the dtypes check_recurrence runs at, as its messages list them
-from rnnbench.model import numpy_dtype
+from rnnbench.model import (
+    DTYPES,  # the dtypes check_recurrence runs at (rnnbench.api.DTYPES: the one list, its order)
+    numpy_dtype,
+)
 from rnnbench.ops import numpy_ops
 
 
