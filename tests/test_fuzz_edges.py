@@ -185,3 +185,56 @@ def test_a_planted_wrong_hvp_beside_a_tie_is_judged() -> None:
     by_driver = {r.driver: r for r in report.results}
     assert by_driver["jax_loop"].status == by_driver["jax_loop"].hvp_status == "hvp_mismatch", str(report)
     assert (by_driver["torch_loop"].status, by_driver["torch_loop"].hvp_status) == ("ok", "ill_conditioned")
+
+
+# kinks whose first order is undecided only there (Check.kinks_only), each with that status: relu(c0)
+# - relu(-a c0) at c0 = 0 is differentiable for a = 1 (the frameworks' subgradient differs), not for a = 0.7
+KINK_ONLY = {"subgradient_differs": -1.0, "cannot_decide": -0.7}
+
+
+@pytest.mark.parametrize("first_order", sorted(KINK_ONLY))
+def test_a_kink_only_pair_with_a_wrong_hvp_is_classed_as_a_run_row_classes_it(first_order: str) -> None:
+    """c0' = relu(c0) - relu(a c0) + p0^2, c0 = (0, 0.3): entry 0 on the kink, its first order
+    undecided there only; torch's H v planted wrong. The fuzzer's classes (its outcome, and the one
+    rebuilt from its record) are the row's status (rows.pair.check_pair, what rows/row.py records):
+    hvp_mismatch, failed, shrunk as that kind."""
+    from rnnbench.check.oracle import oracle_grads
+    from rnnbench.fuzz.campaign import Campaign, outcome_from_record, shrunk_from_records
+    from rnnbench.fuzz.cases import FuzzCase
+    from rnnbench.fuzz.outcome import Outcome
+    from rnnbench.fuzz.runner import run_driver
+    from rnnbench.rows.pair import PairPlan, check_pair
+
+    def relu(e: tuple) -> tuple:
+        return ("edge", "relu_where", e)
+
+    c0, p0 = ("leaf", "c0"), ("leaf", "p0")
+    pair = ("bin", "-", relu(c0), relu(("bin", "*", ("const", KINK_ONLY[first_order]), c0)))
+    body = Body(
+        updates=(("bin", "+", pair, ("bin", "*", p0, p0)),),
+        output=c0,
+        n=2,
+        length=2,
+        has_xs=False,
+        carry_grad=(True,),
+        xs_grad=False,
+        data_seed=1,
+        plant="hvp:torch",
+    )
+    fc = build(body)
+    case = dataclasses.replace(fc.case, carry0=(np.array([0.0, 0.3]),))
+    fc = FuzzCase(body, fc.model, case, None, oracle_grads(fc.model, case))
+    driver = registry.get_driver("torch_loop")
+    plan = PairPlan(order=2, oracle=fc.oracle, hvp_oracle=fc.hvp_oracle, repeat=False, localize=False)
+    with np.errstate(invalid="ignore"):  # the kink's infinite oracle bound times a zero weight
+        row = check_pair(fc.model, driver, fc.case, "float64", "cpu", plan)
+        status, hvp_status, report = run_driver(fc, driver, "float64", True)
+    assert row.check.kinks_only and (row.check.status, row.hvp_status) == (first_order, "hvp_mismatch"), row.report
+    assert (status, hvp_status) == (first_order, "hvp_mismatch"), report
+    outcome = Outcome(0, driver.name, status, hvp_status, report, body, minimal=body)
+    rec = Campaign(cases=1, seed=0, drivers=(driver.name,)).to_record(outcome)
+    rebuilt = outcome_from_record(rec)
+    for out in (outcome, rebuilt):
+        assert out.kind == out.verdict == row.status == "hvp_mismatch"
+        assert out.failed and not out.known and not out.errored and out.first_order_ok
+    assert shrunk_from_records([rec]) == {(driver.name, "hvp_mismatch"): 1}  # a resumed campaign's kinds

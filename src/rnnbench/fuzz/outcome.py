@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rnnbench.fuzz.grammar import Body
-from rnnbench.status import DRIVER_ERRORS, WRONG_GRADIENT, Status, is_fixed, is_known
+from rnnbench.rows.pair import first_order_ok, pair_status
+from rnnbench.status import DRIVER_ERRORS, WRONG_GRADIENT, Status, is_known
 
 FIRST_ORDER_FAILURES = WRONG_GRADIENT
+FAILURES = WRONG_GRADIENT | {Status.HVP_MISMATCH}  # pair verdicts the oracle contradicts
 ERRORS = DRIVER_ERRORS  # crash, timeout: the worker's isolation
 
 
@@ -29,32 +31,35 @@ class Outcome:
     oracle_kind: str = ""  # the rung of the oracle ladder that judged it (first order; H v after a "+")
 
     @property
+    def verdict(self) -> str:
+        """The status a run row of this pair gets (rnnbench.rows.pair.pair_status: first order unless
+        H v decides), which every class below reads."""
+        return pair_status(self.status, self.hvp_status)
+
+    @property
     def failed(self) -> bool:
-        """A gradient the oracle contradicts and no registry entry explains."""
-        return self.status in FIRST_ORDER_FAILURES or self.hvp_status == Status.HVP_MISMATCH
+        """A gradient (or H v) the oracle contradicts and no registry entry explains."""
+        return self.verdict in FAILURES
 
     @property
     def known(self) -> bool:
-        return is_known(self.status) or is_known(self.hvp_status)
+        return is_known(self.verdict)
 
     @property
     def errored(self) -> bool:
-        return self.status in ERRORS or self.hvp_status in ERRORS
+        return self.verdict in ERRORS
 
     @property
     def first_order_ok(self) -> bool:
-        return first_order_ok(self.status)
+        """First order lets H v decide (rnnbench.rows.pair.first_order_ok): a failure is H v's."""
+        return first_order_ok(self.status, self.hvp_status)
 
     @property
     def kind(self) -> str:
-        """What shrinking preserves: the first-order status, else the second-order one."""
+        """What shrinking preserves: the pair's verdict."""
         return kind_of(self.status, self.hvp_status)
 
 
-def first_order_ok(status: str) -> bool:
-    """Right at first order (a body a registry entry covers but that came out right included)."""
-    return status == Status.OK or is_fixed(status)
-
-
 def kind_of(status: str, hvp_status: str | None) -> str:
-    return str(hvp_status) if first_order_ok(status) else status
+    """The class of a (first-order, H v) status pair, as a run row has it (a record's two statuses give it)."""
+    return pair_status(status, hvp_status)

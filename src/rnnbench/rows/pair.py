@@ -29,6 +29,8 @@ from rnnbench.status import Status, is_fixed, is_known
 LOCALIZED = (Status.GRAD_MISMATCH, Status.MISSING_GRAD)  # unexplained wrong gradients get a localization
 LOCALIZE_BUDGET_S = 60.0  # a compiled driver recompiles for every suffix: bound the walk
 NOT_JUDGED = (Status.SKIPPED, Status.UNSUPPORTED)  # H v statuses that say the check did not run
+# first-order statuses of a pair that may differ only at the step's kinks (Check.kinks_only)
+UNDECIDED_AT_KINKS = frozenset({Status.SUBGRADIENT_DIFFERS, Status.CANNOT_DECIDE})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,9 +90,7 @@ def check_pair(model: Model, driver: Driver, case: Case, dtype: str, device: str
         out.repeatable = repeatability(prepared, chk)
     if plan.order == 2:
         out.hvp = second_order(model, driver, case, dtype, prepared if agrees(chk) else None, plan)
-        # a row undecided only at its kinks has its H v judged on the other entries: a wrong one decides
-        first = Status.OK if chk.kinks_only and chk.status == chk.raw_status else chk.status
-        if hvp_decides(first, out.hvp["status"]):
+        if hvp_decides(chk.status, out.hvp_status):
             out.status, out.report = out.hvp["status"], out.hvp["report"]
     if plan.localize and chk.status in LOCALIZED and not driver.anchor:
         # not on a vendor layer: it does not run the model's step, so there is no step to blame
@@ -106,14 +106,38 @@ def agrees(chk: Check) -> bool:
     return chk.raw_status == Status.OK or chk.kinks_only
 
 
-def hvp_decides(first_order: str, hvp_status: str) -> bool:
+def first_order_ok(first_order: str, hvp_status: str | None = None) -> bool:
+    """Whether a first-order verdict (after the registry) lets H v decide the pair: ok, or a
+    registered bug that did not reproduce (known_issue_fixed), or undecided (UNDECIDED_AT_KINKS)
+    beside an H v that was judged (hvp_status not None, PairCheck.hvp_status). H v is judged only where
+    first order agrees (`agrees`), so an undecided first order beside it is undecided only at the
+    step's kinks, and H v is defined on the other entries. With hvp_status None: right at first order."""
+    return (
+        first_order == Status.OK
+        or is_fixed(first_order)
+        or (hvp_status is not None and first_order in UNDECIDED_AT_KINKS)
+    )
+
+
+def hvp_decides(first_order: str, hvp_status: str | None) -> bool:
     """Whether a pair's H v verdict becomes its status (and a row gets no speed number): a wrong
     H v, a framework error in the double backward, or a registered (or fixed) second-order bug,
-    once the gradients agree. An H v the oracle cannot resolve (ill_conditioned), a driver without
-    a second-order path and an unchecked pair keep the first-order verdict."""
-    return (first_order == Status.OK or is_fixed(first_order)) and (
-        hvp_status in (Status.HVP_MISMATCH, Status.HVP_ERROR) or is_known(hvp_status) or is_fixed(hvp_status)
+    once first order is ok (first_order_ok). hvp_status: the H v status where it was judged
+    (PairCheck.hvp_status), None where it was not. An H v the oracle cannot resolve
+    (ill_conditioned), a driver without a second-order path and an unchecked pair keep the
+    first-order verdict."""
+    return (
+        hvp_status is not None
+        and first_order_ok(first_order, hvp_status)
+        and (hvp_status in (Status.HVP_MISMATCH, Status.HVP_ERROR) or is_known(hvp_status) or is_fixed(hvp_status))
     )
+
+
+def pair_status(first_order: str, hvp_status: str | None) -> str:
+    """The pair's status from its first-order status (after the registry) and its H v status where
+    judged (None elsewhere): first order unless H v decides. check_pair's PairCheck.status and the
+    fuzzer's classes (rnnbench.fuzz.outcome) are this one rule; a fuzz record's two statuses give it."""
+    return str(hvp_status) if hvp_decides(first_order, hvp_status) else first_order
 
 
 def check_gradients(
