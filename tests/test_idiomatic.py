@@ -5,6 +5,7 @@ optimized XLA program has no pad (the transpose of indexing xs[t]). No timing is
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -91,6 +92,37 @@ def test_each_mechanism_has_its_own_idiomatic_family() -> None:
     families = {c.family for c in candidates if c.family}
     assert [c.driver for c in candidates if c.mechanism] == [m.driver for m in MECHANISMS]
     assert set(idiomatic.SAME_MECHANISM.values()) <= families
+
+
+def test_the_study_keeps_its_compiles_by_a_plan_not_a_global(monkeypatch) -> None:
+    """A pair checked with PairPlan(fresh_compiles=False), as the study checks its candidates, keeps
+    dynamo's state across compiles (the candidates of a point stay compiled together); by default a
+    compile starts from a reset one; the study resets it per point (Framework.reset_compiles).
+    Nothing compiles here: torch.compile only wraps until called."""
+    torch = pytest.importorskip("torch")
+    from rnnbench.drivers import _torch
+    from rnnbench.rows.pair import PairPlan, check_pair
+
+    resets: list[int] = []
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: resets.append(1))
+    eager = registry.get_driver("torch_loop")
+
+    def prepare(model, case, dtype, device):
+        _torch.compiled(lambda inputs: inputs)
+        return eager.prepare(model, case, dtype, device)
+
+    driver = dataclasses.replace(eager, name="wraps_a_compile", prepare=prepare)
+    model = registry.get_model("rnn")
+    case = model.make_case(model.sizes_with_defaults({**TINY, "T": 3}), 0)
+    for fresh, expected in ((True, 1), (False, 0), (True, 1)):
+        resets.clear()
+        pair = check_pair(
+            model, driver, case, "float64", "cpu", PairPlan(repeat=False, localize=False, fresh_compiles=fresh)
+        )
+        assert pair.status == Status.OK and len(resets) == expected, (fresh, resets, pair.report)
+    resets.clear()
+    _torch.TORCH.reset_compiles()
+    assert resets == [1]
 
 
 # ---- the loops differentiate in O(T) ---------------------------------------------------------------

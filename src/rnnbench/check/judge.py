@@ -55,6 +55,7 @@ class Check:
     errors: list[InputError] = field(default_factory=list)
     grads: dict[str, Any] = field(default_factory=dict)  # the driver's gradients (float64 numpy)
     first_call_s: float = float("nan")
+    prepare_s: float = float("nan")  # the driver's prepare before that first call (rows/pair.py times both)
     report: str = ""
     raw_status: str = ""  # the check's own verdict, before the known-issues registry
     # "" (the forward judged against the reference), or check/forward.py's outcome against the truth:

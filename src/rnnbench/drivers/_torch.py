@@ -7,6 +7,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -259,6 +260,28 @@ reference = derivatives(loss_loop, False) if (MODE, COMPILED) != ("loop", False)
 '''
 
 
+# compiled() resets dynamo first (see there), but not under compiles_kept() (Framework.compiles_kept):
+# a caller keeping several compiles alive at once resets between groups itself (reset_dynamo).
+_KEEP_COMPILED: ContextVar[bool] = ContextVar("rnnbench_keep_compiled", default=False)
+
+
+@contextlib.contextmanager
+def compiles_kept() -> Iterator[None]:
+    """Within it, compiled() keeps dynamo's state (the code of earlier compiles) instead of resetting it."""
+    token = _KEEP_COMPILED.set(True)
+    try:
+        yield
+    finally:
+        _KEEP_COMPILED.reset(token)
+
+
+def reset_dynamo() -> None:
+    """A clean dynamo state (compiled code and recompile counts dropped): Framework.reset_compiles."""
+    import torch
+
+    torch._dynamo.reset()
+
+
 TORCH = Framework(
     name="torch",
     module="torch",
@@ -273,6 +296,8 @@ TORCH = Framework(
     # inductor keeps its FX-graph and AOT-autograd caches on disk by default (under
     # /tmp/torchinductor_<user>), so `run` needs no warm_cache_env for it.
     cache_variables=("TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE", "TORCHINDUCTOR_CACHE_DIR"),
+    compiles_kept=compiles_kept,
+    reset_compiles=reset_dynamo,
     gemm=gemm,
     # eager CPU ops run on the calling thread at --threads 1 (the clock's choice: docs/measuring.md#asv)
     cpu_time_clock=True,
@@ -426,20 +451,6 @@ def saved_bytes(loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any]
     return sum(saved.values())
 
 
-# compiled() resets dynamo first (see there). A caller that keeps several compiled functions alive
-# at once (the idiomatic comparison times them interleaved) sets this False and resets dynamo itself
-# between models: a reset drops the code every earlier torch.compile made, so they would recompile.
-RESET_DYNAMO_BEFORE_COMPILE = True
-
-
-def reset_dynamo() -> None:
-    """A clean dynamo state (compiled code and recompile counts dropped), for callers that set
-    RESET_DYNAMO_BEFORE_COMPILE False."""
-    import torch
-
-    torch._dynamo.reset()
-
-
 def compiled(
     loss_fn: Callable[[dict[str, Any]], Any], dynamo_config: Mapping[str, Any] = {}, mode: str | None = None
 ) -> tuple[Callable, dict[str, Any]]:
@@ -452,7 +463,7 @@ def compiled(
     timed alone never waits on the backward of the call before it)."""
     import torch
 
-    if RESET_DYNAMO_BEFORE_COMPILE:
+    if not _KEEP_COMPILED.get():
         torch._dynamo.reset()
     settings: dict[str, Any] = {"backend": "inductor", "fullgraph": True}
     for key, value in dynamo_config.items():

@@ -110,6 +110,11 @@ class Framework:
     keep_settings(): a context manager after which every process-wide setting its drivers change
         (flags, default dtype, thread counts) is as it was on entry, however the block ends: a check
         in the user's own process (check_recurrence) leaves the caller's framework as it found it.
+    compiles_kept(): a context manager under which a compile keeps the code every earlier compile
+        of this process made, where the framework otherwise starts each from a clean state (torch:
+        dynamo's reset, see _torch.compiled): for a caller that keeps several compiled functions
+        alive at once (rnnbench.rows.pair.PairPlan.fresh_compiles False) and starts a clean state
+        itself between groups of them (reset_compiles). No-ops where compiles share no state.
     gemm(a, b, dtype): a callable computing a @ b (float64 numpy operands, cast to `dtype`) to
         completion in it, or None where it has no such dtype: what the machine's GEMM peak is
         measured with (rnnbench.machine.roofline). None: it takes no part in the peak.
@@ -140,6 +145,8 @@ class Framework:
     cache_variables: tuple[str, ...] = ()
     keep_compiles: Callable[[str], AbstractContextManager[Any]] = lambda root: nullcontext()
     keep_settings: Callable[[], AbstractContextManager[Any]] = lambda: nullcontext()
+    compiles_kept: Callable[[], AbstractContextManager[Any]] = nullcontext
+    reset_compiles: Callable[[], None] = lambda: None
     gemm: Callable[[Any, Any, str], Callable[[], Any] | None] | None = None
     cpu_time_clock: bool = False
     repro: ReproScript | None = None

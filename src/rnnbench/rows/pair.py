@@ -11,6 +11,7 @@ import gc
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -44,7 +45,10 @@ class PairPlan:
     oracle_choice: a rung of the oracle ladder to force (None: the ladder). compile_budget_s:
     prepare + first call raise CompileBudgetExceeded after this long. repeat: call the driver a
     second time and record whether the gradients are bit-identical. localize: walk an unexplained
-    wrong gradient to its first step (the fuzzer localizes only its shrunk bodies)."""
+    wrong gradient to its first step (the fuzzer localizes only its shrunk bodies). fresh_compiles:
+    the driver compiles from the framework's clean state, dropping what earlier compiles in this
+    process made (False: under Framework.compiles_kept, for a caller that keeps several compiled
+    pairs alive at once and resets between groups itself: the idiomatic comparison)."""
 
     order: int = 1
     seed: int = 0
@@ -54,6 +58,7 @@ class PairPlan:
     compile_budget_s: float | None = None
     repeat: bool = True
     localize: bool = True
+    fresh_compiles: bool = True
 
 
 @dataclass
@@ -83,7 +88,7 @@ def check_pair(model: Model, driver: Driver, case: Case, dtype: str, device: str
     rounded to `dtype`. Never raises for driver failures (they become the status); raises
     CompileBudgetExceeded when plan.compile_budget_s runs out."""
     chk, prepared = check_gradients(
-        model, driver, case, dtype, device, plan.oracle, plan.oracle_choice, plan.compile_budget_s
+        model, driver, case, dtype, device, plan.oracle, plan.oracle_choice, plan.compile_budget_s, plan.fresh_compiles
     )
     out = PairCheck(chk, prepared, chk.status, chk.report)
     if prepared is not None and plan.repeat:
@@ -149,11 +154,13 @@ def check_gradients(
     oracle: Oracle | None = None,
     choice: str | None = None,
     budget_s: float | None = None,
+    fresh_compiles: bool = True,
 ) -> tuple[Check, Prepared | None]:
-    """The first-order stage: prepare the driver, run loss_and_grads once (timing it: the first
+    """The first-order stage: prepare the driver, run loss_and_grads once (timing both: the first
     call compiles) and ask the judge (rnnbench.check.judge). Never raises for driver failures:
     they become the status. oracle: the case's oracle when the caller has it; choice: a forced
-    rung of the ladder; budget_s: prepare + first call stop with CompileBudgetExceeded after this long."""
+    rung of the ladder; budget_s: prepare + first call stop with CompileBudgetExceeded after this
+    long; fresh_compiles: PairPlan.fresh_compiles."""
     oracle = oracle if oracle is not None else oracle_grads(model, case, choice)
     verdict = partial(
         judge,
@@ -167,8 +174,8 @@ def check_gradients(
         oracle=oracle,
     )
     try:
-        with budget(budget_s):
-            prepared = driver.prepare(model, case, dtype, device)
+        with budget(budget_s), nullcontext() if fresh_compiles else driver.framework.compiles_kept():
+            prepared, prepare_s = timed_call(lambda: driver.prepare(model, case, dtype, device))
             produced, first_call_s = timed_call(prepared.loss_and_grads)
     except Exception as exc:  # a driver failure is a result, not a crash of the suite
         failed = verdict(raised=exc)
@@ -176,7 +183,7 @@ def check_gradients(
             _clear_frames_of_chain(exc)
     else:
         result = verdict(produced=produced)
-        result.first_call_s = first_call_s
+        result.prepare_s, result.first_call_s = prepare_s, first_call_s
         return result, prepared
     if driver.framework.collect_after_failure:  # `exc` is gone: what only reference cycles held goes too
         prepared = None  # the driver's closures may hold the failed trace's tensors in cycles of their own

@@ -15,9 +15,11 @@ exceed Plan.first_call_budget_s, is not run at larger T; at the other points of 
 one whose first call, extrapolated from the sweep, exceeds Plan.point_first_call_budget_s is not
 run. Its record says "skipped" and why.
 
+Each candidate is checked by rnnbench.rows.pair.check_pair (Candidate.as_driver), as a row is.
 Compiled torch candidates: rnnbench.drivers._torch.compiled resets dynamo before each compile,
 which would drop the code of the candidates compiled before it (they would recompile in the
-warm-up); the worker resets dynamo once per point instead (_torch.RESET_DYNAMO_BEFORE_COMPILE).
+warm-up); the worker checks them with PairPlan(fresh_compiles=False) and resets each framework's
+compile state once per point instead (Framework.compiles_kept, Framework.reset_compiles).
 First calls are cold: each worker runs with the frameworks' on-disk compile caches off and empty.
 
 Modules: plan (what a run measures), baselines (the idiomatic forms, written per framework),

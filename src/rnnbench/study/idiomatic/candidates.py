@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from rnnbench import registry
 from rnnbench.drivers import _jax, _torch
-from rnnbench.drivers.base import Framework, Prepared
+from rnnbench.drivers.base import Driver, Framework, Prepared
 from rnnbench.model import Case, Model
 from rnnbench.study.idiomatic.baselines import jax_jit_loop, jax_lax_scan, torch_hand_scan, torch_unbind_loop
 from rnnbench.study.idiomatic.plan import DEVICE, DTYPE, MODELS, Plan
@@ -35,6 +35,19 @@ class Candidate:
     @property
     def mechanism(self) -> bool:
         return not self.family
+
+    def as_driver(self) -> Driver:
+        """The candidate as rnnbench.rows.pair.check_pair checks it: its prepare at the study's dtype
+        and device, under the name the known-issues registry knows it by (its driver's, if any). Not
+        `compiled`: the study's records call a failed first call error, compiling or not."""
+        return Driver(
+            name=self.driver or self.name,
+            framework=self.framework,
+            summary=self.family or "mechanism",
+            prepare=lambda model, case, dtype, device: self.prepare(model, case),
+            dtypes=(DTYPE,),
+            devices=(DEVICE,),
+        )
 
 
 def _driver_candidate(name: str, family: str = "", unrolled: bool = False) -> Candidate:

@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from rnnbench import registry
-from rnnbench.check.judge import judge
 from rnnbench.check.oracle import oracle_grads
-from rnnbench.drivers import _torch
 from rnnbench.drivers.base import Prepared
 from rnnbench.machine.environments import thread_env
+from rnnbench.rows.pair import PairPlan, check_pair
 from rnnbench.rows.timing import Timing
 from rnnbench.status import Status
 from rnnbench.study.idiomatic.candidates import Candidate, candidates
@@ -68,18 +67,18 @@ def run_worker(family: str, plan: Plan, log: Callable[[str], None]) -> list[dict
         if framework.family == family:
             framework.set_threads(plan.threads)
     mine = [c for c in candidates(plan) if c.framework.family == family and c.framework.available() is None]
-    compiles_torch = any(c.framework is _torch.TORCH for c in mine)
-    if compiles_torch:  # the candidates of a point stay compiled together: dynamo is reset once per point
-        _torch.RESET_DYNAMO_BEFORE_COMPILE = False
+    # the candidates of a point stay compiled together (PairPlan.fresh_compiles False): each
+    # framework's compile state is reset once per point instead
+    frameworks = list({id(c.framework): c.framework for c in mine}.values())
     history: dict[str, list[tuple[int, dict]]] = {c.name: [] for c in mine}
     results = []
     for model_name, sizes in plan.all_points():
         model = registry.get_model(model_name)
         case = model.make_case(model.sizes_with_defaults(sizes), SEED).rounded_to(DTYPE)
-        oracle = oracle_grads(model, case)
+        pair_plan = PairPlan(oracle=oracle_grads(model, case), repeat=False, localize=False, fresh_compiles=False)
         point = point_key(model_name, sizes)
-        if compiles_torch:
-            _torch.reset_dynamo()
+        for framework in frameworks:
+            framework.reset_compiles()
         in_sweep = model_name == plan.sweep_model and {**dict(plan.sweep_sizes), "T": sizes["T"]} == sizes
         live: list[tuple[Candidate, Prepared, dict]] = []
         rows: list[dict] = []
@@ -107,28 +106,24 @@ def run_worker(family: str, plan: Plan, log: Callable[[str], None]) -> list[dict
                 row.update(status=Status.SKIPPED, skip_reason=reason)
                 log(f"{point}: {cand.name} skipped: {reason}")
                 continue
-            try:
-                started = time.perf_counter()
-                prepared = cand.prepare(model, case)
-                produced = prepared.loss_and_grads()
-                row["first_call_s"] = time.perf_counter() - started
-                chk = judge(model, case, DTYPE, DEVICE, cand.driver or cand.name, produced=produced, oracle=oracle)
-            except Exception as exc:  # a candidate that fails is a result, not a crash of the comparison
-                chk = judge(model, case, DTYPE, DEVICE, cand.driver or cand.name, raised=exc, oracle=oracle)
-                prepared = None
+            # a candidate that fails is a result (its status), not a crash of the comparison
+            pair = check_pair(model, cand.as_driver(), case, DTYPE, DEVICE, pair_plan)
+            chk, prepared = pair.check, pair.prepared
+            if prepared is not None:  # prepare and the first call: the compile, wherever it happens
+                row["first_call_s"] = chk.prepare_s + chk.first_call_s
             row.update(
-                status=chk.status,
+                status=pair.status,
                 max_rel_error=chk.max_rel_error if chk.errors else None,
                 tolerance=chk.tolerance.max_rel_error,
                 settings=dict(prepared.settings) if prepared else {},
             )
-            if chk.status != Status.OK:
-                row["report"] = chk.report[-2000:]
+            if pair.status != Status.OK:
+                row["report"] = pair.report[-2000:]
             log(
-                f"{point}: {cand.name} {chk.status} (max rel err {row['max_rel_error']}, "
+                f"{point}: {cand.name} {pair.status} (max rel err {row['max_rel_error']}, "
                 f"first call {row['first_call_s'] or 0:.2f} s)"
             )
-            if chk.status == Status.OK and prepared is not None:
+            if pair.status == Status.OK and prepared is not None:
                 live.append((cand, prepared, row))
         _time_interleaved(live, plan, point, log)
         for row in rows:
