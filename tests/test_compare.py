@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rnnbench import record
+from rnnbench import record, results_file
 from rnnbench.cli import main
 from rnnbench.record import SAMPLES_KEPT, kept_samples
 from rnnbench.report import ratios
@@ -70,7 +70,7 @@ def _record(
 
 
 def _write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(record.dumps(r) for r in records))
+    path.write_text("".join(results_file.dumps(r) for r in records))
     return path
 
 
@@ -135,10 +135,10 @@ def test_two_runs_of_one_tree_compare_same_or_noisy() -> None:
     base = sorted(DATA.glob("same-tree/base-*.jsonl"))
     new = sorted(DATA.glob("same-tree/new-*.jsonl"))
     assert base and new
-    records = record.load(base + new)
+    records = results_file.load(base + new)
     assert len({r["rnnbench_version"] for r in records}) == 1  # one tree
     assert all(r.get("fwd_bwd", {}).get("samples") for r in records if r["status"] == "ok")
-    result = compare(record.load(base), record.load(new), threshold=0.10, alpha=0.01)
+    result = compare(results_file.load(base), results_file.load(new), threshold=0.10, alpha=0.01)
     timed = [p for p in result.pairs if p.times]
     assert timed and all(p.verdict in ("same", "noisy") for p in result.pairs), [
         (p.key[:2], p.verdict, {q: round(t.estimate.ratio, 3) for q, t in p.times.items()}) for p in result.pairs
@@ -197,7 +197,7 @@ def test_old_records_without_samples_have_no_interval(tmp_path: Path) -> None:
     """Schema-2 records are read; without samples a change is `noisy` unless the interquartile
     ranges are disjoint and the ratio beyond the threshold, and never `same`."""
     base, new = _planted(tmp_path)
-    old = [record.load([p]) for p in (base, new)]
+    old = [results_file.load([p]) for p in (base, new)]
     result = compare([_without_samples(r) for r in old[0]], [_without_samples(r) for r in old[1]], 0.10, 0.01)
     by_driver = {p.key[1]: p for p in result.pairs}
     assert by_driver["torch_loop"].verdict == "slower"  # 30 % with 3 % spreads: clearly separated
@@ -208,7 +208,7 @@ def test_old_records_without_samples_have_no_interval(tmp_path: Path) -> None:
 
 def test_two_machines_need_across_machines(tmp_path: Path, capsys) -> None:
     base, _ = _planted(tmp_path)
-    other = [dict(r, machine={**MACHINE, "hostname": "other-host"}) for r in record.load([base])]
+    other = [dict(r, machine={**MACHINE, "hostname": "other-host"}) for r in results_file.load([base])]
     moved = _write(tmp_path / "other.jsonl", other)
     assert main(["compare", str(base), str(moved)]) == 2
     assert "--across-machines" in capsys.readouterr().err

@@ -1,12 +1,13 @@
 """`compare` on a busy machine: the clock that decides, and `noisy` where the evidence cannot
-support slower or faster (rnnbench.report.compare_pairs). Planted samples only, never timed."""
+support slower or faster (rnnbench.report.compare_evidence). Planted samples only, never timed."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from rnnbench.report.compare_pairs import clock_of, compare
+from rnnbench.report.compare_evidence import clock_of
+from rnnbench.report.compare_pairs import compare
 from rnnbench.report.compare_stats import _weighted_quantiles
 
 MACHINE = {"hostname": "planted-host", "cpu": "planted cpu", "cores": 2, "platform": "Linux"}
@@ -116,8 +117,9 @@ def test_thresholds_per_pattern_take_the_largest_match(tmp_path, capsys) -> None
     config file's `thresholds` table."""
     from rnnbench.cli.compare import thresholds
     from rnnbench.cli.main import main
-    from rnnbench.record import dumps, row_key
+    from rnnbench.record import row_key
     from rnnbench.report.compare_pairs import threshold_of
+    from rnnbench.results_file import dumps
 
     default, patterns = thresholds(["jax_*=20%", "10%", "lstm/*=15%"])
     assert default == 0.1 and patterns == (("jax_*", 0.2), ("lstm/*", 0.15))

@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rnnbench import record
+from rnnbench import record, results_file
 from rnnbench.cli import main
 from rnnbench.report import compare_stats
-from rnnbench.report.compare_pairs import RUNS_CAP, compare
+from rnnbench.report.compare_evidence import RUNS_CAP
+from rnnbench.report.compare_pairs import compare
 from test_compare import _record
 
 MACHINE = {"hostname": "history-host", "cpu": "history cpu", "cores": 2, "platform": "Linux"}
@@ -51,12 +52,12 @@ def history(path: Path, runs: int, rows: tuple[str, ...] = ROWS, seed: int = 0) 
         for _ in range(runs):
             run_id = uuid.uuid4().hex[:16]
             for driver in rows:
-                f.write(record.dumps(row(driver, rng, run_id=run_id)))
+                f.write(results_file.dumps(row(driver, rng, run_id=run_id)))
     return path
 
 
 def write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(record.dumps(r) for r in records))
+    path.write_text("".join(results_file.dumps(r) for r in records))
     return path
 
 
@@ -103,7 +104,7 @@ def test_a_side_against_itself_is_refused(tmp_path: Path, capsys) -> None:
     other = history(tmp_path / "other.jsonl", 1, seed=1)  # a run shared by both sides is refused too
     assert main(["compare", f"{path},{other}", str(other)]) == 2
     one_error_line(capsys)
-    rerun = [dict(r, run_id="rerun") for r in record.load([path])[:4]]  # the same numbers, another run
+    rerun = [dict(r, run_id="rerun") for r in results_file.load([path])[:4]]  # the same numbers, another run
     assert main(["compare", str(path), str(write(tmp_path / "rerun.jsonl", rerun))]) == 0
 
 
@@ -224,7 +225,7 @@ def test_the_bootstrap_is_bounded_by_a_cap_on_runs_and_chunks_of_resamples(tmp_p
     """A row's runs beyond RUNS_CAP are not pooled (the last ones are), the header says so, and
     the resamples are drawn as counts, CHUNK at a time: the largest array is CHUNK x the samples of
     RUNS_CAP runs, however long the history."""
-    long = record.load([history(tmp_path / "long.jsonl", RUNS_CAP + 15, rows=ROWS[:2])])
+    long = results_file.load([history(tmp_path / "long.jsonl", RUNS_CAP + 15, rows=ROWS[:2])])
     new = [dict(r, run_id="new") for r in long[:2]]
     result = compare(long, new, 0.10, 0.01)
     assert {p.times["fwd_bwd"].estimate.runs for p in result.pairs} == {(RUNS_CAP, 1)}

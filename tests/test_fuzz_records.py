@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from rnnbench import record
+from rnnbench import record, results_file
 from rnnbench.fuzz.campaign import ILL_DRIVER, Campaign, outcome_from_record, shrunk_from_records
 from rnnbench.fuzz.grammar import generate, judged_body
 from rnnbench.fuzz.outcome import Outcome
@@ -104,7 +104,7 @@ def reference(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
 
 def test_uninterrupted_campaign_writes_one_valid_record_per_outcome(reference, tmp_path: Path) -> None:
     proc, path = reference
-    records = record.load([path])  # validated as every reader validates them
+    records = results_file.load([path])  # validated as every reader validates them
     assert len(records) == OUTCOMES == len({record.row_key(r) for r in records})
     assert all(record.problem(r) is None for r in records)
     by = Counter(r["driver"] for r in records)
@@ -180,7 +180,7 @@ def test_killed_campaign_resumes_to_the_uninterrupted_summary(reference, tmp_pat
 
     resumed = run_cli(*args, "--out", str(out), "--resume", cwd=tmp_path)
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr
-    final = record.load([out])
+    final = results_file.load([out])
     assert out.read_bytes().startswith(before[: before.rfind(b"\n") + 1])  # what was written stays as it was
     assert len(final) == OUTCOMES and len({record.row_key(r) for r in final}) == OUTCOMES  # each exactly once
     assert {record.row_key(r) for r in final} == {record.row_key(r) for r in lines(ref_path)}
@@ -275,7 +275,7 @@ def test_outcome_record_round_trip() -> None:
     ]
     records = []
     for o in outcomes:
-        rec = json.loads(record.dumps(campaign.to_record(o)))  # through the file format
+        rec = json.loads(results_file.dumps(campaign.to_record(o)))  # through the file format
         assert record.problem(rec) is None
         assert rec["model"] == f"fuzz:3:{o.index // 2}" and rec["loss_form"] == o.body.loss
         assert rec["status"] == str(o.status) and rec["hvp_status"] == (
@@ -285,7 +285,7 @@ def test_outcome_record_round_trip() -> None:
         assert back == o
         assert (back.failed, back.known, back.errored, back.kind) == (o.failed, o.known, o.errored, o.kind)
         records.append(rec)
-    ill = json.loads(record.dumps(campaign.ill_record(6, "loss 1e+50 is not finite or exceeds 1e+06")))
+    ill = json.loads(results_file.dumps(campaign.ill_record(6, "loss 1e+50 is not finite or exceeds 1e+06")))
     assert record.problem(ill) is None and ill["driver"] == ILL_DRIVER and ill["status"] == "ill_conditioned"
     direct = FuzzSummary(
         campaign.drivers,

@@ -11,11 +11,12 @@ import time
 import pytest
 
 import _fake_gpu as fake
-from rnnbench import record, registry
+from rnnbench import record, registry, results_file
 from rnnbench.drivers.base import Driver, Prepared
 from rnnbench.machine import accelerator, device_peak
 from rnnbench.planning import gpu_suite
-from rnnbench.report.table import format_table, machine_of
+from rnnbench.report.labels import machine_of
+from rnnbench.report.table import format_table
 from rnnbench.rows.row import Job, run_row
 from rnnbench.rows.timing import TimingConfig
 from rnnbench.status import Status
@@ -65,7 +66,7 @@ def test_a_cuda_row_record_says_what_ran_it(monkeypatch, tmp_path) -> None:
 
     roof = device_peak.DeviceRoofline("cuda", {"float32": [job.sizes]}, measure_peak=measured)
     rec = roof(rec)
-    record.dumps(rec)  # plain JSON
+    results_file.dumps(rec)  # plain JSON
     assert rec["gemm_peak"]["device"] == "cuda" and rec["gemm_peak"]["framework"] == "fake_cuda_torch"
     assert rec["gemm_peak"]["accelerator"] == f"{fake.NAME} 5e1f0a2b"
     for quantity in ("fwd", "fwd_bwd"):

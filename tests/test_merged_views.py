@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rnnbench import record
+from rnnbench import results_file
 from rnnbench.report import charts, heatmap
 from rnnbench.report.html import write_report
 from rnnbench.report.table import failure_reports, format_table
@@ -167,7 +167,7 @@ def _identity(rec: dict) -> tuple:
 @pytest.fixture
 def merged(tmp_path: Path) -> list[dict]:
     paths = write_files(tmp_path)
-    return record.load([paths["mike-box"], paths["zulu-box"], paths["alpha-box"]])
+    return results_file.load([paths["mike-box"], paths["zulu-box"], paths["alpha-box"]])
 
 
 # ---------------------------------------------------------------- console table and failure reports
@@ -207,11 +207,11 @@ def test_failure_reports_name_the_failing_rows_machine(merged: list[dict]) -> No
 
 
 def test_one_machine_reports_are_unchanged(tmp_path: Path) -> None:
-    records = record.load([write_files(tmp_path, (FAILING_HOST,))[FAILING_HOST]])
+    records = results_file.load([write_files(tmp_path, (FAILING_HOST,))[FAILING_HOST]])
     text = failure_reports(records)
     assert text == f"== lstm / torch_scan / torch 2.13.0 / float32: grad_mismatch\n{GRAD_REPORT}"
     assert format_table(records).splitlines()[0].startswith("model ")
-    records = record.load([write_files(tmp_path, (KNOWN_HOST,))[KNOWN_HOST]])
+    records = results_file.load([write_files(tmp_path, (KNOWN_HOST,))[KNOWN_HOST]])
     assert failure_reports(records).endswith("-- 1 row(s): lstm/torch_loop (details in the records file)")
 
 
@@ -388,14 +388,14 @@ def _attribution(records: list[dict], out: Path) -> tuple:
 def test_file_order_does_not_change_attribution(tmp_path: Path) -> None:
     paths = write_files(tmp_path)
     order = [paths[h] for h in ("mike-box", "zulu-box", "alpha-box")]
-    forward = _attribution(record.load(order), tmp_path / "a")
-    backward = _attribution(record.load(order[::-1]), tmp_path / "b")
+    forward = _attribution(results_file.load(order), tmp_path / "a")
+    backward = _attribution(results_file.load(order[::-1]), tmp_path / "b")
     assert forward == backward
 
 
 def test_same_run_given_twice_keeps_both_and_marks_nothing(tmp_path: Path) -> None:
     path = write_files(tmp_path, ("zulu-box",))["zulu-box"]
-    once, twice = record.load([path]), record.load([path, path])
+    once, twice = results_file.load([path]), results_file.load([path, path])
     lines = format_table(twice).splitlines()
     assert not lines[0].startswith("machine") and "@" not in failure_reports(twice)
     row_lines = lambda lines: [line for line in lines[2:] if not line[0].isdigit()]

@@ -38,7 +38,8 @@ def _rows() -> list[dict]:
 
 
 def test_the_table_fits_columns_and_abbreviates_long_issue_ids(monkeypatch) -> None:
-    from rnnbench.report.table import CONTENDED_MARK, format_table
+    from rnnbench.report.marks import CONTENDED_MARK
+    from rnnbench.report.table import format_table
 
     monkeypatch.setenv("COLUMNS", "100")
     text = format_table(_rows())

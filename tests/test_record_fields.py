@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from rnnbench import record
+from rnnbench import results_file
 from rnnbench.errors import InputError
 
 RUN_ROW = Path(__file__).resolve().parents[1] / "docs/results/2026-11-25-default-run-cost/after-warm.jsonl"
@@ -128,8 +128,9 @@ def _read_everything(records: list[dict[str, Any]], tmp: Path) -> None:
 
     from rnnbench.report import bug_table, charts  # noqa: F401 (charts: its modules loaded for the stand-in)
     from rnnbench.report.html import write_report
+    from rnnbench.report.marks import contention_legend
     from rnnbench.report.progress import Progress
-    from rnnbench.report.table import contention_legend, failure_reports, format_table
+    from rnnbench.report.table import failure_reports, format_table
 
     format_table(records, include_unavailable=True)
     failure_reports(records)
@@ -186,7 +187,7 @@ CASES = _cases()
 def test_the_base_records_are_read_whole(base_records, tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in base_records))
-    loaded = record.load([path])
+    loaded = results_file.load([path])
     _read_everything(loaded, tmp_path)
     from rnnbench.report.html import write_report
 
@@ -202,7 +203,7 @@ def test_a_field_of_another_type_is_refused_on_reading_or_read(
     records[which] = _set(base_records[which], field, value)
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     try:
-        loaded = record.load([path])
+        loaded = results_file.load([path])
     except InputError as exc:
         message = str(exc)
         assert message.startswith(f"{path}:{which + 1}: "), message

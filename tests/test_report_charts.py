@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from rnnbench import record  # noqa: E402
+from rnnbench import results_file  # noqa: E402
 from rnnbench.report import bars, heatmap, style  # noqa: E402
 from rnnbench.report.html import write_report  # noqa: E402
 
@@ -23,7 +23,7 @@ H100 = sorted((ROOT / "docs" / "results" / "2026-11-26-h100").glob("*.jsonl"))
 
 
 def _rnn_rows() -> list[dict]:
-    return [r for r in record.load([DEFAULT_RUN]) if r["model"] == "rnn"]
+    return [r for r in results_file.load([DEFAULT_RUN]) if r["model"] == "rnn"]
 
 
 def _panel(records: list[dict]):
@@ -122,7 +122,7 @@ def test_heatmap_labels_fit_their_cells_and_titles_stay_on_the_figure(tmp_path: 
     """Every cell label is at most as wide as its cell, in the drawn figure; the roofline's and the
     bar chart's titles end inside the figure."""
     plt = style.pyplot()
-    records = record.load([DEFAULT_RUN])
+    records = results_file.load([DEFAULT_RUN])
     path = heatmap.grad_error_heatmap(records, tmp_path)
     assert path is not None
     cells = heatmap.heatmap_cells(records)
@@ -153,7 +153,7 @@ def test_report_has_the_bar_chart_of_every_model(source: str, tmp_path: Path) ->
     files = {"default": [DEFAULT_RUN], "realistic": REALISTIC, "h100": H100}[source]
     if not files:
         pytest.fail(f"no committed {source} records")
-    records = record.load(files)
+    records = results_file.load(files)
     page = write_report(records, tmp_path).read_text()
     timed_models = {r["model"] for r in records if (r.get("settings") or {}).get("time", True) and "sweep" not in r}
     for model in timed_models:
@@ -168,11 +168,11 @@ def test_report_has_the_bar_chart_of_every_model(source: str, tmp_path: Path) ->
 
 
 def test_version_table_only_where_several_versions_ran(tmp_path: Path) -> None:
-    versions = record.load([ROOT / "docs" / "results" / "2026-11-25-bug-versions.jsonl"])
+    versions = results_file.load([ROOT / "docs" / "results" / "2026-11-25-bug-versions.jsonl"])
     (tmp_path / "v").mkdir()
     page = write_report(versions, tmp_path / "v").read_text()
     assert 'id="versions-table"' in page and "<strong>reproduces</strong>" in page
-    assert 'id="versions-table"' not in write_report(record.load(H100), tmp_path).read_text()
+    assert 'id="versions-table"' not in write_report(results_file.load(H100), tmp_path).read_text()
 
 
 def _planted(driver: str, ms: float | None, T: int = 64, status: str = "ok", **extra) -> dict:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rnnbench import record
+from rnnbench import results_file
 from rnnbench.machine import peak_cache, roofline
 
 
@@ -53,7 +53,7 @@ def test_no_timed_run_row_exceeds_the_peak(tmp_path: Path) -> None:
         XDG_CACHE_HOME=str(tmp_path / "cache"),
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    records = record.load([out])
+    records = results_file.load([out])
     ok = [r for r in records if r["status"] == "ok"]
     assert len(ok) >= 6, [(r["driver"], r["status"]) for r in records]
     for r in ok:

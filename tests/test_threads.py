@@ -14,7 +14,8 @@ import pytest
 
 from rnnbench import record
 from rnnbench.machine import cpus
-from rnnbench.report.table import CONTENDED_MARK, format_table
+from rnnbench.report.marks import CONTENDED_MARK
+from rnnbench.report.table import format_table
 from rnnbench.rows.row import Job
 from rnnbench.rows.runner import Runner
 from rnnbench.rows.timing import TimingConfig

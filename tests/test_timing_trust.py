@@ -95,7 +95,8 @@ def test_run_defaults_to_one_thread_per_row() -> None:
 
 
 def test_the_table_marks_unstable_rows_and_a_forward_over_its_forward_backward() -> None:
-    from rnnbench.report.table import CONTENDED_MARK, UNSTABLE_MARK, format_table
+    from rnnbench.report.marks import CONTENDED_MARK, UNSTABLE_MARK
+    from rnnbench.report.table import format_table
 
     rec = _row(1, STEADY, STEADY, fwd_scale=1.3)
     rec |= {"environment_name": "main", "env_label": "torch 2.13.0"}
@@ -149,7 +150,8 @@ def test_the_html_note_column_says_contended_and_unstable() -> None:
 def test_a_row_that_waited_for_its_core_is_contended_even_when_its_loops_were_too_short_to_measure() -> None:
     """An XLA row's timed loops under 0.5 s leave cpu.notes empty (10 ms ticks); its CPU time /
     wall of 0.1 still says it waited for a core. A GPU row's CPU waits on the device: not judged."""
-    from rnnbench.report.table import CONTENDED_MARK, contention, format_table
+    from rnnbench.report.marks import CONTENDED_MARK, contention
+    from rnnbench.report.table import format_table
 
     rec = _row(1, STEADY, STEADY)
     rec["cpu"] |= {"cpu_ratio": 0.1, "others_on_cpus": None}

@@ -47,11 +47,11 @@ def _claimed_here(issue: known_issues.KnownIssue) -> bool:
 
 def _undecided_here(issue: known_issues.KnownIssue) -> bool:
     """The committed bug x version table cannot decide this entry on the installed versions."""
-    from rnnbench import record
+    from rnnbench import results_file
     from rnnbench.report import bug_table
 
     tables = sorted((known_issues.REGISTRY_PATH.parents[2] / "docs" / "results").glob("*-bug-versions.jsonl"))
-    measured = bug_table.reproduced_versions(record.load([tables[-1]])).get(issue.id, {})
+    measured = bug_table.reproduced_versions(results_file.load([tables[-1]])).get(issue.id, {})
     return any(
         (installed_version(p) or "").split("+")[0] in cells
         and cells[(installed_version(p) or "").split("+")[0]] is None

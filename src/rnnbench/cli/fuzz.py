@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from rnnbench import losses, record
+from rnnbench import losses, results_file
 from rnnbench.cli import options
 from rnnbench.planning import plan
 from rnnbench.processes import local_pool, parent
@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     failures = errors = 0
     with (
         executors.executor(args.executor, args.address) as executor,
-        record.ResultsFile(out, resume=args.resume, kind="fuzz") as results,
+        results_file.ResultsFile(out, resume=args.resume, kind="fuzz") as results,
     ):
         parent.results_file(out, resumable=True)  # an interruption names the file and how to continue it
         done = resume(out, results.existing, campaigns) if args.resume else {dtype: [] for dtype in dtypes}

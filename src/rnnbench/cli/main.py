@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from rnnbench import record
+from rnnbench import record, results_file
 from rnnbench.cli import bugs, compare, env, fuzz, options, report, run, sweep, table, versions
 from rnnbench.cli import list as list_
 from rnnbench.errors import InputError
@@ -167,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(flush=True)  # off the progress bar's line
         _say(parent.exit_line(f"interrupted by {signal.Signals(signum).name}"))
         return 128 + signum
-    except record.WriteFailed as exc:  # the machine refused a write (disk full): not a bug of ours
+    except results_file.WriteFailed as exc:  # the machine refused a write (disk full): not a bug of ours
         _say(f"rnnbench: error: {exc.strerror or exc}")
         return 1
     except OSError as exc:

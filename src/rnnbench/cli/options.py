@@ -211,7 +211,7 @@ def executor_flags(command: argparse.ArgumentParser) -> None:
 
 def out_path(value: str | None, command: str, resume: bool = False) -> Path:
     """The results file to write (--out, else results/<command>-<timestamp>.jsonl; its parent is
-    created); the file itself is opened, locked and checked by record.ResultsFile."""
+    created); the file itself is opened, locked and checked by results_file.ResultsFile."""
     if resume and not value:
         raise UsageError("--resume needs --out FILE (the results file to continue)")
     path = Path(value) if value else Path("results") / time.strftime(f"{command}-%Y%m%d-%H%M%S.jsonl")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from rnnbench import record
+from rnnbench import results_file
 from rnnbench.cli import options
 
 NAME = "report"
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     paths = options.results_files(args.files)
     warnings: list[str] = []
-    records = record.load(paths, warn=warnings.append)
+    records = results_file.load(paths, warn=warnings.append)
     if not records:
         raise options.UsageError(
             "no records in the given files" + (" (only an incomplete last line)" if warnings else "")

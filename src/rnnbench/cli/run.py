@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from rnnbench import losses, record, registry
+from rnnbench import losses, record, registry, results_file
 from rnnbench.cli import options
 from rnnbench.machine import accelerator
 from rnnbench.machine.cpus import load_line
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     # The executor first: a cluster that cannot be reached leaves no results file behind.
     with (
         executors.executor(args.executor if selected else "local", args.address) as executor,
-        record.ResultsFile(out, resume=args.resume) as results,
+        results_file.ResultsFile(out, resume=args.resume) as results,
     ):
         parent.results_file(out, resumable=True)  # an interruption says what is kept and how to continue
         skipped, selected = plan.not_yet_recorded(selected, out, results) if args.resume else (0, selected)

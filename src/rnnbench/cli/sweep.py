@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from rnnbench import record, registry
+from rnnbench import registry, results_file
 from rnnbench.cli import options
 from rnnbench.model import DTYPES
 from rnnbench.planning import plan
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     out = options.out_path(args.out, NAME)
     start = time.perf_counter()
-    with executors.executor(args.executor, args.address) as executor, record.ResultsFile(out) as results:
+    with executors.executor(args.executor, args.address) as executor, results_file.ResultsFile(out) as results:
         parent.results_file(out, resumable=False)
         print(f"rnnbench: sweep -> {out}", flush=True)
         records = [rec for p in plans for rec in run_sweep(p, results, _progress, executor)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from rnnbench import record
+from rnnbench import results_file
 from rnnbench.cli import options
 from rnnbench.report.table import FORMATS, failure_reports, format_as
 
@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    records = record.load(options.results_files(args.files))
+    records = results_file.load(options.results_files(args.files))
     print(format_as(records, args.format, include_unavailable=args.all))
     reports = failure_reports(records) if args.format == "text" else ""  # the other formats are the rows only
     if reports:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from rnnbench import record
+from rnnbench import results_file
 from rnnbench.cli import options
 from rnnbench.machine import environments
 from rnnbench.planning import plan
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from rnnbench.rows.runner import Runner
 
     if args.from_files:
-        print(bug_table.format_table(record.load(options.results_files(args.from_files))))
+        print(bug_table.format_table(results_file.load(options.results_files(args.from_files))))
         return 0
     timeout = options.number("--timeout", args.timeout, maximum=options.MAX_SECONDS)
     executors.check_executor(args.executor, args.address)
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     options.create_named_environments(envs, {j.environment for j in jobs})
     with (
         executors.executor(args.executor if jobs else "local", args.address) as executor,
-        record.ResultsFile(out, resume=args.resume) as results,
+        results_file.ResultsFile(out, resume=args.resume) as results,
     ):
         parent.results_file(out, resumable=True)
         skipped, jobs = plan.not_yet_recorded(jobs, out, results) if args.resume else (0, jobs)
@@ -69,5 +69,5 @@ def run(args: argparse.Namespace) -> int:
         progress = Progress(len(jobs))
         Runner(results, timeout, progress.start, progress.done, executor=executor).run(jobs)
         progress.close()
-    print("\n" + bug_table.format_table(record.load([out])))
+    print("\n" + bug_table.format_table(results_file.load([out])))
     return 0

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench import record, registry
+from rnnbench import record, registry, results_file
 from rnnbench.fuzz import linear
 from rnnbench.fuzz.edges import parse_plant
 from rnnbench.fuzz.grammar import Body, Grammar
@@ -130,7 +130,7 @@ class Campaign:
         return rec
 
     def wanted(self) -> list[tuple[tuple, str, dict[str, Any], str]]:
-        """Every record this campaign writes, as rnnbench.record.resume_plan takes them: per case,
+        """Every record this campaign writes, as rnnbench.results_file.resume_plan takes them: per case,
         its ill-conditioned record (written only if it is), then one per driver."""
         out = []
         for index in range(self.judged):
@@ -240,8 +240,8 @@ def resume(
     rnnbench version, with records of these rows under other settings, or with records of rows
     these campaigns do not have (another --seed, --losses, --drivers, fewer --cases)."""
     wanted = [w for c in campaigns for w in c.wanted()]
-    todo = set(record.resume_plan(path, existing, wanted))
-    record.refuse_other_rows(path, existing, wanted, campaigns[0].settings if campaigns else {})
+    todo = set(results_file.resume_plan(path, existing, wanted))
+    results_file.refuse_other_rows(path, existing, wanted, campaigns[0].settings if campaigns else {})
     done = {(key, fp) for i, (key, fp, _, _) in enumerate(wanted) if i not in todo}
     kept = record.latest_per_row([rec for rec in existing if (record.row_key(rec), rec.get("fingerprint")) in done])
     return {c.dtype: [rec for rec in kept if rec["dtype"] == c.dtype] for c in campaigns}

@@ -8,7 +8,7 @@ module only combines them, so every framework's GPU is described the same way:
 - identity: each framework present reports the device as it sees it (torch: name, memory, compute
   capability, CUDA runtime, cuDNN; jax: its backend's device kind and platform version), the
   driver's own tool (nvidia-smi) the driver version and UUID. A row's record carries the union in
-  machine.accelerator; its machine label (rnnbench.report.table.machine_of) then tells two GPUs of
+  machine.accelerator; its machine label (rnnbench.report.labels.machine_of) then tells two GPUs of
   one host, or of two hosts, apart.
 - device memory: the framework's allocator peak around the timed steps (reset before where the
   allocator can reset), recorded with what the figure means.

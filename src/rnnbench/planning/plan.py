@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rnnbench import record, registry
+from rnnbench import registry, results_file
 from rnnbench.drivers.base import Framework
 from rnnbench.errors import InputError, unknown
 from rnnbench.machine import environments
@@ -184,13 +184,13 @@ def shard(planned: list[Job], i: int, n: int) -> list[Job]:
     return [j for k, j in enumerate(sorted(planned, key=Job.key)) if k % n == i - 1]
 
 
-def not_yet_recorded(planned: list[Job], out: Path, results: record.ResultsFile) -> tuple[int, list[Job]]:
+def not_yet_recorded(planned: list[Job], out: Path, results: results_file.ResultsFile) -> tuple[int, list[Job]]:
     """A resumed run: how many of `planned` `out` already records (skipped), and the rest, to run
-    (record.resume_plan reruns or refuses records of another version or settings)."""
+    (results_file.resume_plan reruns or refuses records of another version or settings)."""
     wanted = [
         (j.key(), j.fingerprint(), j.settings(), f"{j.model}/{j.driver}/{j.environment}/{j.dtype}") for j in planned
     ]
-    todo = record.resume_plan(out, results.existing, wanted)
+    todo = results_file.resume_plan(out, results.existing, wanted)
     return len(planned) - len(todo), [planned[i] for i in todo]
 
 

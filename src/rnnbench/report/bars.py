@@ -12,7 +12,7 @@ and no bar is drawn for it whatever its record holds. A driver that has an appli
 another panel of the same model but no record in this one is a gap too ("no record"), with the
 reason a caller knows (gap_why, e.g. a run cut during its first call). Rows that do not apply
 here (unavailable: e.g. a vendor LSTM on an Elman model) are counted under the panel, not drawn.
-A row timed under contention (table.contention) carries CONTENDED_MARK. Sweep records are drawn
+A row timed under contention (marks.contention) carries CONTENDED_MARK. Sweep records are drawn
 by the time-vs-size charts instead (charts.py). Each driver has its look in every chart
 (style.driver_style).
 """
@@ -26,7 +26,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from rnnbench import record
+from rnnbench import results_file
+from rnnbench.report.labels import saved_mb
+from rnnbench.report.marks import CONTENDED_MARK, contention
 from rnnbench.report.ratios import speedup, speedup_label
 from rnnbench.report.style import (
     DPI,
@@ -41,7 +43,6 @@ from rnnbench.report.style import (
     styles,
     wrap,
 )
-from rnnbench.report.table import CONTENDED_MARK, contention, saved_mb
 
 GAP_COLOR = "#b00000"
 
@@ -370,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     if bad is not None:
         parser.error(f"--gap-why {bad!r}: expected DRIVER=TEXT")
     gap_why = dict(item.split("=", 1) for item in args.gap_why)
-    records = latest_rows(record.load(args.records))
+    records = latest_rows(results_file.load(args.records))
     want = {f"{k}={v}" for k, v in (item.split("=") for item in args.sizes.split(",") if item)}
     groups = {
         (m, *k): rows

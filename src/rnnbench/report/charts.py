@@ -21,6 +21,7 @@ from typing import Any
 from rnnbench.report.bars import bar_chart
 from rnnbench.report.growth import idiomatic_t_growth_chart, t_growth_chart
 from rnnbench.report.heatmap import grad_error_heatmap
+from rnnbench.report.labels import machine_of, several_machines
 from rnnbench.report.ratios import speedup, speedup_label
 from rnnbench.report.style import (
     VENDOR_HATCH,
@@ -33,7 +34,6 @@ from rnnbench.report.style import (
     series_namer,
     wrap,
 )
-from rnnbench.report.table import machine_of, several_machines
 from rnnbench.suites import CHART_BASELINE
 
 LENGTH_KEYS, HIDDEN_KEYS = ("T", "K"), ("H", "n")
@@ -281,8 +281,8 @@ def all_charts(records: list[dict], out: Path) -> list[Path]:
 if __name__ == "__main__":  # python -m rnnbench.report.charts idiomatic-tgrowth RECORDS.jsonl OUT.png
     import sys
 
-    from rnnbench import record
+    from rnnbench import results_file
 
     if len(sys.argv) != 4 or sys.argv[1] != "idiomatic-tgrowth":
         sys.exit("usage: python -m rnnbench.report.charts idiomatic-tgrowth RECORDS.jsonl OUT.png")
-    idiomatic_t_growth_chart(record.load([Path(sys.argv[2])]), Path(sys.argv[3]))
+    idiomatic_t_growth_chart(results_file.load([Path(sys.argv[2])]), Path(sys.argv[3]))

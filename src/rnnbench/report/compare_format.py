@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from rnnbench.report.compare_evidence import RUNS_CAP, clock_of
 from rnnbench.report.compare_pairs import (
     FIXED,
     GATING,
@@ -20,17 +21,15 @@ from rnnbench.report.compare_pairs import (
     QUANTITIES,
     QUANTITY_LABELS,
     REGRESSION,
-    RUNS_CAP,
     Comparison,
     Pair,
     Timed,
-    clock_of,
     side_status,
 )
 from rnnbench.report.compare_stats import CPU_QUANTILE, SLOWER
 from rnnbench.report.escape import md_cell
+from rnnbench.report.labels import env_label
 from rnnbench.report.ratios import DIRECTION, speedup_label, speedup_of_time_ratio
-from rnnbench.report.table import env_label
 
 FORMATS = ("text", "markdown", "json")
 RAW_SHOWN = 0.05  # a raw speed-up this far from the relative one is shown beside it

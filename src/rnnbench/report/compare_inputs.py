@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rnnbench import record
+from rnnbench import record, results_file
 from rnnbench.errors import InputError
 
 
@@ -41,7 +41,7 @@ def is_pytest_benchmark(doc: Any) -> bool:
 
 def load(paths: Iterable[Path]) -> list[dict[str, Any]]:
     """The records of every file: a pytest-benchmark JSON as records (from_pytest_benchmark), any
-    other file as a results file (rnnbench.record.load: validated, an incomplete last line skipped
+    other file as a results file (rnnbench.results_file.load: validated, an incomplete last line skipped
     with a warning)."""
     out: list[dict[str, Any]] = []
     for path in paths:
@@ -49,7 +49,7 @@ def load(paths: Iterable[Path]) -> list[dict[str, Any]]:
         if is_pytest_benchmark(doc):
             out += from_pytest_benchmark(doc, path)
         else:
-            out += record.load([path])
+            out += results_file.load([path])
     return out
 
 

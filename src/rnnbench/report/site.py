@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from rnnbench import record
+from rnnbench import results_file
 from rnnbench.errors import InputError
 from rnnbench.processes import owned
 from rnnbench.report import escape
@@ -198,7 +198,7 @@ def _build_into(manifest: Path, out: Path, asv_html: Path | None, local: Path | 
     if run is not None:
         reports.append(Report("local-run", f"Your latest run on this machine ({run.name})", (str(run),)))
     for rep in reports:
-        records = record.load([root / f for f in rep.records])
+        records = results_file.load([root / f for f in rep.records])
         (out / "reports" / rep.name).mkdir(parents=True)
         write_report(records, out / "reports" / rep.name)
         about = ""

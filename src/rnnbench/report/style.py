@@ -25,7 +25,7 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 
 from rnnbench.record import row_key
-from rnnbench.report.table import env_label, machine_of, several_machines
+from rnnbench.report.labels import env_label, machine_of, several_machines
 from rnnbench.suites import CHART_ORDER
 
 # tab10 without its grey (a grey series reads as "disabled" beside the grey of gaps and grids),

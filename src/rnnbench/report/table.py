@@ -11,10 +11,18 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from rnnbench import record
 from rnnbench.errors import InputError
 from rnnbench.report.escape import csv_cell, md_cell
 from rnnbench.report.fit import abbreviated_issues, fit, terminal_width
+from rnnbench.report.labels import env_label, hvp_label, loss_label, machine_of, saved_mb, several_machines
+from rnnbench.report.marks import (
+    CONTENDED_MARK,
+    UNSTABLE_MARK,
+    contention,
+    contention_legend,
+    unstable,
+    unstable_legend,
+)
 from rnnbench.status import Status, is_known
 
 
@@ -38,94 +46,10 @@ def _peak(rec: dict) -> str:
     return f"{pct:.0f}" if pct >= 10 else f"{pct:.2g}"
 
 
-CONTENDED_MARK = "*"
-
-
-def contention(rec: dict) -> list[str]:
-    """Why a row's times may not be its own: the notes of its `cpu` record (over_share, load,
-    contended; rnnbench.machine.cpus.contention_notes) and its timing's "starved"; empty for rows without them."""
-    starved = "starved" in ((rec.get("timing") or {}).get("marks") or ())
-    return list((rec.get("cpu") or {}).get("notes") or []) + ["starved"] * starved
-
-
-UNSTABLE_MARK = "!"
-UNSTABLE_WHY = {
-    "spread": "its samples' q3 / q1 above the bound",
-    "drift": "its samples' second half away from its first",
-    "fwd_over_fwd_bwd": "its forward took longer than its forward+backward",
-}
-
-
-def unstable(rec: dict) -> list[str]:
-    """Why a timed row's samples do not agree with themselves (UNSTABLE_WHY): the marks of its
-    `timing` field (rnnbench.rows.timing.judge_timing) besides its contention notes; a record older than
-    that field is marked when its forward's median exceeds its forward+backward's."""
-    fwd_bwd, fwd = rec.get("fwd_bwd"), rec.get("fwd")
-    if not fwd_bwd:
-        return []
-    if "timing" not in rec:
-        return ["fwd_over_fwd_bwd"] if fwd and fwd["median_ms"] > fwd_bwd["median_ms"] else []
-    notes = set(contention(rec))
-    return [m for m in (rec.get("timing") or {}).get("marks") or () if m not in notes]
-
-
 def _marked(cell: str, rec: dict) -> str:
     """A time cell with its marks: CONTENDED_MARK (other work beside it), UNSTABLE_MARK (its samples disagree)."""
     marks = (CONTENDED_MARK if contention(rec) else "") + (UNSTABLE_MARK if unstable(rec) else "")
     return f"{cell} {marks}" if marks else cell
-
-
-def unstable_legend(records: Iterable[dict[str, Any]]) -> list[str]:
-    """One line under the table when some timed row's samples disagree: how many, and why."""
-    counts: dict[str, int] = defaultdict(int)
-    marked = 0
-    for r in records:
-        marks = unstable(r) if r["status"] == Status.OK else []
-        marked += bool(marks)
-        for mark in marks:
-            counts[mark] += 1
-    if not marked:
-        return []
-    parts = ", ".join(f"{n} {mark} ({UNSTABLE_WHY.get(mark, mark)})" for mark, n in sorted(counts.items()))
-    return [f"{UNSTABLE_MARK} {marked} row(s) unstable, their medians are one draw of many: {parts}"]
-
-
-def contention_legend(records: Iterable[dict[str, Any]]) -> list[str]:
-    """One line under the table when some timed row is marked: how many, and for which reasons."""
-    counts: dict[str, int] = defaultdict(int)
-    marked = 0
-    for r in records:
-        notes = contention(r) if r["status"] == Status.OK and r.get("fwd_bwd") else []
-        marked += bool(notes)
-        for note in notes:
-            counts[note] += 1
-    if not marked:
-        return []
-    why = {
-        "over_share": "used more cores than its threads",
-        "load": "other work on the machine exceeded the cores it left free",
-        "contended": "other work ran on its CPUs meanwhile",
-        "starved": "it got under 0.8 of a core while timed",
-    }
-    parts = ", ".join(f"{n} {note} ({why.get(note, note)})" for note, n in sorted(counts.items()))
-    return [
-        f"{CONTENDED_MARK} {marked} row(s) timed under contention, compare them with care: {parts} "
-        "(the records' cpu field)"
-    ]
-
-
-def env_label(rec: dict) -> str:
-    """What a row ran on, by its framework's version ("torch 2.13.0", "torch 2.9.0", "jax 0.10.2");
-    rows decided without starting their environment (e.g. it does not exist) carry its name.
-    Always the record's own: a record without the field is named by its own framework and that
-    framework's version in its own environment, else by its environment's name."""
-    if rec.get("env_label"):
-        return rec["env_label"]
-    framework = rec.get("framework")
-    version = ((rec.get("environment") or {}).get("versions") or {}).get(framework) if framework else None
-    if version and version != "missing":
-        return f"{framework} {str(version).split('+')[0]}"
-    return rec.get("environment_name", "main")
 
 
 def side_by_side(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -163,36 +87,6 @@ COLUMNS = (
     "first call s",
     "saved for bwd MiB",
 )
-
-
-def machine_of(rec: dict) -> str:
-    """The machine a record was written on (its hostname, and its GPU for a row that ran on one:
-    two GPUs are two machines; "?" for a record without one): the one label every merged view
-    (table, failure reports, HTML page, charts) names a row's machine by."""
-    machine = rec.get("machine") or {}
-    gpu = record.accelerator_label(machine.get("accelerator") or {})
-    return str(machine.get("hostname") or "?") + (f" [{gpu}]" if gpu else "")
-
-
-def several_machines(records: Iterable[dict[str, Any]]) -> bool:
-    """Whether the records come from more than one machine (merged results files): then every
-    view names each row's machine and keeps machines apart wherever it groups rows."""
-    return len({machine_of(r) for r in records}) > 1
-
-
-def saved_mb(rec: dict) -> float | None:
-    """What the row's training step saves for backward, in MiB (record field step_memory,
-    rnnbench.rows.memory); None where it was not measured or the record predates the field."""
-    return (rec.get("step_memory") or {}).get("saved_mb")
-
-
-def loss_label(rec: dict) -> str:
-    return rec.get("loss_form", "model")
-
-
-def hvp_label(rec: dict) -> str:
-    """The row's second-order verdict: its status, or "-" where order 2 was not asked for."""
-    return str((rec.get("hvp") or {}).get("status", "-"))
 
 
 def rows(

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from rnnbench import record, registry
+from rnnbench import registry, results_file
 from rnnbench.errors import InputError
 from rnnbench.machine import env_create, environments
 from rnnbench.processes.isolation import WORKER_START_GRACE_S, run_isolated
@@ -119,7 +119,7 @@ class Runner:
 
     def __init__(
         self,
-        results: record.ResultsFile | None,
+        results: results_file.ResultsFile | None,
         timeout_s: float,
         on_start: Callable[[Job], None] = lambda job: None,
         on_record: Callable[[dict], None] = lambda rec: None,

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rnnbench import record, registry
+from rnnbench import registry, results_file
 from rnnbench.machine import environments
 from rnnbench.machine.caches import cold_cache_env
 from rnnbench.machine.device_peak import roofline_for
@@ -162,7 +162,10 @@ class SweepPair:
 
 
 def run_sweep(
-    plan: SweepPlan, out: record.ResultsFile, on_record: Callable[[dict], None], executor: RayExecutor | None = None
+    plan: SweepPlan,
+    out: results_file.ResultsFile,
+    on_record: Callable[[dict], None],
+    executor: RayExecutor | None = None,
 ) -> list[dict]:
     """Run the sweep; records are appended to the open results file `out` as they complete and
     returned. executor: where the (model, driver) pairs run (None: here, one after another)."""

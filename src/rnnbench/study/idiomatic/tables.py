@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rnnbench import record
+from rnnbench import record, results_file
 from rnnbench.status import Status
 from rnnbench.study.idiomatic.candidates import SAME_MECHANISM
 from rnnbench.study.idiomatic.plan import DEVICE, DTYPE, SEED, Plan
@@ -263,5 +263,5 @@ def _sweep_rows(sweep: list[dict[str, Any]], plan: Plan) -> list[str]:
 
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text("".join(record.dumps(r) for r in records))
+    tmp.write_text("".join(results_file.dumps(r) for r in records))
     os.replace(tmp, path)
