@@ -147,13 +147,13 @@ def test_compare_recomputes_the_quartiles_a_record_holds(n: int) -> None:
     """One quartile function (rnnbench.stats.quartiles): a CPU side's quartiles recomputed from its
     kept samples are bit for bit the ones rows.timing.Timing records, and both are numpy's percentiles
     as each computed them before they shared it (ties and short runs included)."""
-    from rnnbench.report.compare_pairs import _side
+    from rnnbench.report.compare_evidence import side_of
     from rnnbench.rows.timing import Timing
 
     rng = np.random.default_rng(n)
     runs = [_busy(rng, 2.0, n) for _ in range(3)]
     runs.append((np.round(runs[0][0], 1), np.round(runs[0][1], 1)))  # ties
-    side = _side([_record("a", "planted", wall, cpu) for wall, cpu in runs], "fwd_bwd", "cpu")
+    side = side_of([_record("a", "planted", wall, cpu) for wall, cpu in runs], "fwd_bwd", "cpu")
     assert side is not None and side.clock == "cpu"
     for (_, cpu), q1, q3 in zip(runs, side.q1, side.q3, strict=True):
         timing = Timing.of(list(cpu))
