@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
+import re
 import textwrap
 
 import numpy as np
@@ -77,8 +79,88 @@ def test_the_api_docstring_example_runs() -> None:
 
 
 def test_check_recurrence_arguments_are_the_inputs_fields() -> None:
-    """check_recurrence hands its arguments on as one Inputs value (Inputs(**locals())): one field each."""
+    """check_recurrence hands its arguments on as one Inputs value, by name: one field each."""
     assert list(inspect.signature(rnnbench.check_recurrence).parameters) == [f.name for f in dataclasses.fields(Inputs)]
+
+
+def _argument_entries(doc: str) -> dict[str, list[str]]:
+    """A docstring's "Args:" section: {name: [each entry's text]} (a name twice keeps both).
+    An entry starts at `name:` one level in from "Args:"; deeper lines continue it."""
+    lines = doc.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == "Args:")
+    indent = len(lines[start]) - len(lines[start].lstrip()) + 4
+    entries: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in lines[start + 1 :]:
+        if line.strip() and len(line) - len(line.lstrip()) < indent:
+            break  # the section ends where a line comes back out
+        if line.strip() and len(line) - len(line.lstrip()) == indent:
+            name, _, text = line.strip().partition(":")
+            current = [text]
+            entries.setdefault(name, []).append(current)
+        elif current is not None:
+            current.append(line.strip())
+    return {name: [" ".join(parts) for parts in texts] for name, texts in entries.items()}
+
+
+def _stated_default(entry: str) -> object:
+    """The default an entry states ("Default: `value`."), or REQUIRED ("Required.")."""
+    found = re.findall(r"Default: `([^`]*)`\.", entry)
+    required = entry.rstrip().endswith("Required.")
+    assert len(found) + required == 1, f"one 'Default: `value`.' or 'Required.' each: {entry!r}"
+    return ast.literal_eval(found[0]) if found else inspect.Parameter.empty
+
+
+def _doc_drift(function) -> list[str]:
+    """Where a function's "Args:" entries and its signature disagree: a parameter without exactly
+    one entry, an entry for no parameter, a default stated that is not the signature's."""
+    entries = _argument_entries(function.__doc__)
+    parameters = inspect.signature(function).parameters
+    counts = {name: len(entries.get(name, [])) for name in parameters}
+    problems = [f"{name}: {n} entries" for name, n in counts.items() if n != 1]
+    problems += [f"{name}: no such parameter" for name in entries if name not in parameters]
+    for name, parameter in parameters.items():
+        if counts[name] == 1:
+            stated = _stated_default(entries[name][0])
+            if stated != parameter.default or type(stated) is not type(parameter.default):
+                problems.append(f"{name}: documented default {stated!r}, signature {parameter.default!r}")
+    return problems
+
+
+def test_check_recurrence_documents_each_argument_once_with_its_default() -> None:
+    """Every parameter of check_recurrence has one "Args:" entry stating the signature's default
+    (or "Required."), so the docstring cannot drift from the signature."""
+    assert _doc_drift(rnnbench.check_recurrence) == []
+
+
+def test_the_argument_doc_check_catches_drift() -> None:
+    """The check above fails on a missing entry, a doubled one, an unknown one and a wrong default."""
+
+    def sample(a, b=1, *, c="x"):
+        """Sample.
+
+        Args:
+            a: first. Required.
+            b: second, with a long
+                explanation. Default: `2`.
+            b: again. Default: `1`.
+            d: none such. Default: `None`.
+
+        Returns nothing.
+        """
+
+    assert sorted(_doc_drift(sample)) == ["b: 2 entries", "c: 0 entries", "d: no such parameter"]
+
+    def wrong(a, b=1, *, c="x"):
+        """Sample.
+
+        Args:
+            a: first. Required.
+            b: second. Default: `1.0`.
+            c: third. Default: `"y"`.
+        """
+
+    assert _doc_drift(wrong) == ["b: documented default 1.0, signature 1", "c: documented default 'y', signature 'x'"]
 
 
 def test_pytree_carry_without_xs_and_trainable_init() -> None:

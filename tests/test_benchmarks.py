@@ -309,8 +309,10 @@ def _fuzz_body():
     fc = build(campaign.body(0), dtype=campaign.dtype)
     if fc.ill_conditioned:
         return "ok"  # judged as the fuzzer judges it: no driver runs on an ill-conditioned body
-    status, hvp_status, report = run_driver(fc, registry.get_driver("torch_loop"), campaign.dtype, True)
-    return "ok" if status == "ok" and hvp_status in ("ok", None) else f"{status} {hvp_status} {report}"
+    judged = run_driver(fc, registry.get_driver("torch_loop"), campaign.dtype, True)
+    if judged.status == "ok" and judged.hvp_status in ("ok", None):
+        return "ok"
+    return f"{judged.status} {judged.hvp_status} {judged.report}"
 
 
 SUITE_COST = {"check_recurrence_readme": _readme_check, "run_row_default": _default_row, "fuzz_body": _fuzz_body}

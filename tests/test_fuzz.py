@@ -47,7 +47,8 @@ def test_input_that_cannot_reach_the_loss_is_not_compared() -> None:
     assert "carry0.c1" not in reaching(body) and "carry0.c1" not in body_wrt(body)
     assert "carry0.c1" in body_wrt(dataclasses.replace(body, length=1))
     fc = build(body)
-    assert run_driver(fc, registry.get_driver("torch_loop"), "float64", True)[:2] == ("ok", "ok")
+    judged = run_driver(fc, registry.get_driver("torch_loop"), "float64", True)
+    assert (judged.status, judged.hvp_status) == ("ok", "ok")
 
 
 def test_shrink_candidates_are_smaller_and_valid() -> None:
@@ -85,8 +86,8 @@ def test_planted_bug_is_caught_shrunk_and_located(tmp_path) -> None:
 def test_torch_scan_second_order_is_the_registered_issue() -> None:
     driver = registry.get_driver("torch_scan")
     statuses = [run_driver(build(generate(0, i)), driver, "float64", True) for i in range(4)]
-    assert all(s == "ok" for s, _, _ in statuses)
-    assert any(h is not None and is_known(h) for _, h, _ in statuses), statuses
+    assert all(j.status == "ok" for j in statuses)
+    assert any(j.hvp_status is not None and is_known(j.hvp_status) for j in statuses), statuses
 
 
 def test_repro_script_fails_while_the_bug_is_there_and_passes_on_a_correct_driver(tmp_path) -> None:

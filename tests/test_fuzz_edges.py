@@ -141,8 +141,8 @@ def test_a_planted_wrong_gradient_beside_a_kink_is_a_mismatch() -> None:
     fc = build(body)
     case = dataclasses.replace(fc.case, carry0=(np.array([-0.5]),))
     fc = FuzzCase(body, fc.model, case, None, oracle_grads(fc.model, case))
-    assert run_driver(fc, registry.get_driver("jax_loop"), "float64", False)[0] == "ok"
-    assert run_driver(fc, registry.get_driver("torch_loop"), "float64", False)[0] == "grad_mismatch"
+    assert run_driver(fc, registry.get_driver("jax_loop"), "float64", False).status == "ok"
+    assert run_driver(fc, registry.get_driver("torch_loop"), "float64", False).status == "grad_mismatch"
 
 
 @pytest.mark.parametrize(

@@ -79,8 +79,8 @@ def test_fuzzer_catches_the_plant(plant: Plant, dtype: str) -> None:
     for index in range(len(FUZZ_BODIES) * len(losses.CHECKED)):
         fc = build(judged_body(0, index, losses.CHECKED), dtype=dtype)
         if fc.ill_conditioned is None:
-            status, hvp_status, _ = run_driver(fc, driver, dtype, second_order=True)
-            statuses += [status, hvp_status or Status.OK]
+            judged = run_driver(fc, driver, dtype, second_order=True)
+            statuses += [judged.status, judged.hvp_status or Status.OK]
     assert _caught(statuses), f"{plant.name} missed by the fuzzer: {statuses}"
 
 

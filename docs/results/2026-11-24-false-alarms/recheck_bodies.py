@@ -31,7 +31,8 @@ def main() -> None:
                 print(f"body {index} {dtype}: skipped as ill-conditioned ({fc.ill_conditioned})")
                 continue
             for name in args.drivers.split(","):
-                status, hvp_status, report = run_driver(fc, registry.get_driver(name), dtype, second_order=True)
+                judged = run_driver(fc, registry.get_driver(name), dtype, second_order=True)
+                status, hvp_status, report = judged.status, judged.hvp_status, judged.report
                 print(f"body {index} {dtype} {name}: {status}" + (f", second order {hvp_status}" if hvp_status else ""))
                 if report:
                     print("   " + report.replace("\n", "\n   "))

@@ -46,6 +46,7 @@ def check_recurrence(
     step: Callable,
     params: Mapping[str, np.ndarray],
     carry0: Sequence[np.ndarray],
+    *,
     xs: np.ndarray | None = None,
     length: int | None = None,
     loss: Callable | None = None,
@@ -60,35 +61,73 @@ def check_recurrence(
     order: int = 2,
     oracle: str | None = None,
 ) -> RecurrenceReport:
-    """Run `step(ops, params, carry, x_t) -> (carry, y_t)` on the drivers (`drivers` below) and compare
-    its gradients (and Hessian-vector products) with the oracle's, computed from the numpy forward
-    (`oracle` below: by default the ladder, exact dual numbers).
+    """Run `step` on the drivers and compare its gradients (and Hessian-vector products) with the
+    oracle's, computed from the numpy forward (by default the ladder: exact dual numbers).
 
     params, carry0, xs and the step's output y_t may be pytrees: nested dicts (keys in sorted
-    order), tuples and lists of arrays. params: name -> array, or any tree (gradients are named by
-    the path, "layer.W"). carry0: a tuple of arrays or any tree (leaves named c0, c1, ... for a
-    tuple, else by path); a bare array is a one-leaf carry, the same as (carry0,): the step receives
-    the 1-tuple (h,) and may return (h,) or h. xs: per-step inputs, each leaf (T, ...), or None with
-    `length` = T (given with xs, length must equal T). carry0_requires_grad: a bool or a tree of
-    bools shaped like carry0 (a bool at a node covers every leaf below it). Every driver runs the step
-    on flat arrays: x_t and y_t are packed into one vector per step (the leaves flattened and
-    concatenated) and unpacked around the user's step. loss(ops, consts, ys, carry_T) -> scalar,
-    where ys is the output tree with a leading T on every leaf and carry_T the carry tree. Without
-    `loss`, every driver is judged under each loss form of `losses` (names from
-    rnnbench.losses; default rnnbench.losses.CHECKED: random weights, an unweighted sum of the final
-    carry, the mean of the outputs, the last output only): a driver bug can hide behind one
-    cotangent pattern. dtype: one of DTYPES (inputs are rounded to it; the oracle uses the rounded
-    values). drivers: names (duplicates run once); None (the default): every driver but the torch.compile
-    ones, whose C++ compiles take seconds per loss form (the report names them); "all": every one.
-    order: 2 also checks H v along a seeded direction where the driver has a second-order path (float64 only;
-    rnnbench.check.second_order); 1 skips it. oracle: None (the ladder of rnnbench.check.oracle:
-    exact dual numbers, 50 digits where float64 may not resolve the gradient, finite differences
-    only where no derivative exists) or one rung forced: "dual", "dual_mp", "finite_differences".
+    order), tuples and lists of arrays. Every driver runs the step on flat arrays: x_t and y_t are
+    packed into one vector per step (the leaves flattened and concatenated) and unpacked around the
+    user's step.
+
+    Args:
+        step: `step(ops, params, carry, x_t) -> (carry, y_t)`, written once against `ops` (numpy,
+            torch or jax); x_t is one step of xs (None without xs), y_t a pytree of arrays. Required.
+        params: name -> array, or any pytree of float arrays; gradients are named by the path
+            ("layer.W"). Required.
+        carry0: the initial carry: a tuple of arrays or any pytree (leaves named c0, c1, ... for a
+            tuple, else by path); a bare array is a one-leaf carry, the same as (carry0,): the step
+            receives the 1-tuple (h,) and may return (h,) or h. Required.
+        xs: per-step inputs, a pytree of arrays with leading axis T (each leaf (T, ...)), or None
+            with `length` = T. Default: `None`.
+        length: the trip count T: required without xs; given with xs, it must equal T.
+            Default: `None`.
+        loss: `loss(ops, consts, ys, carry_T) -> scalar`, where ys is the output pytree with a
+            leading T on every leaf and carry_T the final carry pytree; None judges every driver
+            under each form of `losses` instead. Default: `None`.
+        consts: name -> array: the custom loss's constants (no gradient). Default: `None`.
+        carry0_requires_grad: a bool, or a pytree of bools shaped like carry0 (a bool at a node
+            covers every leaf below it): which carry leaves get a gradient. Default: `False`.
+        xs_requires_grad: whether xs gets a gradient (needs xs). Default: `False`.
+        dtype: one of DTYPES; inputs are rounded to it and the oracle uses the rounded values.
+            Default: `"float64"`.
+        drivers: driver names (duplicates run once); None: every driver but the torch.compile
+            ones, whose C++ compiles take seconds per loss form (the report names them); "all":
+            every one. Default: `None`.
+        device: where the drivers run: "cpu", or "cuda" for the drivers that run there.
+            Default: `"cpu"`.
+        seed: seeds the loss form's random weights and the H v direction. Default: `0`.
+        losses: loss-form names from rnnbench.losses, used without `loss`; None:
+            rnnbench.losses.CHECKED (random weights, an unweighted sum of the final carry, the mean
+            of the outputs, the last output only): a driver bug can hide behind one cotangent
+            pattern. Default: `None`.
+        order: 2 also checks H v along a seeded direction where the driver has a second-order path
+            (float64 only; rnnbench.check.second_order); 1 skips it. Default: `2`.
+        oracle: None or "auto" (the ladder of rnnbench.check.oracle: exact dual numbers, 50 digits
+            where float64 may not resolve the gradient, finite differences only where no
+            derivative exists) or one rung forced: "dual", "dual_mp", "finite_differences".
+            Default: `None`.
 
     Bad input raises before any driver runs (rnnbench.api.validate; docs/api.md, "Input validation"):
     TypeError for a wrong type, rnnbench.errors.InputError (a ValueError) for a bad value.
     """
-    given = Inputs(**locals())  # first, while the arguments are all that is local: every one, as one value
+    given = Inputs(
+        step=step,
+        params=params,
+        carry0=carry0,
+        xs=xs,
+        length=length,
+        loss=loss,
+        consts=consts,
+        carry0_requires_grad=carry0_requires_grad,
+        xs_requires_grad=xs_requires_grad,
+        dtype=dtype,
+        drivers=drivers,
+        device=device,
+        seed=seed,
+        losses=losses,
+        order=order,
+        oracle=oracle,
+    )
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
     from rnnbench.check.oracle import AUTO
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rnnbench import losses, results_file
 from rnnbench.cli import options
@@ -79,8 +81,20 @@ def fuzz_drivers(value: str | None, dtype: str, device: str = "cpu", grammar: st
     return plan.fuzz_drivers(value, dtype, device, build(body).model)
 
 
-def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, list], Path | None]:
-    """The flags checked: (dtypes, loss forms, {dtype: drivers}, the repro directory, created)."""
+@dataclass(frozen=True)
+class Checked:
+    """The flags checked, as the campaigns take them (the parsed flags themselves stay as given)."""
+
+    dtypes: list[str]
+    loss_forms: list[str]
+    drivers: dict[str, list]  # {dtype: the drivers fuzzed at it}
+    repro_dir: Path | None  # created
+    workers: int  # --workers, or the CPUs rnnbench may use
+    grammar: Any  # rnnbench.fuzz.grammar.Grammar: --grammar, --snap-rate, --plant
+
+
+def _checked(args: argparse.Namespace) -> Checked:
+    """The flags checked, in the order their errors are reported."""
     options.number("--cases", args.cases, integer=True)
     options.number("--shrink", args.shrink, integer=True, inclusive=True)
     options.number("--timeout", args.timeout, maximum=options.MAX_SECONDS)
@@ -94,8 +108,9 @@ def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, 
     if args.device not in plan.DEVICES:
         raise options.UsageError(f"unknown device {args.device!r}; known: {', '.join(plan.DEVICES)}")
     executors.check_executor(args.executor, args.address)
-    if args.workers is None:
-        args.workers = local_pool.usable_cpus()
+    workers = args.workers
+    if workers is None:
+        workers = local_pool.usable_cpus()
     elif args.executor == "ray":
         raise options.UsageError("--workers is for the local executor (Ray runs as many chunks as its CPUs hold)")
     else:
@@ -106,12 +121,18 @@ def _checked(args: argparse.Namespace) -> tuple[list[str], list[str], dict[str, 
             f"no driver can fuzz here on {args.device} (install a framework: {plan.frameworks_hint()})"
         )
     repro_dir = options.writable_dir(Path(args.repro_dir), "--repro-dir") if args.repro_dir else None
-    _grammar(args)
-    return dtypes, loss_forms, drivers, repro_dir
+    return Checked(
+        dtypes=dtypes,
+        loss_forms=loss_forms,
+        drivers=drivers,
+        repro_dir=repro_dir,
+        workers=workers,
+        grammar=_grammar(args),
+    )
 
 
-def _grammar(args: argparse.Namespace) -> None:
-    """--grammar, --snap-rate and --plant checked, as args.grammar_spec (rnnbench.fuzz.grammar.Grammar)."""
+def _grammar(args: argparse.Namespace) -> Any:
+    """--grammar, --snap-rate and --plant checked, as one rnnbench.fuzz.grammar.Grammar."""
     # lazy: cli: the grammar's names without the fuzzer's cases
     from rnnbench.fuzz.edges import parse_plant
     from rnnbench.fuzz.grammar import GRAMMARS, Grammar
@@ -126,11 +147,11 @@ def _grammar(args: argparse.Namespace) -> None:
         except ValueError as exc:
             raise options.UsageError(str(exc)) from None
     edge = args.grammar == "edge"
-    args.grammar_spec = Grammar(args.grammar, args.snap_rate if edge else 0.0, args.plant)
+    return Grammar(args.grammar, args.snap_rate if edge else 0.0, args.plant)
 
 
 def run(args: argparse.Namespace) -> int:
-    dtypes, loss_forms, drivers, repro_dir = _checked(args)
+    checked = _checked(args)
     # lazy: cli: --help and bad input answer without importing the fuzzer
     from rnnbench.fuzz.campaign import Campaign, resume
     from rnnbench.fuzz.isolated import fuzz_isolated
@@ -139,18 +160,18 @@ def run(args: argparse.Namespace) -> int:
         Campaign(
             cases=args.cases,
             seed=args.seed,
-            drivers=tuple(d.name for d in drivers[dtype]),
+            drivers=tuple(d.name for d in checked.drivers[dtype]),
             dtype=dtype,
             device=args.device,
-            losses=tuple(loss_forms),
+            losses=tuple(checked.loss_forms),
             second_order=args.second_order,
             shrink_per_kind=args.shrink,
-            repro_dir=repro_dir,
+            repro_dir=checked.repro_dir,
             timeout_s=args.timeout,
-            workers=args.workers,
-            grammar=args.grammar_spec,
+            workers=checked.workers,
+            grammar=checked.grammar,
         )
-        for dtype in dtypes
+        for dtype in checked.dtypes
     ]
     out = options.out_path(args.out, NAME, args.resume)
     start = time.time()
@@ -160,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         results_file.ResultsFile(out, resume=args.resume, kind="fuzz") as results,
     ):
         parent.results_file(out, resumable=True)  # an interruption names the file and how to continue it
-        done = resume(out, results.existing, campaigns) if args.resume else {dtype: [] for dtype in dtypes}
+        done = resume(out, results.existing, campaigns) if args.resume else {dtype: [] for dtype in checked.dtypes}
         already = sum(map(len, done.values()))
         print(
             f"rnnbench: fuzz -> {out}" + (f" ({already} records already there, not run again)" if already else ""),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from rnnbench import registry
 from rnnbench.drivers.base import Driver
@@ -20,20 +21,19 @@ from rnnbench.rows.pair import PairPlan, agrees, check_pair
 from rnnbench.status import Status
 
 
-class Judged(tuple):
-    """(status, hvp_status, report), and the oracle kind that judged them (`oracle_kind`)."""
+@dataclass(frozen=True)
+class Judged:
+    """One driver's verdict on one body: the first-order status, the H v status (None where the
+    driver has no second-order path), the report, and the oracle kind that judged them."""
 
-    oracle_kind: str = ""
-
-
-def _judged(status: str, hvp_status: str | None, report: str, oracle_kind: str) -> Judged:
-    out = Judged((status, hvp_status, report))
-    out.oracle_kind = oracle_kind
-    return out
+    status: str
+    hvp_status: str | None
+    report: str
+    oracle_kind: str
 
 
 def run_driver(fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, device: str = "cpu") -> Judged:
-    """(status, hvp_status, report) of one driver on one well-conditioned body, checked by
+    """The verdict of one driver on one well-conditioned body, checked by
     rnnbench.rows.pair.check_pair against the body's cached oracles (shrinking checks many bodies:
     only the shrunk one is localized, by on_failure)."""
     plan = PairPlan(
@@ -43,12 +43,19 @@ def run_driver(fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, dev
     chk, hvp_status = pair.check, pair.hvp_status
     if hvp_status is None:
         # a row undecided at its kinks only agrees enough for H v, not enough to drop its report
-        return _judged(chk.status, None, "" if agrees(chk) and not chk.kinks_only else chk.report, chk.oracle_kind)
+        report = "" if agrees(chk) and not chk.kinks_only else chk.report
+        return Judged(status=chk.status, hvp_status=None, report=report, oracle_kind=chk.oracle_kind)
     # an undecided first order keeps its reason beside the H v report (a campaign classes it by that reason)
     parts = ([] if chk.status == Status.OK else [chk.report]) + (
         [] if hvp_status == Status.OK else [pair.hvp["report"]]
     )
-    return _judged(chk.status, hvp_status, "\n".join(parts), f"{chk.oracle_kind}+{pair.hvp['oracle_kind']}")
+    oracle_kind = f"{chk.oracle_kind}+{pair.hvp['oracle_kind']}"
+    return Judged(status=chk.status, hvp_status=hvp_status, report="\n".join(parts), oracle_kind=oracle_kind)
+
+
+def _kind(judged: Judged) -> str:
+    """What shrinking preserves of a verdict (fuzz.outcome.kind_of)."""
+    return kind_of(judged.status, judged.hvp_status)
 
 
 def shrink(body: Body, driver: Driver, dtype: str, kind: str, device: str = "cpu", budget: int = 60) -> Body:
@@ -64,13 +71,14 @@ def shrink(body: Body, driver: Driver, dtype: str, kind: str, device: str = "cpu
                 continue
             spent += 1
             fc = build(cand, dtype=dtype)
-            if fc.ill_conditioned is None and kind_of(*run_driver(fc, driver, dtype, True, device)[:2]) == kind:
+            if fc.ill_conditioned is None and _kind(run_driver(fc, driver, dtype, True, device)) == kind:
                 current, progress = cand, True
                 break
     return current
 
 
 def explain_outcome(
+    *,
     index: int,
     fc: FuzzCase,
     driver: Driver,
@@ -85,13 +93,20 @@ def explain_outcome(
     (driver, status) that fail, error or reproduce a known issue are shrunk to a minimal body and
     passed to on_failure (localization, repro export); `shrunk` counts them across calls."""
     judged = run_driver(fc, driver, dtype, second_order, device)
-    status, hvp_status, report = judged
-    out = Outcome(index, driver.name, status, hvp_status, report, fc.body, oracle_kind=judged.oracle_kind)
+    out = Outcome(
+        index=index,
+        driver=driver.name,
+        status=judged.status,
+        hvp_status=judged.hvp_status,
+        report=judged.report,
+        body=fc.body,
+        oracle_kind=judged.oracle_kind,
+    )
     if (out.failed or out.known or out.errored) and shrunk[(driver.name, out.kind)] < shrink_per_kind:
         shrunk[(driver.name, out.kind)] += 1
         out.minimal = shrink(fc.body, driver, dtype, out.kind, device)
         minimal = build(out.minimal, dtype=dtype)
-        out.report = run_driver(minimal, driver, dtype, second_order, device)[2]
+        out.report = run_driver(minimal, driver, dtype, second_order, device).report
         if on_failure is not None:
             on_failure(out, minimal, driver)
     return out
@@ -130,13 +145,13 @@ def explain(
 ) -> Outcome:
     """explain_outcome under the campaign's settings (dtype, second order, shrinking, device)."""
     return explain_outcome(
-        index,
-        fc,
-        driver,
-        campaign.dtype,
-        campaign.second_order,
-        campaign.shrink_per_kind,
-        shrunk,
-        on_failure,
-        campaign.device,
+        index=index,
+        fc=fc,
+        driver=driver,
+        dtype=campaign.dtype,
+        second_order=campaign.second_order,
+        shrink_per_kind=campaign.shrink_per_kind,
+        shrunk=shrunk,
+        on_failure=on_failure,
+        device=campaign.device,
     )
