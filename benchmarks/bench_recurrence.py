@@ -107,7 +107,7 @@ def checked(model, driver, size):
             raise NotImplementedError(f"driver {driver!r} is not registered in this rnnbench version")
         # The row's own framework only: importing torch for jax rows would inflate peakmem.
         registry.drivers()[driver].framework.set_threads(1)
-        check, prepared = prepare_checked(model, driver, SIZES[size])
+        check, prepared = prepare_checked(model, driver, sizes=SIZES[size])
         prepared.block(prepared.forward())  # compile the forward outside the timed region
         _checked[key] = (check, prepared)
     return _checked[key]

@@ -12,7 +12,7 @@ from rnnbench.model import Case, Model
 
 
 def known_issue_marks(driver_name: str, model: Model, case: Case, dtype: str, order: int = 1) -> list:
-    issues = known_issues.covering(driver_name, model, case, dtype, order=order)
+    issues = known_issues.covering(driver_name, model, case, dtype=dtype, order=order)
     if not issues:
         return []
     reason = " or ".join(f"known_issue:{issue.id}" for issue in issues)

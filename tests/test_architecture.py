@@ -734,3 +734,120 @@ def test_the_doc_check_finds_missing_and_misplaced_names() -> None:
         "`drivers/no_such.py` names nothing in the tree",
         "`NoSuchClass(...)` names nothing in the tree",
     ], found
+
+
+# A call that passes more than this many arguments by position makes its reader count: what is the
+# fifth argument of check_pair? Past it, an rnnbench function's parameters are keyword-only.
+MAX_POSITIONAL = 4
+
+
+def _rnnbench_bindings(tree: ast.Module, root: Path) -> dict[str, str]:
+    """The names a module binds to rnnbench: {name: "module"} for a module imported (import
+    rnnbench.x as y, from rnnbench import x), {name: "object"} for a name imported from rnnbench or
+    defined at this module's top level."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "rnnbench":
+            for alias in node.names:
+                dotted = Path(*f"{node.module}.{alias.name}".split("."))
+                is_module = (root.parent / dotted).with_suffix(".py").exists() or (root.parent / dotted).is_dir()
+                bound[alias.asname or alias.name] = "module" if is_module else "object"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "rnnbench":
+                    bound[alias.asname or "rnnbench"] = "module"
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound[node.name] = "object"
+    return bound
+
+
+def _defined_callables(root: Path) -> tuple[set[str], set[str]]:
+    """The names of rnnbench's functions and classes (a value such as a foreign function is not
+    one), and of those functions that take *args (a varying count by design, as git's arguments)."""
+    defined, varargs = set(), set()
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(node.name)
+                if not isinstance(node, ast.ClassDef) and node.args.vararg is not None:
+                    varargs.add(node.name)
+    return defined, varargs
+
+
+def _long_positional_calls(root: Path) -> list[str]:
+    """file:line name(n) for each call under `root` (the rnnbench package) that passes more than
+    MAX_POSITIONAL arguments by position to a function or class of rnnbench: one its module imports
+    from rnnbench (by name or through a module: check.judge(...)) or defines at its top level. A
+    method called on an instance, or a function handed in as a value (a driver's prepare, a recur),
+    is not resolved here: a protocol's calls keep their documented positions."""
+    defined, varargs = _defined_callables(root)
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        bound = _rnnbench_bindings(tree, root)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            positional = sum(not isinstance(a, ast.Starred) for a in node.args)
+            head, name = node.func, None
+            while isinstance(head, ast.Attribute):
+                name = name or head.attr
+                head = head.value
+            if not isinstance(head, ast.Name) or positional <= MAX_POSITIONAL:
+                continue
+            name = name or head.id
+            if bound.get(head.id) == "object" or (bound.get(head.id) == "module" and name != head.id):
+                if name in defined and name not in varargs:
+                    found.append(f"{path.relative_to(root.parent)}:{node.lineno} {name}({positional})")
+    return found
+
+
+def test_calls_pass_at_most_four_arguments_by_position() -> None:
+    """Past four, an rnnbench call names its arguments: f(model, case, dtype=..., device=...)."""
+    found = _long_positional_calls(SRC)
+    assert not found, f"more than {MAX_POSITIONAL} positional arguments: {', '.join(found)}"
+
+
+def test_the_positional_scanner_finds_each_kind_of_call(tmp_path: Path) -> None:
+    """The scanner above is the test: a call by name, through a module, to a class and to a
+    classmethod is found; keywords, *args functions and other libraries' calls are not."""
+    package = tmp_path / "rnnbench"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "a.py").write_text(
+        "def f(a, b, c, d, e=0): pass\n"
+        "def git(repo, *args): pass\n"
+        "import ctypes; PRCTL = ctypes.CDLL(None).prctl\n"
+        "class C:\n"
+        "    def __init__(self, a, b, c, d, e): pass\n"
+        "    @classmethod\n"
+        "    def of(cls, a, b, c, d, e): pass\n"
+        "f(1, 2, 3, 4, 5)\n"  # line 8: its own top-level function
+    )
+    (package / "b.py").write_text(
+        "import os\n"
+        "from rnnbench.sub.a import PRCTL, C, f, git\n"
+        "from rnnbench.sub import a\n"
+        "import rnnbench.sub.a as aa\n"
+        "f(1, 2, 3, 4, 5)\n"  # 5: imported by name
+        "a.f(1, 2, 3, 4, 5)\n"  # 6: through its module
+        "aa.f(1, 2, 3, 4, 5)\n"  # 7
+        "C(1, 2, 3, 4, 5)\n"  # 8: a class
+        "C.of(1, 2, 3, 4, 5)\n"  # 9: a classmethod
+        "f(1, 2, 3, 4, e=5)\n"
+        "git('.', 'log', '-1', '--format', '%H', 'HEAD')\n"
+        "os.path.join('a', 'b', 'c', 'd', 'e')\n"
+        "max(1, 2, 3, 4, 5)\n"
+        "PRCTL(1, 2, 3, 4, 5)\n"
+        "def g(recur): return recur(1, 2, 3, 4, 5)\n"
+    )
+    assert _long_positional_calls(package) == [
+        "rnnbench/b.py:5 f(5)",
+        "rnnbench/b.py:6 f(5)",
+        "rnnbench/b.py:7 f(5)",
+        "rnnbench/b.py:8 C(5)",
+        "rnnbench/b.py:9 of(5)",
+        "rnnbench/sub/a.py:8 f(5)",
+    ]

@@ -309,7 +309,7 @@ def _fuzz_body():
     fc = build(campaign.body(0), dtype=campaign.dtype)
     if fc.ill_conditioned:
         return "ok"  # judged as the fuzzer judges it: no driver runs on an ill-conditioned body
-    judged = run_driver(fc, registry.get_driver("torch_loop"), campaign.dtype, True)
+    judged = run_driver(fc, registry.get_driver("torch_loop"), campaign.dtype, second_order=True)
     if judged.status == "ok" and judged.hvp_status in ("ok", None):
         return "ok"
     return f"{judged.status} {judged.hvp_status} {judged.report}"

@@ -33,7 +33,7 @@ def _tampered(transform) -> Driver:
 def _check(driver: Driver, model_name: str, dtype: str = "float64"):
     model = registry.get_model(model_name)
     case = model.make_case(model.sizes_with_defaults(), 0).rounded_to(dtype)
-    return check_gradients(model, driver, case, dtype, "cpu")[0]
+    return check_gradients(model, driver, case, dtype=dtype, device="cpu")[0]
 
 
 @pytest.mark.parametrize("name", ["decay", "rnn", "lstm", "newton_sqrt", "taylor_expm"])

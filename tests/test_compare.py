@@ -198,7 +198,7 @@ def test_old_records_without_samples_have_no_interval(tmp_path: Path) -> None:
     ranges are disjoint and the ratio beyond the threshold, and never `same`."""
     base, new = _planted(tmp_path)
     old = [results_file.load([p]) for p in (base, new)]
-    result = compare([_without_samples(r) for r in old[0]], [_without_samples(r) for r in old[1]], 0.10, 0.01)
+    result = compare([_without_samples(r) for r in old[0]], [_without_samples(r) for r in old[1]], 0.10, alpha=0.01)
     by_driver = {p.key[1]: p for p in result.pairs}
     assert by_driver["torch_loop"].verdict == "slower"  # 30 % with 3 % spreads: clearly separated
     assert by_driver["torch_loop"].times["fwd_bwd"].estimate.lo is None

@@ -84,7 +84,7 @@ def test_a_record_repeated_is_one_run(tmp_path: Path, capsys) -> None:
     assert repeated["times"] == alone["times"] and repeated["times"]["fwd_bwd"]["runs"] == [1, 1]
     assert "repeated records counted once (the same run): 4 base, 4 new" in out["header"]
     older = [{k: v for k, v in r.items() if k != "run_id"} for r in (base, new)]  # before run_id: by content
-    result = compare([older[0]] * 5, [older[1]] * 3, 0.10, 0.01)
+    result = compare([older[0]] * 5, [older[1]] * 3, 0.10, alpha=0.01)
     assert result.pairs[0].times["fwd_bwd"].estimate.runs == (1, 1) and result.repeated == (4, 2)
     # Unlike five runs of their own (five run ids): then the interval is five runs' and narrower.
     distinct = write(tmp_path / "runs.jsonl", [dict(base, run_id=str(i)) for i in range(5)])
@@ -227,7 +227,7 @@ def test_the_bootstrap_is_bounded_by_a_cap_on_runs_and_chunks_of_resamples(tmp_p
     RUNS_CAP runs, however long the history."""
     long = results_file.load([history(tmp_path / "long.jsonl", RUNS_CAP + 15, rows=ROWS[:2])])
     new = [dict(r, run_id="new") for r in long[:2]]
-    result = compare(long, new, 0.10, 0.01)
+    result = compare(long, new, 0.10, alpha=0.01)
     assert {p.times["fwd_bwd"].estimate.runs for p in result.pairs} == {(RUNS_CAP, 1)}
     from rnnbench.report.compare_format import header_lines
 

@@ -86,7 +86,7 @@ def test_a_reference_that_moved_more_than_the_bound_within_a_run_is_noisy() -> N
     rng = np.random.default_rng(4)
     n = 40
     moved = np.where(np.arange(n) < n // 2, 1.0, REF_MOVED * 1.1)  # the second half ran that much slower
-    pair = compare([_record("a", *_run(rng))], [_record("b", *_run(rng, speed=moved))], 0.1, 0.01).pairs[0]
+    pair = compare([_record("a", *_run(rng))], [_record("b", *_run(rng, speed=moved))], 0.1, alpha=0.01).pairs[0]
     assert pair.verdict == "noisy"
     assert any("moved" in note for note in pair.notes)
 
@@ -104,7 +104,7 @@ def test_a_row_that_drifts_while_its_reference_does_not_is_noisy() -> None:
     rng = np.random.default_rng(6)
     row, ref = _run(rng)
     row = np.where(np.arange(len(row)) < len(row) // 2, row, row * 1.3)
-    pair = compare([_record("a", *_run(rng))], [_record("b", row, ref)], 0.1, 0.01).pairs[0]
+    pair = compare([_record("a", *_run(rng))], [_record("b", row, ref)], 0.1, alpha=0.01).pairs[0]
     assert pair.verdict == "noisy"
     assert any("relative to their reference" in note for note in pair.notes)
 
@@ -128,7 +128,7 @@ def test_measure_times_the_reference_after_each_call_on_the_same_clocks() -> Non
         advance(0.0005, 0.0004)
 
     config = TimingConfig(warmup=1, min_repeats=3, max_repeats=3, budget_s=0.0)
-    t = measure(fn, lambda r: None, config, clocks, reference=ref)
+    t = measure(fn, lambda r: None, config, clocks=clocks, reference=ref)
     assert calls == ["row", "ref"] * 4  # the warm-up too: the kernel is warm when first timed
     assert t.samples == (4.0, 4.0, 4.0) and t.cpu_samples == (2.0, 2.0, 2.0)
     assert t.ref_samples == (0.5, 0.5, 0.5) and t.ref_cpu_samples == (0.4, 0.4, 0.4)
@@ -151,7 +151,7 @@ def test_the_kernel_is_fixed_work() -> None:
 def test_the_output_shows_the_relative_speed_up_and_the_raw_one_beside_it() -> None:
     # the new process got a 1.4x slower machine and the row is unchanged: relative 1.0x, raw 0.71x
     rng = np.random.default_rng(7)
-    result = compare([_record("a", *_run(rng))], [_record("b", *_run(rng, speed=1.4))], 0.1, 0.01)
+    result = compare([_record("a", *_run(rng))], [_record("b", *_run(rng, speed=1.4))], 0.1, alpha=0.01)
     row = json.loads(compare_format.as_json(result))["rows"][0]["times"]["fwd_bwd"]
     assert row["relative"] and row["speedup"] == pytest.approx(1.0, rel=0.05)
     assert row["raw_speedup"] == pytest.approx(1 / 1.4, rel=0.05)

@@ -160,7 +160,7 @@ def test_dual_oracle_matches_the_hand_oracle(name: str) -> None:
     names = [n for n in case.wrt_names(model.carry_names) if n in want]
     got = evaluate(model, case, names)
     assert not got.kinks, got.kinks
-    errors = compare_grads(got.grads, want, names, tolerance("float64", "dual"))
+    errors = compare_grads(got.grads, want, names, tol=tolerance("float64", "dual"))
     assert all(e.status == "ok" for e in errors), errors
 
 
@@ -174,7 +174,7 @@ def test_nested_dual_hvp_matches_gradient_differences(name: str) -> None:
     by_gradient = gradient_difference_hvp(model, case, v)
     names = case.wrt_names(model.carry_names)
     errors = compare_grads(
-        by_gradient, oracle.want, names, hvp_tolerance("gradient_differences_hvp", reference_loss(model, case))
+        by_gradient, oracle.want, names, tol=hvp_tolerance("gradient_differences_hvp", reference_loss(model, case))
     )
     assert all(e.status == "ok" for e in errors), errors
 
@@ -243,7 +243,9 @@ def test_the_chaotic_body_of_seed_7_is_no_false_alarm() -> None:
         assert "(c0 * 1.5) - (p1 * c0)" in fc.body.source() and fc.ill_conditioned is None
         assert fc.oracle.kind == "dual_mp" and "condition number" in fc.oracle.reason
         for driver in ("torch_loop", "jax_lax_scan", "torch_scan"):
-            chk, _ = check_gradients(fc.model, registry.get_driver(driver), fc.case, "float64", "cpu", oracle=fc.oracle)
+            chk, _ = check_gradients(
+                fc.model, registry.get_driver(driver), fc.case, dtype="float64", device="cpu", oracle=fc.oracle
+            )
             assert chk.raw_status in ("ok", "cannot_decide"), f"{form} {driver}: {chk.report}"
             if chk.raw_status == "cannot_decide":
                 assert "float64 rounding alone" in chk.report, chk.report

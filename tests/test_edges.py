@@ -292,10 +292,12 @@ def test_a_nan_oracle_never_passes_a_gradient_or_an_hvp() -> None:
         )
     want = np.array([np.nan, 1.0, 2.0])
     tol = tolerance("float64", "dual")
-    assert [e.status for e in compare_grads({"w": np.array([5.0, 1.0, 2.0])}, {"w": want}, ["w"], tol)] == [
+    assert [e.status for e in compare_grads({"w": np.array([5.0, 1.0, 2.0])}, {"w": want}, ["w"], tol=tol)] == [
         "cannot_decide"
     ]
-    assert [e.status for e in compare_grads({"w": np.array([5.0, 1.5, 2.0])}, {"w": want}, ["w"], tol)] == ["mismatch"]
+    assert [e.status for e in compare_grads({"w": np.array([5.0, 1.5, 2.0])}, {"w": want}, ["w"], tol=tol)] == [
+        "mismatch"
+    ]
 
 
 def test_an_hvp_within_a_ties_conventions_is_never_ok() -> None:

@@ -262,8 +262,8 @@ def test_plants_on_fuzzed_bodies_are_still_caught(plant: str, dtype: str) -> Non
         fc = build(generate(3, index), dtype=dtype)
         if fc.ill_conditioned:
             continue
-        honest, _ = check_gradients(fc.model, TORCH_LOOP, fc.case, dtype, "cpu", oracle=fc.oracle)
-        planted, _ = check_gradients(fc.model, driver, fc.case, dtype, "cpu", oracle=fc.oracle)
+        honest, _ = check_gradients(fc.model, TORCH_LOOP, fc.case, dtype=dtype, device="cpu", oracle=fc.oracle)
+        planted, _ = check_gradients(fc.model, driver, fc.case, dtype=dtype, device="cpu", oracle=fc.oracle)
         assert honest.status == Status.OK, honest.report
         changed = any(
             np.max(
@@ -286,7 +286,11 @@ def test_a_zero_dim_mismatch_shows_got_and_want() -> None:
     model = registry.get_model("decay_scalar")
     case = model.make_case(model.sizes_with_defaults(), 0)
     chk, _ = check_gradients(
-        model, _tampered("scaled", lambda loss, g: (loss, {k: v * 1.5 for k, v in g.items()})), case, "float64", "cpu"
+        model,
+        _tampered("scaled", lambda loss, g: (loss, {k: v * 1.5 for k, v in g.items()})),
+        case,
+        dtype="float64",
+        device="cpu",
     )
     bad = [line for line in chk.report.splitlines() if line.startswith("!!")]
     assert bad and all("got " in line and "want " in line for line in bad), chk.report
@@ -318,7 +322,7 @@ def test_localization_hints_only_what_the_case_has() -> None:
     model = registry.get_model("scan_reference")  # carry0 and xs both differentiated
     case = model.make_case(model.sizes_with_defaults({"T": 3}), 0)
     assert all(case.carry0_requires_grad) and case.xs_requires_grad
-    text = localize(model, _tampered("wrong_xs", wrong_xs), case, "float64").format()
+    text = localize(model, _tampered("wrong_xs", wrong_xs), case, dtype="float64").format()
     assert "initial-carry leaves without grad" not in text and "initial carry without grad" not in text
     assert "the gradient with respect to xs" in text, text
 

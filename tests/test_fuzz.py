@@ -47,7 +47,7 @@ def test_input_that_cannot_reach_the_loss_is_not_compared() -> None:
     assert "carry0.c1" not in reaching(body) and "carry0.c1" not in body_wrt(body)
     assert "carry0.c1" in body_wrt(dataclasses.replace(body, length=1))
     fc = build(body)
-    judged = run_driver(fc, registry.get_driver("torch_loop"), "float64", True)
+    judged = run_driver(fc, registry.get_driver("torch_loop"), "float64", second_order=True)
     assert (judged.status, judged.hvp_status) == ("ok", "ok")
 
 
@@ -73,7 +73,10 @@ def test_planted_bug_is_caught_shrunk_and_located(tmp_path) -> None:
     summary = fuzz(
         Campaign(cases=6, seed=0, drivers=(broken.name,)),
         [broken],
-        on_failure=lambda o, fc, d: (explain_failure(o, fc, d, "float64", tmp_path, 0), seen.append(o)),
+        on_failure=lambda o, fc, d: (
+            explain_failure(o, fc, d, dtype="float64", repro_dir=tmp_path, seed=0),
+            seen.append(o),
+        ),
     )
     assert summary.failures, summary.format()
     out = seen[0]
@@ -85,7 +88,7 @@ def test_planted_bug_is_caught_shrunk_and_located(tmp_path) -> None:
 
 def test_torch_scan_second_order_is_the_registered_issue() -> None:
     driver = registry.get_driver("torch_scan")
-    statuses = [run_driver(build(generate(0, i)), driver, "float64", True) for i in range(4)]
+    statuses = [run_driver(build(generate(0, i)), driver, "float64", second_order=True) for i in range(4)]
     assert all(j.status == "ok" for j in statuses)
     assert any(j.hvp_status is not None and is_known(j.hvp_status) for j in statuses), statuses
 
@@ -106,10 +109,10 @@ def test_repro_script_fails_while_the_bug_is_there_and_passes_on_a_correct_drive
             tmp_path / f"{driver}.py",
             fc,
             registry.get_driver(driver),
-            True,
-            "test",
-            tol.max_rel_error,
-            tol.absolute_scale,
+            second_order=True,
+            status="test",
+            tolerance=tol.max_rel_error,
+            absolute_scale=tol.absolute_scale,
         )
         run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert run.returncode == expected_rc and expected in run.stdout, run.stdout + run.stderr
@@ -194,10 +197,10 @@ def test_committed_repro_is_what_the_exporter_writes(tmp_path) -> None:
         tmp_path / "repro.py",
         fc,
         registry.get_driver("torch_scan"),
-        True,
-        "known_issue:torch-scan-double-backward-drops-saved-values",
-        tol.max_rel_error,
-        tol.absolute_scale,
+        second_order=True,
+        status="known_issue:torch-scan-double-backward-drops-saved-values",
+        tolerance=tol.max_rel_error,
+        absolute_scale=tol.absolute_scale,
     )
     committed = Path(__file__).resolve().parents[1] / "docs" / "repros" / "torch_scan_double_backward.py"
     assert path.read_text() == committed.read_text()
@@ -214,7 +217,15 @@ def test_repro_embeds_the_loss_form(tmp_path) -> None:
 
     body = dataclasses.replace(generate(0, 3), loss="sum_carry")
     fc = build(body)
-    path = export(tmp_path / "repro.py", fc, registry.get_driver("torch_loop"), False, "ok", 1e-9, 0.0)
+    path = export(
+        tmp_path / "repro.py",
+        fc,
+        registry.get_driver("torch_loop"),
+        second_order=False,
+        status="ok",
+        tolerance=1e-9,
+        absolute_scale=0.0,
+    )
     text = path.read_text()
     assert "def sum_carry(ops, consts, ys, carry):" in text and "LOSS = sum_carry" in text
     assert subprocess.run([sys.executable, str(path)], capture_output=True).returncode == 0

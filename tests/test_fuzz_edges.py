@@ -94,7 +94,15 @@ def test_repro_scripts_render_every_edge_op(tmp_path, driver) -> None:
 
     fc = build(_every_op_body())
     assert fc.ill_conditioned is None and fc.oracle is not None
-    path = export(tmp_path / "repro.py", fc, registry.get_driver(driver), False, "ok", 1e-9, 0.0)
+    path = export(
+        tmp_path / "repro.py",
+        fc,
+        registry.get_driver(driver),
+        second_order=False,
+        status="ok",
+        tolerance=1e-9,
+        absolute_scale=0.0,
+    )
     run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr
 
@@ -141,8 +149,8 @@ def test_a_planted_wrong_gradient_beside_a_kink_is_a_mismatch() -> None:
     fc = build(body)
     case = dataclasses.replace(fc.case, carry0=(np.array([-0.5]),))
     fc = FuzzCase(body, fc.model, case, None, oracle_grads(fc.model, case))
-    assert run_driver(fc, registry.get_driver("jax_loop"), "float64", False).status == "ok"
-    assert run_driver(fc, registry.get_driver("torch_loop"), "float64", False).status == "grad_mismatch"
+    assert run_driver(fc, registry.get_driver("jax_loop"), "float64", second_order=False).status == "ok"
+    assert run_driver(fc, registry.get_driver("torch_loop"), "float64", second_order=False).status == "grad_mismatch"
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,6 @@ def test_gradients_match_oracle(model_name: str, driver_name: str, gradient_dtyp
     if reason is not None:
         pytest.skip(reason)
     case = model.make_case(model.sizes_with_defaults(), seed=0).rounded_to(gradient_dtype)
-    result, _ = check_gradients(model, driver, case, gradient_dtype, "cpu")
+    result, _ = check_gradients(model, driver, case, dtype=gradient_dtype, device="cpu")
     expect_ok(result.status, result.report)
     assert result.errors, "no gradient was compared"

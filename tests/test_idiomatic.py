@@ -170,7 +170,7 @@ def _jax_loop_optimized_hlo(model_name: str, T: int) -> str:
     model = registry.get_model(model_name)
     case = model.make_case(model.sizes_with_defaults({**TINY, "T": T}), 0).rounded_to("float32")
     diff, rest, consts = _jax.model_arrays(model, case, "float32", "cpu")
-    loss_fn, _ = jax_loop.loop_loss(model, case, consts, "float32")
+    loss_fn, _ = jax_loop.loop_loss(model, case, consts, dtype="float32")
     return jax.jit(jax.value_and_grad(loss_fn)).lower(diff, rest).compile().as_text()
 
 

@@ -154,7 +154,7 @@ def test_a_peak_cache_of_another_shape_is_measured_again(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls: list = []
     monkeypatch.setattr(roofline, "_measure_in_worker", _fake_measurement(calls))
-    roofline.peak_for("float32", 1, [], cpus=[0])  # a well-formed entry, to learn its key
+    roofline.peak_for("float32", 1, sizes=[], cpus=[0])  # a well-formed entry, to learn its key
     path = roofline.peak_cache_path()
     cache = json.loads(path.read_text())
     if shape in ENTRY_SHAPES:
@@ -163,7 +163,7 @@ def test_a_peak_cache_of_another_shape_is_measured_again(
         path.write_text(json.dumps(cache))
     else:
         path.write_text(FILE_SHAPES[shape] if isinstance(FILE_SHAPES[shape], str) else json.dumps(FILE_SHAPES[shape]))
-    peak = roofline.peak_for("float32", 1, [], cpus=[0])
+    peak = roofline.peak_for("float32", 1, sizes=[], cpus=[0])
     assert len(calls) == 2 and len(calls[1]["shapes"]) == len(roofline.PEAK_SQUARE)  # every shape again
     assert peak["gflops"] == 5.0
     (entry,) = json.loads(path.read_text())["entries"].values()

@@ -118,15 +118,31 @@ def test_coverage_follows_driver_version_model_and_condition() -> None:
     decay_case, lstm_case = (m.make_case(m.sizes_with_defaults(), 0) for m in (decay, lstm))
     issue = _issue(conditions=("carry0_without_grad",))
     torch_290 = {"torch": "2.9.0+cu128"}.get
-    assert known_issues.covering("torch_scan", decay, decay_case, "float64", torch_290, [issue]) == [issue]
-    assert not known_issues.covering("torch_loop", decay, decay_case, "float64", torch_290, [issue])
-    assert not known_issues.covering("torch_scan", decay, decay_case, "float64", {"torch": "2.13.0"}.get, [issue])
-    assert not known_issues.covering("torch_scan", decay, decay_case, "float64", {}.get, [issue])  # not installed
-    assert not known_issues.covering("torch_scan", lstm, lstm_case, "float64", torch_290, [issue])  # carry0 has grad
+    assert known_issues.covering(
+        "torch_scan", decay, decay_case, dtype="float64", versions=torch_290, issues=[issue]
+    ) == [issue]
+    assert not known_issues.covering(
+        "torch_loop", decay, decay_case, dtype="float64", versions=torch_290, issues=[issue]
+    )
+    assert not known_issues.covering(
+        "torch_scan", decay, decay_case, dtype="float64", versions={"torch": "2.13.0"}.get, issues=[issue]
+    )
+    assert not known_issues.covering(
+        "torch_scan", decay, decay_case, dtype="float64", versions={}.get, issues=[issue]
+    )  # not installed
+    assert not known_issues.covering(
+        "torch_scan", lstm, lstm_case, dtype="float64", versions=torch_290, issues=[issue]
+    )  # carry0 has grad
     only_lstm = _issue(models=("lstm",), dtypes=("float32",))
-    assert not known_issues.covering("torch_scan", decay, decay_case, "float32", torch_290, [only_lstm])
-    assert not known_issues.covering("torch_scan", lstm, lstm_case, "float64", torch_290, [only_lstm])
-    assert known_issues.covering("torch_scan", lstm, lstm_case, "float32", torch_290, [only_lstm]) == [only_lstm]
+    assert not known_issues.covering(
+        "torch_scan", decay, decay_case, dtype="float32", versions=torch_290, issues=[only_lstm]
+    )
+    assert not known_issues.covering(
+        "torch_scan", lstm, lstm_case, dtype="float64", versions=torch_290, issues=[only_lstm]
+    )
+    assert known_issues.covering(
+        "torch_scan", lstm, lstm_case, dtype="float32", versions=torch_290, issues=[only_lstm]
+    ) == [only_lstm]
 
 
 @pytest.mark.parametrize(
@@ -185,8 +201,8 @@ def test_second_order_entries_cover_only_the_second_order_check() -> None:
         "produces": {"statuses": ["hvp_mismatch"]},
     }
     (issue,) = parse({"issues": [entry]})
-    assert known_issues.covering("torch_scan", decay, case, "float64", issues=[issue], order=2) == [issue]
-    assert not known_issues.covering("torch_scan", decay, case, "float64", issues=[issue])  # the row check
+    assert known_issues.covering("torch_scan", decay, case, dtype="float64", issues=[issue], order=2) == [issue]
+    assert not known_issues.covering("torch_scan", decay, case, dtype="float64", issues=[issue])  # the row check
     for bad in (
         {**entry, "produces": {"statuses": ["grad_mismatch"]}},  # a row status on a second-order entry
         {**entry, "affects": {"drivers": ["torch_scan"]}},  # an hvp status on a first-order entry
@@ -229,8 +245,8 @@ def test_swapped_carries_show_section1_as_a_missing_gradient() -> None:
     )
     fc = build(body)
     driver = registry.get_driver("torch_scan")
-    chk, _ = check_gradients(fc.model, driver, fc.case, "float64", "cpu")
-    if known_issues.covering(driver.name, fc.model, fc.case, "float64"):
+    chk, _ = check_gradients(fc.model, driver, fc.case, dtype="float64", device="cpu")
+    if known_issues.covering(driver.name, fc.model, fc.case, dtype="float64"):
         assert chk.status == "known_issue:torch-scan-drops-carry-cotangent" and chk.raw_status == "missing_grad", (
             chk.report
         )
@@ -317,12 +333,12 @@ def test_entries_reproduce_on_their_witnesses(
     from rnnbench.losses import with_loss
 
     model, case = with_loss(model, model.make_case(model.sizes_with_defaults(sizes), 0), loss)
-    chk, prepared = check_gradients(model, driver, case.rounded_to(dtype), dtype, "cpu")
+    chk, prepared = check_gradients(model, driver, case.rounded_to(dtype), dtype=dtype, device="cpu")
     if issue.order == 2:  # a second-order entry: the H v check of a row whose gradients agree
         from rnnbench.check.second_order import check_second_order
 
         assert chk.status == "ok", chk.report
-        chk = check_second_order(model, witness_driver, case.rounded_to(dtype), prepared)
+        chk = check_second_order(model, witness_driver, case.rounded_to(dtype), prepared=prepared)
     assert chk.status == f"known_issue:{issue_id}", chk.report
 
 
@@ -418,7 +434,7 @@ def test_loss_scoped_entries_cover_only_their_loss_forms() -> None:
     base = rnn.make_case(rnn.sizes_with_defaults(), 0)
     for form, covered in (("sum_carry", True), ("weighted", False), ("model", False)):
         model, case = with_loss(rnn, base, form)
-        assert bool(known_issues.covering("torch_scan", model, case, "float64", issues=[issue])) is covered, form
+        assert bool(known_issues.covering("torch_scan", model, case, dtype="float64", issues=[issue])) is covered, form
     with pytest.raises(RegistryError):  # a loss form that does not exist
         parse({"issues": [{**entry, "affects": {"drivers": ["torch_scan"], "losses": ["sum_carr"]}}]})
 
@@ -504,7 +520,7 @@ def test_expanded_carry_cotangent_entries_follow_the_measured_scope(
     model, case = with_loss(*_model(name, sizes), loss)
     ids = {
         i.id
-        for i in known_issues.covering(driver, model, case, "float64", versions=lambda p: torch_version)
+        for i in known_issues.covering(driver, model, case, dtype="float64", versions=lambda p: torch_version)
         if "expanded-carry" in i.id
     }
     assert ids == ({expected} if expected else set())

@@ -39,7 +39,7 @@ def test_the_declaration_is_the_step(name: str) -> None:
         np.testing.assert_array_equal(y, new)
         h = new
     # the folded form the associative drivers scan: the running composition gives h_t
-    a, b = linear_recurrence_inputs(ops, model, case.params, case.carry0, case.xs)
+    a, b = linear_recurrence_inputs(ops, model, case.params, carry0=case.carry0, xs=case.xs)
     acc = np.zeros_like(b[0])  # h0 is folded into b_0
     for t in range(case.length):
         acc = a[t] * acc + b[t]

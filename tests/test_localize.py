@@ -28,20 +28,20 @@ def test_suffix_problem_has_the_same_loss() -> None:
 
 def test_correct_driver_is_not_accused() -> None:
     model, case = rnn_case()
-    loc = localize(model, TORCH_LOOP, case, "float64")
+    loc = localize(model, TORCH_LOOP, case, dtype="float64")
     assert loc.first_step is None and loc.complete, loc.format()
     assert "no suffix diverges" in loc.format()
 
 
 def test_cut_carry_chain_is_located_at_the_first_two_step_suffix() -> None:
     model, case = rnn_case()
-    loc = localize(model, faulty_loop(cut_carry_from=1), case, "float64")
+    loc = localize(model, faulty_loop(cut_carry_from=1), case, dtype="float64")
     assert loc.first_step == case.length - 2, loc.format()
     assert loc.where[0] == "cotangent of h", loc.format()  # step 3's parameter contributions use it too
 
 
 def test_wrong_parameter_contribution_is_located_at_its_step() -> None:
     model, case = rnn_case()
-    loc = localize(model, faulty_loop(detach_params_last=True), case, "float64")
+    loc = localize(model, faulty_loop(detach_params_last=True), case, dtype="float64")
     assert loc.first_step == case.length - 1, loc.format()
     assert loc.where and all(w.startswith("step contribution to ") for w in loc.where), loc.format()

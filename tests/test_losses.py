@@ -67,7 +67,7 @@ def test_hand_oracle_under_every_loss(oracle_model: str, form_name: str) -> None
     want = model.oracle(case)
     names = [n for n in case.wrt_names(model.carry_names) if n in want]
     fd = finite_difference_oracle(model, case, names=names)
-    errors = compare_grads(want, fd.grads, names, tolerance("float64", "finite_differences"), error=fd.error)
+    errors = compare_grads(want, fd.grads, names, tol=tolerance("float64", "finite_differences"), error=fd.error)
     assert not [e for e in errors if e.status not in (InputStatus.OK, InputStatus.UNDECIDED)], errors
     assert any(e.status == InputStatus.OK for e in errors), errors
 

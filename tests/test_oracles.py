@@ -25,7 +25,7 @@ def test_oracle_matches_finite_differences(model_name: str) -> None:
     names = [n for n in case.wrt_names(model.carry_names) if n in want]  # finite differences fill the rest
     assert names, "the oracle covers no compared input"
     errors = compare_grads(
-        finite_differences(model, case, names=names)[0], want, names, tolerance("float64", "finite_differences")
+        finite_differences(model, case, names=names)[0], want, names, tol=tolerance("float64", "finite_differences")
     )
     assert all(e.status == "ok" for e in errors), errors
 

@@ -34,7 +34,7 @@ def reference_run(driver_name: str, case: Case):
     result first: a failure the registry expects raises KnownIssueReproduced; the caller then
     asserts the exact reference numbers, stricter than the tolerance."""
     model, driver = registry.get_model(case.model), registry.get_driver(driver_name)
-    verdict = partial(judge, model, case, "float64", "cpu", driver_name, compiled=driver.compiled)
+    verdict = partial(judge, model, case, "float64", device="cpu", driver_name=driver_name, compiled=driver.compiled)
     try:
         produced = driver.prepare(model, case, "float64", "cpu").loss_and_grads()
     except Exception as exc:

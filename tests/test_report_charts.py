@@ -32,7 +32,7 @@ def _panel(records: list[dict]):
     groups = bars.panels(records, "rnn")
     rows, unavailable = bars.bar_rows(next(iter(groups.values())), style.series_namer(records))
     fig, ax = plt.subplots()
-    bars.draw_panel(ax, rows, style.styles(b.series for b in rows), "t", unavailable)
+    bars.draw_panel(ax, rows, style.styles(b.series for b in rows), title="t", unavailable=unavailable)
     return fig, ax, rows
 
 
@@ -214,7 +214,7 @@ def test_a_driver_has_its_colour_in_two_charts_with_other_drivers(tmp_path: Path
     two = [_planted("jax_lax_scan", 2.0), _planted("flax_scan", 1.0), _planted("torch_scan_compiled", 4.0)]
     for records in (one, two):
         bars.figure(
-            records, {("rnn", *k): rows for k, rows in bars.panels(records, "rnn").items()}, tmp_path / "x", "t"
+            records, {("rnn", *k): rows for k, rows in bars.panels(records, "rnn").items()}, tmp_path / "x", title="t"
         )
     label = style.Series("jax_lax_scan", "torch 2.13.0").label
     first, second = (_bar_colors(f)[label] for f in figs)
@@ -232,7 +232,7 @@ def test_a_driver_missing_from_a_panel_is_a_labelled_gap_with_why(tmp_path: Path
     records = [_planted(d, ms, T=256) for d, ms in drivers.items()]
     records += [_planted(d, 10 * drivers[d], T=1024) for d in ("torch_nn_lstm", "jax_lax_scan")]
     groups = {("rnn", *k): rows for k, rows in bars.panels(records, "rnn").items()}
-    bars.figure(records, groups, tmp_path / "x", "t", gap_why={"torch_loop": "run cut before it"})
+    bars.figure(records, groups, tmp_path / "x", title="t", gap_why={"torch_loop": "run cut before it"})
     (fig,) = figs
     big = next(ax for ax in fig.axes if "T=1024" in ax.get_title())
     texts = [t.get_text() for t in big.texts]
@@ -258,7 +258,7 @@ def test_a_wide_spread_is_a_log_axis_with_the_ratios_printed() -> None:
     log, lo, hi = bars.time_axis(rows)
     assert log and 0.18 / bars.LOG_MARGIN == pytest.approx(lo) and hi == pytest.approx(77.0 * bars.LOG_MARGIN)
     fig, ax = style.pyplot().subplots()
-    bars.draw_panel(ax, rows, style.styles(b.series for b in rows), "t", 0)
+    bars.draw_panel(ax, rows, style.styles(b.series for b in rows), title="t", unavailable=0)
     assert any("0.00286x fastest" in t.get_text() for t in ax.texts)
     assert not bars.time_axis(rows[:1])[0]
     style.pyplot().close(fig)

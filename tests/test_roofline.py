@@ -90,18 +90,18 @@ def test_the_peak_is_cached_per_machine_and_measures_only_new_shapes(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls: list = []
     monkeypatch.setattr(roofline, "_measure_in_worker", _fake_measurement(calls))
-    first = roofline.peak_for("float32", 1, [{"T": 4, "B": 2, "I": 3, "H": 5}], cpus=[0])
+    first = roofline.peak_for("float32", 1, sizes=[{"T": 4, "B": 2, "I": 3, "H": 5}], cpus=[0])
     assert len(calls) == 1 and [2, 5, 20] in calls[0]["shapes"] and [2048, 2048, 2048] in calls[0]["shapes"]
     assert (
         first["framework"] == "torch"
         and first["shape"] == "2048x2048x2048"
         and first["gflops"] == pytest.approx(13.048)
     )
-    again = roofline.peak_for("float32", 1, [{"T": 4, "B": 2, "I": 3, "H": 5}], cpus=[0])
+    again = roofline.peak_for("float32", 1, sizes=[{"T": 4, "B": 2, "I": 3, "H": 5}], cpus=[0])
     assert len(calls) == 1 and again["gflops"] == first["gflops"]  # nothing new: nothing measured
-    roofline.peak_for("float32", 1, [{"B": 7, "H": 5}], cpus=[0])
+    roofline.peak_for("float32", 1, sizes=[{"B": 7, "H": 5}], cpus=[0])
     assert len(calls) == 2 and sorted(map(tuple, calls[1]["shapes"])) == [(7, 5, 5), (7, 5, 20)]
-    roofline.peak_for("float64", 1, [], cpus=[0])  # another dtype: its own entry
+    roofline.peak_for("float64", 1, sizes=[], cpus=[0])  # another dtype: its own entry
     assert len(calls) == 3
     # stale: an entry older than PEAK_MAX_AGE_DAYS is measured again, every shape (resealed: only its age is off)
     path = roofline.peak_cache_path()
@@ -110,7 +110,7 @@ def test_the_peak_is_cached_per_machine_and_measures_only_new_shapes(
         entry["measured_epoch"] -= (peak_cache.PEAK_MAX_AGE_DAYS + 1) * 86400
         peak_cache.sealed(key_text, entry)
     path.write_text(json.dumps(cache))
-    roofline.peak_for("float32", 1, [{"B": 7, "H": 5}], cpus=[0])
+    roofline.peak_for("float32", 1, sizes=[{"B": 7, "H": 5}], cpus=[0])
     assert len(calls) == 4 and len(calls[3]["shapes"]) == len(roofline.PEAK_SQUARE) + 2
 
 
@@ -143,12 +143,12 @@ def test_a_peak_measured_under_contention_is_measured_again_until_calm(
     calls: list = []
     monkeypatch.setattr(roofline, "_measure_in_worker", _fake_measurement(calls, others=[0.6, 0.05]))
     sizes = [{"B": 2, "H": 3}]
-    first = roofline.peak_for("float32", 2, sizes, cpus=[0, 1])
+    first = roofline.peak_for("float32", 2, sizes=sizes, cpus=[0, 1])
     assert first["others_on_cpus"] == 0.6
-    second = roofline.peak_for("float32", 2, sizes, cpus=[0, 1])  # contended before: every shape again
+    second = roofline.peak_for("float32", 2, sizes=sizes, cpus=[0, 1])  # contended before: every shape again
     assert len(calls) == 2 and len(calls[1]["shapes"]) == len(calls[0]["shapes"])
     assert second["gflops"] > first["gflops"] and second["others_on_cpus"] == 0.05  # the best rate is kept
-    roofline.peak_for("float32", 2, sizes, cpus=[0, 1])  # calm now: nothing measured
+    roofline.peak_for("float32", 2, sizes=sizes, cpus=[0, 1])  # calm now: nothing measured
     assert len(calls) == 2
 
 
@@ -174,16 +174,16 @@ def test_a_run_never_waits_on_another_process_measuring_the_peak(
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(RuntimeError, match="measuring"):  # nothing cached yet: no peak, and no wait
-            roofline.peak_for("float32", 1, [], cpus=[0])
+            roofline.peak_for("float32", 1, sizes=[], cpus=[0])
         assert calls == []
         holder.kill()
         holder.wait()
-        measured = roofline.peak_for("float32", 1, [{"B": 2, "H": 3}], cpus=[0])
+        measured = roofline.peak_for("float32", 1, sizes=[{"B": 2, "H": 3}], cpus=[0])
         holder = subprocess.Popen(holder.args, stdout=subprocess.PIPE, text=True)
         assert holder.stdout.readline().strip() == "held"
         started = time.perf_counter()
         # the cached entry as it stands, its shapes and the load it was measured under included
-        cached = roofline.peak_for("float32", 1, [{"B": 9, "H": 9}], cpus=[0])
+        cached = roofline.peak_for("float32", 1, sizes=[{"B": 9, "H": 9}], cpus=[0])
         assert len(calls) == 1 and cached == measured and time.perf_counter() - started < 5
     finally:
         holder.kill()

@@ -31,7 +31,7 @@ def test_hvp_matches_oracle(second_order_model: str, second_order_driver: str) -
     case = model.make_case(halved(model), seed=0)
     prepared = driver.prepare(model, case, "float64", "cpu")
     assert prepared.hvp is not None, f"{driver.name} declares second_order but its Prepared has no hvp"
-    result = check_second_order(model, driver.name, case, prepared)
+    result = check_second_order(model, driver.name, case, prepared=prepared)
     assert result.status != "ill_conditioned", result.report
     expect_ok(result.status, result.report)
 
@@ -52,7 +52,7 @@ def test_hvp_oracles_agree(core_model_name: str) -> None:
     by_gradient = gradient_difference_hvp(model, case, v)
     by_loss = finite_difference_hvp(model, case, v)
     errors = compare_grads(
-        by_loss, by_gradient, names, hvp_tolerance("finite_differences_hvp", reference_loss(model, case))
+        by_loss, by_gradient, names, tol=hvp_tolerance("finite_differences_hvp", reference_loss(model, case))
     )
     assert all(e.status == "ok" for e in errors), errors
     assert any(np.any(by_gradient[n]) for n in names), "H v is identically zero: the comparison proves nothing"
@@ -66,6 +66,6 @@ def test_wrong_second_derivative_is_caught() -> None:
     oracle = hvp_oracle(model, case)
     exact = prepared.hvp(oracle.v)
     half = dataclasses.replace(prepared, hvp=lambda v: {n: 0.5 * h for n, h in exact.items()})
-    result = check_second_order(model, "torch_loop", case, half, oracle=oracle)
+    result = check_second_order(model, "torch_loop", case, prepared=half, oracle=oracle)
     assert result.status == "hvp_mismatch", result.report
-    assert check_second_order(model, "torch_loop", case, prepared, oracle=oracle).status == "ok"
+    assert check_second_order(model, "torch_loop", case, prepared=prepared, oracle=oracle).status == "ok"

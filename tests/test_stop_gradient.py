@@ -156,11 +156,11 @@ def test_the_hvp_oracle_freezes_stop_gradient(monkeypatch: pytest.MonkeyPatch) -
     pytest.importorskip("torch")
     model, case = _sg_problem()
     prepared = registry.get_driver("torch_loop").prepare(model, case, "float64", "cpu")
-    result = check_second_order(model, "torch_loop", case, prepared)
+    result = check_second_order(model, "torch_loop", case, prepared=prepared)
     assert result.status == "ok", result.report
     monkeypatch.setattr(finite_diff, "frozen_stop_gradients", contextlib.nullcontext)
     unfrozen = check_second_order(
-        model, "torch_loop", case, prepared, oracle=hvp_oracle(model, case, choice="finite_differences")
+        model, "torch_loop", case, prepared=prepared, oracle=hvp_oracle(model, case, choice="finite_differences")
     )
     assert unfrozen.status == "hvp_mismatch", unfrozen.report
 

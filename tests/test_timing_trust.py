@@ -26,7 +26,7 @@ def fake_clocks(wall_steps: list[float], cpu_steps: list[float]) -> Clocks:
 def test_measure_reads_both_clocks_per_call() -> None:
     # wall: 0 at the start reading, 0.004 s at the end; cpu: 0 at the start, 0.002 s at the end
     config = TimingConfig(warmup=0, min_repeats=5, max_repeats=5, budget_s=0.0)
-    t = measure(lambda: None, lambda r: None, config, fake_clocks([0.0, 0.004], [0.0, 0.002]))
+    t = measure(lambda: None, lambda r: None, config, clocks=fake_clocks([0.0, 0.004], [0.0, 0.002]))
     assert t.repeats == 5
     assert all(abs(s - 4.0) < 1e-9 for s in t.samples)
     assert all(abs(s - 2.0) < 1e-9 for s in t.cpu_samples)

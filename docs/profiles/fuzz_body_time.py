@@ -59,7 +59,7 @@ def main(bodies: int, seed: int) -> None:
             fc = build(judged_body(seed, index, losses.CHECKED), dtype="float64")
             if fc.ill_conditioned is None:
                 fc.hvp_oracle()  # computed before check_second_order reads it (as in run_driver)
-                runner.run_driver(fc, driver, "float64", True)
+                runner.run_driver(fc, driver, "float64", second_order=True)
         per_driver[driver.name] = time.perf_counter() - start
     wall = time.perf_counter() - wall
     TIMES["hvp"] = TIMES.pop("hvp+hvp_oracle", 0.0)  # the oracle was computed before the call

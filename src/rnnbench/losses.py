@@ -108,52 +108,52 @@ FORMS: dict[str, LossForm] = {
     for f in (
         LossForm(
             "weighted",
-            "sum(ys * wy) + sum_i sum(c_i * wc_i), fixed random weights (the fuzzer's and the API's default)",
-            weighted,
-            lambda rng, ys, carry: {**_ys_weights(rng, ys, carry), **_carry_weights(rng, ys, carry)},
-            lambda k, ys, carry: (k["wy"], tuple(k[f"wc{i}"] for i in range(len(carry)))),
+            summary="sum(ys * wy) + sum_i sum(c_i * wc_i), fixed random weights (the fuzzer's and the API's default)",
+            loss=weighted,
+            weights=lambda rng, ys, carry: {**_ys_weights(rng, ys, carry), **_carry_weights(rng, ys, carry)},
+            cotangents=lambda k, ys, carry: (k["wy"], tuple(k[f"wc{i}"] for i in range(len(carry)))),
         ),
         LossForm(
             "ys_only",
-            "sum(ys * wy): the final carry gets a zero cotangent",
-            ys_only,
-            _ys_weights,
-            lambda k, ys, carry: (k["wy"], _zeros(carry)),
+            summary="sum(ys * wy): the final carry gets a zero cotangent",
+            loss=ys_only,
+            weights=_ys_weights,
+            cotangents=lambda k, ys, carry: (k["wy"], _zeros(carry)),
         ),
         LossForm(
             "carry_only",
-            "sum_i sum(c_i * wc_i): every output gets a zero cotangent",
-            carry_only,
-            _carry_weights,
-            lambda k, ys, carry: (np.zeros(np.shape(ys)), tuple(k[f"wc{i}"] for i in range(len(carry)))),
+            summary="sum_i sum(c_i * wc_i): every output gets a zero cotangent",
+            loss=carry_only,
+            weights=_carry_weights,
+            cotangents=lambda k, ys, carry: (np.zeros(np.shape(ys)), tuple(k[f"wc{i}"] for i in range(len(carry)))),
         ),
         LossForm(
             "sum_carry",
-            "sum_i sum(c_i), unweighted: an all-ones (expanded) final-carry cotangent",
-            sum_carry,
-            lambda rng, ys, carry: {},
-            lambda k, ys, carry: (np.zeros(np.shape(ys)), tuple(np.ones(np.shape(c)) for c in carry)),
+            summary="sum_i sum(c_i), unweighted: an all-ones (expanded) final-carry cotangent",
+            loss=sum_carry,
+            weights=lambda rng, ys, carry: {},
+            cotangents=lambda k, ys, carry: (np.zeros(np.shape(ys)), tuple(np.ones(np.shape(c)) for c in carry)),
         ),
         LossForm(
             "mean",
-            "mean(ys): one constant cotangent 1/numel over every output",
-            mean,
-            lambda rng, ys, carry: {},
-            lambda k, ys, carry: (np.full(np.shape(ys), 1.0 / np.size(ys)), _zeros(carry)),
+            summary="mean(ys): one constant cotangent 1/numel over every output",
+            loss=mean,
+            weights=lambda rng, ys, carry: {},
+            cotangents=lambda k, ys, carry: (np.full(np.shape(ys), 1.0 / np.size(ys)), _zeros(carry)),
         ),
         LossForm(
             "last_y",
-            "sum(ys[T-1] * w): only the last output reaches the loss",
-            last_y,
-            lambda rng, ys, carry: {"w_last": _uniform(rng, ys[-1])},
-            _last_cotangent,
+            summary="sum(ys[T-1] * w): only the last output reaches the loss",
+            loss=last_y,
+            weights=lambda rng, ys, carry: {"w_last": _uniform(rng, ys[-1])},
+            cotangents=_last_cotangent,
         ),
         LossForm(
             "sum_squares",
-            "0.5 sum(ys^2) + 0.5 sum_i sum(c_i^2): cotangents equal to the outputs",
-            sum_squares,
-            lambda rng, ys, carry: {},
-            lambda k, ys, carry: (np.asarray(ys), tuple(np.asarray(c) for c in carry)),
+            summary="0.5 sum(ys^2) + 0.5 sum_i sum(c_i^2): cotangents equal to the outputs",
+            loss=sum_squares,
+            weights=lambda rng, ys, carry: {},
+            cotangents=lambda k, ys, carry: (np.asarray(ys), tuple(np.asarray(c) for c in carry)),
         ),
     )
 }
@@ -185,7 +185,7 @@ def with_loss(model: Model, case: Case, name: str) -> tuple[Model, Case]:
     if name == MODEL_LOSS:
         return model, case
     form = form_named(name)
-    ys, carry = rollout(numpy_ops(), model, case.params, case.carry0, case.xs, case.length)
+    ys, carry = rollout(numpy_ops(), model, case.params, carry0=case.carry0, xs=case.xs, length=case.length)
     rng = np.random.default_rng([case.seed, zlib.crc32(name.encode())])
     consts = form.weights(rng, np.asarray(ys), tuple(np.asarray(c) for c in carry))
     new_case = dataclasses.replace(case, consts=consts, loss=name)
@@ -207,7 +207,7 @@ def _through_cotangents(model: Model, form: LossForm) -> Callable[[Case], dict[s
     in place of its own loss weights (a loss linear in ys and the carry is its cotangents)."""
 
     def oracle(case: Case) -> dict[str, np.ndarray]:
-        ys, carry = rollout(numpy_ops(), model, case.params, case.carry0, case.xs, case.length)
+        ys, carry = rollout(numpy_ops(), model, case.params, carry0=case.carry0, xs=case.xs, length=case.length)
         dys, dcarry = form.cotangents(case.consts, np.asarray(ys), tuple(np.asarray(c) for c in carry))
         return model.oracle(dataclasses.replace(case, consts=model.cotangent_consts(dys, dcarry)))
 

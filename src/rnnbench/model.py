@@ -170,7 +170,7 @@ class Model:
 
 
 def run_forward(
-    ops: Ops, model: Model, params: Params, carry0: Carry, xs: Array | None, length: int, recur: Recur
+    ops: Ops, model: Model, params: Params, *, carry0: Carry, xs: Array | None, length: int, recur: Recur
 ) -> tuple[Array, Carry]:
     """The model's forward with every recurrence run by `recur`: (ys (T, ...), carry_T)."""
     if model.forward is not None:
@@ -214,6 +214,7 @@ def rollout(
     ops: Ops,
     model: Model,
     params: Params,
+    *,
     carry0: Carry,
     xs: Array | None,
     length: int,
@@ -222,10 +223,10 @@ def rollout(
     """The model's forward as plain Python loops: returns (ys of shape (T, ...), carry_T). Used by
     the numpy reference and by the loop drivers, so every framework runs literally the same
     recurrence (collect: see loop_recur)."""
-    return run_forward(ops, model, params, carry0, xs, length, loop_recur(ops, collect))
+    return run_forward(ops, model, params, carry0=carry0, xs=xs, length=length, recur=loop_recur(ops, collect))
 
 
-def reference_loss(model: Model, case: Case, params=None, carry0=None, xs=None) -> float:
+def reference_loss(model: Model, case: Case, *, params=None, carry0=None, xs=None) -> float:
     """float64 numpy forward loss; finite differences perturb `params`, `carry0` or `xs`. One
     forward pass of rnnbench.ops.frozen_stop_gradients(), which the derivative oracles open."""
     ops = numpy_ops()
@@ -234,14 +235,16 @@ def reference_loss(model: Model, case: Case, params=None, carry0=None, xs=None) 
             ops,
             model,
             case.params if params is None else params,
-            case.carry0 if carry0 is None else carry0,
-            case.xs if xs is None else xs,
-            case.length,
+            carry0=case.carry0 if carry0 is None else carry0,
+            xs=case.xs if xs is None else xs,
+            length=case.length,
         )
         return float(model.loss(ops, case.consts, ys, carry))
 
 
-def linear_recurrence_inputs(ops: Ops, model: Model, params: Params, carry0: Carry, xs: Array) -> tuple[Array, Array]:
+def linear_recurrence_inputs(
+    ops: Ops, model: Model, params: Params, *, carry0: Carry, xs: Array
+) -> tuple[Array, Array]:
     """(a, b) of a model declaring Model.linear_recurrence, both (T, B, H), with h0 folded into the
     first step (b_0 <- a_0 h0 + b_0): the running composition of (a, b) by combine_linear then
     gives h_t as its second part, and its first part (the products of the decays) is discarded."""

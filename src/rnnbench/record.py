@@ -125,6 +125,7 @@ class RowKey(NamedTuple):
         cls,
         model: str,
         driver: str,
+        *,
         environment: str,
         dtype: str,
         device: str,
@@ -149,12 +150,12 @@ def row_key(rec: dict[str, Any], environment: bool = True) -> RowKey:
     return RowKey.of(
         rec["model"],
         rec["driver"],
-        env,
-        rec["dtype"],
-        rec.get("device", "cpu"),
-        rec.get("sizes") or {},
-        seed,
-        loss_form,
+        environment=env,
+        dtype=rec["dtype"],
+        device=rec.get("device", "cpu"),
+        sizes=rec.get("sizes") or {},
+        seed=seed,
+        loss_form=loss_form,
     )
 
 

@@ -103,7 +103,7 @@ SUITES = {s.name: s for s in (
     # quick is the comparison at a glance: one model per family (Elman, LSTM, stacked, Taylor, Newton),
     # small enough to run by default (its measured cost: docs/cli.md, "Suites").
     Suite("quick", "rnn, lstm, lstm2, taylor_exp, newton_sqrt on every core driver, main environment",
-          ("rnn", "lstm", "lstm2", "taylor_exp", "newton_sqrt"), "core", ("main",)),
+          models=("rnn", "lstm", "lstm2", "taylor_exp", "newton_sqrt"), drivers="core", environments=("main",)),
     Suite("core", "every core model on every core driver, also in the torch 2.9.0 / torch_xla environment",
           "core", "core"),
     Suite("bugs", "the docs/bugs.md case models (variants, loop bodies, mixed precision) on every driver",
@@ -111,8 +111,9 @@ SUITES = {s.name: s for s in (
     Suite("all", "every model on every driver", "all", "all"),
     # sizes people train at (docs/cli.md#the-realistic-suite); no unrolled loop: its compile grows with T
     Suite("realistic", "rnn, lstm, lstm2 at T=128,512 x I=H=256,512, B=32: one driver per mechanism and the "
-          "vendor layers", ("rnn", "lstm", "lstm2"),
-          ("torch_loop", "torch_scan_compiled", "jax_lax_scan", "flax_scan", *VENDOR_DRIVERS), ("main",),
+          "vendor layers", models=("rnn", "lstm", "lstm2"),
+          drivers=("torch_loop", "torch_scan_compiled", "jax_lax_scan", "flax_scan", *VENDOR_DRIVERS),
+          environments=("main",),
           sizes=tuple({"T": t, "B": 32, "I": h, "H": h} for t in (128, 512) for h in (256, 512))),
     # Real sizes on one CUDA GPU, ordered so that a call of a few minutes leaves a useful table with
     # every compile cold: the LSTM (the design card's headline) first, drivers cheapest first. A first
@@ -123,19 +124,21 @@ SUITES = {s.name: s for s in (
     # those rows are unavailable records, written at once.
     Suite("gpu", "LSTM, RNN, stacked LSTM, GRU, minGRU, LRU at real sizes, float32 and bfloat16, on --device cuda "
           "(docs/gpu.md)",
-          ("lstm", "rnn", "lstm2", "gru", "mingru", "lru"),
-          ("torch_nn_lstm", "torch_nn_rnn", "torch_nn_gru", "flax_gru_cell",  # vendor layers: no compile
+          models=("lstm", "rnn", "lstm2", "gru", "mingru", "lru"),
+          drivers=("torch_nn_lstm", "torch_nn_rnn", "torch_nn_gru", "flax_gru_cell",  # vendor layers: no compile
            "jax_lax_scan", "jax_lax_scan_unroll8", "jax_associative_scan", "flax_scan",  # jax's scans: seconds
            "torch_loop", "jax_loop", "torch_associative_scan",  # the eager loops, the unrolled jit loop
            "torch_scan_compiled", "torch_scan_compiled_cudagraphs",  # inductor: a minute or more
            "torch_associative_scan_compiled", "torch_associative_scan_compiled_pointwise",
            "torch_loop_compiled", "torch_loop_compiled_cudagraphs"),
-          ("main",), sizes=tuple({"T": t, "B": 64, "I": 256, "H": h} for t in (256, 1024) for h in (512, 1024)),
+          environments=("main",),
+          sizes=tuple({"T": t, "B": 64, "I": 256, "H": h} for t in (256, 1024) for h in (512, 1024)),
           dtypes=("float32", "bfloat16"), device="cuda", timeout=240.0, compile_budget=90.0, staged=True),
 )}
 QUICK, REALISTIC, GPU = SUITES["quick"], SUITES["realistic"], SUITES["gpu"]
 CURATED = Suite("curated", "each mechanism once and the vendor layers, on rnn and lstm at their default sizes",
-                ("rnn", "lstm"), tuple(m.driver for m in MECHANISMS) + VENDOR_DRIVERS, ("main",))
+                models=("rnn", "lstm"), drivers=tuple(m.driver for m in MECHANISMS) + VENDOR_DRIVERS,
+                environments=("main",))
 # asv's parameters. asv runs a benchmark by its index in the lists it discovered at one commit, so
 # they only grow: append a name, never rename or reorder one. A new driver is measured by
 # `rnnbench run` and pytest-benchmark from the registry, and by asv once its name is here.

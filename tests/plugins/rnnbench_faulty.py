@@ -136,10 +136,10 @@ def faulty_loop(name: str = "faulty_loop", cut_carry_from: int | None = None, de
 
         def loss_fn(inputs):
             params, carry0, xs = unflatten(model, case, inputs)
-            ys, carry = run_forward(ops, model, params, carry0, xs, case.length, recur)
+            ys, carry = run_forward(ops, model, params, carry0=carry0, xs=xs, length=case.length, recur=recur)
             return model.loss(ops, consts, ys, carry)
 
-        return _torch.prepared_from_loss(loss_fn, inputs, wrt, {})
+        return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings={})
 
     return dataclasses.replace(
         TORCH_LOOP,

@@ -173,10 +173,10 @@ def planted_driver(plant: Plant) -> Driver:
                     ys.append(y)
                 return ops.stack(ys), carry
 
-            ys, carry = run_forward(ops, model, params, carry0, xs, case.length, recur)
+            ys, carry = run_forward(ops, model, params, carry0=carry0, xs=xs, length=case.length, recur=recur)
             return model.loss(ops, consts, ys, carry)
 
-        prepared = _torch.prepared_from_loss(loss_fn, inputs, wrt, {}, second_order=True)
+        prepared = _torch.prepared_from_loss(loss_fn, inputs, wrt, settings={}, second_order=True)
         if plant.grads is not None:
             base = prepared.loss_and_grads
             prepared = dataclasses.replace(

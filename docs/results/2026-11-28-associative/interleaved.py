@@ -40,12 +40,12 @@ def torch_fns(T: int) -> dict:
 
     def loop():
         params, carry0, xs = unflatten(model, case, inputs)
-        ys, carry = run_forward(ops, model, params, carry0, xs, T, loop_recur(ops))
+        ys, carry = run_forward(ops, model, params, carry0=carry0, xs=xs, length=T, recur=loop_recur(ops))
         model.loss(ops, consts, ys, carry).backward()
 
     def assoc():
         params, carry0, xs = unflatten(model, case, inputs)
-        a, b = linear_recurrence_inputs(ops, model, params, carry0, xs)
+        a, b = linear_recurrence_inputs(ops, model, params, carry0=carry0, xs=xs)
         _, hs = associative_scan(combine_linear, (a, b), dim=0, combine_mode="generic")
         model.loss(ops, consts, hs, (hs[-1],)).backward()
 
@@ -70,14 +70,14 @@ def jax_fns(T: int) -> dict:
                 c, ys = jax.lax.scan(lambda c, x: step(ops, params, c, x), tuple(carry0), xs, unroll=unroll)
                 return ys, c
 
-            ys, carry = run_forward(ops, model, params, carry0, xs, T, recur)
+            ys, carry = run_forward(ops, model, params, carry0=carry0, xs=xs, length=T, recur=recur)
             return model.loss(ops, consts, ys, carry)
 
         return loss
 
     def assoc_loss(diff, rest):
         params, carry0, xs = unflatten(model, case, {**diff, **rest})
-        a, b = linear_recurrence_inputs(ops, model, params, carry0, xs)
+        a, b = linear_recurrence_inputs(ops, model, params, carry0=carry0, xs=xs)
         _, hs = jax.lax.associative_scan(combine_linear, (a, b), axis=0)
         return model.loss(ops, consts, hs, (hs[-1],))
 

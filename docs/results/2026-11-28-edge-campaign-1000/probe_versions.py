@@ -20,7 +20,7 @@ def main(out: str, envs: str, ids: list[str]) -> None:
     print(f"{len(jobs)} rows -> {out}", flush=True)
     with executors.executor("local", None) as executor, record.ResultsFile(Path(out), resume=False) as results:
         progress = Progress(len(jobs))
-        Runner(results, 900.0, progress.start, progress.done, executor=executor).run(jobs)
+        Runner(results, 900.0, on_start=progress.start, on_record=progress.done, executor=executor).run(jobs)
         progress.close()
     print(bug_table.format_table(record.load([Path(out)])))
 

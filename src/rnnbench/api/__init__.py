@@ -64,10 +64,8 @@ def check_recurrence(
     """Run `step` on the drivers and compare its gradients (and Hessian-vector products) with the
     oracle's, computed from the numpy forward (by default the ladder: exact dual numbers).
 
-    params, carry0, xs and the step's output y_t may be pytrees: nested dicts (keys in sorted
-    order), tuples and lists of arrays. Every driver runs the step on flat arrays: x_t and y_t are
-    packed into one vector per step (the leaves flattened and concatenated) and unpacked around the
-    user's step.
+    params, carry0, xs and y_t may be pytrees: nested dicts (keys in sorted order), tuples and lists of
+    arrays. Every driver runs the step on flat arrays, x_t and y_t packed into one vector per step.
 
     Args:
         step: `step(ops, params, carry, x_t) -> (carry, y_t)`, written once against `ops` (numpy,
@@ -110,24 +108,16 @@ def check_recurrence(
     Bad input raises before any driver runs (rnnbench.api.validate; docs/api.md, "Input validation"):
     TypeError for a wrong type, rnnbench.errors.InputError (a ValueError) for a bad value.
     """
-    given = Inputs(
-        step=step,
-        params=params,
-        carry0=carry0,
-        xs=xs,
-        length=length,
-        loss=loss,
-        consts=consts,
-        carry0_requires_grad=carry0_requires_grad,
-        xs_requires_grad=xs_requires_grad,
-        dtype=dtype,
-        drivers=drivers,
-        device=device,
-        seed=seed,
-        losses=losses,
-        order=order,
-        oracle=oracle,
-    )
+    # fmt: off
+    given = Inputs(step=step, params=params, carry0=carry0, xs=xs, length=length, loss=loss, consts=consts,
+                   carry0_requires_grad=carry0_requires_grad, xs_requires_grad=xs_requires_grad, dtype=dtype,
+                   drivers=drivers, device=device, seed=seed, losses=losses, order=order, oracle=oracle)
+    # fmt: on
+    return _check(given)
+
+
+def _check(given: Inputs) -> RecurrenceReport:
+    """check_recurrence on its arguments: validated, then run on every driver chosen."""
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
     from rnnbench.check.oracle import AUTO
 
@@ -135,12 +125,19 @@ def check_recurrence(
     base, case = _user_model(given, checked)
     # The loss form's weights come from the float64 forward; a float32 check rounds them too.
     judged = {form: loss_forms.with_loss(base, case, form) for form in checked.forms}
-    judged = {form: (model, form_case.rounded_to(dtype)) for form, (model, form_case) in judged.items()}
+    judged = {form: (model, form_case.rounded_to(given.dtype)) for form, (model, form_case) in judged.items()}
     results, oracle_kind = _run_drivers(
-        base, judged, checked.drivers, dtype, device, seed, order, None if oracle == AUTO else oracle
+        base,
+        judged,
+        checked.drivers,
+        dtype=given.dtype,
+        device=given.device,
+        seed=given.seed,
+        order=given.order,
+        oracle=None if given.oracle == AUTO else given.oracle,
     )
-    left_out = _would_run(base, left_out_by_default(given.drivers), dtype, device)
-    return RecurrenceReport(dtype, oracle_kind, results, left_out)
+    left_out = _would_run(base, left_out_by_default(given.drivers), given.dtype, given.device)
+    return RecurrenceReport(given.dtype, oracle_kind, results, left_out)
 
 
 def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
@@ -203,7 +200,7 @@ def _would_run(base: Model, names: tuple[str, ...], dtype: str, device: str) -> 
 
 
 def _run_drivers(
-    base: Model, judged: dict, names: list, dtype: str, device: str, seed: int, order: int, oracle: str | None = None
+    base: Model, judged: dict, names: list, *, dtype: str, device: str, seed: int, order: int, oracle: str | None = None
 ) -> tuple[list[DriverResult], str]:
     """Every driver of `names` under every loss form of `judged` ({form: (model, case)}), each pair
     checked by rnnbench.rows.pair.check_pair against one oracle per form, computed once for all
@@ -230,10 +227,20 @@ def _run_drivers(
                 if form not in plans:
                     first = oracle_grads(model, form_case, oracle)
                     plans[form] = PairPlan(order=order, seed=seed, oracle=first, oracle_choice=oracle, repeat=False)
-                pair = check_pair(model, driver, form_case, dtype, device, plans[form])
+                pair = check_pair(model, driver, form_case, dtype=dtype, device=device, plan=plans[form])
                 chk = pair.check
                 kinds.append(chk.oracle_kind)
                 hvp_status = "-" if pair.hvp is None else str(pair.hvp["status"])
                 max_err = chk.max_rel_error if chk.errors else None
-                results.append(DriverResult(name, pair.status, max_err, pair.report, chk.errors, form, hvp_status))
+                results.append(
+                    DriverResult(
+                        name,
+                        status=pair.status,
+                        max_rel_error=max_err,
+                        report=pair.report,
+                        grad_errors=chk.errors,
+                        loss=form,
+                        hvp_status=hvp_status,
+                    )
+                )
     return results, weakest(kinds) if kinds else str(oracle or OracleKind.DUAL)

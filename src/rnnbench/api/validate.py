@@ -79,8 +79,18 @@ def validate(given: Inputs) -> Checked:
     param_values(given.params, np_dtype, other_grads=any(flags) or bool(given.xs_requires_grad))
     const_values(given.consts, given.loss, np_dtype)
     bare = not isinstance(given.carry0, (tuple, list, dict))
-    example_y = forward(given.step, given.loss, given.params, carry, given.xs, given.consts, T, np_dtype, bare=bare)
-    return Checked(carry, T, flags, driver_names, forms, example_y)
+    example_y = forward(
+        given.step,
+        loss=given.loss,
+        params=given.params,
+        carry=carry,
+        xs=given.xs,
+        consts=given.consts,
+        T=T,
+        np_dtype=np_dtype,
+        bare=bare,
+    )
+    return Checked(carry, length=T, carry0_flags=flags, drivers=driver_names, forms=forms, example_y=example_y)
 
 
 def functions(step: Any, loss: Any) -> None:
@@ -413,7 +423,7 @@ def _not_written(inputs: list[tuple[str, Any, list]], t: int) -> None:
             raise problem("step_writes_input", where=root, t=t)
 
 
-def forward(step, loss, params, carry, xs, consts, T: int, np_dtype: Any, bare: bool) -> Any:
+def forward(step, *, loss, params, carry, xs, consts, T: int, np_dtype: Any, bare: bool) -> Any:
     """One numpy forward in the user's trees, at the values the drivers will see (rounded to
     np_dtype): the step leaves its inputs as they were, the carry keeps carry0's structure and
     shapes, y_t keeps step 0's, both stay finite, and a custom loss returns a finite scalar.

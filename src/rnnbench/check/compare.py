@@ -41,35 +41,27 @@ class InputError:
 
 
 def _judge_input(
-    name: str, g_raw: np.ndarray | None, r: np.ndarray, bound: np.ndarray, t: Tolerance, scale: float, bound_name: str
+    name: str,
+    g_raw: np.ndarray | None,
+    r: np.ndarray,
+    *,
+    bound: np.ndarray,
+    t: Tolerance,
+    scale: float,
+    bound_name: str,
 ) -> InputError:
     """One input's verdict (compare_grads): its gradient `g_raw` against the oracle's `r`, entry by
     entry, with the oracle's absolute error bound per entry."""
     oracle_error = float(np.max(bound)) / scale if r.size else 0.0  # the largest (a shape mismatch judges no entry)
     g = np.zeros_like(r) if g_raw is None else np.asarray(g_raw, dtype=np.float64)
-    if g.shape != r.shape:
-        return InputError(
-            name,
-            InputStatus.MISMATCH,
-            float("inf"),
-            (),
-            float("nan"),
-            0.0,
-            scale,
-            f"shape {g.shape} != oracle shape {r.shape}",
-            oracle_error,
-        )
-    if r.size == 0:
-        return InputError(name, InputStatus.OK, 0.0, (), 0.0, 0.0, scale)
+    unjudged = _no_entry_judged(name, g, r, scale=scale, oracle_error=oracle_error)
+    if unjudged is not None:
+        return unjudged
     # An oracle entry that is NaN (a finite difference that evaluated sqrt of a negative number at a
     # domain boundary) says nothing about that entry: it is cannot_decide, the others are judged.
     # A NaN bound where the oracle has a value bounds nothing: unbounded, which holds every finite gradient.
     unknown = np.isnan(r)
     bound = np.where(np.isnan(bound), np.inf, bound)
-    if np.all(unknown):
-        return InputError(
-            name, InputStatus.UNDECIDED, float("nan"), (), float("nan"), float("nan"), scale, _NAN_DETAIL, float("nan")
-        )
     diff = np.abs(g - r)
     diff = np.where(unknown, 0.0, np.where(np.isnan(diff), np.inf, diff))
     bound = np.where(unknown, 0.0, bound)
@@ -104,13 +96,58 @@ def _judge_input(
         status, detail = InputStatus.UNDECIDED, f"{_NAN_DETAIL} at {list(first)}; the other entries agree"
     else:
         status, detail = InputStatus.OK, ""
-    return InputError(name, status, err, idx, float(g.flat[flat]), float(r.flat[flat]), scale, detail, oracle_error)
+    return InputError(
+        name,
+        status=status,
+        max_rel_error=err,
+        index=idx,
+        got=float(g.flat[flat]),
+        want=float(r.flat[flat]),
+        scale=scale,
+        detail=detail,
+        oracle_error=oracle_error,
+    )
+
+
+def _no_entry_judged(
+    name: str, g: np.ndarray, r: np.ndarray, *, scale: float, oracle_error: float
+) -> InputError | None:
+    """The verdict where no entry can be compared (a shape mismatch, an empty input, an oracle that
+    is NaN everywhere), else None."""
+    if g.shape != r.shape:
+        return InputError(
+            name,
+            status=InputStatus.MISMATCH,
+            max_rel_error=float("inf"),
+            index=(),
+            got=float("nan"),
+            want=0.0,
+            scale=scale,
+            detail=f"shape {g.shape} != oracle shape {r.shape}",
+            oracle_error=oracle_error,
+        )
+    if r.size == 0:
+        return InputError(name, status=InputStatus.OK, max_rel_error=0.0, index=(), got=0.0, want=0.0, scale=scale)
+    if np.all(np.isnan(r)):
+        return InputError(
+            name,
+            status=InputStatus.UNDECIDED,
+            max_rel_error=float("nan"),
+            index=(),
+            got=float("nan"),
+            want=float("nan"),
+            scale=scale,
+            detail=_NAN_DETAIL,
+            oracle_error=float("nan"),
+        )
+    return None
 
 
 def compare_grads(
     got: Mapping[str, np.ndarray | None],
     want: Mapping[str, np.ndarray],
     names: list[str],
+    *,
     tol: Tolerance,
     per_name: Mapping[str, Tolerance] | None = None,
     error: Mapping[str, np.ndarray] | None = None,
@@ -133,7 +170,7 @@ def compare_grads(
         bound = np.broadcast_to(np.asarray((error or {}).get(name, 0.0), dtype=np.float64), r.shape)
         r_max = _largest(r)
         scale = max(r_max, t.scale_floor * G, t.absolute_scale) or 1.0
-        out.append(_judge_input(name, got.get(name), r, bound, t, scale, bound_name))
+        out.append(_judge_input(name, got.get(name), r, bound=bound, t=t, scale=scale, bound_name=bound_name))
     return out
 
 

@@ -168,7 +168,7 @@ def recurrence_carries(model: Model, case: Case) -> list[tuple]:
         seen.append(tuple(carry0))
         return loop(step, params, carry0, xs, length)
 
-    run_forward(ops, model, case.params, case.carry0, case.xs, case.length, recording)
+    run_forward(ops, model, case.params, carry0=case.carry0, xs=case.xs, length=case.length, recur=recording)
     return seen
 
 
@@ -182,7 +182,7 @@ def expanded_carry_cotangents(model: Model, case: Case) -> list[int]:
     import torch
 
     with forward_pass():
-        ys, carry = rollout(numpy_ops(), model, case.params, case.carry0, case.xs, case.length)
+        ys, carry = rollout(numpy_ops(), model, case.params, carry0=case.carry0, xs=case.xs, length=case.length)
     leaves = [_leaf(c, True) for c in carry]
     expanded: list[int] = []
 
@@ -269,7 +269,7 @@ def _carry_chain_cut_matters(model: Model, case: Case, dtype: str) -> bool:
     _, cut = _loop_gradient(model, case, cut=True)
     names = list(full)
     tol = at_loss_scale(tolerance(dtype, OracleKind.DUAL), loss)
-    return verdict(0.0, compare_grads(cut, full, names, tol), tol) in (Status.GRAD_MISMATCH, Status.MISSING_GRAD)
+    return verdict(0.0, compare_grads(cut, full, names, tol=tol), tol) in (Status.GRAD_MISMATCH, Status.MISSING_GRAD)
 
 
 def _loop_gradient(model: Model, case: Case, cut: bool) -> tuple[float, dict[str, np.ndarray]]:
@@ -296,7 +296,7 @@ def _loop_gradient(model: Model, case: Case, cut: bool) -> tuple[float, dict[str
             ys.append(y)
         return ops.stack(ys), carry
 
-    ys, carry = run_forward(ops, model, params, carry0, xs, case.length, recur)
+    ys, carry = run_forward(ops, model, params, carry0=carry0, xs=xs, length=case.length, recur=recur)
     consts = {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in case.consts.items()}
     loss = model.loss(ops, consts, ys, carry)
     by_name = {**params, **{f"carry0.{n}": c for n, c in zip(model.carry_names, carry0)}, "xs": xs}
@@ -334,7 +334,7 @@ def _pow_exponent_exactly_zero(model: Model, case: Case) -> bool:
     xs = None if case.xs is None else _leaf(case.xs, case.xs_requires_grad)
     ops = torch_ops()
     with Watch():
-        run_forward(ops, model, params, carry0, xs, case.length, loop_recur(ops))
+        run_forward(ops, model, params, carry0=carry0, xs=xs, length=case.length, recur=loop_recur(ops))
     return any(seen)
 
 

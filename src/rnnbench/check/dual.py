@@ -31,7 +31,7 @@ Array = Any  # a base array (float64 or mpmath object array) or a Dual
 
 def _operators(f: Callable, da: Callable, db: Callable) -> tuple[Callable, Callable]:
     """(self op o, o op self) for Dual's operator methods: _binary with one rule for both."""
-    return (lambda self, o: _binary(self, o, f, da, db)), (lambda self, o: _binary(o, self, f, da, db))
+    return (lambda self, o: _binary(self, o, f, da=da, db=db)), (lambda self, o: _binary(o, self, f, da=da, db=db))
 
 
 class Unsupported(TypeError):
@@ -174,7 +174,7 @@ def total(x: Array) -> Array:
     return Dual(total(x.value), sum_axes(x.tangent, tuple(range(1, x.ndim + 1))), x.level)
 
 
-def _joined(xs: Sequence[Array], axis: int, join: Callable, base: Callable, new_axis: bool) -> Array:
+def _joined(xs: Sequence[Array], axis: int, join: Callable, *, base: Callable, new_axis: bool) -> Array:
     """xs joined along `axis` by `join` (stack or concatenate: `base` is numpy's, `new_axis` when it
     adds one) at the highest level among them: the tangents joined alike, one axis further (a
     constant's as zeros)."""
@@ -189,11 +189,11 @@ def _joined(xs: Sequence[Array], axis: int, join: Callable, base: Callable, new_
 
 
 def stack(xs: Sequence[Array], axis: int = 0) -> Array:
-    return _joined(xs, axis, stack, np.stack, new_axis=True)
+    return _joined(xs, axis, stack, base=np.stack, new_axis=True)
 
 
 def concatenate(xs: Sequence[Array], axis: int = 0) -> Array:
-    return _joined(xs, axis, concatenate, np.concatenate, new_axis=False)
+    return _joined(xs, axis, concatenate, base=np.concatenate, new_axis=False)
 
 
 def split(x: Array, n: int) -> tuple:
@@ -263,7 +263,7 @@ def _fit(t: Array, shape: tuple) -> Array:
 
 
 # ---- elementwise rules ----------------------------------------------------------------------------
-def _binary(a: Any, b: Any, f: Callable, da: Callable, db: Callable) -> Array:
+def _binary(a: Any, b: Any, f: Callable, *, da: Callable, db: Callable) -> Array:
     at = max(level(a), level(b))
     (va, ta), (vb, tb) = _parts(a, at), _parts(b, at)
     y = f(va, vb)
@@ -289,7 +289,7 @@ def divide(a: Any, b: Any) -> Any:
     """a / b: d = ta / b - tb y / b."""
     if max(level(a), level(b)) == 0:
         return _np["divide"](a, b)
-    return _binary(a, b, divide, lambda t, a, b, y: divide(t, b), lambda t, a, b, y: -divide(t * y, b))
+    return _binary(a, b, divide, da=lambda t, a, b, y: divide(t, b), db=lambda t, a, b, y: -divide(t * y, b))
 
 
 def _float(x: Any, shape: tuple) -> np.ndarray:

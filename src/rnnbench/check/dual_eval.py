@@ -72,7 +72,7 @@ def _loss(model: Model, case: Case, leaf: Callable[[str, Any], Any], conv: Calla
     carry0 = tuple(leaf(f"carry0.{n}", conv(c)) for n, c in zip(model.carry_names, case.carry0))
     xs = None if case.xs is None else leaf("xs", conv(case.xs))
     consts = {k: conv(v) for k, v in case.consts.items()}
-    ys, carry = rollout(ops, model, params, carry0, xs, case.length)
+    ys, carry = rollout(ops, model, params, carry0=carry0, xs=xs, length=case.length)
     return model.loss(ops, consts, ys, carry)
 
 
@@ -131,6 +131,7 @@ def evaluate(
     model: Model,
     case: Case,
     names: Sequence[str],
+    *,
     extended: bool = False,
     direction: Mapping[str, np.ndarray] | None = None,
 ) -> DualResult:
@@ -176,8 +177,8 @@ def evaluate(
 
     return DualResult(
         per_name(flat_g),
-        per_name(kinked),
-        sorted(set(what)),
-        loss_value,
-        per_name(flat_hv) if direction is not None else None,
+        kinked=per_name(kinked),
+        kinks=sorted(set(what)),
+        loss=loss_value,
+        hvp=per_name(flat_hv) if direction is not None else None,
     )

@@ -122,7 +122,7 @@ def _finite_differences(model: Model, case: Case, names: list[str]) -> Bounded:
         grad, err, trunc_dominates = np.zeros_like(base), np.zeros_like(base), np.zeros(base.shape, dtype=bool)
         for idx in np.ndindex(base.shape):
             value, trunc, noise = derivative(
-                _entry_function(model, case, name, base, idx), float(base[idx]), float(steps[idx])
+                _entry_function(model, case, name, base=base, idx=idx), float(base[idx]), float(steps[idx])
             )
             grad[idx], err[idx], trunc_dominates[idx] = value, trunc + noise, trunc >= noise
         grads[name], errors[name], dominant[name], bases[name] = grad, err, trunc_dominates, (base, steps)
@@ -131,7 +131,7 @@ def _finite_differences(model: Model, case: Case, names: list[str]) -> Bounded:
         base, steps = bases[name]
         for idx in np.argwhere(errors[name] > REFINE_TARGET * scale):
             idx = tuple(int(i) for i in idx)
-            f = _entry_function(model, case, name, base, idx)
+            f = _entry_function(model, case, name, base=base, idx=idx)
             tried = [(grads[name][idx], errors[name][idx])]
             for factor in REFINE_FACTORS:
                 value, trunc, noise = derivative(
@@ -148,17 +148,17 @@ def _finite_differences(model: Model, case: Case, names: list[str]) -> Bounded:
         base, steps = bases[name]
         for idx in np.ndindex(base.shape):
             if not smooth_below_step(
-                _entry_function(model, case, name, base, idx),
+                _entry_function(model, case, name, base=base, idx=idx),
                 float(base[idx]),
                 PROBE_FRACTION * float(steps[idx]),
-                grads[name][idx],
-                errors[name][idx],
+                value=grads[name][idx],
+                bound=errors[name][idx],
             ):
                 errors[name][idx] = np.inf
     return grads, errors
 
 
-def smooth_below_step(f: Callable[[float], float], x0: float, delta: float, value: float, bound: float) -> bool:
+def smooth_below_step(f: Callable[[float], float], x0: float, delta: float, *, value: float, bound: float) -> bool:
     """Whether a central difference at the much smaller step `delta` agrees with `value` +- `bound`
     (module docstring). Its truncation error, O(delta^2) times the third derivative, is far below
     `bound` for a loss smooth at the larger step; its roundoff gets the stencil's safety factor."""
@@ -170,7 +170,7 @@ def smooth_below_step(f: Callable[[float], float], x0: float, delta: float, valu
     return abs((fp - fm) / step - value) <= bound + noise
 
 
-def _entry_function(model: Model, case: Case, name: str, base: np.ndarray, idx: tuple) -> Callable[[float], float]:
+def _entry_function(model: Model, case: Case, name: str, *, base: np.ndarray, idx: tuple) -> Callable[[float], float]:
     def f(value: float) -> float:
         x = base.copy()
         x[idx] = value
@@ -187,7 +187,7 @@ def one_sided(model: Model, case: Case, name: str, idx: tuple) -> tuple[float, f
     (truncation ~h^2), a kink's stays its jump. The bound is the larger gap plus the roundoff."""
     base = np.asarray(input_value(model, case, name), dtype=np.float64)
     with frozen_at_base(model, case) as f0:
-        f = _entry_function(model, case, name, base, idx)
+        f = _entry_function(model, case, name, base=base, idx=idx)
         x0, h0 = float(base[idx]), float(entry_steps(base)[idx])
         sides = []
         for h in (h0, h0 / 4):

@@ -53,7 +53,7 @@ class ForwardBound:
         return UNDECIDED if self.error <= tolerance + self.bound else FAILS
 
 
-def forward_bound(model: Model, case: Case, dtype: str, loss: float, reference: float) -> ForwardBound | None:
+def forward_bound(model: Model, case: Case, dtype: str, *, loss: float, reference: float) -> ForwardBound | None:
     """The truth and the rounding bar for a driver's `loss` at `dtype` (module docstring); None where
     neither can be measured (another dtype, a case too large for 50 digits, a step the tapes cannot run)."""
     try:

@@ -107,6 +107,7 @@ def judge(
     model: Model,
     case: Case,
     dtype: str,
+    *,
     device: str,
     driver_name: str,
     produced: tuple[float, Mapping[str, np.ndarray | None]] | None = None,
@@ -129,7 +130,7 @@ def judge(
         exc = raised if raised is not None else RuntimeError("the driver produced nothing")
         result.status = Status.COMPILE_ERROR if compiled and is_compile_error(exc) else Status.ERROR
         result.report = failure_report(exc)
-        return registered(result, driver_name, model, case, dtype)
+        return registered(result, driver_name, model, case=case, dtype=dtype)
     loss, grads = produced
     result.loss, result.grads = loss, dict(grads)
     result.reference_loss = reference_loss(model, case)
@@ -141,14 +142,14 @@ def judge(
         else None
     )
     names = case.wrt_names(model.carry_names)
-    bounds, condition = _against(result, model, case, oracle, names, tol, per_name)
+    bounds, condition = _against(result, model, case, oracle=oracle, names=names, tol=tol, per_name=per_name)
     if result.status == Status.FORWARD_MISMATCH and not autocast:
-        _forward_against_truth(result, model, case, dtype, tol, condition)
+        _forward_against_truth(result, model, case, dtype=dtype, tol=tol, condition=condition)
     if dtype == "float64" and result.status in WRONG_GRADIENTS and oracle.refine is not None:
         # Before calling a float64 gradient wrong: what float64 rounding alone does to it (dual_mp).
         # Adopted where it changes the verdict; a wrong gradient stays judged by the float64 dual.
         refined, finer = dataclasses.replace(result), oracle.refine()
-        _against(refined, model, case, finer, names, tol, per_name)
+        _against(refined, model, case, oracle=finer, names=names, tol=tol, per_name=per_name)
         if refined.status not in WRONG_GRADIENTS:
             result, oracle = refined, finer
             result.oracle_kind, result.oracle_source = finer.kind, finer.source
@@ -156,12 +157,14 @@ def judge(
             result.report += "\n(the same at 50 digits: float64 rounding does not explain the difference)"
     if dtype == "float32" and result.status in WRONG_GRADIENTS and not autocast:
         # float64 only is refined above, so bounds and condition are still those of `oracle`
-        _with_rounding_bounds(result, model, case, oracle, names, bounds, tol, condition)
+        _with_rounding_bounds(
+            result, model, case, oracle=oracle, names=names, bounds=bounds, tol=tol, condition=condition
+        )
     if result.status == Status.CANNOT_DECIDE:
-        _at_differentiable_kinks(result, model, case, oracle, names, tol, dtype)
+        _at_differentiable_kinks(result, model, case, oracle=oracle, names=names, tol=tol, dtype=dtype)
     if result.status != Status.OK and oracle.reason:
         result.report += f"\noracle: {oracle.kind} ({oracle.reason})"
-    return registered(result, driver_name, model, case, dtype)
+    return registered(result, driver_name, model, case=case, dtype=dtype)
 
 
 WRONG_GRADIENTS = (Status.GRAD_MISMATCH, Status.MISSING_GRAD)
@@ -171,6 +174,7 @@ def _against(
     result: Check,
     model: Model,
     case: Case,
+    *,
     oracle: Oracle,
     names: list[str],
     tol: Tolerance,
@@ -180,7 +184,7 @@ def _against(
     returns (that bound per name, the loss's condition number)."""
     bounds = {n: oracle.error_of(n) for n in names}
     result.errors = compare_grads(
-        result.grads, oracle.grads, names, tol, per_name, bounds, bound_name=oracle.bound_name
+        result.grads, oracle.grads, names, tol=tol, per_name=per_name, error=bounds, bound_name=oracle.bound_name
     )
     condition = loss_condition(
         {n: input_value(model, case, n) for n in names},
@@ -207,11 +211,11 @@ def _forward_note(result: Check) -> str:
 
 
 def _forward_against_truth(
-    result: Check, model: Model, case: Case, dtype: str, tol: Tolerance, condition: float
+    result: Check, model: Model, case: Case, *, dtype: str, tol: Tolerance, condition: float
 ) -> None:
     """A forward_mismatch re-judged against the truth with what rounding alone does to a correct
     implementation's loss across the whole recurrence (check/forward.py)."""
-    bound = forward_bound(model, case, dtype, result.loss, result.reference_loss)
+    bound = forward_bound(model, case, dtype, loss=result.loss, reference=result.reference_loss)
     if bound is None:
         return
     outcome = bound.outcome(tol.max_rel_error)
@@ -227,6 +231,7 @@ def _with_rounding_bounds(
     result: Check,
     model: Model,
     case: Case,
+    *,
     oracle: Oracle,
     names: list[str],
     bounds: Mapping[str, np.ndarray],
@@ -253,9 +258,9 @@ def _with_rounding_bounds(
         result.grads,
         want,
         names,
-        tol,
-        None,
-        widened,
+        tol=tol,
+        per_name=None,
+        error=widened,
         bound_name=f"what float32 rounding alone does (plus {oracle.bound_name})",
     )
     worst = max(
@@ -275,7 +280,7 @@ def _with_rounding_bounds(
 
 
 def _at_differentiable_kinks(
-    result: Check, model: Model, case: Case, oracle: Oracle, names: list[str], tol: Tolerance, dtype: str
+    result: Check, model: Model, case: Case, *, oracle: Oracle, names: list[str], tol: Tolerance, dtype: str
 ) -> None:
     """A row undecided at entries the oracle cannot bound (a kink, a loss not smooth at the
     difference step). At a kink, a driver outside every value the chain rule gives with each
@@ -323,7 +328,7 @@ def _at_differentiable_kinks(
                         f"differentiated: exact)"
                     )
                     wrong.append(f"{name} at {list(idx)}: got {g[idx]:.10g}, {why}")
-                    outside = _outside_range(err, idx, float(g[idx]), lo, hi, why)
+                    outside = _outside_range(err, idx, float(g[idx]), lo=lo, hi=hi, why=why)
                     if name not in worst or outside.max_rel_error > worst[name].max_rel_error:
                         worst[name] = outside
                 continue
@@ -340,7 +345,7 @@ def _at_differentiable_kinks(
     result.kinks_only = at_kinks and not (elsewhere or wrong or unknown) and result.forward != UNDECIDED
 
 
-def _outside_range(err: InputError, idx: tuple, got: float, lo: float, hi: float, why: str) -> InputError:
+def _outside_range(err: InputError, idx: tuple, got: float, *, lo: float, hi: float, why: str) -> InputError:
     """err's entry `idx` judged against the range [lo, hi] its kinks allow (lo == hi: its exact
     derivative): a mismatch, shown against the range's midpoint with its half-width as the bound."""
     mid, half = (lo + hi) / 2, (hi - lo) / 2
@@ -395,12 +400,12 @@ def _rounding_slack(model: Model, case: Case, names: list[str], dtype: str) -> A
     return slack
 
 
-def registered(result: Any, driver_name: str, model: Model, case: Case, dtype: str, order: int = 1) -> Any:
+def registered(result: Any, driver_name: str, model: Model, *, case: Case, dtype: str, order: int = 1) -> Any:
     """Apply the known-issues registry to a verdict of derivative `order` (anything with status,
     report and raw_status): an expected failure becomes known_issue:<id>, a covered row that came
     out right known_issue_fixed:<id>; raw_status keeps the check's own verdict."""
     result.raw_status = result.status
-    expected = known_issues.covering(driver_name, model, case, dtype, order=order)
+    expected = known_issues.covering(driver_name, model, case, dtype=dtype, order=order)
     result.status, note = known_issues.classify(result.status, result.report, expected, result)
     if note:
         result.report = f"{note}\n{result.report}"

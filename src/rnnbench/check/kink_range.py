@@ -91,11 +91,11 @@ def kink_range(model: Model, case: Case, names: Sequence[str]) -> KinkRange:
             # NaN (a non-finite corner) spreads into lo and hi: that entry has no range
             lo[n] = np.where(np.isfinite(corner.grads[n]), np.minimum(lo[n], corner.grads[n]), np.nan)
             hi[n] = np.where(np.isfinite(corner.grads[n]), np.maximum(hi[n], corner.grads[n]), np.nan)
-    return KinkRange(base.kinked, lo, hi, "", left_out)
+    return KinkRange(base.kinked, lo=lo, hi=hi, reason="", left_out=left_out)
 
 
 def hvp_at_kinks(
-    model: Model, case: Case, names: Sequence[str], v: Mapping[str, np.ndarray], agree: float
+    model: Model, case: Case, names: Sequence[str], *, v: Mapping[str, np.ndarray], agree: float
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | str:
     """H v along v by nested dual numbers where the step meets kinks, entry by entry: (want, bound)
     keyed like the gradients. Along v an entry's gradient jumps where it differs between the sides

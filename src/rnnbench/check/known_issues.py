@@ -74,7 +74,14 @@ class KnownIssue:
     predicts: tuple[str, ...] = ()  # names in PREDICTIONS: what the mechanism says the wrong values look like
 
     def covers(
-        self, driver: str, model: Model, case: Case, dtype: str, versions: Callable[[str], str | None], order: int = 1
+        self,
+        driver: str,
+        model: Model,
+        case: Case,
+        *,
+        dtype: str,
+        versions: Callable[[str], str | None],
+        order: int = 1,
     ) -> bool:
         """True when this bug is expected to show on this row's check of derivative `order`."""
         if driver not in self.drivers or order != self.order:
@@ -193,6 +200,7 @@ def covering(
     driver: str,
     model: Model,
     case: Case,
+    *,
     dtype: str,
     versions: Callable[[str], str | None] = installed_version,
     issues: Sequence[KnownIssue] | None = None,
@@ -200,7 +208,9 @@ def covering(
 ) -> list[KnownIssue]:
     """The entries expected to show on this row's check of derivative `order`, in registry order."""
     return [
-        i for i in (registry() if issues is None else issues) if i.covers(driver, model, case, dtype, versions, order)
+        i
+        for i in (registry() if issues is None else issues)
+        if i.covers(driver, model, case, dtype=dtype, versions=versions, order=order)
     ]
 
 

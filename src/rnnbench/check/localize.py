@@ -43,7 +43,7 @@ def suffix_problem(model: Model, case: Case, t: int) -> tuple[Model, Case]:
     carry_t = tuple(case.carry0)
     if t > 0:
         prefix_xs = None if case.xs is None else case.xs[:t]
-        ys_prefix, carry_t = rollout(ops, model, case.params, case.carry0, prefix_xs, t)
+        ys_prefix, carry_t = rollout(ops, model, case.params, carry0=case.carry0, xs=prefix_xs, length=t)
         consts[PREFIX] = np.asarray(ys_prefix, dtype=np.float64)
 
     def loss(ops, consts, ys, carry):
@@ -119,7 +119,7 @@ class Localization:
 
 
 def localize(
-    model: Model, driver: Driver, case: Case, dtype: str, device: str = "cpu", budget_s: float = 60.0
+    model: Model, driver: Driver, case: Case, *, dtype: str, device: str = "cpu", budget_s: float = 60.0
 ) -> Localization:
     """Walk the suffixes t = T-1 .. 0 until one diverges or `budget_s` is spent."""
     n_param = sum(np.size(p) for p in case.params.values())
@@ -154,7 +154,7 @@ def localize(
                 bound_step[p] = bound[p] + later[2][p]
         # the oracle's own error never counts as a divergence (cannot_decide is not evidence)
         step_tol = at_loss_scale(tolerance(dtype, oracle.kind, device), reference_loss(sub_model, sub_case))
-        errors = compare_grads(got_step, want_step, names, step_tol, error=bound_step)
+        errors = compare_grads(got_step, want_step, names, tol=step_tol, error=bound_step)
         bad = [e for e in errors if e.status in (InputStatus.MISMATCH, InputStatus.MISSING)]
         out.lines.append(f"  t={t}: " + ("agree" if not bad else "DIVERGES"))
         if bad:

@@ -28,7 +28,7 @@ ROUNDING_SAFETY = 10.0  # different float32 implementations round in different o
 
 def _operators(f: Callable, da: Callable, db: Callable) -> tuple[Callable, Callable]:
     """(self op o, o op self) for Var's operator methods: _binary with one rule for both."""
-    return (lambda self, o: _binary(self, o, f, da, db)), (lambda self, o: _binary(o, self, f, da, db))
+    return (lambda self, o: _binary(self, o, f, da=da, db=db)), (lambda self, o: _binary(o, self, f, da=da, db=db))
 
 
 class Var:
@@ -104,7 +104,7 @@ def _unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
     return g
 
 
-def _binary(a: Any, b: Any, f: Callable, da: Callable, db: Callable) -> Var:
+def _binary(a: Any, b: Any, f: Callable, *, da: Callable, db: Callable) -> Var:
     a, b = _const(a), _const(b)
     av, bv = a.value, b.value
     return Var(
@@ -188,8 +188,8 @@ def _where(cond: Any, a: Any, b: Any) -> Var:
         a,
         b,
         lambda av, bv: np.where(cond, av, bv),
-        lambda g, av, bv: np.where(cond, g, np.float32(0)),
-        lambda g, av, bv: np.where(cond, np.float32(0), g),
+        da=lambda g, av, bv: np.where(cond, g, np.float32(0)),
+        db=lambda g, av, bv: np.where(cond, np.float32(0), g),
     )
 
 
@@ -200,7 +200,7 @@ def _extremum(a: Any, b: Any, f: Callable, wins: Callable) -> Var:
     def share(g, mine, other):
         return g * np.where(wins(mine, other), np.float32(1), np.where(mine == other, np.float32(0.5), np.float32(0)))
 
-    return _binary(a, b, f, lambda g, av, bv: share(g, av, bv), lambda g, av, bv: share(g, bv, av))
+    return _binary(a, b, f, da=lambda g, av, bv: share(g, av, bv), db=lambda g, av, bv: share(g, bv, av))
 
 
 def _reshape(x: Var, shape: tuple) -> Var:
@@ -298,7 +298,7 @@ def _float32_forward(model: Model, case: Case) -> tuple[Var, dict[str, Var | Non
     xs = None if case.xs is None else Var(case.xs)
     ops = float32_ops()
     with np.errstate(all="ignore"):  # an overflow is the answer here (an infinite float32 loss), not a warning
-        ys, carry = rollout(ops, model, params, carry0, xs, case.length)
+        ys, carry = rollout(ops, model, params, carry0=carry0, xs=xs, length=case.length)
         loss = _const(model.loss(ops, {k: np.asarray(v, np.float32) for k, v in case.consts.items()}, ys, carry))
     return loss, {**params, "xs": xs, **{f"carry0.{n}": c for n, c in zip(model.carry_names, carry0)}}
 

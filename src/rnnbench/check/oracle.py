@@ -100,16 +100,16 @@ def oracle_grads(model: Model, case: Case, choice: str | None = None) -> Oracle:
     zeros = {n: np.zeros(np.shape(g)) for n, g in hand.items()}
     return Oracle(
         {**hand, **fill.grads},
-        fill.kind,
-        {**zeros, **fill.error},
-        fill.bound_name,
-        f"the model's own oracle for {sorted(hand)}, {fill.kind} for {missing}",
+        kind=fill.kind,
+        error={**zeros, **fill.error},
+        bound_name=fill.bound_name,
+        reason=f"the model's own oracle for {sorted(hand)}, {fill.kind} for {missing}",
         source=source,
     )
 
 
 def dual_oracle(
-    model: Model, case: Case, names: Sequence[str], extended: bool = False, allow_extended: bool = True
+    model: Model, case: Case, names: Sequence[str], *, extended: bool = False, allow_extended: bool = True
 ) -> Oracle:
     """Rungs 2-4 for `names`: float64 dual numbers, 50 digits where float64 may not resolve them (or
     `extended`), finite differences for the entries dual numbers cannot differentiate."""
@@ -117,7 +117,7 @@ def dual_oracle(
     result = evaluate(model, case, names)
     fd_names = [n for n in names if np.any(result.kinked[n]) or not np.all(np.isfinite(result.grads[n]))]
     if fd_names:
-        return _with_finite_differences(model, case, names, result, fd_names)
+        return _with_finite_differences(model, case, names, result=result, fd_names=fd_names)
     small = sum(np.size(g) for g in result.grads.values()) <= MP_MAX_ENTRIES
     condition = loss_condition({n: input_value(model, case, n) for n in names}, result.grads, {}, result.loss)
     if extended or (allow_extended and small and condition * UNIT_ROUNDOFF["float64"] > MP_TRIGGER):
@@ -126,11 +126,11 @@ def dual_oracle(
             if extended
             else (f"the loss's condition number {condition:.3g} times float64's unit roundoff exceeds {MP_TRIGGER:g}")
         )
-        return extended_oracle(model, case, names, result, why)
+        return extended_oracle(model, case, names, result=result, why=why)
     refine = (
         once(
             lambda: extended_oracle(
-                model, case, names, result, "a float64 row would fail against the float64 dual oracle"
+                model, case, names, result=result, why="a float64 row would fail against the float64 dual oracle"
             )
         )
         if allow_extended and small
@@ -145,15 +145,15 @@ def dual_oracle(
     )
 
 
-def extended_oracle(model: Model, case: Case, names: Sequence[str], result: DualResult, why: str) -> Oracle:
+def extended_oracle(model: Model, case: Case, names: Sequence[str], *, result: DualResult, why: str) -> Oracle:
     """The dual oracle at 50 digits; its bound: ROUNDING_SAFETY x its distance from the float64 one."""
     mp = evaluate(model, case, names, extended=True)
     bounds = {n: ROUNDING_SAFETY * np.abs(result.grads[n] - mp.grads[n]) for n in names}
-    return Oracle(mp.grads, OracleKind.DUAL_MP, bounds, MP_BOUND_NAME, f"50 digits: {why}")
+    return Oracle(mp.grads, kind=OracleKind.DUAL_MP, error=bounds, bound_name=MP_BOUND_NAME, reason=f"50 digits: {why}")
 
 
 def _with_finite_differences(
-    model: Model, case: Case, names: list[str], result: DualResult, fd_names: list[str]
+    model: Model, case: Case, names: list[str], *, result: DualResult, fd_names: list[str]
 ) -> Oracle:
     """Finite differences (with their error bars) for the entries of `fd_names` that dual numbers
     could not differentiate; the dual values, with bound 0, everywhere else."""
@@ -177,7 +177,14 @@ def _with_finite_differences(
 
 
 def _with_reason(oracle: Oracle, reason: str) -> Oracle:
-    return Oracle(oracle.grads, oracle.kind, oracle.error, oracle.bound_name, reason, source=oracle.source)
+    return Oracle(
+        oracle.grads,
+        kind=oracle.kind,
+        error=oracle.error,
+        bound_name=oracle.bound_name,
+        reason=reason,
+        source=oracle.source,
+    )
 
 
 def weakest(kinds: Sequence[str]) -> str:

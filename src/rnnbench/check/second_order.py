@@ -84,10 +84,14 @@ def hvp_oracle(model: Model, case: Case, seed: int = 0, choice: str | None = Non
         result = evaluate(model, case, names, direction=v)
         finite = all(np.all(np.isfinite(result.hvp[n])) for n in names)
         if finite and not any(np.any(result.kinked[n]) for n in names):
-            return _dual_hvp(model, case, names, v, result.hvp, result.grads, result.loss, choice)
-        at_kinks = hvp_at_kinks(model, case, names, v, hvp_tolerance(OracleKind.DUAL_HVP, 1.0).max_rel_error)
+            return _dual_hvp(
+                model, case, names, v=v, hv=result.hvp, grads=result.grads, loss=result.loss, choice=choice
+            )
+        at_kinks = hvp_at_kinks(model, case, names, v=v, agree=hvp_tolerance(OracleKind.DUAL_HVP, 1.0).max_rel_error)
         if not isinstance(at_kinks, str):
-            return HvpOracle(v, at_kinks[0], OracleKind.DUAL_HVP, None, at_kinks[1], KINKED_HVP)
+            return HvpOracle(
+                v, want=at_kinks[0], kind=OracleKind.DUAL_HVP, reason=None, error=at_kinks[1], bound_name=KINKED_HVP
+            )
         return _off_kinks(difference_hvp_oracle(model, case, v), result.kinked, at_kinks)
     return difference_hvp_oracle(model, case, v)
 
@@ -108,7 +112,7 @@ def _off_kinks(oracle: HvpOracle, kinked: Mapping[str, np.ndarray], why: str) ->
 
 
 def _dual_hvp(
-    model: Model, case: Case, names: list, v: dict, hv: dict, grads: dict, loss: float, choice: str | None
+    model: Model, case: Case, names: list, *, v: dict, hv: dict, grads: dict, loss: float, choice: str | None
 ) -> HvpOracle:
     @once
     def extended() -> HvpOracle:
@@ -116,11 +120,11 @@ def _dual_hvp(
         bounds = {n: ROUNDING_SAFETY * np.abs(hv[n] - mp[n]) for n in names}
         return HvpOracle(
             v,
-            mp,
-            OracleKind.DUAL_MP_HVP,
-            None,
-            bounds,
-            f"what float64 rounding alone does to H v ({ROUNDING_SAFETY:g}x the float64 dual H v's "
+            want=mp,
+            kind=OracleKind.DUAL_MP_HVP,
+            reason=None,
+            error=bounds,
+            bound_name=f"what float64 rounding alone does to H v ({ROUNDING_SAFETY:g}x the float64 dual H v's "
             "distance from the same at 50 digits)",
         )
 
@@ -145,7 +149,7 @@ def difference_hvp_oracle(model: Model, case: Case, v: dict) -> HvpOracle:
         coarse = finite_difference_hvp(model, case, v, step=COARSE * LOSS_STEP)
     names = case.wrt_names(model.carry_names)
     tol = hvp_tolerance(kind, reference_loss(model, case))
-    bad = [e.name for e in compare_grads(coarse, fine, names, tol) if e.status != InputStatus.OK]
+    bad = [e.name for e in compare_grads(coarse, fine, names, tol=tol) if e.status != InputStatus.OK]
     if not bad:
         return HvpOracle(v, fine, kind, None)
     # Entry by entry: where the two steps disagree (a kink crossed, a NaN) the entry has no value and
@@ -166,6 +170,7 @@ def check_second_order(
     model: Model,
     driver_name: str,
     case: Case,
+    *,
     prepared: Prepared,
     oracle: HvpOracle | None = None,
     seed: int = 0,
@@ -194,7 +199,7 @@ def check_second_order(
             if refined.status != Status.HVP_MISMATCH:
                 result, oracle = refined, finer
         result.oracle_kind = str(oracle.kind)
-    return registered(result, driver_name, model, case, "float64", order=2)
+    return registered(result, driver_name, model, case=case, dtype="float64", order=2)
 
 
 def _judged(got: Mapping, oracle: HvpOracle, names: list, tol) -> SecondOrder:
@@ -202,7 +207,7 @@ def _judged(got: Mapping, oracle: HvpOracle, names: list, tol) -> SecondOrder:
         got,
         oracle.want,
         names,
-        tol,
+        tol=tol,
         error=oracle.error,
         **({"bound_name": oracle.bound_name} if oracle.bound_name else {}),
     )

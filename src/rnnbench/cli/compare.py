@@ -20,8 +20,9 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 from rnnbench.cli import options
 from rnnbench.errors import InputError
@@ -32,8 +33,17 @@ from rnnbench.report.compare_pairs import compare
 
 NAME = "compare"
 HELP = "compare two results files (commits, framework versions, machines): verdicts per row, exit 1 on a regression"
+
+
 # (base, new, run options, rounds, output directory) -> (base files, new files, side labels)
-RunCommits = Callable[[str, str, Mapping[str, str], int, Path], tuple[list[Path], list[Path], tuple[str, str]]]
+class RunCommits(Protocol):
+    """What runs --commits: rnnbench.planning.commits.run_commits's signature."""
+
+    def __call__(
+        self, base: str, new: str, options: Mapping[str, str], *, rounds: int, out_dir: Path
+    ) -> tuple[list[Path], list[Path], tuple[str, str]]: ...
+
+
 RUN_OPTIONS = tuple("suite models drivers environments dtypes sizes threads budget timeout losses".split())
 
 
@@ -173,7 +183,9 @@ def _run_commits(
         raise InputError(f"--rounds must be 1 to 20, got {args.rounds}")
     given = {name: getattr(args, name) for name in RUN_OPTIONS if getattr(args, name) is not None}
     out_dir = Path(args.out_dir or time.strftime("results/compare-%Y%m%d-%H%M%S"))
-    base_files, new_files, labels = run_commits(args.commits[0], args.commits[1], given, args.rounds, out_dir)
+    base_files, new_files, labels = run_commits(
+        args.commits[0], args.commits[1], given, rounds=args.rounds, out_dir=out_dir
+    )
     return compare_inputs.load(base_files), compare_inputs.load(new_files), True, labels
 
 
@@ -195,7 +207,7 @@ def run(args: argparse.Namespace, run_commits: RunCommits | None = None) -> int:
         base,
         new,
         level,
-        cut,
+        alpha=cut,
         across_machines=args.across_machines,
         normalize=args.normalize,
         with_environment=with_env,

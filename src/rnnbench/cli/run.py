@@ -119,9 +119,9 @@ def run(args: argparse.Namespace) -> int:
         runner = Runner(
             results,
             s.timeout,
-            progress.start,
-            progress.done,
-            s.memory_limit_gb,
+            on_start=progress.start,
+            on_record=progress.done,
+            memory_limit_gb=s.memory_limit_gb,
             extra_env=warm_cache_env,
             annotate=roofline,
             executor=executor,

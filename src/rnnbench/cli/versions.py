@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             flush=True,
         )
         progress = Progress(len(jobs))
-        Runner(results, timeout, progress.start, progress.done, executor=executor).run(jobs)
+        Runner(results, timeout, on_start=progress.start, on_record=progress.done, executor=executor).run(jobs)
         progress.close()
     print("\n" + bug_table.format_table(results_file.load([out])))
     return 0

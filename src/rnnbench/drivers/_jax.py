@@ -386,13 +386,13 @@ def prepared_from_loss(
 
     return Prepared(
         loss_and_grads,
-        lambda: forward_jit(diff, rest),
-        lambda: value_and_grad(diff, rest),
-        jax.block_until_ready,
-        {**SETTINGS, **settings},
-        hvp,
-        lambda: compiled_memory(value_and_grad, diff, rest),
-        lambda: residual_bytes(loss_fn, diff, rest),
+        forward=lambda: forward_jit(diff, rest),
+        forward_backward=lambda: value_and_grad(diff, rest),
+        block=jax.block_until_ready,
+        settings={**SETTINGS, **settings},
+        hvp=hvp,
+        memory_analysis=lambda: compiled_memory(value_and_grad, diff, rest),
+        saved_for_backward=lambda: residual_bytes(loss_fn, diff, rest),
     )
 
 

@@ -364,6 +364,7 @@ def prepared_from_loss(
     loss_fn: Callable[[dict[str, Any]], Any],
     inputs: dict[str, Any],
     wrt: list[str],
+    *,
     settings: Mapping[str, Any],
     second_order: bool = False,
 ) -> Prepared:
@@ -415,11 +416,11 @@ def prepared_from_loss(
 
     return Prepared(
         loss_and_grads,
-        forward,
-        forward_backward,
-        block,
-        dict(settings),
-        hvp if second_order else None,
+        forward=forward,
+        forward_backward=forward_backward,
+        block=block,
+        settings=dict(settings),
+        hvp=hvp if second_order else None,
         saved_for_backward=lambda: saved_bytes(loss_fn, inputs),
     )
 

@@ -55,11 +55,17 @@ def prepared_from_loss(
     loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any], wrt: list[str], settings: Mapping[str, Any]
 ) -> Prepared:
     """Like _torch.prepared_from_loss, with the lazy device's block; gradients are read after a sync."""
-    base = _torch.prepared_from_loss(loss_fn, inputs, wrt, {**SETTINGS, **settings})
+    base = _torch.prepared_from_loss(loss_fn, inputs, wrt, settings={**SETTINGS, **settings})
 
     def loss_and_grads():
         loss = base.forward_backward()
         block(loss)
         return float(loss.detach().cpu()), {name: _torch.to_numpy(inputs[name].grad) for name in wrt}
 
-    return Prepared(loss_and_grads, base.forward, base.forward_backward, block, base.settings)
+    return Prepared(
+        loss_and_grads,
+        forward=base.forward,
+        forward_backward=base.forward_backward,
+        block=block,
+        settings=base.settings,
+    )

@@ -274,20 +274,22 @@ def unflatten(model: Model, case: Case, flat: Mapping[str, Any]) -> tuple[dict[s
     return params, carry0, flat.get("xs")
 
 
-def configured(name: str, framework: Framework, summary: str, prepare: Callable, config: Any, **fields: Any) -> Driver:
+def configured(
+    name: str, framework: Framework, summary: str, *, prepare: Callable, config: Any, **fields: Any
+) -> Driver:
     """A row of a mechanism's DRIVERS: its prepare(config, model, case, dtype, device) bound to one
     configuration (`fields`: the Driver's other fields)."""
     return Driver(name=name, framework=framework, summary=summary, prepare=partial(prepare, config), **fields)
 
 
-def anchor(name: str, framework: Framework, summary: str, prepare: Callable, layer: Any, **fields: Any) -> Driver:
+def anchor(name: str, framework: Framework, summary: str, *, prepare: Callable, layer: Any, **fields: Any) -> Driver:
     """A row of a vendor-layer mechanism (an anchor): `layer` bound to its prepare, run only on the
     model family it computes (layer.kind, a Model.kind)."""
 
     def supports(model: Model) -> str | None:
         return None if model.kind == layer.kind else f"vendor layer computes {layer.kind} only"
 
-    return configured(name, framework, summary, prepare, layer, supports=supports, anchor=True, **fields)
+    return configured(name, framework, summary, prepare=prepare, config=layer, supports=supports, anchor=True, **fields)
 
 
 def supports_only(models: tuple[str, ...]) -> Callable[[Model], str | None]:

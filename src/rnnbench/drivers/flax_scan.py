@@ -43,7 +43,7 @@ def recurrence_module(model: Model, case: Case):
         @nn.compact
         def __call__(self, carry0, xs):
             params = {k: self.param(k, lambda rng, s=v.shape: jnp.zeros(s)) for k, v in case.params.items()}
-            ys, carry = run_forward(ops, model, params, carry0, xs, case.length, recur)
+            ys, carry = run_forward(ops, model, params, carry0=carry0, xs=xs, length=case.length, recur=recur)
             return carry, ys
 
     return Recurrence()

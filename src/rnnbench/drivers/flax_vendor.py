@@ -83,22 +83,36 @@ def prepare(cell: Cell, model: Model, case: Case, dtype: str, device: str) -> Pr
 
 
 DRIVERS = tuple(
-    anchor(name, _jax.FLAX, summary, prepare, cell, **_jax.ROW_FIELDS)
+    anchor(name, _jax.FLAX, summary, prepare=prepare, layer=cell, **_jax.ROW_FIELDS)
     for name, summary, cell in (
         (
             "flax_lstm_cell",
             "anchor: flax nn.RNN(OptimizedLSTMCell)",
-            Cell("lstm", "OptimizedLSTMCell", flax_lstm_params, (1, 0), "flax.linen.RNN(OptimizedLSTMCell)"),
+            Cell(
+                "lstm",
+                cell="OptimizedLSTMCell",
+                variables=flax_lstm_params,
+                flax_carry_order=(1, 0),
+                label="flax.linen.RNN(OptimizedLSTMCell)",
+            ),
         ),
         (
             "flax_simple_cell",
             "anchor: flax nn.RNN(SimpleCell)",
-            Cell("elman_tanh", "SimpleCell", flax_simple_params, (0,), "flax.linen.RNN(SimpleCell)"),
+            Cell(
+                "elman_tanh",
+                cell="SimpleCell",
+                variables=flax_simple_params,
+                flax_carry_order=(0,),
+                label="flax.linen.RNN(SimpleCell)",
+            ),
         ),
         (
             "flax_gru_cell",
             "anchor: flax nn.RNN(GRUCell)",
-            Cell("gru", "GRUCell", flax_gru_params, (0,), "flax.linen.RNN(GRUCell)"),
+            Cell(
+                "gru", cell="GRUCell", variables=flax_gru_params, flax_carry_order=(0,), label="flax.linen.RNN(GRUCell)"
+            ),
         ),
     )
 )

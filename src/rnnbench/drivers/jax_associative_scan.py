@@ -26,7 +26,7 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
 
     def loss_fn(diff, rest):
         params, carry0, xs = unflatten(model, case, {**diff, **rest})
-        a, b = linear_recurrence_inputs(ops, model, params, carry0, xs)
+        a, b = linear_recurrence_inputs(ops, model, params, carry0=carry0, xs=xs)
         _, hs = jax.lax.associative_scan(combine_linear, (a, b), axis=0)
         return model.loss(ops, consts, hs, (hs[-1],))
 

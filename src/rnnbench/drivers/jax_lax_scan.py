@@ -37,7 +37,7 @@ def prepare(config: LaxScanConfig, model: Model, case: Case, dtype: str, device:
 
     def loss_fn(diff, rest):
         params, carry0, xs = unflatten(model, case, {**diff, **rest})
-        ys, carry = run_forward(ops, run_model, params, carry0, xs, case.length, recur)
+        ys, carry = run_forward(ops, run_model, params, carry0=carry0, xs=xs, length=case.length, recur=recur)
         return model.loss(ops, consts, ys, carry)
 
     settings = {"jit": True, "loop": "lax.scan", **projection}
@@ -51,8 +51,8 @@ DRIVERS = (
         "jax_lax_scan",
         _jax.JAX,
         "jax.jit of jax.lax.scan",
-        prepare,
-        LaxScanConfig(),
+        prepare=prepare,
+        config=LaxScanConfig(),
         dtypes=BY_PRECISION,
         repro="scan",
         **_jax.ROW_FIELDS,
@@ -61,8 +61,8 @@ DRIVERS = (
         "jax_lax_scan_unroll8",
         _jax.JAX,
         "jax.jit of jax.lax.scan, unroll=8",
-        prepare,
-        LaxScanConfig(unroll=8),
+        prepare=prepare,
+        config=LaxScanConfig(unroll=8),
         dtypes=BY_PRECISION,
         repro="scan",
         **_jax.ROW_FIELDS,

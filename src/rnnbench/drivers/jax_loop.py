@@ -38,7 +38,7 @@ def _at_set(length: int):
 
 
 def loop_loss(
-    model: Model, case: Case, consts, dtype: str, ys: str = "stack"
+    model: Model, case: Case, consts, *, dtype: str, ys: str = "stack"
 ) -> tuple[Callable[[dict, dict], Any], dict[str, Any]]:
     """(the loss as a function of (differentiated inputs, other inputs): the model's rollout + loss
     in jax ops at `dtype`, the settings a row records)."""
@@ -47,7 +47,7 @@ def loop_loss(
 
     def loss_fn(diff, rest):
         params, carry0, xs = unflatten(model, case, {**diff, **rest})
-        out, carry = rollout(ops, model, params, carry0, xs, case.length, collect)
+        out, carry = rollout(ops, model, params, carry0=carry0, xs=xs, length=case.length, collect=collect)
         return model.loss(ops, consts, out, carry)
 
     settings = {"jit": True, "ys": "ys.at[t].set(y)"} if collect else {"jit": True, "loop": "python (unrolled)"}
@@ -56,12 +56,22 @@ def loop_loss(
 
 def prepare(ys: str, model: Model, case: Case, dtype: str, device: str) -> Prepared:
     diff, rest, consts = _jax.model_arrays(model, case, dtype, device)
-    loss_fn, settings = loop_loss(model, case, consts, dtype, ys)
+    loss_fn, settings = loop_loss(model, case, consts, dtype=dtype, ys=ys)
     return _jax.prepared_from_loss(loss_fn, diff, rest, settings)
 
 
 DRIVERS = tuple(
-    configured(name, _jax.JAX, summary, prepare, ys, dtypes=BY_PRECISION, suite=suite, repro=repro, **_jax.ROW_FIELDS)
+    configured(
+        name,
+        _jax.JAX,
+        summary,
+        prepare=prepare,
+        config=ys,
+        dtypes=BY_PRECISION,
+        suite=suite,
+        repro=repro,
+        **_jax.ROW_FIELDS,
+    )
     for name, summary, ys, suite, repro in (
         ("jax_loop", "jax.jit of a Python loop (unrolled)", "stack", "core", "loop"),
         (

@@ -41,21 +41,30 @@ def prepare(config: AssociativeConfig, model: Model, case: Case, dtype: str, dev
 
     def loss_fn(inputs):
         params, carry0, xs = unflatten(model, case, inputs)
-        a, b = linear_recurrence_inputs(ops, model, params, carry0, xs)
+        a, b = linear_recurrence_inputs(ops, model, params, carry0=carry0, xs=xs)
         _, hs = associative_scan(combine_linear, (a, b), dim=0, combine_mode=config.combine_mode)
         return model.loss(ops, consts, hs, (hs[-1],))
 
     settings = {"combine_mode": config.combine_mode}
     if not config.compiled:
-        return _torch.prepared_from_loss(loss_fn, inputs, wrt, {"mode": "eager", **settings}, second_order=True)
+        return _torch.prepared_from_loss(
+            loss_fn, inputs, wrt, settings={"mode": "eager", **settings}, second_order=True
+        )
     compiled_fn, compiled_settings = _torch.compiled(loss_fn)
-    return _torch.prepared_from_loss(compiled_fn, inputs, wrt, {**compiled_settings, **settings})
+    return _torch.prepared_from_loss(compiled_fn, inputs, wrt, settings={**compiled_settings, **settings})
 
 
 def _row(name: str, summary: str, config: AssociativeConfig, **fields) -> Driver:
     fields = {"compiled": config.compiled, "second_order": not config.compiled, **fields}
     return configured(
-        name, _torch.TORCH, summary, prepare, config, supports=supports_linear_recurrence, dtypes=BY_PRECISION, **fields
+        name,
+        _torch.TORCH,
+        summary,
+        prepare=prepare,
+        config=config,
+        supports=supports_linear_recurrence,
+        dtypes=BY_PRECISION,
+        **fields,
     )
 
 

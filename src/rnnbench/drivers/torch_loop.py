@@ -58,7 +58,9 @@ def loop_loss(model: Model, case: Case, consts, ys: str = "stack") -> Callable[[
 
     def loss_fn(inputs):
         params, carry0, xs = unflatten(model, case, inputs)
-        out, carry = rollout(ops, model, params, carry0, xs, case.length, None if write is None else collect)
+        out, carry = rollout(
+            ops, model, params, carry0=carry0, xs=xs, length=case.length, collect=None if write is None else collect
+        )
         return model.loss(ops, consts, out, carry)
 
     return loss_fn
@@ -88,14 +90,14 @@ def prepare(config: LoopConfig, model: Model, case: Case, dtype: str, device: st
     if config.autocast:
         loss_fn = _torch.under_autocast(loss_fn, device)
         settings.update(autocast="bfloat16", params="float32")
-    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings, second_order=config.second_order)
+    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings, second_order=config.second_order)
 
 
 def _row(name: str, summary: str, config: LoopConfig, **fields) -> Driver:
     if config.autocast:
         fields.update(supports=_torch.supports_autocast, dtypes=("bfloat16",), devices=("cpu",), autocast="bfloat16")
     fields = {"dtypes": BY_PRECISION, "compiled": config.compiled, "second_order": config.second_order, **fields}
-    return configured(name, _torch.TORCH, summary, prepare, config, **fields)
+    return configured(name, _torch.TORCH, summary, prepare=prepare, config=config, **fields)
 
 
 _LOOP = {False: "torch eager loop", True: "torch.compile(inductor) of the loop"}  # a summary's start, by compiled

@@ -62,7 +62,7 @@ def scan_loss(model: Model, case: Case, consts, clone_carry: bool = False) -> Ca
 
     def loss_fn(inputs):
         params, carry0, xs = unflatten(model, case, inputs)
-        ys, carry = run_forward(ops, model, params, carry0, xs, case.length, recur)
+        ys, carry = run_forward(ops, model, params, carry0=carry0, xs=xs, length=case.length, recur=recur)
         return model.loss(ops, consts, ys, carry)
 
     return loss_fn
@@ -80,19 +80,19 @@ def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: st
     inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
     if not config.compiled:
         loss_fn = scan_loss(model, case, consts)
-        return _torch.prepared_from_loss(loss_fn, inputs, wrt, {"mode": "eager"}, second_order=True)
+        return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings={"mode": "eager"}, second_order=True)
     loss_fn, settings = _torch.compiled(
         scan_loss(model, case, consts, clone_carry=config.clone_carry),
         {"capture_scalar_outputs": config.capture_scalar_outputs},
         config.mode,
     )
     settings["clone_carry"] = config.clone_carry
-    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings)
+    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings)
 
 
 def _row(name: str, summary: str, config: ScanConfig, **fields) -> Driver:
     fields = {"compiled": config.compiled, "second_order": not config.compiled, **fields}
-    return configured(name, _torch.TORCH, summary, prepare, config, **fields)
+    return configured(name, _torch.TORCH, summary, prepare=prepare, config=config, **fields)
 
 
 DRIVERS = (

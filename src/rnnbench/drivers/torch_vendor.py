@@ -66,7 +66,7 @@ def prepare(layer: Layer, model: Model, case: Case, dtype: str, device: str) -> 
         carry_T = carry_T if isinstance(carry_T, tuple) else (carry_T,)
         return model.loss(ops, consts, ys, tuple(c[0] for c in carry_T))
 
-    return _torch.prepared_from_loss(loss_fn, inputs, wrt, {"layer": layer.label})
+    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings={"layer": layer.label})
 
 
 @functools.cache
@@ -87,7 +87,7 @@ def try_dtype(layer: Layer, dtype: str, device: str) -> str | None:
 
 
 DRIVERS = tuple(
-    anchor(name, _torch.TORCH, summary, prepare, layer, try_dtype=functools.partial(try_dtype, layer))
+    anchor(name, _torch.TORCH, summary, prepare=prepare, layer=layer, try_dtype=functools.partial(try_dtype, layer))
     for name, summary, layer in (
         ("torch_nn_lstm", "anchor: torch.nn.LSTM", Layer("lstm", "LSTM", 4)),
         ("torch_nn_rnn", "anchor: torch.nn.RNN(tanh)", Layer("elman_tanh", "RNN", 1, (("nonlinearity", "tanh"),))),

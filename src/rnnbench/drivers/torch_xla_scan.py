@@ -79,7 +79,7 @@ def scan_loss(config: ScanConfig, model: Model, case: Case, consts) -> Callable[
 
     def loss_fn(inputs):
         params, carry0, xs = unflatten(model, case, inputs)
-        ys, carry = run_forward(ops, model, params, carry0, xs, case.length, recur)
+        ys, carry = run_forward(ops, model, params, carry0=carry0, xs=xs, length=case.length, recur=recur)
         return model.loss(ops, consts, ys, tuple(carry))
 
     return loss_fn
@@ -93,7 +93,14 @@ def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: st
 
 DRIVERS = tuple(
     configured(
-        name, _torch_xla.TORCH_XLA, summary, prepare, config, environments=("xla",), compiled=True, devices=("cpu",)
+        name,
+        _torch_xla.TORCH_XLA,
+        summary,
+        prepare=prepare,
+        config=config,
+        environments=("xla",),
+        compiled=True,
+        devices=("cpu",),
     )
     for name, summary, config in (
         (

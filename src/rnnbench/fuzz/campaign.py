@@ -157,7 +157,14 @@ class Campaign:
     def summary(self, records: Iterable[dict[str, Any]]) -> FuzzSummary:
         """The summary of this campaign's records (from a file, a run, or both): the same as the
         run that wrote them printed, however often it was interrupted and resumed."""
-        out = FuzzSummary(list(self.drivers), self.cases, self.seed, self.dtype, self.device, self.losses)
+        out = FuzzSummary(
+            list(self.drivers),
+            bodies=self.cases,
+            seed=self.seed,
+            dtype=self.dtype,
+            device=self.device,
+            losses=self.losses,
+        )
         out.grammar, out.planted = self.grammar, self.planted_drivers()
         ill: dict[int, str] = {}
         for rec in records:
@@ -212,15 +219,15 @@ def outcome_from_record(rec: dict[str, Any]) -> Outcome:
     """The Outcome a fuzz record was written from (Campaign.to_record inverts it)."""
     return Outcome(
         rec["case"],
-        rec["driver"],
-        rec["status"],
-        rec.get("hvp_status"),
-        rec.get("report") or "",
-        body_from_fields(rec["body"]),
-        body_from_fields(rec["minimal"]) if rec.get("minimal") else None,
-        rec.get("localization_report") or "",
-        rec.get("repro") or "",
-        rec.get("oracle_kind") or "",
+        driver=rec["driver"],
+        status=rec["status"],
+        hvp_status=rec.get("hvp_status"),
+        report=rec.get("report") or "",
+        body=body_from_fields(rec["body"]),
+        minimal=body_from_fields(rec["minimal"]) if rec.get("minimal") else None,
+        localization=rec.get("localization_report") or "",
+        repro=rec.get("repro") or "",
+        oracle_kind=rec.get("oracle_kind") or "",
     )
 
 

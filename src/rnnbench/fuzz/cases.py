@@ -144,4 +144,4 @@ def build(body: Body, name: str = "fuzz", dtype: str = "float64") -> FuzzCase:
         return FuzzCase(body, model, case, f"floating-point exception in the numpy forward: {exc}")
     # outside errstate: a tangent that overflows is not an exception but a non-finite entry, which
     # the ladder hands to finite differences
-    return FuzzCase(body, model, case, None, oracle_grads(model, case))
+    return FuzzCase(body, model=model, case=case, ill_conditioned=None, oracle=oracle_grads(model, case))

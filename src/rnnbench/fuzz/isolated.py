@@ -46,9 +46,19 @@ def handle(context: FuzzContext, index: int) -> tuple[Outcome | None, str | None
         return None, fc.ill_conditioned
 
     def on_failure(outcome, minimal, driver):
-        explain_failure(outcome, minimal, driver, campaign.dtype, campaign.repro_dir, campaign.seed, campaign.device)
+        explain_failure(
+            outcome,
+            minimal,
+            driver,
+            dtype=campaign.dtype,
+            repro_dir=campaign.repro_dir,
+            seed=campaign.seed,
+            device=campaign.device,
+        )
 
-    return explain(campaign, index, fc, registry.get_driver(context.driver), context.shrunk, on_failure), None
+    return explain(
+        campaign, index, fc, driver=registry.get_driver(context.driver), shrunk=context.shrunk, on_failure=on_failure
+    ), None
 
 
 @dataclass
@@ -128,6 +138,7 @@ def chunk_size(bodies: int, workers: int) -> int:
 
 def fuzz_isolated(
     campaign: Campaign,
+    *,
     progress: Callable[[str], None] | None = None,
     write: Callable[[dict], None] | None = None,
     done: Sequence[dict] = (),
@@ -172,7 +183,7 @@ def fuzz_isolated(
             if items:
                 chunk(name, items)(keep, progress)
     else:
-        _on_executor(executor, campaign, todo, chunk, keep, progress)
+        _on_executor(executor, campaign, todo, chunk=chunk, keep=keep, progress=progress)
     return campaign.summary(records)
 
 
@@ -180,6 +191,7 @@ def _on_executor(
     executor: RayExecutor | LocalPool,
     campaign: Campaign,
     todo: Callable[[str], list[int]],
+    *,
     chunk: Callable[[str, list[int]], FuzzChunk],
     keep: Callable[[dict], None],
     progress: Callable[[str], None] | None,

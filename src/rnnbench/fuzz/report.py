@@ -15,12 +15,12 @@ from rnnbench.model import reference_loss
 
 
 def explain_failure(
-    out: Outcome, fc: FuzzCase, driver: Driver, dtype: str, repro_dir: Path | None, seed: int, device: str = "cpu"
+    out: Outcome, fc: FuzzCase, driver: Driver, *, dtype: str, repro_dir: Path | None, seed: int, device: str = "cpu"
 ) -> None:
     """Fill out.localization and out.repro for the minimal body `fc` of a failing outcome."""
     second_order = out.kind not in ERRORS and out.first_order_ok
     if not second_order and out.kind not in ERRORS:
-        out.localization = localize(fc.model, driver, fc.case, dtype, device, budget_s=30.0).format()
+        out.localization = localize(fc.model, driver, fc.case, dtype=dtype, device=device, budget_s=30.0).format()
     if repro_dir is None or out.kind in ERRORS:
         return
     if second_order:
@@ -28,5 +28,13 @@ def explain_failure(
     else:
         tol = at_loss_scale(tolerance(dtype, "finite_differences"), reference_loss(fc.model, fc.case))
     name = f"repro_{driver.name}_seed{seed}_body{out.index}_{out.kind.replace(':', '-')}.py"
-    path = export(repro_dir / name, fc, driver, second_order, out.kind, tol.max_rel_error, tol.absolute_scale)
+    path = export(
+        repro_dir / name,
+        fc,
+        driver,
+        second_order=second_order,
+        status=out.kind,
+        tolerance=tol.max_rel_error,
+        absolute_scale=tol.absolute_scale,
+    )
     out.repro = str(path) if path else f"no standalone template for {driver.name} (templates: torch/jax loop and scan)"

@@ -75,6 +75,7 @@ def export(
     path: Path,
     fc: FuzzCase,
     driver: Driver,
+    *,
     second_order: bool,
     status: str,
     tolerance: float,

@@ -32,14 +32,14 @@ class Judged:
     oracle_kind: str
 
 
-def run_driver(fc: FuzzCase, driver: Driver, dtype: str, second_order: bool, device: str = "cpu") -> Judged:
+def run_driver(fc: FuzzCase, driver: Driver, dtype: str, *, second_order: bool, device: str = "cpu") -> Judged:
     """The verdict of one driver on one well-conditioned body, checked by
     rnnbench.rows.pair.check_pair against the body's cached oracles (shrinking checks many bodies:
     only the shrunk one is localized, by on_failure)."""
     plan = PairPlan(
         order=2 if second_order else 1, oracle=fc.oracle, hvp_oracle=fc.hvp_oracle, repeat=False, localize=False
     )
-    pair = check_pair(fc.model, driver, fc.case, dtype, device, plan)
+    pair = check_pair(fc.model, driver, fc.case, dtype=dtype, device=device, plan=plan)
     chk, hvp_status = pair.check, pair.hvp_status
     if hvp_status is None:
         # a row undecided at its kinks only agrees enough for H v, not enough to drop its report
@@ -58,7 +58,7 @@ def _kind(judged: Judged) -> str:
     return kind_of(judged.status, judged.hvp_status)
 
 
-def shrink(body: Body, driver: Driver, dtype: str, kind: str, device: str = "cpu", budget: int = 60) -> Body:
+def shrink(body: Body, driver: Driver, dtype: str, *, kind: str, device: str = "cpu", budget: int = 60) -> Body:
     """Greedy: take the first one-step-simpler body that fails with the same status `kind`; repeat
     to a fixpoint or until `budget` candidate checks are spent."""
     current, spent, progress = body, 0, True
@@ -71,7 +71,10 @@ def shrink(body: Body, driver: Driver, dtype: str, kind: str, device: str = "cpu
                 continue
             spent += 1
             fc = build(cand, dtype=dtype)
-            if fc.ill_conditioned is None and _kind(run_driver(fc, driver, dtype, True, device)) == kind:
+            if (
+                fc.ill_conditioned is None
+                and _kind(run_driver(fc, driver, dtype, second_order=True, device=device)) == kind
+            ):
                 current, progress = cand, True
                 break
     return current
@@ -92,7 +95,7 @@ def explain_outcome(
     """One well-conditioned body on one driver. The first `shrink_per_kind` outcomes of each
     (driver, status) that fail, error or reproduce a known issue are shrunk to a minimal body and
     passed to on_failure (localization, repro export); `shrunk` counts them across calls."""
-    judged = run_driver(fc, driver, dtype, second_order, device)
+    judged = run_driver(fc, driver, dtype, second_order=second_order, device=device)
     out = Outcome(
         index=index,
         driver=driver.name,
@@ -104,9 +107,9 @@ def explain_outcome(
     )
     if (out.failed or out.known or out.errored) and shrunk[(driver.name, out.kind)] < shrink_per_kind:
         shrunk[(driver.name, out.kind)] += 1
-        out.minimal = shrink(fc.body, driver, dtype, out.kind, device)
+        out.minimal = shrink(fc.body, driver, dtype, kind=out.kind, device=device)
         minimal = build(out.minimal, dtype=dtype)
-        out.report = run_driver(minimal, driver, dtype, second_order, device).report
+        out.report = run_driver(minimal, driver, dtype, second_order=second_order, device=device).report
         if on_failure is not None:
             on_failure(out, minimal, driver)
     return out
@@ -129,7 +132,9 @@ def fuzz(
         if fc.ill_conditioned:
             summary.ill_conditioned[fc.ill_conditioned.split(" for ")[0]] += 1
         else:
-            summary.outcomes += [explain(campaign, index, fc, driver, shrunk, on_failure) for driver in drivers]
+            summary.outcomes += [
+                explain(campaign, index, fc, driver=driver, shrunk=shrunk, on_failure=on_failure) for driver in drivers
+            ]
         if progress is not None:
             progress(f"case {index + 1}/{campaign.judged}")
     return summary
@@ -139,6 +144,7 @@ def explain(
     campaign: Campaign,
     index: int,
     fc: FuzzCase,
+    *,
     driver: Driver,
     shrunk: Counter,
     on_failure: Callable[[Outcome, FuzzCase, Driver], None] | None = None,

@@ -212,6 +212,7 @@ def cpu_record(
     threads: int,
     affinity: Sequence[int],
     spans: Sequence[tuple[CpuClock, CpuClock]],
+    *,
     load_start: Sequence[float],
     load_end: Sequence[float],
 ) -> dict[str, Any]:

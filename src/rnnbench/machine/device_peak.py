@@ -75,6 +75,7 @@ def cache_path() -> Path:
 def peak_for(
     dtype: str,
     device: str,
+    *,
     sizes: Iterable[Mapping[str, int]] = (),
     python: str | None = None,
     timeout_s: float = 900.0,
@@ -95,13 +96,15 @@ def summary(entry: Mapping[str, Any], dtype: str, device: str, cache: str = "") 
     """The record's gemm_peak from a measured entry (roofline.peak_summary), with the accelerator's label."""
     identity = {"dtype": dtype, "device": device, "accelerator": accelerator.label(entry.get("accelerator") or {})}
     squares = (*PEAK_SQUARE, *accelerator.GPU_SQUARES)
-    return peak_summary(entry, squares, "GPU GEMM", identity, cache, accelerator.PEAK_METHOD)
+    return peak_summary(entry, squares, "GPU GEMM", identity=identity, cache=cache, method=accelerator.PEAK_METHOD)
 
 
 def measure_in_worker(request: dict[str, Any], python: str, timeout_s: float) -> dict[str, Any]:
     """measure() in a fresh `python` process; jax there allocates as it needs, not 75 % up front."""
     env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
-    return in_worker("rnnbench.machine.device_peak", request, python, timeout_s, env, "GPU GEMM")
+    return in_worker(
+        "rnnbench.machine.device_peak", request, python=python, timeout_s=timeout_s, env=env, what="GPU GEMM"
+    )
 
 
 @dataclass
@@ -119,7 +122,7 @@ class DeviceRoofline(PeaksByDtype):
     what = "GPU GEMM"
 
     def measured(self, dtype: str) -> dict[str, Any]:
-        return self.measure_peak(dtype, self.device, self.sizes.get(dtype, []))
+        return self.measure_peak(dtype, self.device, sizes=self.sizes.get(dtype, []))
 
     def accelerator(self) -> dict[str, Any]:
         if self.identity is None:

@@ -286,16 +286,16 @@ def _environment(name: str, entry: Mapping[str, Any]) -> Environment:
     command = entry.get("create", f"rnnbench env create {name}")
     return Environment(
         name,
-        python,
-        command,
-        entry.get("purpose", ""),
-        dict(entry.get("variables", {})),
-        requirements,
-        requirements_file,
-        bool(entry.get("default", False)),
-        creatable,
-        entry.get("python"),
-        bool(entry.get("constraints", True)),
+        python=python,
+        create_command=command,
+        purpose=entry.get("purpose", ""),
+        variables=dict(entry.get("variables", {})),
+        requirements=requirements,
+        requirements_file=requirements_file,
+        default=bool(entry.get("default", False)),
+        creatable=creatable,
+        python_version=entry.get("python"),
+        constraints=bool(entry.get("constraints", True)),
     )
 
 

@@ -67,7 +67,7 @@ def gemm_shapes(sizes: Iterable[Mapping[str, int]] = ()) -> list[tuple[int, int,
 
 
 def best_gflops(
-    fn: Callable[[], Any], flops: float, min_repeats: int = 10, budget_s: float = 0.3, max_repeats: int = 500
+    fn: Callable[[], Any], flops: float, *, min_repeats: int = 10, budget_s: float = 0.3, max_repeats: int = 500
 ) -> float:
     """flops / the fastest of at least min_repeats calls (and budget_s seconds), after 2 warm-ups:
     on a shared machine the fastest call is the one least disturbed."""
@@ -110,7 +110,7 @@ def measure_rates(
 
 
 def in_worker(
-    module: str, request: Mapping[str, Any], python: str, timeout_s: float, env: Mapping[str, str], what: str
+    module: str, request: Mapping[str, Any], *, python: str, timeout_s: float, env: Mapping[str, str], what: str
 ) -> dict[str, Any]:
     """`python -m <module> REQUEST_JSON` (its `serve`) with `env` added to this process's environment:
     the measurement's answer."""
@@ -137,6 +137,7 @@ def peak_summary(
     entry: Mapping[str, Any],
     squares: Iterable[int],
     what: str,
+    *,
     identity: Mapping[str, Any],
     cache: Path | str,
     method: str,
@@ -233,6 +234,7 @@ def peak_key(**where: Any) -> dict[str, Any]:
 def peak_for(
     dtype: str,
     threads: int,
+    *,
     sizes: Iterable[Mapping[str, int]] = (),
     cpus: Sequence[int] | None = None,
     python: str | None = None,
@@ -255,14 +257,14 @@ def peak_for(
     )
     entry = cached_peak(peak_cache_path(), key, gemm_shapes(sizes), measure, cpus=cpus)
     identity = {**request, "others_on_cpus": entry.get("others_on_cpus")}
-    return peak_summary(entry, PEAK_SQUARE, "GEMM", identity, str(peak_cache_path()), PEAK_METHOD)
+    return peak_summary(entry, PEAK_SQUARE, "GEMM", identity=identity, cache=str(peak_cache_path()), method=PEAK_METHOD)
 
 
 def _measure_in_worker(request: dict[str, Any], python: str, timeout_s: float) -> dict[str, Any]:
     """measure_gemms in a fresh `python` process with the rows' thread settings, pinned to
     request["cpus"] before it imports a framework (_peak_main)."""
     env = environments.thread_env(int(request["threads"]))
-    return in_worker("rnnbench.machine.roofline", request, python, timeout_s, env, "GEMM")
+    return in_worker("rnnbench.machine.roofline", request, python=python, timeout_s=timeout_s, env=env, what="GEMM")
 
 
 def _peak_main(request: dict[str, Any]) -> dict[str, Any]:
@@ -340,7 +342,7 @@ class Roofline(PeaksByDtype):
     peaks: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
 
     def measured(self, dtype: str) -> dict[str, Any]:
-        return peak_for(dtype, self.threads, self.sizes.get(dtype, []))
+        return peak_for(dtype, self.threads, sizes=self.sizes.get(dtype, []))
 
     def __call__(self, rec: dict[str, Any]) -> dict[str, Any]:
         if rec.get("device", "cpu") != "cpu" or rec.get("dtype") not in self.sizes:

@@ -116,6 +116,7 @@ def run_commits(
     base: str,
     new: str,
     options: Mapping[str, str],
+    *,
     rounds: int,
     out_dir: Path,
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),

@@ -251,6 +251,7 @@ def run_isolated(
     command: Sequence[str],
     items: Sequence[Any],
     timeout_s: float,
+    *,
     on_result: Callable[[int, Any], None],
     on_failure: Callable[[int, str, str], None],
     on_start: Callable[[int], None] = lambda index: None,
@@ -273,7 +274,16 @@ def run_isolated(
         if cancel_requested():
             raise protocol.Cancelled
         next_index = _one_worker(
-            command, items, next_index, timeout_s, on_result, on_failure, on_start, context(), env, memory_limit_gb
+            command,
+            items,
+            next_index,
+            timeout_s=timeout_s,
+            on_result=on_result,
+            on_failure=on_failure,
+            on_start=on_start,
+            context=context(),
+            env=env,
+            memory_limit_gb=memory_limit_gb,
         )
 
 
@@ -297,7 +307,7 @@ def _keep_written_results(events: protocol.Events, first: int, on_result: Callab
 
 
 def _one_worker(
-    command, items, first, timeout_s, on_result, on_failure, on_start, context, env, memory_limit_gb
+    command, items, first, *, timeout_s, on_result, on_failure, on_start, context, env, memory_limit_gb
 ) -> int:
     """One worker over items[first:]; returns the index the next worker starts at. A row's deadline
     is its start (the worker's stamp) plus timeout_s; before its first row, a worker also has

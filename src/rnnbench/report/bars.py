@@ -106,17 +106,17 @@ def _bar(r: dict, name, vendor: dict) -> BarRow:
     frac = ((r.get("roofline") or {}).get("fwd_bwd") or {}).get("fraction_of_peak")
     return BarRow(
         name(r),
-        "ok",
-        bool(r.get("anchor")),
-        fb["median_ms"],
-        fb["q1_ms"],
-        fb["q3_ms"],
-        speedup(fb["median_ms"], ref) if ref and not r.get("anchor") else None,
-        100 * frac if frac is not None else None,
-        r.get("first_call_s"),
-        saved_mb(r),
-        contended(r),
-        bool((r.get("timing") or {}).get("unstable")),
+        status="ok",
+        anchor=bool(r.get("anchor")),
+        median_ms=fb["median_ms"],
+        q1_ms=fb["q1_ms"],
+        q3_ms=fb["q3_ms"],
+        vs_vendor=speedup(fb["median_ms"], ref) if ref and not r.get("anchor") else None,
+        pct_peak=100 * frac if frac is not None else None,
+        first_call_s=r.get("first_call_s"),
+        saved_mb=saved_mb(r),
+        contended=contended(r),
+        unstable=bool((r.get("timing") or {}).get("unstable")),
     )
 
 
@@ -226,7 +226,7 @@ def time_axis(bars: list[BarRow]) -> tuple[bool, float, float]:
     return True, min(b.q1_ms for b in timed_bars) / LOG_MARGIN, longest * LOG_MARGIN
 
 
-def draw_panel(ax, bars: list[BarRow], look: dict[Series, Style], title: str, unavailable: int) -> None:
+def draw_panel(ax, bars: list[BarRow], look: dict[Series, Style], *, title: str, unavailable: int) -> None:
     """Draw one panel: a bar (median, IQR whiskers) for each timed BarRow only, a labelled gap for
     the others, on the time axis of time_axis()."""
     log, lo, hi = time_axis(bars)
@@ -287,7 +287,7 @@ def draw_panel(ax, bars: list[BarRow], look: dict[Series, Style], title: str, un
 def bar_chart(records: list[dict], model: str, out: Path) -> Path | None:
     """bars_<model>.png: one panel per size of `model` (non-sweep records); None when it has none."""
     groups = {(model, *k): rows for k, rows in panels(records, model).items()}
-    return figure(records, groups, out / f"bars_{model}.png", f"{model}: {TITLE_TAIL}")
+    return figure(records, groups, out / f"bars_{model}.png", title=f"{model}: {TITLE_TAIL}")
 
 
 TITLE_TAIL = (
@@ -316,6 +316,7 @@ def figure(
     records: list[dict],
     groups: dict[tuple, list[dict]],
     path: Path,
+    *,
     title: str,
     cols: int = 2,
     gap_why: Mapping[str, str] = {},
@@ -341,7 +342,7 @@ def figure(
     for ax, (key, bars) in zip(axes.flat, full.items()):
         model, sizes, dtype, device, loss = key
         head = f"{model}  {sizes}  {dtype}  {device}" + ("" if loss == "model" else f"  loss {loss}")
-        draw_panel(ax, bars, look, head, drawn[key][1])
+        draw_panel(ax, bars, look, title=head, unavailable=drawn[key][1])
     for ax in list(axes.flat)[len(drawn) :]:
         ax.set_visible(False)
     fig.suptitle(wrap(title + "\n" + _legend_lines(every), 9.5 * cols), fontsize=10)
@@ -379,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         for k, rows in panels(records, m).items()
         if want <= set(k[0].split(",")) and k[1] == args.dtype
     }
-    return 0 if figure(records, groups, args.out, args.title, args.cols, gap_why) else 1
+    return 0 if figure(records, groups, args.out, title=args.title, cols=args.cols, gap_why=gap_why) else 1
 
 
 if __name__ == "__main__":

@@ -58,8 +58,14 @@ def _covered(issue: known_issues.KnownIssue, driver_name: str) -> list[Probe]:
         if dtype is None:
             continue
         m, case = with_loss(model, model.make_case(model.sizes_with_defaults({}), 0), loss)
-        if versionless.covers(driver_name, m, case.rounded_to(dtype), dtype, lambda package: None, issue.order):
-            found.append(Probe(issue.id, model.name, driver_name, dtype, loss, (), issue.order))
+        if versionless.covers(
+            driver_name, m, case.rounded_to(dtype), dtype=dtype, versions=lambda package: None, order=issue.order
+        ):
+            found.append(
+                Probe(
+                    issue.id, model=model.name, driver=driver_name, dtype=dtype, loss=loss, sizes=(), order=issue.order
+                )
+            )
             if len(found) == PROBES_PER_DRIVER:
                 break
     return found
@@ -73,13 +79,13 @@ def probes() -> list[Probe]:
                 out += [
                     Probe(
                         issue.id,
-                        w["model"],
-                        driver,
-                        w["dtype"],
-                        w.get("loss", "model"),
-                        tuple(sorted(w.get("sizes", {}).items())),
-                        issue.order,
-                        k,
+                        model=w["model"],
+                        driver=driver,
+                        dtype=w["dtype"],
+                        loss=w.get("loss", "model"),
+                        sizes=tuple(sorted(w.get("sizes", {}).items())),
+                        order=issue.order,
+                        witness=k,
                     )
                     for k, w in enumerate(issue.witnesses)
                     if registry.get_driver(driver).supports(registry.get_model(w["model"])) is None
@@ -135,7 +141,7 @@ def _matches(probe: Probe, rec: dict[str, Any]) -> bool:
 
 
 def _also_explained_by(
-    issue: known_issues.KnownIssue, rec: dict[str, Any], status: str, report: str, absent: set[tuple[str, str]]
+    issue: known_issues.KnownIssue, rec: dict[str, Any], status: str, *, report: str, absent: set[tuple[str, str]]
 ) -> list[str]:
     """Other registered issues whose scope (versions set aside) covers this row and whose symptom
     the row shows too, unless the table measured that issue absent on this row's version
@@ -156,7 +162,7 @@ def _also_explained_by(
         and other.reproduced_by(status, report)
         and (other.id, version_of(rec, next(iter(other.versions), "torch")) or "") not in absent
         and dataclasses.replace(other, versions={}).covers(
-            rec["driver"], m, case, rec["dtype"], lambda p: None, other.order
+            rec["driver"], m, case, dtype=rec["dtype"], versions=lambda p: None, order=other.order
         )
     ]
 
@@ -213,7 +219,7 @@ def _verdicts(records: list[dict[str, Any]], absent: set[tuple[str, str]] | None
             elif issue is None and str(rec.get("status", "")).startswith("known_issue:"):
                 verdict = "registered issue"  # a class row failing the way a registered issue says
             elif issue is not None and issue.reproduced_by(status, report):
-                ambiguous = absent is not None and _also_explained_by(issue, rec, status, report, absent)
+                ambiguous = absent is not None and _also_explained_by(issue, rec, status, report=report, absent=absent)
                 verdict = "ambiguous" if ambiguous else "reproduces"
             else:
                 verdict = status

@@ -57,7 +57,9 @@ def side_of(records: list[dict[str, Any]], quantity: str, clock: str = "wall") -
         medians = tuple(float(t.get("cpu_median_ms") or np.median(c)) for t, c in zip(timed, cpu, strict=True))
         per_run = [quartiles(c) for c in cpu]
         q1, q3 = tuple(q[0] for q in per_run), tuple(q[2] for q in per_run)
-        return Side(medians, q1, q3, cpu, CPU_QUANTILE, "cpu", _refs(timed, "ref_cpu_samples"))
+        return Side(
+            medians, q1=q1, q3=q3, samples=cpu, quantile=CPU_QUANTILE, clock="cpu", refs=_refs(timed, "ref_cpu_samples")
+        )
     return Side(
         tuple(float(t["median_ms"]) for t in timed),
         tuple(float(t["q1_ms"]) for t in timed),

@@ -188,14 +188,21 @@ def decide(pair: Pair, threshold: float, alpha: float, factor: float = 1.0) -> P
         if b and n:
             records = timed_runs(pair.base, q) + timed_runs(pair.new, q)
             relative = is_relative(records, q, (b, n))
-            judged = (b.relative(), n.relative()) if relative else (b, n)
-            est = estimate(*judged, alpha).scaled(factor)
-            decided = verdict(est, threshold, *judged, factor)
+            base_side, new_side = (b.relative(), n.relative()) if relative else (b, n)
+            est = estimate(base_side, new_side, alpha).scaled(factor)
+            decided = verdict(est, threshold, base=base_side, new=new_side, factor=factor)
             why = unsupported(records, (b, n), threshold, relative)
             if why and decided != NOISY:  # nor same: a change hidden in that spread is not bounded
                 decided = NOISY
                 pair.notes.append(f"{QUANTITY_LABELS[q]}: {why}")
-            pair.times[q] = Timed(est, decided, b.median, n.median, relative, n.median / b.median / factor)
+            pair.times[q] = Timed(
+                est,
+                verdict=decided,
+                base_ms=b.median,
+                new_ms=n.median,
+                relative=relative,
+                raw_ratio=n.median / b.median / factor,
+            )
     if pair.times:
         pair.verdict = next(v for v in TIME_ORDER if any(t.verdict == v for t in pair.times.values()))
         if any(t.estimate.method == "quartiles" for t in pair.times.values()):
@@ -258,6 +265,7 @@ def compare(
     base: list[dict[str, Any]],
     new: list[dict[str, Any]],
     threshold: float,
+    *,
     alpha: float,
     across_machines: bool = False,
     normalize: bool = False,
@@ -288,7 +296,16 @@ def compare(
         for p in pairs:
             p.notes.insert(0, "across machines")
     return Comparison(
-        pairs, differences(base, new), threshold, alpha, other_machine, where, factor, sides, repeated, patterns
+        pairs,
+        differences=differences(base, new),
+        threshold=threshold,
+        alpha=alpha,
+        across_machines=other_machine,
+        machines=where,
+        factor=factor,
+        sides=sides,
+        repeated=repeated,
+        patterns=patterns,
     )
 
 

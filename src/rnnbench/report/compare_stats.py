@@ -70,11 +70,11 @@ class Side:
         scale = self.reference()
         return Side(
             tuple(m / s for m, s in zip(self.medians, scale, strict=True)),
-            tuple(q / s for q, s in zip(self.q1, scale, strict=True)),
-            tuple(q / s for q, s in zip(self.q3, scale, strict=True)),
-            tuple(tuple(x / s for x in run) for run, s in zip(self.samples, scale, strict=True)),
-            self.quantile,
-            self.clock,
+            q1=tuple(q / s for q, s in zip(self.q1, scale, strict=True)),
+            q3=tuple(q / s for q, s in zip(self.q3, scale, strict=True)),
+            samples=tuple(tuple(x / s for x in run) for run, s in zip(self.samples, scale, strict=True)),
+            quantile=self.quantile,
+            clock=self.clock,
         )
 
     @property
@@ -117,7 +117,7 @@ class Estimate:
         """The estimate divided by `factor` (a machine-speed factor: --normalize)."""
         lo = None if self.lo is None else self.lo / factor
         hi = None if self.hi is None else self.hi / factor
-        return Estimate(self.ratio / factor, lo, hi, self.method, self.runs)
+        return Estimate(self.ratio / factor, lo=lo, hi=hi, method=self.method, runs=self.runs)
 
 
 def _weighted_quantiles(values: np.ndarray, counts: np.ndarray, q: float = 0.5) -> np.ndarray:
@@ -133,7 +133,7 @@ def _weighted_quantiles(values: np.ndarray, counts: np.ndarray, q: float = 0.5) 
 
 
 def _bootstrap_medians(
-    runs: Sequence[Sequence[float]], rng: np.random.Generator, resamples: int, chunk: int = CHUNK, q: float = 0.5
+    runs: Sequence[Sequence[float]], rng: np.random.Generator, resamples: int, *, chunk: int = CHUNK, q: float = 0.5
 ) -> np.ndarray:
     """(resamples,) pooled `q`-quantiles (medians by default): each resample draws len(runs) runs
     with replacement, then each drawn run's samples with replacement (as many as it has), counted (module docstring)."""
@@ -151,21 +151,21 @@ def _bootstrap_medians(
     return out
 
 
-def estimate(base: Side, new: Side, alpha: float, resamples: int = RESAMPLES, seed: int = SEED) -> Estimate:
+def estimate(base: Side, new: Side, alpha: float, *, resamples: int = RESAMPLES, seed: int = SEED) -> Estimate:
     """The ratio new / base of the medians, with a bootstrap interval where both sides have samples."""
     ratio = new.median / base.median
     runs = (len(base.medians), len(new.medians))
     if not (base.has_samples and new.has_samples):
-        return Estimate(ratio, None, None, "quartiles", runs)
+        return Estimate(ratio, lo=None, hi=None, method="quartiles", runs=runs)
     rng = np.random.default_rng(seed)
     ratios = _bootstrap_medians(new.samples, rng, resamples, q=new.quantile) / _bootstrap_medians(
         base.samples, rng, resamples, q=base.quantile
     )
     lo, hi = np.quantile(ratios, [alpha / 2, 1 - alpha / 2])
-    return Estimate(ratio, float(lo), float(hi), "bootstrap", runs)
+    return Estimate(ratio, lo=float(lo), hi=float(hi), method="bootstrap", runs=runs)
 
 
-def verdict(est: Estimate, threshold: float, base: Side, new: Side, factor: float = 1.0) -> str:
+def verdict(est: Estimate, threshold: float, *, base: Side, new: Side, factor: float = 1.0) -> str:
     """faster / slower / same / noisy at `threshold` (0.1: 10 %).
 
     With an interval: `slower` when it lies wholly above 1 (the noise measured in both runs does
@@ -175,7 +175,7 @@ def verdict(est: Estimate, threshold: float, base: Side, new: Side, factor: floa
     is too wide to decide at the threshold. Without one: quartiles_verdict."""
     up, down = 1.0 + threshold, 1.0 / (1.0 + threshold)
     if est.lo is None or est.hi is None:
-        return quartiles_verdict(est, up, down, base, new, factor)
+        return quartiles_verdict(est, up, down, base=base, new=new, factor=factor)
     if est.lo > 1.0 and est.ratio > up:
         return SLOWER
     if est.hi < 1.0 and est.ratio < down:
@@ -185,7 +185,7 @@ def verdict(est: Estimate, threshold: float, base: Side, new: Side, factor: floa
     return NOISY
 
 
-def quartiles_verdict(est: Estimate, up: float, down: float, base: Side, new: Side, factor: float = 1.0) -> str:
+def quartiles_verdict(est: Estimate, up: float, down: float, *, base: Side, new: Side, factor: float = 1.0) -> str:
     """Without samples there is no interval: `slower` / `faster` only when the interquartile ranges
     (the new one divided by the machine factor) are disjoint and the ratio is beyond the
     threshold; otherwise `noisy`, never `same` (nothing bounds how large an unseen change is)."""

@@ -55,7 +55,7 @@ def _gap_note(gaps: list[dict], x_of) -> str:
     return "\n" + textwrap.fill(f"({text})", 60)
 
 
-def _lines(ax, rows: list[dict], name, look: dict, x_of=lambda r: r["sizes"]["T"]) -> list[float]:
+def _lines(ax, rows: list[dict], name, *, look: dict, x_of=lambda r: r["sizes"]["T"]) -> list[float]:
     """One line per series of `rows` (timed points only), an x where a series has no time; returns
     the medians drawn."""
     by_series: dict = defaultdict(list)
@@ -87,7 +87,7 @@ def _lines(ax, rows: list[dict], name, look: dict, x_of=lambda r: r["sizes"]["T"
     return drawn
 
 
-def _finish(ax, ts: list[int], drawn: list[float], title: str, legend_below: bool = True) -> None:
+def _finish(ax, ts: list[int], drawn: list[float], *, title: str, legend_below: bool = True) -> None:
     if drawn:
         ax.plot(ts, [min(drawn) * t / ts[0] for t in ts], ":", color="gray", lw=1, label="slope 1 (linear in T)")
     ax.set(xscale="log", yscale="log", xlabel="T (steps)", ylabel="fwd+bwd median ms (band: IQR)")
@@ -117,9 +117,9 @@ def t_growth_chart(records: list[dict], model: str, out: Path) -> Path | None:
         nrows, cols, figsize=(7.5 * cols, 5.5 * nrows), squeeze=False, layout="constrained", dpi=DPI
     )
     for ax, ((rest, dtype, device, loss), rows) in zip(axes.flat, groups.items()):
-        drawn = _lines(ax, rows, name, look)
+        drawn = _lines(ax, rows, name, look=look)
         title = f"{model}  {rest}  {dtype}  {device}" + ("" if loss == "model" else f"  loss {loss}")
-        _finish(ax, sorted({r["sizes"]["T"] for r in rows}), drawn, title)
+        _finish(ax, sorted({r["sizes"]["T"] for r in rows}), drawn, title=title)
     for ax in list(axes.flat)[len(groups) :]:
         ax.set_visible(False)
     fig.suptitle(
@@ -188,9 +188,9 @@ def idiomatic_t_growth_chart(records: list[dict], path: Path) -> Path | None:
     for ax, (mech, panel) in zip(axes.flat, groups.items()):
         # the baseline families are dashed (drawn as anchors), on copies: records are read, never changed
         drawn = _lines(
-            ax, [dict(r, anchor=r["driver"].startswith("idiomatic")) for r in panel], lambda r: r["driver"], look
+            ax, [dict(r, anchor=r["driver"].startswith("idiomatic")) for r in panel], lambda r: r["driver"], look=look
         )
-        _finish(ax, ts, drawn, mech, legend_below=False)
+        _finish(ax, ts, drawn, title=mech, legend_below=False)
     for ax in list(axes.flat)[len(groups) :]:
         ax.set_visible(False)
     first = rows[0]

@@ -57,7 +57,7 @@ def heatmap_cells(records: list[dict]) -> HeatmapCells | None:
             tols.update(r["tolerance"] for r in ok if r.get("tolerance"))
         else:
             label[(i, j)] = "n/a" if all(r["status"] == "unavailable" for r in recs) else "skipped"
-    return HeatmapCells(dtype, series, models, label, err, sorted(tols))
+    return HeatmapCells(dtype, series=series, models=models, label=label, err=err, tolerances=sorted(tols))
 
 
 def cell_notes(label: dict[tuple[int, int], str]) -> dict[str, int]:

@@ -138,6 +138,7 @@ def anchor_ratios(records: list[dict]) -> list[tuple[str, ...]]:
 def _html_table(
     columns: tuple[str, ...],
     rows: list[tuple[str, ...]],
+    *,
     status_col: int | None = None,
     left: int = 0,
     table_id: str = "",

@@ -91,6 +91,7 @@ COLUMNS = (
 
 def rows(
     records: Iterable[dict[str, Any]],
+    *,
     include_unavailable: bool = False,
     with_machine: bool = False,
     with_loss: bool = False,
@@ -281,7 +282,13 @@ def table_data(
         columns = (columns[0], "loss", *columns[1:])
     if with_machine:
         columns = ("machine", *columns)
-    return columns, rows(records, include_unavailable, with_machine, with_loss, with_hvp)
+    return columns, rows(
+        records,
+        include_unavailable=include_unavailable,
+        with_machine=with_machine,
+        with_loss=with_loss,
+        with_hvp=with_hvp,
+    )
 
 
 def unavailable_summary(records: list[dict[str, Any]]) -> list[str]:

@@ -23,6 +23,7 @@ class GradientDisagreement(AssertionError):
 def prepare_checked(
     model_name: str,
     driver_name: str,
+    *,
     sizes: Mapping[str, int] | None = None,
     dtype: str = "float32",
     device: str = "cpu",
@@ -36,7 +37,7 @@ def prepare_checked(
     if reason is not None:
         raise NotApplicable(reason)
     case = model.make_case(model.sizes_with_defaults(dict(sizes or {})), seed).rounded_to(dtype)
-    pair = check_pair(model, driver, case, dtype, device, PairPlan(repeat=False))
+    pair = check_pair(model, driver, case, dtype=dtype, device=device, plan=PairPlan(repeat=False))
     if pair.status != Status.OK or pair.prepared is None:
         raise GradientDisagreement(f"{model_name} / {driver_name}: {pair.status}\n{pair.report}")
     return pair.check, pair.prepared
@@ -46,6 +47,7 @@ def verify(
     model_name: str,
     loss: float,
     grads: dict,
+    *,
     sizes: Mapping[str, int] | None = None,
     dtype: str = "float32",
     device: str = "cpu",
@@ -57,4 +59,4 @@ def verify(
     returns the Check (status "ok" when they agree)."""
     model = registry.get_model(model_name)
     case = model.make_case(model.sizes_with_defaults(dict(sizes or {})), seed).rounded_to(dtype)
-    return judge(model, case, dtype, device, driver_name, produced=(loss, grads))
+    return judge(model, case, dtype, device=device, driver_name=driver_name, produced=(loss, grads))

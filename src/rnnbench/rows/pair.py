@@ -83,23 +83,31 @@ class PairCheck:
         return None if self.hvp is None or self.hvp["status"] in NOT_JUDGED else str(self.hvp["status"])
 
 
-def check_pair(model: Model, driver: Driver, case: Case, dtype: str, device: str, plan: PairPlan) -> PairCheck:
+def check_pair(model: Model, driver: Driver, case: Case, *, dtype: str, device: str, plan: PairPlan) -> PairCheck:
     """Every verdict on one pair whose availability the caller has established. `case` is already
     rounded to `dtype`. Never raises for driver failures (they become the status); raises
     CompileBudgetExceeded when plan.compile_budget_s runs out."""
     chk, prepared = check_gradients(
-        model, driver, case, dtype, device, plan.oracle, plan.oracle_choice, plan.compile_budget_s, plan.fresh_compiles
+        model,
+        driver,
+        case,
+        dtype=dtype,
+        device=device,
+        oracle=plan.oracle,
+        choice=plan.oracle_choice,
+        budget_s=plan.compile_budget_s,
+        fresh_compiles=plan.fresh_compiles,
     )
     out = PairCheck(chk, prepared, chk.status, chk.report)
     if prepared is not None and plan.repeat:
         out.repeatable = repeatability(prepared, chk)
     if plan.order == 2:
-        out.hvp = second_order(model, driver, case, dtype, prepared if agrees(chk) else None, plan)
+        out.hvp = second_order(model, driver, case, dtype=dtype, prepared=prepared if agrees(chk) else None, plan=plan)
         if hvp_decides(chk.status, out.hvp_status):
             out.status, out.report = out.hvp["status"], out.hvp["report"]
     if plan.localize and chk.status in LOCALIZED and not driver.anchor:
         # not on a vendor layer: it does not run the model's step, so there is no step to blame
-        out.localization = localize(model, driver, case, dtype, device, budget_s=LOCALIZE_BUDGET_S)
+        out.localization = localize(model, driver, case, dtype=dtype, device=device, budget_s=LOCALIZE_BUDGET_S)
         chk.report = out.report = f"{chk.report.rstrip()}\n{out.localization.format()}"
     return out
 
@@ -149,6 +157,7 @@ def check_gradients(
     model: Model,
     driver: Driver,
     case: Case,
+    *,
     dtype: str,
     device: str,
     oracle: Oracle | None = None,
@@ -167,8 +176,8 @@ def check_gradients(
         model,
         case,
         dtype,
-        device,
-        driver.name,
+        device=device,
+        driver_name=driver.name,
         compiled=driver.compiled,
         autocast=driver.autocast is not None,
         oracle=oracle,
@@ -202,7 +211,7 @@ def _clear_frames_of_chain(exc: BaseException | None) -> None:
 
 
 def second_order(
-    model: Model, driver: Driver, case: Case, dtype: str, prepared: Prepared | None, plan: PairPlan
+    model: Model, driver: Driver, case: Case, *, dtype: str, prepared: Prepared | None, plan: PairPlan
 ) -> dict[str, Any]:
     """The pair's H v check (rnnbench.check.second_order) as a record: "skipped" with why where it
     is not judged (float32 pairs: the oracle's ~1e-10 error is invisible under float32 rounding;
@@ -216,7 +225,7 @@ def second_order(
     started = time.perf_counter()
     oracle = plan.hvp_oracle() if plan.hvp_oracle is not None else None
     result = check_second_order(
-        model, driver.name, case, prepared, oracle=oracle, seed=plan.seed, choice=plan.oracle_choice
+        model, driver.name, case, prepared=prepared, oracle=oracle, seed=plan.seed, choice=plan.oracle_choice
     )
     kind = result.oracle_kind or (oracle.kind if oracle is not None else "")
     return {

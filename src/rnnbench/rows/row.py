@@ -92,7 +92,14 @@ class Job:
         (keys are computed for every job to sort and resume)."""
         sizes = registry.get_model(self.model).sizes_with_defaults(self.sizes)
         return record.RowKey.of(
-            self.model, self.driver, self.environment, self.dtype, self.device, sizes, self.seed, self.loss_form
+            self.model,
+            self.driver,
+            environment=self.environment,
+            dtype=self.dtype,
+            device=self.device,
+            sizes=sizes,
+            seed=self.seed,
+            loss_form=self.loss_form,
         )
 
 
@@ -114,7 +121,7 @@ def run_row(job: Job) -> dict[str, Any]:
     device = RowDevice(driver.framework, job.device) if job.device != "cpu" else None
     plan = PairPlan(order=job.order, seed=job.seed, compile_budget_s=job.compile_budget_s)
     try:
-        pair = check_pair(model, driver, case, job.dtype, job.device, plan)
+        pair = check_pair(model, driver, case, dtype=job.dtype, device=job.device, plan=plan)
     except CompileBudgetExceeded as exc:
         rec = {
             **base,
@@ -169,7 +176,7 @@ def run_row(job: Job) -> dict[str, Any]:
         k: os.environ.get(k, "(unset: the framework's default)") for k in driver.framework.cache_variables
     }
     # The cores it ran on and what it used of them over the timed loops (rnnbench.machine.cpus.cpu_record).
-    rec["cpu"] = cpu_record(job.threads, allowed_cpus(), spans, load_start, load_average())
+    rec["cpu"] = cpu_record(job.threads, allowed_cpus(), spans, load_start=load_start, load_end=load_average())
     if (trust := judge_timing(rec)) is not None:  # which clock decides, and whether its numbers are its own
         rec["timing"] = trust
     return device.fill(rec) if device else rec

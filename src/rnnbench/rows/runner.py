@@ -121,6 +121,7 @@ class Runner:
         self,
         results: results_file.ResultsFile | None,
         timeout_s: float,
+        *,
         on_start: Callable[[Job], None] = lambda job: None,
         on_record: Callable[[dict], None] = lambda rec: None,
         memory_limit_gb: float | None = None,
@@ -156,7 +157,14 @@ class Runner:
         self.write(self.annotate(rec))
 
     def group(self, environment: str, jobs: list[Job]) -> GroupWork:
-        return GroupWork(environment, jobs, self.timeout_s, self.memory_limit_gb, self.extra_env, self.annotate)
+        return GroupWork(
+            environment,
+            jobs=jobs,
+            timeout_s=self.timeout_s,
+            memory_limit_gb=self.memory_limit_gb,
+            extra_env=self.extra_env,
+            annotate=self.annotate,
+        )
 
     def run(self, jobs: Iterable[Job]) -> list[dict]:
         """Run every job, grouped by (environment, driver) in first-seen order."""

@@ -114,6 +114,7 @@ def measure(
     fn: Callable[[], Any],
     block: Callable[[Any], None],
     config: TimingConfig,
+    *,
     clocks: Clocks = Clocks(),
     reference: Callable[[], Any] | None = None,
 ) -> Timing:

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     comparison, sweep = comparison_records(rows, plan), sweep_records(rows, plan)
     write_jsonl(Path(f"{out}.jsonl"), comparison)
     write_jsonl(Path(f"{out}-tgrowth.jsonl"), sweep)
-    Path(f"{out}.md").write_text(ratio_table(comparison, sweep, rows, command, plan))
+    Path(f"{out}.md").write_text(ratio_table(comparison, sweep, rows, command=command, plan=plan))
     # The chart is drawn from the records file by the report floor's own command line.
     subprocess.run(
         [

@@ -49,7 +49,7 @@ def torch_unbind_loop(model: Model, case: Case, hoisted: bool, compiled: bool) -
     if compiled:
         loss_fn, compile_settings = _torch.compiled(loss_fn)
         settings.update(compile_settings)
-    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings)
+    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings)
 
 
 def torch_hand_scan(model: Model, case: Case, compiled: bool) -> Prepared:
@@ -94,7 +94,7 @@ def torch_hand_scan(model: Model, case: Case, compiled: bool) -> Prepared:
     if compiled:
         loss_fn, compile_settings = _torch.compiled(loss_fn)
         settings.update(compile_settings)
-    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings)
+    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings)
 
 
 def jax_jit_loop(model: Model, case: Case, indexed: bool) -> Prepared:

@@ -55,10 +55,10 @@ def _driver_candidate(name: str, family: str = "", unrolled: bool = False) -> Ca
     kinds = tuple(k for k in ("lstm", "elman_tanh") if driver.supports(_Kind(k)) is None)
     return Candidate(
         name,
-        family,
-        driver.framework,
-        lambda model, case: driver.prepare(model, case, DTYPE, DEVICE),
-        kinds,
+        family=family,
+        framework=driver.framework,
+        prepare=lambda model, case: driver.prepare(model, case, DTYPE, DEVICE),
+        kinds=kinds,
         driver=name,
         unrolled=unrolled,
     )

@@ -107,7 +107,7 @@ def run_worker(family: str, plan: Plan, log: Callable[[str], None]) -> list[dict
                 log(f"{point}: {cand.name} skipped: {reason}")
                 continue
             # a candidate that fails is a result (its status), not a crash of the comparison
-            pair = check_pair(model, cand.as_driver(), case, DTYPE, DEVICE, pair_plan)
+            pair = check_pair(model, cand.as_driver(), case, dtype=DTYPE, device=DEVICE, plan=pair_plan)
             chk, prepared = pair.check, pair.prepared
             if prepared is not None:  # prepare and the first call: the compile, wherever it happens
                 row["first_call_s"] = chk.prepare_s + chk.first_call_s

@@ -122,7 +122,12 @@ def _fmt_ms(t: dict | None) -> str:
 
 
 def ratio_table(
-    comparison: list[dict[str, Any]], sweep: list[dict[str, Any]], rows: list[dict[str, Any]], command: str, plan: Plan
+    comparison: list[dict[str, Any]],
+    sweep: list[dict[str, Any]],
+    rows: list[dict[str, Any]],
+    *,
+    command: str,
+    plan: Plan,
 ) -> str:
     """The markdown page: the ratio table, every baseline variant's time, the sweep, the command."""
     first = comparison[0] if comparison else (sweep[0] if sweep else {})
