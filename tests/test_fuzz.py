@@ -130,6 +130,23 @@ def test_cli_fuzz_prints_the_summary(capsys, tmp_path) -> None:
         assert name in out
 
 
+def test_cli_fuzz_checks_its_flags_into_one_value_and_leaves_them_as_parsed() -> None:
+    """The checked flags (workers filled in, the grammar built) are a value of their own; the parsed
+    arguments stay as the user gave them."""
+    from rnnbench.cli import fuzz as cli_fuzz
+    from rnnbench.cli.main import parser
+
+    args = parser().parse_args(["fuzz", "--drivers", "torch_loop", "--grammar", "edge", "--snap-rate", "0.5"])
+    parsed = dict(vars(args))
+    checked = cli_fuzz._checked(args)
+    assert vars(args) == parsed
+    assert args.workers is None and checked.workers >= 1
+    assert (checked.grammar.name, checked.grammar.snap_rate) == ("edge", 0.5)
+    assert checked.dtypes == ["float64"] and [d.name for d in checked.drivers["float64"]] == ["torch_loop"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        checked.workers = 1
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

@@ -133,7 +133,16 @@ class RowKey(NamedTuple):
         seed: int,
         loss_form: str,
     ) -> RowKey:
-        return cls(model, driver, environment, dtype, device, tuple(sorted(sizes.items())), seed, loss_form)
+        return cls(
+            model,
+            driver,
+            environment=environment,
+            dtype=dtype,
+            device=device,
+            sizes=tuple(sorted(sizes.items())),
+            seed=seed,
+            loss_form=loss_form,
+        )
 
     def fingerprint(self, version: str | None, settings: Mapping[str, Any]) -> str:
         """A short hash of everything that determines a row's result: this key, the rnnbench version

@@ -66,17 +66,17 @@ class Timing:
         low, high = float(min(samples_ms)), float(max(samples_ms))
         cpu_median = float(np.median(cpu_ms)) if len(cpu_ms) else None
         return cls(
-            med,
-            q1,
-            q3,
-            low,
-            high,
-            len(samples_ms),
-            record.kept_samples(samples_ms),
-            record.kept_samples(cpu_ms),
-            cpu_median,
-            record.kept_samples(ref_ms),
-            record.kept_samples(ref_cpu_ms),
+            median_ms=float(med),
+            q1_ms=float(q1),
+            q3_ms=float(q3),
+            min_ms=low,
+            max_ms=high,
+            repeats=len(samples_ms),
+            samples=record.kept_samples(samples_ms),
+            cpu_samples=record.kept_samples(cpu_ms),
+            cpu_median_ms=cpu_median,
+            ref_samples=record.kept_samples(ref_ms),
+            ref_cpu_samples=record.kept_samples(ref_cpu_ms),
         )
 
     def to_dict(self) -> dict[str, Any]:
