@@ -49,7 +49,11 @@ def _planted(grads: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def _verdict(model, case, grads) -> str:
-    return str(judge(model, case, "float64", "cpu", "planted", produced=(reference_loss(model, case), grads)).status)
+    return str(
+        judge(
+            model, case, "float64", device="cpu", driver_name="planted", produced=(reference_loss(model, case), grads)
+        ).status
+    )
 
 
 def _load(path: Path) -> dict[str, np.ndarray]:
@@ -239,7 +243,7 @@ def test_the_record_names_where_its_oracle_came_from(cache: Path) -> None:
         assert second["oracle_source"] == f"cache:{path.stem}" and second["status"] == Status.GRAD_MISMATCH
         model = registry.get_model("rnn")
         model, case = losses.with_loss(model, model.make_case(model.sizes_with_defaults({}), 0), job.loss_form)
-        pair = check_pair(model, registry.get_driver(job.driver), case, "float64", "cpu", PairPlan())
+        pair = check_pair(model, registry.get_driver(job.driver), case, dtype="float64", device="cpu", plan=PairPlan())
         _values_edited(path, {n: np.asarray(g, dtype=np.float64) for n, g in pair.check.grads.items()})
         third = run_row(job)
         assert third["status"] == Status.GRAD_MISMATCH and third["oracle_source"] == f"recomputed:{path.stem}"
@@ -323,11 +327,11 @@ def test_a_tampered_cpu_peak_is_measured_again(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls: list = []
     monkeypatch.setattr(roofline, "_measure_in_worker", _fake(calls))
-    roofline.peak_for("float32", 1, [], cpus=[0])
+    roofline.peak_for("float32", 1, sizes=[], cpus=[0])
     path = roofline.peak_cache_path()
     PEAK_TAMPERINGS[how](path)
     capsys.readouterr()
-    peak = roofline.peak_for("float32", 1, [], cpus=[0])
+    peak = roofline.peak_for("float32", 1, sizes=[], cpus=[0])
     assert len(calls) == 2 and len(calls[1]["shapes"]) == len(roofline.PEAK_SQUARE)  # every shape again
     assert peak["gflops"] == 5.0  # the measurement's, never the tampered value
     (line,) = _lines(capsys.readouterr().err, "rnnbench: ")
@@ -335,7 +339,7 @@ def test_a_tampered_cpu_peak_is_measured_again(
     assert line.endswith("); measured again")
     (key_text,) = (entries := json.loads(path.read_text())["entries"])
     assert peak_cache.verify_entry(key_text, entries[key_text]) == ""  # replaced, whole and verified
-    assert roofline.peak_for("float32", 1, [], cpus=[0]) == peak and len(calls) == 2
+    assert roofline.peak_for("float32", 1, sizes=[], cpus=[0]) == peak and len(calls) == 2
     assert capsys.readouterr().err == ""
 
 
@@ -346,11 +350,11 @@ def test_a_tampered_gpu_peak_is_measured_again(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls: list = []
     monkeypatch.setattr(device_peak, "measure_in_worker", _fake(calls, rate=900.0))
-    device_peak.peak_for("float32", "cuda", [], python=sys.executable)
+    device_peak.peak_for("float32", "cuda", sizes=[], python=sys.executable)
     PEAK_TAMPERINGS[how](device_peak.cache_path())
     assert device_peak._cached_identity("cuda") is None  # an entry that fails verification tells nothing
     capsys.readouterr()
-    peak = device_peak.peak_for("float32", "cuda", [], python=sys.executable)
+    peak = device_peak.peak_for("float32", "cuda", sizes=[], python=sys.executable)
     assert len(calls) == 2 and peak["gflops"] == 900.0
     assert len(_lines(capsys.readouterr().err, "rnnbench: GEMM peak cache entry ")) == 1
 
@@ -360,7 +364,7 @@ def test_a_tampered_peak_is_not_taken_while_another_process_measures(
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(roofline, "_measure_in_worker", _fake([]))
-    roofline.peak_for("float32", 1, [], cpus=[0])
+    roofline.peak_for("float32", 1, sizes=[], cpus=[0])
     path = roofline.peak_cache_path()
     PEAK_TAMPERINGS["rate_absurd"](path)
     (key_text,) = json.loads(path.read_text())["entries"]
