@@ -235,8 +235,9 @@ def test_a_kink_only_pair_with_a_wrong_hvp_is_classed_as_a_run_row_classes_it(fi
     driver = registry.get_driver("torch_loop")
     plan = PairPlan(order=2, oracle=fc.oracle, hvp_oracle=fc.hvp_oracle, repeat=False, localize=False)
     with np.errstate(invalid="ignore"):  # the kink's infinite oracle bound times a zero weight
-        row = check_pair(fc.model, driver, fc.case, "float64", "cpu", plan)
-        status, hvp_status, report = run_driver(fc, driver, "float64", True)
+        row = check_pair(fc.model, driver, fc.case, dtype="float64", device="cpu", plan=plan)
+        judged = run_driver(fc, driver, "float64", second_order=True)
+        status, hvp_status, report = judged.status, judged.hvp_status, judged.report
     assert row.check.kinks_only and (row.check.status, row.hvp_status) == (first_order, "hvp_mismatch"), row.report
     assert (status, hvp_status) == (first_order, "hvp_mismatch"), report
     outcome = Outcome(0, driver.name, status, hvp_status, report, body, minimal=body)

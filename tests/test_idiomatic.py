@@ -117,7 +117,12 @@ def test_the_study_keeps_its_compiles_by_a_plan_not_a_global(monkeypatch) -> Non
     for fresh, expected in ((True, 1), (False, 0), (True, 1)):
         resets.clear()
         pair = check_pair(
-            model, driver, case, "float64", "cpu", PairPlan(repeat=False, localize=False, fresh_compiles=fresh)
+            model,
+            driver,
+            case,
+            dtype="float64",
+            device="cpu",
+            plan=PairPlan(repeat=False, localize=False, fresh_compiles=fresh),
         )
         assert pair.status == Status.OK and len(resets) == expected, (fresh, resets, pair.report)
     resets.clear()
