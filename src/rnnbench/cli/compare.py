@@ -30,6 +30,7 @@ from rnnbench.planning import commits
 from rnnbench.report import compare_inputs
 from rnnbench.report.compare_format import FORMATS, render
 from rnnbench.report.compare_pairs import compare
+from rnnbench.report.escape import terminal
 
 NAME = "compare"
 HELP = "compare two results files (commits, framework versions, machines): verdicts per row, exit 1 on a regression"
@@ -201,7 +202,7 @@ def run(args: argparse.Namespace, run_commits: RunCommits | None = None) -> int:
             _run_commits(args, run_commits or commits.run_commits) if args.commits else _sides(args)
         )
     except commits.RunFailed as exc:  # ours failed, not the user's input: exit 1
-        print(f"rnnbench: error: {exc}", file=sys.stderr)
+        print(terminal(f"rnnbench: error: {exc}"), file=sys.stderr)
         return 1
     result = compare(
         base,

@@ -14,6 +14,7 @@ from rnnbench import losses, results_file
 from rnnbench.cli import options
 from rnnbench.planning import plan
 from rnnbench.processes import local_pool, parent
+from rnnbench.report.escape import terminal
 from rnnbench.rows import executors
 
 NAME = "fuzz"
@@ -198,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
                 executor=executor,
             )
             print(file=sys.stderr)
-            print(summary.format())
+            print(terminal(summary.format(), lines=True))  # resumed records are read, not trusted
             failures += len(summary.failures) + len(summary.misses)
             errors += sum(o.errored for o in summary.outcomes)
         written = results.written

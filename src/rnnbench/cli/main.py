@@ -21,6 +21,7 @@ from rnnbench.cli import bugs, compare, env, fuzz, options, report, run, sweep, 
 from rnnbench.cli import list as list_
 from rnnbench.errors import InputError
 from rnnbench.processes import parent
+from rnnbench.report.escape import terminal
 
 # The subcommands, in the order `rnnbench --help` lists them: each a module with NAME, HELP,
 # add_arguments(parser) and run(args) -> exit code.
@@ -75,7 +76,7 @@ def _internal_error(exc: BaseException, argv: list[str]) -> int:
     where no file can be written, the traceback itself. Exit code 1."""
     text = "".join(traceback.format_exception(exc))
     message = (str(exc).strip().splitlines() or [""])[0][:300]
-    what = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    what = terminal(f"{type(exc).__name__}: {message}" if message else type(exc).__name__)
     try:
         cache = os.environ.get("XDG_CACHE_HOME", "")
         folder = (Path(cache) if os.path.isabs(cache) else Path.home() / ".cache") / "rnnbench" / "tracebacks"
@@ -92,7 +93,7 @@ def _internal_error(exc: BaseException, argv: list[str]) -> int:
             old.unlink(missing_ok=True)
     except (OSError, RuntimeError, KeyError) as why:  # no home, read-only cache: print it instead
         _say(f"rnnbench: internal error: {what} (could not save the traceback: {why}; here it is)")
-        _say(text.rstrip())
+        _say(terminal(text.rstrip(), lines=True))
         return 1
     _say(f"rnnbench: internal error: {what} (full traceback: {path})")
     return 1
@@ -151,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(argv)
     except InputError as exc:
-        _say(f"rnnbench: error: {exc}")
+        _say(terminal(f"rnnbench: error: {exc}"))  # it may quote a record: one line, nothing a terminal acts on
         return 2
     except (parent.StdoutClosed, BrokenPipeError) as exc:  # watch_stdout's, or a write's
         if not parent.stdout_closed():
@@ -168,12 +169,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(parent.exit_line(f"interrupted by {signal.Signals(signum).name}"))
         return 128 + signum
     except results_file.WriteFailed as exc:  # the machine refused a write (disk full): not a bug of ours
-        _say(f"rnnbench: error: {exc.strerror or exc}")
+        _say(terminal(f"rnnbench: error: {exc.strerror or exc}"))
         return 1
     except OSError as exc:
         if exc.errno not in REFUSED_WRITES:
             return _internal_error(exc, argv)
-        _say(f"rnnbench: error: cannot write {exc.filename or 'a file'}: {exc.strerror}")  # e.g. report's charts
+        # e.g. report's charts
+        _say(terminal(f"rnnbench: error: cannot write {exc.filename or 'a file'}: {exc.strerror}"))
         return 1
     except Exception as exc:
         return _internal_error(exc, argv)

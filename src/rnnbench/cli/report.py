@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rnnbench import results_file
 from rnnbench.cli import options
+from rnnbench.report.escape import terminal
 
 NAME = "report"
 HELP = "charts (PNG) and an HTML page from results files"
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
             "no records in the given files" + (" (only an incomplete last line)" if warnings else "")
         )
     for warning in warnings:
-        print(warning, file=sys.stderr)
+        print(terminal(warning), file=sys.stderr)
     # lazy: cli: --help and bad input answer without importing the page's chart modules
     from rnnbench.report.html import write_report
 

@@ -27,7 +27,7 @@ from rnnbench.report.compare_pairs import (
     side_status,
 )
 from rnnbench.report.compare_stats import CPU_QUANTILE, SLOWER
-from rnnbench.report.escape import md_cell
+from rnnbench.report.escape import md_cell, terminal
 from rnnbench.report.labels import env_label
 from rnnbench.report.ratios import DIRECTION, speedup_label, speedup_of_time_ratio
 
@@ -222,13 +222,15 @@ def as_text(cmp: Comparison) -> str:
     headers, rows = table_rows(cmp)
     from tabulate import tabulate  # an extra ([charts]): the environments without it still run every other command
 
-    return "\n".join([*header_lines(cmp), "", tabulate(rows, headers, tablefmt="simple"), "", *summary_lines(cmp)])
+    rows = [[terminal(c) for c in row] for row in rows]  # tabulate would start a line at a cell's break
+    head, tail = [terminal(line) for line in header_lines(cmp)], [terminal(line) for line in summary_lines(cmp)]
+    return "\n".join([*head, "", tabulate(rows, headers, tablefmt="simple"), "", *tail])
 
 
 def as_markdown(cmp: Comparison) -> str:
     headers, rows = table_rows(cmp)
-    head = [f"- {line}" for line in header_lines(cmp)]
-    tail = [f"- {line}" for line in summary_lines(cmp)[1:]]
+    head = [f"- {terminal(line)}" for line in header_lines(cmp)]  # one list item each
+    tail = [f"- {terminal(line)}" for line in summary_lines(cmp)[1:]]
     from tabulate import tabulate  # an extra ([charts]), imported where it draws
 
     return "\n".join(
@@ -239,7 +241,7 @@ def as_markdown(cmp: Comparison) -> str:
             "",
             tabulate([[md_cell(c) for c in row] for row in rows], [md_cell(h) for h in headers], tablefmt="github"),
             "",
-            f"**{summary_lines(cmp)[0]}**",
+            f"**{terminal(summary_lines(cmp)[0])}**",
             *([""] + tail if tail else []),
         ]
     )

@@ -6,6 +6,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from rnnbench.report.escape import terminal
 from rnnbench.status import Status
 
 
@@ -78,7 +79,7 @@ class Progress:
                 self.stream.flush()
             return
         err = rec.get("max_rel_error")
-        line = (
+        line = terminal(
             f"[{self.done_rows}/{self.total}] {rec['model']:<18} {rec['driver']:<20} "
             f"{rec.get('env_label', rec.get('environment_name', '')):<13} {rec['dtype']:<8} {rec['status']}"
             + ("" if err is None else f"  max rel err {err:.1e}")

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rnnbench.errors import InputError
-from rnnbench.report.escape import csv_cell, md_cell
+from rnnbench.report.escape import csv_cell, md_cell, terminal
 from rnnbench.report.fit import abbreviated_issues, fit, terminal_width
 from rnnbench.report.labels import env_label, hvp_label, loss_label, machine_of, saved_mb, several_machines
 from rnnbench.report.marks import (
@@ -130,6 +130,7 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
     for the rows that could not run here. Records from several machines (merged results files) get
     a leading machine column, each row's from its own record."""
     columns, body = table_data(records, include_unavailable)
+    body = [tuple(terminal(c) for c in row) for row in body]  # a cell is one line, and only shown
     body, legend = abbreviated_issues(columns, body)
     width = terminal_width()
     columns, body, left_out = fit(columns, body, width or 10**6)
@@ -138,7 +139,7 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
     text = [line(columns), line(tuple("-" * w for w in widths))] + [line(r) for r in body]
     if left_out:
         legend.append(f"left out to fit {width} columns: {left_out} (--format csv has all)")
-    return "\n".join(text + legend + notes(records, include_unavailable))
+    return "\n".join(text + legend + [terminal(n) for n in notes(records, include_unavailable)])
 
 
 def notes(records: list[dict[str, Any]], include_unavailable: bool = False) -> list[str]:
@@ -324,10 +325,9 @@ def failure_reports(records: list[dict[str, Any]]) -> str:
         elif r["status"] not in (Status.OK, Status.UNAVAILABLE):
             under = "" if loss_label(r) == "model" else f" / loss {loss_label(r)}"
             on = f" @ {machine_of(r)}" if by_machine else ""
-            parts.append(
-                f"== {r['model']} / {r['driver']} / {env_label(r)} / {r['dtype']}{under}{on}: {r['status']}\n"
-                f"{(r.get('report') or r.get('reason') or '').rstrip()}"
-            )
+            header = f"== {r['model']} / {r['driver']} / {env_label(r)} / {r['dtype']}{under}{on}: {r['status']}"
+            body = terminal((r.get("report") or r.get("reason") or "").rstrip(), lines=True)
+            parts.append(f"{terminal(header)}\n{body}")
     for status, recs in known.items():
         title = (recs[0].get("report") or "").splitlines()[0] if recs[0].get("report") else status
         where = ", ".join(
@@ -340,7 +340,7 @@ def failure_reports(records: list[dict[str, Any]]) -> str:
                 }
             )
         )
-        parts.append(f"{title} -- {len(recs)} row(s): {where} (details in the records file)")
+        parts.append(terminal(f"{title} -- {len(recs)} row(s): {where} (details in the records file)"))
     return "\n\n".join(parts)
 
 
@@ -348,4 +348,4 @@ def summary(records: list[dict[str, Any]]) -> str:
     counts: dict[str, int] = defaultdict(int)
     for r in records:
         counts[str(r["status"])] += 1
-    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    return terminal(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
