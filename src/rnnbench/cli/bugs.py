@@ -7,6 +7,7 @@ import argparse
 from rnnbench.check import known_issues
 from rnnbench.errors import InputError, unknown
 from rnnbench.report import bugs
+from rnnbench.report.escape import terminal
 
 NAME = "bugs"
 HELP = "the known-issues registry and its upstream reports: list them, or print one ready to paste"
@@ -26,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     if args.id and args.id not in ids:  # a prefix or another case gets the ids it could mean
         raise InputError(unknown("bug id", args.id, ids, "`rnnbench bugs`"))
     if args.id:
-        print(bugs.report(args.id, args.markdown), end="")
+        print(terminal(bugs.report(args.id, args.markdown), lines=True), end="")
     else:
-        print(bugs.listing(args.markdown))
+        print(terminal(bugs.listing(args.markdown), lines=True))
     return 0

@@ -154,7 +154,7 @@ def _grammar(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     checked = _checked(args)
     # lazy: cli: --help and bad input answer without importing the fuzzer
-    from rnnbench.fuzz.campaign import Campaign, resume
+    from rnnbench.fuzz.campaign import Campaign, check_plant, resume
     from rnnbench.fuzz.isolated import fuzz_isolated
 
     campaigns = [
@@ -174,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
         )
         for dtype in checked.dtypes
     ]
+    check_plant(campaigns)  # a plant judged nowhere would pass as "0 missed"
     out = options.out_path(args.out, NAME, args.resume)
     start = time.time()
     failures = errors = 0

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rnnbench import record, registry, results_file
+from rnnbench.errors import InputError
 from rnnbench.fuzz import linear
 from rnnbench.fuzz.edges import parse_plant
 from rnnbench.fuzz.grammar import Body, Grammar
@@ -176,6 +177,42 @@ class Campaign:
         out.outcomes.sort(key=lambda o: (order.get(o.driver, len(order)), o.index))
         out.ill_conditioned = Counter(reason.split(" for ")[0] for reason in ill.values())
         return out
+
+
+def check_plant(campaigns: Sequence[Campaign]) -> None:
+    """InputError where the campaigns' plant would be planted nowhere it is judged: no selected
+    driver runs the planted framework's ops, or (an H v plant) no campaign checks H v on one of
+    them (second order on, float64, a driver with a second-order path). Such a run reports
+    "0 missed" and passes, which says nothing of the checker."""
+    plant = next((c.grammar.plant for c in campaigns if c.grammar.plant), "")
+    if not plant:
+        return
+    kind, framework = parse_plant(plant)
+    planted = {name for c in campaigns for name in c.planted_drivers()}
+    if not planted:
+        selected = sorted({name for c in campaigns for name in c.drivers})
+        raise InputError(
+            f"--plant {plant}: no selected driver runs {framework}'s ops ({', '.join(selected)}), so nothing "
+            f"is planted; select one with --drivers"
+        )
+    checked = [
+        name
+        for c in campaigns
+        if c.second_order and c.dtype == "float64"
+        for name in c.planted_drivers()
+        if registry.get_driver(name).second_order
+    ]
+    if kind == "hvp" and not checked:
+        why = (
+            "--no-second-order"
+            if not any(c.second_order for c in campaigns)
+            else (
+                "second order is checked at float64 only"
+                if not any(c.dtype == "float64" for c in campaigns)
+                else f"no planted driver has a second-order path ({', '.join(sorted(planted))})"
+            )
+        )
+        raise InputError(f"--plant {plant}: no mode checks H v ({why}), so the plant is never judged")
 
 
 @functools.cache
