@@ -2,9 +2,10 @@
 (FIELDS), and the check on reading that names the first field that breaks it (problem).
 
 Results files travel between people and machines: a record is untrusted input. Besides its types,
-a field's value must be possible: a time in ms above 0 and below MS_MAX, numbers finite (Python's
-json reads NaN and Infinity), a model or driver name usable in a file name, and no string in the
-record holding a NUL or a lone surrogate (it cannot be printed or written as UTF-8)."""
+a field's value must be possible: a time in ms from MS_MIN and below MS_MAX (CPU times and the
+machine-speed reference's too), numbers finite (Python's json reads NaN and Infinity), a model or
+driver name usable in a file name, and no string in the record holding a NUL or a lone surrogate
+(it cannot be printed or written as UTF-8)."""
 
 from __future__ import annotations
 
@@ -69,23 +70,23 @@ FIELDS: dict[str, str] = {
     "fwd.samples": "list",
     "fwd.samples.*": "ms",
     # this process's CPU time of each timed call (rnnbench.rows.timing.measure): other work cannot move it
-    "fwd_bwd.cpu_median_ms": "num",
+    "fwd_bwd.cpu_median_ms": "ms",
     "fwd_bwd.cpu_samples": "list",
-    "fwd_bwd.cpu_samples.*": "num",
-    "fwd.cpu_median_ms": "num",
+    "fwd_bwd.cpu_samples.*": "ms",
+    "fwd.cpu_median_ms": "ms",
     "fwd.cpu_samples": "list",
-    "fwd.cpu_samples.*": "num",
+    "fwd.cpu_samples.*": "ms",
     # the machine-speed reference timed after each call (rnnbench.machine.reference): wall and CPU ms
     "fwd_bwd.ref_kernel": "str",
     "fwd_bwd.ref_samples": "list",
     "fwd_bwd.ref_samples.*": "ms",
     "fwd_bwd.ref_cpu_samples": "list",
-    "fwd_bwd.ref_cpu_samples.*": "num",
+    "fwd_bwd.ref_cpu_samples.*": "ms",
     "fwd.ref_kernel": "str",
     "fwd.ref_samples": "list",
     "fwd.ref_samples.*": "ms",
     "fwd.ref_cpu_samples": "list",
-    "fwd.ref_cpu_samples.*": "num",
+    "fwd.ref_cpu_samples.*": "ms",
     # how far a timed row's numbers are its own (rnnbench.rows.timing.judge_timing; docs/measuring.md):
     # clock: "cpu" (process CPU time decides: one-thread rows) or "wall"; contended: other work ran
     # beside the row (cpu.notes); unstable: its samples disagree, or its forward took longer than its
@@ -144,6 +145,7 @@ FIELDS: dict[str, str] = {
     "repro": "str",
 }
 MS_MAX = 1e8  # ms (about 28 hours): no timed call of a row takes longer; 1e308 is a broken record
+MS_MIN = 1e-6  # ms (1 ns): no timed call is shorter; 0, -1 or 5e-324 would make a ratio of times 0 or infinite
 NAME_MAX = 200  # UTF-8 bytes of a model or driver name: it names chart files (a file name holds 255 bytes)
 
 
@@ -155,7 +157,7 @@ _KINDS: dict[str, Callable[[Any], bool]] = {
     "str": lambda v: isinstance(v, str),
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "num": _number,
-    "ms": lambda v: _number(v) and 0 < v < MS_MAX,
+    "ms": lambda v: _number(v) and MS_MIN <= v < MS_MAX,
     "name": lambda v: isinstance(v, str) and 0 < len(v.encode("utf-8", "surrogatepass")) <= NAME_MAX and "/" not in v,
     "bool": lambda v: isinstance(v, bool),
     "dict": lambda v: isinstance(v, dict),
@@ -164,7 +166,7 @@ _KINDS: dict[str, Callable[[Any], bool]] = {
 }
 _WORDS = {
     "num": "a finite number",
-    "ms": f"a time in ms above 0 and below {MS_MAX:g}",
+    "ms": f"a time in ms from {MS_MIN:g} and below {MS_MAX:g}",
     "name": f"a name (1 to {NAME_MAX} bytes in UTF-8, no '/')",
 }
 _UNWRITABLE = re.compile("[\\x00\\ud800-\\udfff]")  # NUL, lone surrogates

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -48,15 +49,22 @@ class RunCommits(Protocol):
 RUN_OPTIONS = tuple("suite models drivers environments dtypes sizes threads budget timeout losses".split())
 
 
+# A plain decimal number (ASCII digits, an optional exponent): float() also takes "nan", "inf",
+# "1_0" and other scripts' digits, none of which is a threshold anyone meant.
+_DECIMAL = re.compile(r"\+?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
+THRESHOLD_MIN = 1e-4  # 0.01 %: below any timer's resolution, so no interval could ever be "same"
+
+
 def threshold(value: str) -> float:
-    """'10%' or '0.1' -> 0.1; a threshold must be a finite fraction above 0 and below 10 (1000 %)."""
+    """'10%' or '0.1' -> 0.1; a threshold must be a plain decimal fraction from THRESHOLD_MIN (0.01 %)
+    to below 10 (1000 %)."""
     text = str(value).strip()
-    try:
-        number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise InputError(f"--threshold {value!r} is not a percentage (e.g. 10%) or a fraction (e.g. 0.1)") from None
-    if not math.isfinite(number) or not 0 < number < 10:
-        raise InputError(f"--threshold {value!r} must be above 0 % and below 1000 %")
+    number_text = text[:-1].strip() if text.endswith("%") else text
+    if not _DECIMAL.fullmatch(number_text):
+        raise InputError(f"--threshold {value!r} is not a percentage (e.g. 10%) or a fraction (e.g. 0.1)")
+    number = float(number_text) / 100 if text.endswith("%") else float(number_text)
+    if not math.isfinite(number) or not THRESHOLD_MIN <= number < 10:
+        raise InputError(f"--threshold {value!r} must be from 0.01 % to below 1000 %")
     return number
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from rnnbench import registry
 from rnnbench.errors import InputError
 from rnnbench.inputs import read_regular_file
+from rnnbench.machine import interpreters
 
 REPO = Path(__file__).resolve().parents[3]
 DEFINITIONS = Path(__file__).resolve().parents[1] / "environments.toml"
@@ -266,7 +267,7 @@ def lock_digest(name: str) -> str:
 
 
 def _hash(requirements: tuple[str, ...], lock: str = "", python: str | None = None) -> str:
-    version = [int(v) for v in python.split(".")] if python else list(sys.version_info[:2])
+    version = list(interpreters.major_minor(python)) if python else list(sys.version_info[:2])
     what = [sorted(requirements), list(rnnbench_dependencies()), RECIPE, version]
     return hashlib.sha256(json.dumps(what + ([lock] if lock else [])).encode()).hexdigest()[:10]
 

@@ -22,12 +22,20 @@ def _runs(python: str) -> bool:
         return False
 
 
+def major_minor(version: object) -> tuple[int, int]:
+    """(3, 12) of an environment's `python` key "3.12"; InputError for anything else ("3.x", "3",
+    "3.12.1", non-ASCII digits): the one parse of the key, before it names an environment's folder."""
+    if not isinstance(version, str) or not re.fullmatch(r"3\.\d{1,3}", version, re.ASCII):
+        raise InputError(f"environment python {version!r}: give a major.minor version such as '3.12'")
+    major, minor = version.split(".")
+    return int(major), int(minor)
+
+
 def find(version: str | None) -> str:
     """The interpreter for a `python` key such as "3.12" (None: the running one), as a path."""
     if version is None:
         return sys.executable
-    if not re.fullmatch(r"3\.\d+", version):
-        raise InputError(f"python {version!r}: give a major.minor version such as '3.12'")
+    major_minor(version)
     if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
         return sys.executable
     on_path = shutil.which(f"python{version}")
