@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -149,15 +150,18 @@ MS_MIN = 1e-6  # ms (1 ns): no timed call is shorter; 0, -1 or 5e-324 would make
 NAME_MAX = 200  # UTF-8 bytes of a model or driver name: it names chart files (a file name holds 255 bytes)
 
 
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+def finite_number(v: Any) -> bool:
+    """A finite number a float holds (not a bool): JSON's integers are unbounded (10**400 would overflow float())."""
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return isinstance(v, int) and not isinstance(v, bool) and abs(v) <= sys.float_info.max
 
 
 _KINDS: dict[str, Callable[[Any], bool]] = {
     "str": lambda v: isinstance(v, str),
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "num": _number,
-    "ms": lambda v: _number(v) and MS_MIN <= v < MS_MAX,
+    "num": finite_number,
+    "ms": lambda v: finite_number(v) and MS_MIN <= v < MS_MAX,
     "name": lambda v: isinstance(v, str) and 0 < len(v.encode("utf-8", "surrogatepass")) <= NAME_MAX and "/" not in v,
     "bool": lambda v: isinstance(v, bool),
     "dict": lambda v: isinstance(v, dict),
@@ -183,7 +187,7 @@ def _why_not(where: str, value: Any, kinds: list[str]) -> str:
     """A value of the right JSON type that is not possible is shown; another type is named."""
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if any(k in ("num", "ms") and number or k == "name" and isinstance(value, str) for k in kinds):
-        shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:40]}... ({len(value)} characters)"
+        shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:40]}... ({len(str(value))} characters)"
         return f"field {where!r} is {shown}, not {' or '.join(_WORDS.get(k, k) for k in kinds)}"
     return f"field {where!r} is {type(value).__name__}, not {' or '.join(kinds)}"
 

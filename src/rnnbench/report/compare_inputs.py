@@ -19,6 +19,7 @@ from typing import Any
 
 from rnnbench import record, results_file
 from rnnbench.errors import InputError
+from rnnbench.record_fields import finite_number
 
 
 def read_json(path: Path) -> Any:
@@ -63,7 +64,7 @@ def _dict(value: Any, where: str, name: str) -> dict[str, Any]:
 
 def _ms(stats: dict[str, Any], name: str, where: str) -> float:
     value = stats.get(name)
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
+    if not finite_number(value):  # JSON's integers are unbounded: 10**400 would overflow float()
         raise InputError(f"{where}: no numeric stats.{name}")
     return float(value) * 1e3
 
@@ -71,7 +72,7 @@ def _ms(stats: dict[str, Any], name: str, where: str) -> float:
 def _rounds(stats: dict[str, Any], where: str) -> list[float]:
     """The benchmark's timed rounds in ms (stats.data, seconds), [] where not kept."""
     data = stats.get("data") or []
-    if not isinstance(data, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in data):
+    if not isinstance(data, list) or not all(finite_number(x) for x in data):
         raise InputError(f"{where}: stats.data is not a list of numbers")
     return [float(x) * 1e3 for x in data]
 
