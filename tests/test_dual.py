@@ -14,7 +14,7 @@ import pytest
 
 from _sizes import halved
 from rnnbench import registry
-from rnnbench.check import dual
+from rnnbench.check import dual, kink_log
 from rnnbench.check.compare import compare_grads
 from rnnbench.check.dual_eval import evaluate, to_mp
 from rnnbench.check.hvp import gradient_difference_hvp
@@ -139,11 +139,11 @@ def test_elementwise_rules_at_fifty_digits(op: str) -> None:
 )
 def test_points_without_a_derivative_are_reported(what: str, make) -> None:
     x = dual.Dual(np.array([0.0, 1.0]), np.eye(2))
-    with dual.kinks() as found:
+    with kink_log.kinks() as found:
         make(dual.dual_ops(), x)
     assert found, f"{what}: not reported"
     assert list(found[0][1]) == [True, False], found  # only the entry at the kink
-    with dual.kinks() as found:
+    with kink_log.kinks() as found:
         make(dual.dual_ops(), dual.Dual(np.array([0.5, 1.0]), np.eye(2)))
     assert not found, f"{what} away from the kink reported {found}"
 
@@ -311,6 +311,6 @@ def test_equality_compares_values_and_duals_are_unhashable() -> None:
     np.testing.assert_array_equal(0.3 == a, [True, False, False])  # reflected
     with pytest.raises(TypeError):
         hash(a)
-    with dual.kinks() as found:
+    with kink_log.kinks() as found:
         _ = a == np.array([0.3, 0.0, 0.0])  # a tie at entry 0, moving along column 0 only
     assert [(what, list(cols)) for what, cols in found] == [("a comparison at equality", [True, False, False])]

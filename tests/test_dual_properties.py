@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rnnbench.check import dual
+from rnnbench.check import dual, kink_log
 from rnnbench.check.dual_eval import to_mp
 from rnnbench.ops import Ops
 
@@ -50,7 +50,7 @@ def _nested(z: tuple[float, ...]) -> list[dual.Dual]:
 
 def _evaluate(f: Callable, z: tuple[float, ...]) -> tuple[float, np.ndarray, np.ndarray, list]:
     """(f, gradient (k,), H v (k,), kinks) of f at z by the nested dual numbers."""
-    with dual.kinks() as found, np.errstate(all="ignore"):
+    with kink_log.kinks() as found, np.errstate(all="ignore"):
         out = f(*_nested(z))
     value = float(dual.primal(out))
     if dual.level(out) < 2:  # f does not depend on the inputs there (a constant branch)

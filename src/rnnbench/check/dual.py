@@ -9,21 +9,22 @@ rules. The base arrays are float64 numpy arrays, or object arrays of mpmath numb
 precision (the elementwise functions dispatch on the dtype), so one rule set serves both.
 
 Points without a derivative (abs and sqrt at 0, a tie in maximum / minimum, a comparison that
-feeds `where` exactly on its boundary) are recorded, with the tangent columns they touch, in the
-`kinks()` collector: the oracle does not trust those columns (check/oracle.py falls back).
+feeds `where` exactly on its boundary) are recorded, with the tangent columns they touch, in
+check/kink_log.py's `kinks()` collector: the oracle does not trust those columns (check/oracle.py
+falls back).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
 from rnnbench.check.branch_points import side
 from rnnbench.check.dual_base import base_functions
+from rnnbench.check.kink_log import collecting, kink_at, tie_met
 from rnnbench.ops import named_ops
 
 Array = Any  # a base array (float64 or mpmath object array) or a Dual
@@ -405,47 +406,18 @@ def minimum(a: Any, b: Any) -> Any:
     return where(a < b, a, where(a > b, b, 0.5 * (a + b)))
 
 
-# ---- kinks ------------------------------------------------------------------------------------------
-_KINKS: ContextVar[list | None] = ContextVar("rnnbench_dual_kinks", default=None)
-
-
-@contextlib.contextmanager
-def kinks() -> Iterator[list]:
-    """Collects (what, columns) for every point without a derivative met inside: columns is a
-    boolean array over the top level's K tangents (the seeded entries whose derivative passes
-    through the kink), or None for all of them (a kink seen below the top level)."""
-    found: list = []
-    token = _KINKS.set(found)
-    try:
-        yield found
-    finally:
-        _KINKS.reset(token)
-
-
+# ---- kinks (recorded in check/kink_log.py) -----------------------------------------------------------
 def _kink_at(at: np.ndarray, tangent: Any, what: str) -> None:
-    found = _KINKS.get()
-    if found is None or not np.any(at):
-        return
-    t = primal(tangent)
-    t = np.broadcast_to(t, (t.shape[0],) + at.shape) if np.ndim(t) - 1 < at.ndim else t
-    cols = np.any(np.reshape(t[:, at] != 0, (t.shape[0], -1)), axis=1) if t.ndim > 1 else t != 0
-    if isinstance(tangent, Dual):  # a lower level moves too: name every column
-        cols = np.ones(t.shape[0], dtype=bool)
-    if np.any(cols):
-        found.append((what, cols))
+    """kink_log.kink_at on the tangent's base array: a Dual tangent (a lower level moves too) names every column."""
+    kink_at(at, primal(tangent), what, every_column=isinstance(tangent, Dual))
 
 
 def _compare(a: Any, b: Any, f: Callable) -> np.ndarray:
     pa, pb = np.asarray(primal(a)), np.asarray(primal(b))
     tie = np.broadcast_to(pa == pb, np.broadcast_shapes(pa.shape, pb.shape))
-    found = _KINKS.get()
-    if found is not None and np.any(tie):
+    if collecting() and np.any(tie):
         at = max(level(a), level(b))
-        cols = _moving(a, tie, at) | _moving(b, tie, at)
-        if np.any(cols):
-            found.append(("a comparison at equality", cols))
-        else:  # sides stationary at the tie (x * x > 0 at x == 0): which columns reach it is unknown
-            found.append(("a comparison at equality of stationary values", np.ones(1, dtype=bool)))
+        tie_met(_moving(a, tie, at) | _moving(b, tie, at))
     forced = side(tie)  # check/kink_range.py: each tied entry's side forced
     return f(pa, pb) if forced is None else np.where(tie, forced, f(pa, pb))
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.check import dual
+from rnnbench.check import dual, kink_log
 from rnnbench.check.finite_diff import input_value
 from rnnbench.errors import InputError
 from rnnbench.model import Case, Model, rollout
@@ -158,7 +158,7 @@ def evaluate(
                 return dual.Dual(inner, seed, 1 if direction is None else 2)
 
             # a tangent that overflows or meets 0 * inf is a non-finite entry, handled by the ladder
-            with dual.kinks() as found, np.errstate(all="ignore"), _refusing_unsupported():
+            with kink_log.kinks() as found, np.errstate(all="ignore"), _refusing_unsupported():
                 loss = _loss(model, case, leaf, conv)
             top = 1 if direction is None else 2
             value, tangent = (loss.value, loss.tangent) if dual.level(loss) == top else (loss, None)
