@@ -71,7 +71,7 @@ def test_check_recurrence_leaves_the_callers_settings_as_they_were() -> None:
 
 
 def test_each_framework_puts_back_what_its_drivers_change() -> None:
-    """Every setting the framework layers change (drivers/_jax.py configure, drivers/_torch.py
+    """Every setting the framework layers change (drivers/_jax.py configure, drivers/_torch_compile.py
     compiled's dynamo flags, the intra-op threads of set_threads), and any other change to those
     settings in the block, undone on exit, also when the block raises: jax first loaded inside the
     block too. (torch fixes the inter-op pool's size once it is set: check_recurrence never sets it,

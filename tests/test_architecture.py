@@ -264,14 +264,47 @@ def _top_level(tree: ast.Module) -> tuple[set[str], list[str], list[str]]:
     return assigned, prepares, frameworks
 
 
+def _framework_of_part(path: Path) -> Path | None:
+    """The framework module drivers/_<framework>.py that `path` (drivers/_<framework>_<part>.py) is a
+    part of: one whose name prefixes path's, that builds a Framework and imports path's module; None
+    if there is none (a framework layer split at a seam stays one layer, named after its framework)."""
+    stem = path.stem
+    for cut in (i for i in range(len(stem) - 1, 1, -1) if stem[i] == "_"):
+        owner = path.with_name(stem[:cut] + ".py")
+        if not owner.exists():
+            continue
+        tree = ast.parse(owner.read_text())
+        imported = {
+            f"{node.module}.{a.name}" if isinstance(node, ast.ImportFrom) else a.name
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for a in node.names
+        } | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        if _top_level(tree)[2] and f"rnnbench.drivers.{stem}" in imported:
+            return owner
+    return None
+
+
+def test_the_part_finder_wants_an_owner_that_imports_it(tmp_path: Path) -> None:
+    """The rule above is the test: a part no framework module imports is not a part."""
+    (tmp_path / "_fw.py").write_text("from rnnbench.drivers._fw_a import x\nFW = Framework(name='fw')\n")
+    (tmp_path / "_plain.py").write_text("from rnnbench.drivers import _plain_b\n")
+    parts = ("_fw_a.py", "_fw_b.py", "_plain_b.py", "_nowhere_a.py")
+    for name in parts:
+        (tmp_path / name).write_text("x = 1\n")
+    found = {name: _framework_of_part(tmp_path / name) for name in parts}
+    assert found == {"_fw_a.py": tmp_path / "_fw.py", "_fw_b.py": None, "_plain_b.py": None, "_nowhere_a.py": None}
+
+
 DRIVERS_TYPES = "base.py"  # Prepared, Framework, Driver and the helpers every layer shares
 
 
 def test_drivers_package_holds_only_mechanisms_and_framework_layers() -> None:
     """What a module of drivers/ holds, not how many there are: a mechanism module (no underscore)
     has one `prepare(..., model, case, dtype, device)` and a DRIVERS table of its configurations and
-    builds no Framework; a framework-layer module (underscore) builds its Framework object(s) and
-    holds no DRIVERS or prepare; base.py holds the types. Nothing else lives there."""
+    builds no Framework; a framework-layer module (underscore) builds its Framework object(s), or is
+    a part of one that imports it, and holds no DRIVERS or prepare; base.py holds the types. Nothing
+    else lives there."""
     drivers = SRC / "drivers"
     subpackages = [p.name for p in drivers.iterdir() if p.is_dir() and p.name != "__pycache__"]
     assert not subpackages, f"drivers/ holds mechanism and framework modules only, not packages: {subpackages}"
@@ -281,7 +314,10 @@ def test_drivers_package_holds_only_mechanisms_and_framework_layers() -> None:
         tree = ast.parse(path.read_text())
         assigned, prepares, frameworks = _top_level(tree)
         if path.name.startswith("_"):
-            assert frameworks, f"drivers/{path.name}: a framework-layer module builds its Framework(...) object"
+            assert frameworks or _framework_of_part(path) is not None, (
+                f"drivers/{path.name}: a framework-layer module builds its Framework(...) object, or is a "
+                "part of one (drivers/_<framework>_<part>.py, imported by drivers/_<framework>.py)"
+            )
             assert "DRIVERS" not in assigned and not prepares, (
                 f"drivers/{path.name}: a framework-layer module holds no DRIVERS table or prepare: "
                 "mechanisms go in their own drivers/<framework>_<mechanism>.py"

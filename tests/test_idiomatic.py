@@ -100,7 +100,7 @@ def test_the_study_keeps_its_compiles_by_a_plan_not_a_global(monkeypatch) -> Non
     compile starts from a reset one; the study resets it per point (Framework.reset_compiles).
     Nothing compiles here: torch.compile only wraps until called."""
     torch = pytest.importorskip("torch")
-    from rnnbench.drivers import _torch
+    from rnnbench.drivers import _torch, _torch_compile
     from rnnbench.rows.pair import PairPlan, check_pair
 
     resets: list[int] = []
@@ -108,7 +108,7 @@ def test_the_study_keeps_its_compiles_by_a_plan_not_a_global(monkeypatch) -> Non
     eager = registry.get_driver("torch_loop")
 
     def prepare(model, case, dtype, device):
-        _torch.compiled(lambda inputs: inputs)
+        _torch_compile.compiled(lambda inputs: inputs)
         return eager.prepare(model, case, dtype, device)
 
     driver = dataclasses.replace(eager, name="wraps_a_compile", prepare=prepare)

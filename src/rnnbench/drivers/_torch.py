@@ -1,91 +1,19 @@
 """The torch framework layer: the Framework object, canonical numpy <-> tensors, the Prepared every
-torch mechanism returns, and torch.compile with the settings rows record."""
+torch mechanism returns, autocast. Its parts: the process-wide settings (drivers/_torch_settings.py)
+and torch.compile with the settings rows record (drivers/_torch_compile.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
-from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from rnnbench.drivers._torch_compile import compiles_kept, reset_dynamo
+from rnnbench.drivers._torch_settings import keep_torch_settings, set_threads, threads_in_use
 from rnnbench.drivers.base import DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
 from rnnbench.model import Case, Model
-
-_UNTOUCHED: dict[str, Any] = {}  # each setting as it was before rnnbench first changed it here
-
-
-def set_threads(threads: int) -> None:
-    """torch's intra-op pool (OpenMP) and inter-op pool at `threads`; the worker is also pinned to
-    `threads` CPUs (rnnbench.rows.worker.setup). The inter-op size can be set only before that pool
-    starts: a process that has used it keeps its size."""
-    import torch
-
-    _UNTOUCHED.setdefault("threads", torch.get_num_threads())
-    _UNTOUCHED.setdefault("interop_threads", torch.get_num_interop_threads())
-    torch.set_num_threads(threads)
-    try:
-        torch.set_num_interop_threads(threads)
-    except RuntimeError:  # already started (or set) in this process
-        pass
-
-
-def _settings() -> dict[str, Any]:
-    """torch's process-wide settings that a check may change: the default dtype, the thread counts,
-    and every value of torch._dynamo.config where dynamo is loaded ("dynamo.<name>")."""
-    import torch
-
-    out = {
-        "default_dtype": torch.get_default_dtype(),
-        "threads": torch.get_num_threads(),
-        "interop_threads": torch.get_num_interop_threads(),
-    }
-    if "torch._dynamo" in sys.modules:
-        out.update({f"dynamo.{k}": v for k, v in torch._dynamo.config.get_config_copy().items()})
-    return out
-
-
-def _put_back(settings: Mapping[str, Any]) -> None:
-    import torch
-
-    now = _settings()
-    for key, value in settings.items():
-        if key not in now or now[key] == value:
-            continue
-        if key == "default_dtype":
-            torch.set_default_dtype(value)
-        elif key == "threads":
-            torch.set_num_threads(value)
-        elif key == "interop_threads":
-            with contextlib.suppress(RuntimeError):  # fixed once the pool has started: nothing to put back
-                torch.set_num_interop_threads(value)
-        else:
-            setattr(torch._dynamo.config, key.removeprefix("dynamo."), value)
-
-
-@contextlib.contextmanager
-def keep_torch_settings() -> Iterator[None]:
-    """torch's process-wide settings (_settings) put back on every exit of the block: as they were
-    on entry; one not loaded then (torch, or dynamo, first loaded inside the block) as torch makes
-    it at import (default dtype float32) or as it was before rnnbench first changed it
-    (set_threads, compiled())."""
-    before = _settings() if "torch" in sys.modules else None
-    try:
-        yield
-    finally:
-        if "torch" in sys.modules:
-            import torch
-
-            _put_back({"default_dtype": torch.float32, **_UNTOUCHED, **(before or {})})
-
-
-def threads_in_use() -> dict[str, int]:
-    import torch
-
-    return {"torch_intra_op": torch.get_num_threads(), "torch_inter_op": torch.get_num_interop_threads()}
 
 
 def device_missing(device: str) -> str | None:
@@ -260,28 +188,6 @@ reference = derivatives(loss_loop, False) if (MODE, COMPILED) != ("loop", False)
 '''
 
 
-# compiled() resets dynamo first (see there), but not under compiles_kept() (Framework.compiles_kept):
-# a caller keeping several compiles alive at once resets between groups itself (reset_dynamo).
-_KEEP_COMPILED: ContextVar[bool] = ContextVar("rnnbench_keep_compiled", default=False)
-
-
-@contextlib.contextmanager
-def compiles_kept() -> Iterator[None]:
-    """Within it, compiled() keeps dynamo's state (the code of earlier compiles) instead of resetting it."""
-    token = _KEEP_COMPILED.set(True)
-    try:
-        yield
-    finally:
-        _KEEP_COMPILED.reset(token)
-
-
-def reset_dynamo() -> None:
-    """A clean dynamo state (compiled code and recompile counts dropped): Framework.reset_compiles."""
-    import torch
-
-    torch._dynamo.reset()
-
-
 TORCH = Framework(
     name="torch",
     module="torch",
@@ -450,36 +356,6 @@ def saved_bytes(loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any]
         loss = loss_fn(inputs)
     del loss  # frees the graph and what it saved
     return sum(saved.values())
-
-
-def compiled(
-    loss_fn: Callable[[dict[str, Any]], Any], dynamo_config: Mapping[str, Any] = {}, mode: str | None = None
-) -> tuple[Callable, dict[str, Any]]:
-    """(torch.compile(loss_fn) with inductor, the settings to record). Starts from a clean dynamo
-    state: dynamo caches compiled code per code object, so without a reset the second model
-    compiled in one process would hit the recompile limit and silently run eager. fullgraph=True
-    turns any graph break into an error instead of a silent eager fallback. dynamo_config: values
-    of torch._dynamo.config to set (and record) for this compile. mode: torch.compile's mode
-    ("reduce-overhead": CUDA graphs; each call then starts a new cudagraph step, so a forward
-    timed alone never waits on the backward of the call before it)."""
-    import torch
-
-    if not _KEEP_COMPILED.get():
-        torch._dynamo.reset()
-    settings: dict[str, Any] = {"backend": "inductor", "fullgraph": True}
-    for key, value in dynamo_config.items():
-        _UNTOUCHED.setdefault(f"dynamo.{key}", getattr(torch._dynamo.config, key))
-        setattr(torch._dynamo.config, key, value)
-        settings[f"torch._dynamo.config.{key}"] = value
-    fn = torch.compile(loss_fn, backend="inductor", fullgraph=True, **({"mode": mode} if mode else {}))
-    if mode is None:
-        return fn, settings
-
-    def stepped(inputs):
-        torch.compiler.cudagraph_mark_step_begin()
-        return fn(inputs)
-
-    return stepped, {**settings, "mode": mode}
 
 
 def under_autocast(loss_fn: Callable[[dict], Any], device: str) -> Callable[[dict], Any]:

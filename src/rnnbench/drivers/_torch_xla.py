@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rnnbench.drivers import _jax, _torch
+from rnnbench.drivers import _jax, _torch, _torch_settings
 from rnnbench.drivers.base import Framework, Prepared
 from rnnbench.model import Case, Model
 
@@ -25,8 +25,8 @@ TORCH_XLA = Framework(
     packages=("torch", "torch_xla", "numpy"),
     family="torch",
     thread_env=_jax.xla_thread_env,
-    set_threads=_torch.set_threads,
-    threads_in_use=_torch.threads_in_use,
+    set_threads=_torch_settings.set_threads,
+    threads_in_use=_torch_settings.threads_in_use,
     collect_after_failure=True,
 )
 

@@ -112,7 +112,7 @@ class Framework:
         in the user's own process (check_recurrence) leaves the caller's framework as it found it.
     compiles_kept(): a context manager under which a compile keeps the code every earlier compile
         of this process made, where the framework otherwise starts each from a clean state (torch:
-        dynamo's reset, see _torch.compiled): for a caller that keeps several compiled functions
+        dynamo's reset, see _torch_compile.compiled): for a caller that keeps several compiled functions
         alive at once (rnnbench.rows.pair.PairPlan.fresh_compiles False) and starts a clean state
         itself between groups of them (reset_compiles). No-ops where compiles share no state.
     gemm(a, b, dtype): a callable computing a @ b (float64 numpy operands, cast to `dtype`) to

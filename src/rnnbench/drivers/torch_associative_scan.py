@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rnnbench.drivers import _torch
+from rnnbench.drivers import _torch, _torch_compile
 from rnnbench.drivers.base import Driver, Prepared, configured, unflatten
 from rnnbench.model import (
     BY_PRECISION,
@@ -50,7 +50,7 @@ def prepare(config: AssociativeConfig, model: Model, case: Case, dtype: str, dev
         return _torch.prepared_from_loss(
             loss_fn, inputs, wrt, settings={"mode": "eager", **settings}, second_order=True
         )
-    compiled_fn, compiled_settings = _torch.compiled(loss_fn)
+    compiled_fn, compiled_settings = _torch_compile.compiled(loss_fn)
     return _torch.prepared_from_loss(compiled_fn, inputs, wrt, settings={**compiled_settings, **settings})
 
 

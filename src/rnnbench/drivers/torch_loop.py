@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rnnbench.drivers import _torch
+from rnnbench.drivers import _torch, _torch_compile
 from rnnbench.drivers.base import Driver, Prepared, configured, unflatten
 from rnnbench.model import BY_PRECISION, Case, Model, rollout
 from rnnbench.ops import torch_ops
@@ -84,7 +84,7 @@ def prepare(config: LoopConfig, model: Model, case: Case, dtype: str, device: st
     loss_fn = loop_loss(model, case, consts, config.ys)
     settings: dict[str, Any] = {"mode": "eager"}
     if config.compiled:
-        loss_fn, settings = _torch.compiled(loss_fn, mode=config.mode)
+        loss_fn, settings = _torch_compile.compiled(loss_fn, mode=config.mode)
     if config.ys != "stack":
         settings["ys"] = YS_FORMS[config.ys][0]
     if config.autocast:

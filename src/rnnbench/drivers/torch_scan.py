@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rnnbench.drivers import _torch
+from rnnbench.drivers import _torch, _torch_compile
 from rnnbench.drivers.base import Driver, Prepared, configured, supports_only, unflatten
 from rnnbench.model import BY_PRECISION, Case, Model, Recur, run_forward, scan_inputs
 from rnnbench.ops import torch_ops
@@ -81,7 +81,7 @@ def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: st
     if not config.compiled:
         loss_fn = scan_loss(model, case, consts)
         return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings={"mode": "eager"}, second_order=True)
-    loss_fn, settings = _torch.compiled(
+    loss_fn, settings = _torch_compile.compiled(
         scan_loss(model, case, consts, clone_carry=config.clone_carry),
         {"capture_scalar_outputs": config.capture_scalar_outputs},
         config.mode,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rnnbench.drivers import _jax, _torch
+from rnnbench.drivers import _jax, _torch, _torch_compile
 from rnnbench.drivers.base import Prepared
 from rnnbench.model import Case, Model
 from rnnbench.study.idiomatic.plan import DEVICE, DTYPE
@@ -47,7 +47,7 @@ def torch_unbind_loop(model: Model, case: Case, hoisted: bool, compiled: bool) -
         "input_projection": "hoisted" if hoisted else "in the cell",
     }
     if compiled:
-        loss_fn, compile_settings = _torch.compiled(loss_fn)
+        loss_fn, compile_settings = _torch_compile.compiled(loss_fn)
         settings.update(compile_settings)
     return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings)
 
@@ -92,7 +92,7 @@ def torch_hand_scan(model: Model, case: Case, compiled: bool) -> Prepared:
         "carry_cloned": compiled,
     }
     if compiled:
-        loss_fn, compile_settings = _torch.compiled(loss_fn)
+        loss_fn, compile_settings = _torch_compile.compiled(loss_fn)
         settings.update(compile_settings)
     return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings)
 

@@ -1,0 +1,63 @@
+"""torch.compile as the torch mechanisms run it (part of the torch framework layer,
+drivers/_torch.py): inductor, fullgraph, the settings rows record, and dynamo's state reset before
+each compile or kept across several (Framework.compiles_kept, Framework.reset_compiles)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+from rnnbench.drivers._torch_settings import UNTOUCHED
+
+# compiled() resets dynamo first (see there), but not under compiles_kept() (Framework.compiles_kept):
+# a caller keeping several compiles alive at once resets between groups itself (reset_dynamo).
+_KEEP_COMPILED: ContextVar[bool] = ContextVar("rnnbench_keep_compiled", default=False)
+
+
+@contextlib.contextmanager
+def compiles_kept() -> Iterator[None]:
+    """Within it, compiled() keeps dynamo's state (the code of earlier compiles) instead of resetting it."""
+    token = _KEEP_COMPILED.set(True)
+    try:
+        yield
+    finally:
+        _KEEP_COMPILED.reset(token)
+
+
+def reset_dynamo() -> None:
+    """A clean dynamo state (compiled code and recompile counts dropped): Framework.reset_compiles."""
+    import torch
+
+    torch._dynamo.reset()
+
+
+def compiled(
+    loss_fn: Callable[[dict[str, Any]], Any], dynamo_config: Mapping[str, Any] = {}, mode: str | None = None
+) -> tuple[Callable, dict[str, Any]]:
+    """(torch.compile(loss_fn) with inductor, the settings to record). Starts from a clean dynamo
+    state: dynamo caches compiled code per code object, so without a reset the second model
+    compiled in one process would hit the recompile limit and silently run eager. fullgraph=True
+    turns any graph break into an error instead of a silent eager fallback. dynamo_config: values
+    of torch._dynamo.config to set (and record) for this compile. mode: torch.compile's mode
+    ("reduce-overhead": CUDA graphs; each call then starts a new cudagraph step, so a forward
+    timed alone never waits on the backward of the call before it)."""
+    import torch
+
+    if not _KEEP_COMPILED.get():
+        torch._dynamo.reset()
+    settings: dict[str, Any] = {"backend": "inductor", "fullgraph": True}
+    for key, value in dynamo_config.items():
+        UNTOUCHED.setdefault(f"dynamo.{key}", getattr(torch._dynamo.config, key))
+        setattr(torch._dynamo.config, key, value)
+        settings[f"torch._dynamo.config.{key}"] = value
+    fn = torch.compile(loss_fn, backend="inductor", fullgraph=True, **({"mode": mode} if mode else {}))
+    if mode is None:
+        return fn, settings
+
+    def stepped(inputs):
+        torch.compiler.cudagraph_mark_step_begin()
+        return fn(inputs)
+
+    return stepped, {**settings, "mode": mode}
