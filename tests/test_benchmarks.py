@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from _known_issue_marks import known_issue_marks
+from conftest import SLOW, slow_pair
 from rnnbench import registry
 from rnnbench.record import machine, rnnbench_version
 from rnnbench.rows.checked import NotApplicable, prepare_checked, verify
@@ -46,7 +47,8 @@ def bench_pairs() -> list:
                 and d.supports(model) is None
                 and not known_issue_marks(d.name, model, case, "float32")
             ):
-                pairs.append(pytest.param(m, d.name, id=f"{m}-{d.name}"))
+                tier = [SLOW] if slow_pair(model, d) else []  # the tier rule of the generated pairs
+                pairs.append(pytest.param(m, d.name, marks=tier, id=f"{m}-{d.name}"))
     return pairs
 
 
@@ -248,7 +250,7 @@ def test_rnnbench_installed_from_a_wheel_runs_a_checked_row(tmp_path: Path) -> N
     code = (
         "import rnnbench, json; from rnnbench.machine import environments; "
         "from rnnbench.rows.checked import prepare_checked; "
-        "check, prepared = prepare_checked('rnn', 'torch_loop', {'T': 3}); "
+        "check, prepared = prepare_checked('rnn', 'torch_loop', sizes={'T': 3}); "
         "print(json.dumps([rnnbench.__file__, check.status, environments.current(), "
         "list(environments.rnnbench_dependencies())]))"
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import compile_marks
 from rnnbench import registry
 from rnnbench.machine import caches
 
@@ -25,7 +26,7 @@ def _compiled_torch_drivers() -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("name", _compiled_torch_drivers())
+@pytest.mark.parametrize("name", [pytest.param(n, marks=compile_marks(n)) for n in _compiled_torch_drivers()])
 def test_the_forward_of_a_compiled_torch_row_compiles_nothing_new(name: str) -> None:
     torch = pytest.importorskip("torch")
     from torch._dynamo.utils import counters
