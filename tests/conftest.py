@@ -150,6 +150,11 @@ SLOW_TESTS: dict[str, str] = {
     "tests/test_html_offline.py": "the site rendered in headless Chromium",
     "tests/test_published_charts.py::test_redraw_writes_every_output": "every published chart redrawn",
     "tests/test_api.py::test_pytrees_on_every_driver": "a pytree step compiled by every driver",
+    # lstm2's hand oracle meets every eager driver in the fast tier's gradient matrix; its finite-difference
+    # cross-checks take seconds per loss form (two stacked layers' parameters, ten forward passes each)
+    "tests/test_oracles.py::test_oracle_matches_finite_differences[lstm2]": "finite differences over lstm2",
+    "tests/test_losses.py::test_hand_oracle_under_every_loss[lstm2-": "finite differences over lstm2, per loss form",
+    "tests/test_false_alarms.py::test_error_bounds_cover_the_oracle_error[lstm2]": "finite differences over lstm2",
     "tests/test_known_issues.py::test_a_covered_case_where_the_symptom_cannot_show_is_ok": (
         "check_recurrence on torch_scan_compiled: an inductor compile per loss form"
     ),
