@@ -163,6 +163,10 @@ SLOW_TESTS: dict[str, str] = {
     "tests/test_environments.py::test_a_config_defines_an_environment_that_is_created_on_first_use_and_reused": (
         "creates a Python environment"
     ),
+    "tests/test_packaging.py::test_run_needs_none_of_the_extras": (
+        "a real timed run in a fresh process with the extras blocked: workers and the GEMM peak"
+    ),
+    "tests/test_robustness.py::test_killed_run_resumes_without_redoing_rows": "a real run killed, then resumed",
     "tests/test_packaging.py::test_the_wheel_without_frameworks_answers_version_list_and_bugs": (
         "builds the wheel and installs it into a fresh venv"
     ),
