@@ -170,7 +170,7 @@ time.sleep(120)
 MEASURING_PARENT = """
 import sys
 from rnnbench.machine.roofline import in_worker
-in_worker("sleeper", {}, sys.executable, 300, {}, "test")
+in_worker("sleeper", {}, python=sys.executable, timeout_s=300, env={}, what="test")
 """
 
 
