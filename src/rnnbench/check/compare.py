@@ -14,6 +14,9 @@ FD_BOUND = "the finite-difference oracle's error bound"
 _NAN_DETAIL = (
     "no value to compare with (NaN in the oracle, or beyond what float32 can hold) for some entries: cannot decide them"
 )
+# A NaN or inf gradient where the oracle's is finite: wrong at every dtype (docs/checking.md, "Non-finite
+# gradients"); the judge leaves such an entry undecided only where float32 cannot hold it.
+NOT_FINITE = "not finite where the oracle's derivative is finite: wrong at any precision"
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,8 @@ def _judge_input(
     elif beyond.flat[flat] > allowed:
         status = InputStatus.MISMATCH
         detail = f"beyond the tolerance plus {bound_name} at this entry" if oracle_error else ""
+        if not np.isfinite(g.flat[flat]) and np.isfinite(r.flat[flat]):
+            detail = NOT_FINITE
     elif err > t.max_rel_error:
         status = InputStatus.UNDECIDED
         detail = (
@@ -93,7 +98,8 @@ def _judge_input(
         )
     elif np.any(unknown):
         first = tuple(int(i) for i in np.argwhere(unknown)[0])
-        status, detail = InputStatus.UNDECIDED, f"{_NAN_DETAIL} at {list(first)}; the other entries agree"
+        status = InputStatus.UNDECIDED
+        detail = f"{_NAN_DETAIL} at {list(first)} (got {g[first]:.10g}); the other entries agree"
     else:
         status, detail = InputStatus.OK, ""
     return InputError(
@@ -249,6 +255,8 @@ def describe_input(e: InputError) -> str:
     """One input's line of describe()."""
     mark = "  " if e.status == InputStatus.OK else "!!"
     at = f"at {list(e.index)}: " if e.index else ""  # a 0-d input has no index, but still a value
-    where = f"{at}got {e.got:.10g}, want {e.want:.10g}" if np.isfinite(e.max_rel_error) else ""
+    # a non-finite gradient's entry is named too: its error is infinite, but where it is and what the oracle says are known
+    shown = np.isfinite(e.max_rel_error) or e.detail == NOT_FINITE
+    where = f"{at}got {e.got:.10g}, want {e.want:.10g}" if shown else ""
     bound = f" (bound {e.oracle_error:.2g} of scale at that entry)" if e.oracle_error else ""
     return f"{mark} {e.name:<10} {e.status:<8} rel err {e.max_rel_error:.3g}{bound} {where} {e.detail}".rstrip()

@@ -21,6 +21,7 @@ import numpy as np
 
 from rnnbench.check import known_issues
 from rnnbench.check.compare import (
+    NOT_FINITE,
     InputError,
     compare_grads,
     describe,
@@ -32,7 +33,7 @@ from rnnbench.check.compare import (
 from rnnbench.check.finite_diff import input_value, one_sided
 from rnnbench.check.forward import PASSES, UNDECIDED, forward_bound
 from rnnbench.check.kink_range import kink_range
-from rnnbench.check.low_precision import ROUNDING_SAFETY, float32_gradients, rounding_bounds
+from rnnbench.check.low_precision import ROUNDING_SAFETY, float32_gradients, float32_holds, float32_tape
 from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.oracle_cache import COMPUTED
 from rnnbench.check.tolerance import Tolerance, at_loss_scale, island_tolerance, tolerance
@@ -155,11 +156,12 @@ def judge(
             result.oracle_kind, result.oracle_source = finer.kind, finer.source
         else:
             result.report += "\n(the same at 50 digits: float64 rounding does not explain the difference)"
-    if dtype == "float32" and result.status in WRONG_GRADIENTS and not autocast:
+    if dtype == "float32" and (result.status in WRONG_GRADIENTS or _wrong_lines(result)) and not autocast:
         # float64 only is refined above, so bounds and condition are still those of `oracle`
         _with_rounding_bounds(
             result, model, case, oracle=oracle, names=names, bounds=bounds, tol=tol, condition=condition
         )
+    _lines_under_undecided_forward(result)
     if result.status == Status.CANNOT_DECIDE:
         _at_differentiable_kinks(result, model, case, oracle=oracle, names=names, tol=tol, dtype=dtype)
     if result.status != Status.OK and oracle.reason:
@@ -242,17 +244,25 @@ def _with_rounding_bounds(
     (check/low_precision.py) added to the oracle's bounds: a difference that a correct float32
     computation also makes is cannot_decide, not a wrong gradient."""
     try:
-        rounding = rounding_bounds(model, case, names, oracle.grads)
+        loss32, tape = float32_tape(model, case, names)
     except Exception as exc:  # a step the float32 tape cannot run (an op outside the ops namespace)
         result.report += (
             f"\n(no float32 rounding bound: the float32 reference tape failed: {type(exc).__name__}: {exc})"
         )
         return
-    # Where the float32 tape's own gradient is not finite (overflow inside the recurrence), float32
-    # cannot hold that entry: no value to compare a driver's with, so those entries cannot be decided.
-    held = {n: np.isfinite(rounding[n]) for n in names}
-    want = {n: np.where(held[n], oracle.grads[n], np.nan) for n in names}
-    rounding = {n: np.where(held[n], rounding[n], 0.0) for n in names}
+    # An entry float32 cannot hold (the float32 loss itself overflows through it, or the exact value is
+    # beyond float32's range: low_precision.float32_holds) has no value to compare a driver's with: it
+    # cannot be decided. Where float32 holds it but the tape's own derivative is not finite (0 * inf behind
+    # a where's unselected branch, as every framework computes it) the tape says nothing of rounding: the
+    # entry is unbounded, which holds every finite value and never a NaN or inf one.
+    want, rounding = {}, {}
+    for n in names:
+        exact = np.asarray(oracle.grads[n], dtype=np.float64)
+        held = float32_holds(loss32, tape[n], exact)
+        with np.errstate(invalid="ignore"):
+            distance = ROUNDING_SAFETY * np.abs(tape[n] - exact)
+        want[n] = np.where(held, exact, np.nan)
+        rounding[n] = np.where(held, np.where(np.isfinite(distance), distance, np.inf), 0.0)
     widened = {n: bounds[n] + rounding[n] for n in names}
     errors = compare_grads(
         result.grads,
@@ -263,9 +273,8 @@ def _with_rounding_bounds(
         error=widened,
         bound_name=f"what float32 rounding alone does (plus {oracle.bound_name})",
     )
-    worst = max(
-        (float(np.max(rounding[n])) / e.scale for n, e in zip(names, errors) if np.size(rounding[n])), default=0.0
-    )
+    finite = {n: rounding[n][np.isfinite(rounding[n])] for n in names}
+    worst = max((float(np.max(finite[n])) / e.scale for n, e in zip(names, errors) if np.size(finite[n])), default=0.0)
     note = (
         f"\nfloat32 rounding bound: an independent float32 computation (check/low_precision.py) of these "
         f"gradients is off by up to {worst / ROUNDING_SAFETY:.2g} of scale; {ROUNDING_SAFETY:g}x that bounds what "
@@ -277,6 +286,39 @@ def _with_rounding_bounds(
         result.report = describe(errors, result.loss_error, tol, condition) + _forward_note(result) + note
     else:
         result.report += note + ", and the difference is beyond it"
+
+
+def _wrong_lines(result: Check) -> bool:
+    """Some input's line says mismatch or missing although the row does not (a forward that rounding
+    alone can move beyond the tolerance makes compare.verdict stop before the gradients)."""
+    return result.status not in WRONG_GRADIENTS and any(
+        e.status in (InputStatus.MISMATCH, InputStatus.MISSING) for e in result.errors
+    )
+
+
+def _lines_under_undecided_forward(result: Check) -> None:
+    """A cannot_decide row whose input lines still say mismatch or missing (its forward is undecided:
+    rounding at its dtype alone can move the loss beyond the tolerance, so a correct implementation's
+    gradients move too): a non-finite gradient where the oracle's is finite is wrong whatever the
+    forward (grad_mismatch, the entry named); any other such line says undecided, with the bound it
+    was judged by, so that the lines agree with the row."""
+    if result.status != Status.CANNOT_DECIDE:
+        return
+    if any(e.status == InputStatus.MISMATCH and e.detail == NOT_FINITE for e in result.errors):
+        result.status = Status.GRAD_MISMATCH
+        return
+    for i, err in enumerate(result.errors):
+        if err.status not in (InputStatus.MISMATCH, InputStatus.MISSING):
+            continue
+        why = "gradient is zero or None" if err.status == InputStatus.MISSING else "beyond the tolerance and the bound"
+        undecided = dataclasses.replace(
+            err,
+            status=InputStatus.UNDECIDED,
+            detail=f"{why}, but rounding at {result.tolerance.dtype} alone can move the loss beyond the "
+            f"tolerance (the forward is undecided): cannot decide",
+        )
+        result.errors[i] = undecided
+        result.report = result.report.replace(describe_input(err), describe_input(undecided), 1)
 
 
 def _at_differentiable_kinks(

@@ -308,15 +308,34 @@ def float32_loss(model: Model, case: Case) -> float:
     return float(_float32_forward(model, case)[0].value)
 
 
-def float32_gradients(model: Model, case: Case, names: list[str]) -> dict[str, np.ndarray]:
-    """d loss / d input for `names`, computed in float32 by the tape above (float64 arrays out)."""
+def float32_tape(model: Model, case: Case, names: list[str]) -> tuple[float, dict[str, np.ndarray]]:
+    """(the loss, d loss / d input for `names`), computed in float32 by the tape above (float64 out)."""
     loss, leaves = _float32_forward(model, case)
     backward(loss)
     out = {}
     for name in names:
         leaf = leaves[name]
         out[name] = np.zeros(leaf.shape) if leaf.grad is None else leaf.grad.astype(np.float64)
-    return out
+    return float(loss.value), out
+
+
+def float32_gradients(model: Model, case: Case, names: list[str]) -> dict[str, np.ndarray]:
+    """d loss / d input for `names`, computed in float32 by the tape above (float64 arrays out)."""
+    return float32_tape(model, case, names)[1]
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def float32_holds(loss: float, tape: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Per entry, whether float32 can hold this derivative, so that a driver's non-finite value
+    there is wrong (a where whose unselected branch is NaN or inf, 0 * inf in its backward): True
+    unless the exact derivative `want` is beyond float32's range, or the float32 forward of the
+    loss itself overflows (`loss`, the tape's, not finite) and the tape's derivative `tape` there
+    is not finite either. Shapes: tape and want alike."""
+    want = np.asarray(want, dtype=np.float64)
+    overflowed = not np.isfinite(loss)
+    return ~(np.abs(want) > FLOAT32_MAX) & ~(overflowed & ~np.isfinite(tape))
 
 
 def rounding_bounds(model: Model, case: Case, names: list[str], want: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
