@@ -255,7 +255,7 @@ def describe_input(e: InputError) -> str:
     """One input's line of describe()."""
     mark = "  " if e.status == InputStatus.OK else "!!"
     at = f"at {list(e.index)}: " if e.index else ""  # a 0-d input has no index, but still a value
-    # a non-finite gradient's entry is named too: its error is infinite, but where it is and what the oracle says are known
+    # a non-finite gradient's entry is named too: its error is infinite, but its index and the oracle's value are known
     shown = np.isfinite(e.max_rel_error) or e.detail == NOT_FINITE
     where = f"{at}got {e.got:.10g}, want {e.want:.10g}" if shown else ""
     bound = f" (bound {e.oracle_error:.2g} of scale at that entry)" if e.oracle_error else ""
