@@ -21,6 +21,21 @@ Params = Mapping[str, Array]
 
 DTYPES = ("float32", "float64", "bfloat16")  # every dtype a row runs at, in the order a run lists them
 BY_PRECISION = ("float64", *(d for d in DTYPES if d != "float64"))  # the oracle's precision first
+_BITS = {"bfloat16": 16, "float16": 16, "float32": 32, "float64": 64}
+
+
+def promoted(dtype: str, computed: str | None) -> str:
+    """`computed` where a row at `dtype` computed in a wider float dtype (a step that promotes: a
+    float64 constant, a numpy float64 scalar under jax's x64), else ""."""
+    return computed if computed and _BITS.get(computed, 0) > _BITS.get(dtype, 64) else ""
+
+
+def promotion_note(dtype: str, computed: str) -> str:
+    """The line a promoted row's report carries (docs/checking.md, "Dtype promotion")."""
+    return (
+        f"computed in {computed}, not {dtype}: the step promotes (a {computed} constant or numpy {computed} scalar "
+        f"in it); its gradients are judged with the {dtype} tolerance, and its times are not {dtype} times"
+    )
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,9 @@ FIELDS: dict[str, str] = {
     # (a kept hand oracle that verified) or "recomputed:<key>" (a kept one that failed verification);
     # not required: records written before it have none
     "oracle_source": "str",
+    # the wider dtype a row computed in where its step promotes its dtype (rnnbench.model.promoted): its
+    # times are not its dtype's (the table marks them); absent where it computed at its dtype
+    "computed_dtype": "str",
     "max_rel_error": "num|null",
     "tolerance": "num|null",
     "first_call_s": "num|null",

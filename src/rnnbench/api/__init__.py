@@ -241,6 +241,7 @@ def _run_drivers(
                         grad_errors=chk.errors,
                         loss=form,
                         hvp_status=hvp_status,
+                        computed_dtype=chk.computed_dtype,
                     )
                 )
     return results, weakest(kinds) if kinds else str(oracle or OracleKind.DUAL)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rnnbench.check import known_issues
+from rnnbench.model import promotion_note
 from rnnbench.status import KNOWN_PREFIX, WRONG_GRADIENT, Status, is_known
 
 # A registered issue with one of these symptoms returns numbers, wrong ones, rather than raising.
@@ -23,7 +24,9 @@ WRONG_RESULT = frozenset(str(s) for s in (*WRONG_GRADIENT, Status.HVP_MISMATCH))
 class DriverResult:
     """One driver under one loss form. status: the row's verdict (rnnbench.status: ok, grad_mismatch,
     hvp_mismatch, ..., known_issue:<id>), first order, then second order where first order agrees;
-    hvp_status: the H v check's own status ("-" where not asked for or not judged)."""
+    hvp_status: the H v check's own status ("-" where not asked for or not judged); computed_dtype:
+    the wider dtype the driver computed in where the step promotes the asked one (rnnbench.model.promoted),
+    "" where it computed at the asked dtype."""
 
     driver: str
     status: str
@@ -32,6 +35,7 @@ class DriverResult:
     grad_errors: list = field(default_factory=list)
     loss: str = "model"
     hvp_status: str = "-"
+    computed_dtype: str = ""
 
 
 @dataclass(frozen=True)
@@ -91,11 +95,15 @@ class RecurrenceReport:
         for r in self.results:
             err = "-" if r.max_rel_error is None else f"{r.max_rel_error:.2e}"
             bound = max((e.oracle_error for e in r.grad_errors), default=None)
+            wider = f"  computed in {r.computed_dtype}" if r.computed_dtype else ""
             lines.append(
                 f"{r.driver:<{w}} {r.loss:<{lw}} {r.status:<{sw}} {err:<12} "
-                f"{'-' if bound is None else f'{bound:.1e}':<13} {r.hvp_status}".rstrip()
+                f"{'-' if bound is None else f'{bound:.1e}':<13} {r.hvp_status}{wider}".rstrip()
             )
         lines.append(self.verdict())
+        for r in self.results:
+            if r.computed_dtype:  # said for ok rows too: their reports are not shown below
+                lines.append(f"{r.driver} under loss {r.loss}: {promotion_note(self.dtype, r.computed_dtype)}")
         for r in self.results:
             if r.status not in (Status.OK, Status.UNAVAILABLE):
                 lines.append(f"\n== {r.driver} under loss {r.loss}: {r.status}\n{r.report}")

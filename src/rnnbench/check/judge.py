@@ -69,6 +69,9 @@ class Check:
     # where the oracle judged against came from (check.oracle.Oracle.source): "computed", or the
     # hand-oracle cache's "cache:<key>" / "recomputed:<key>"; the record's oracle_source
     oracle_source: str = COMPUTED
+    # the dtype the driver's loss came back in where wider than the row's (model.promoted): the step
+    # promotes, so this row's arithmetic and timing are not its dtype's; "" where it computed at its dtype
+    computed_dtype: str = ""
 
     @property
     def max_rel_error(self) -> float:

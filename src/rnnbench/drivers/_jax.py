@@ -370,8 +370,11 @@ def prepared_from_loss(
     forward_jit = jax.jit(loss_fn)
     value_and_grad = jax.jit(jax.value_and_grad(loss_fn))
 
+    computed: list[str] = []  # the last loss's dtype (Prepared.computed_dtype)
+
     def loss_and_grads():
         loss, grads = jax.block_until_ready(value_and_grad(diff, rest))
+        computed[:] = [str(loss.dtype)]
         return float(loss), {k: np.asarray(v, dtype=np.float64) for k, v in grads.items()}
 
     @jax.jit
@@ -393,6 +396,7 @@ def prepared_from_loss(
         hvp=hvp,
         memory_analysis=lambda: compiled_memory(value_and_grad, diff, rest),
         saved_for_backward=lambda: residual_bytes(loss_fn, diff, rest),
+        computed_dtype=lambda: computed[0] if computed else None,
     )
 
 

@@ -292,8 +292,11 @@ def prepared_from_loss(
             loss.backward()
         return loss
 
+    computed: list[str] = []  # the last loss's dtype (Prepared.computed_dtype)
+
     def loss_and_grads():
         loss = forward_backward()
+        computed[:] = [str(loss.dtype).removeprefix("torch.")]
         return float(loss.detach()), {name: to_numpy(inputs[name].grad) for name in wrt}
 
     def forward():
@@ -328,6 +331,7 @@ def prepared_from_loss(
         settings=dict(settings),
         hvp=hvp if second_order else None,
         saved_for_backward=lambda: saved_bytes(loss_fn, inputs),
+        computed_dtype=lambda: computed[0] if computed else None,
     )
 
 

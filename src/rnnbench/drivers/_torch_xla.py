@@ -57,9 +57,12 @@ def prepared_from_loss(
     """Like _torch.prepared_from_loss, with the lazy device's block; gradients are read after a sync."""
     base = _torch.prepared_from_loss(loss_fn, inputs, wrt, settings={**SETTINGS, **settings})
 
+    computed: list[str] = []  # the last loss's dtype (Prepared.computed_dtype)
+
     def loss_and_grads():
         loss = base.forward_backward()
         block(loss)
+        computed[:] = [str(loss.dtype).removeprefix("torch.")]
         return float(loss.detach().cpu()), {name: _torch.to_numpy(inputs[name].grad) for name in wrt}
 
     return Prepared(
@@ -68,4 +71,5 @@ def prepared_from_loss(
         forward_backward=base.forward_backward,
         block=block,
         settings=base.settings,
+        computed_dtype=lambda: computed[0] if computed else None,
     )

@@ -32,7 +32,10 @@ class Prepared:
     driver has no second-order path (e.g. torch.compile has no double backward).
     saved_for_backward() -> bytes of the distinct buffers, other than the inputs, that the training
     step's forward keeps for its backward (activations; rnnbench.rows.memory), or None where the
-    framework gives no such count."""
+    framework gives no such count.
+    computed_dtype() -> the dtype name ("float32", "float64", ...) the last loss_and_grads' loss came
+    back in: a step that promotes (a float64 constant, a numpy float64 scalar under jax's x64) computes
+    wider than the row's dtype, and says so here; None where the driver cannot tell."""
 
     loss_and_grads: Callable[[], tuple[float, Grads]]
     forward: Callable[[], Any]
@@ -42,6 +45,7 @@ class Prepared:
     hvp: Callable[[Mapping[str, np.ndarray]], Grads] | None = None
     memory_analysis: Callable[[], dict[str, Any]] | None = None  # the compiled step's own figures (jax)
     saved_for_backward: Callable[[], int] | None = None  # bytes the step keeps for backward (run.memory)
+    computed_dtype: Callable[[], str | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,12 @@ def saved_mb(rec: dict) -> float | None:
     return (rec.get("step_memory") or {}).get("saved_mb")
 
 
+def dtype_label(rec: dict) -> str:
+    """The row's dtype, and the wider one it computed in where its step promotes it ("float32 (ran
+    float64)"): its times are not its dtype's."""
+    return f"{rec['dtype']} (ran {rec['computed_dtype']})" if rec.get("computed_dtype") else rec["dtype"]
+
+
 def loss_label(rec: dict) -> str:
     return rec.get("loss_form", "model")
 

@@ -14,7 +14,15 @@ from typing import Any
 from rnnbench.errors import InputError
 from rnnbench.report.escape import csv_cell, md_cell, terminal
 from rnnbench.report.fit import abbreviated_issues, fit, terminal_width
-from rnnbench.report.labels import env_label, hvp_label, loss_label, machine_of, saved_mb, several_machines
+from rnnbench.report.labels import (
+    dtype_label,
+    env_label,
+    hvp_label,
+    loss_label,
+    machine_of,
+    saved_mb,
+    several_machines,
+)
 from rnnbench.report.marks import (
     CONTENDED_MARK,
     UNSTABLE_MARK,
@@ -108,7 +116,7 @@ def rows(
             r["model"],
             r["driver"],
             env_label(r),
-            r["dtype"],
+            dtype_label(r),
             str(r["status"]),
             number(r.get("max_rel_error"), ".1e"),
             (_marked(_ms(r.get("fwd_bwd")), r) if r.get("fwd_bwd") else "-") if ok else "-",
@@ -145,8 +153,19 @@ def format_table(records: list[dict[str, Any]], include_unavailable: bool = Fals
 def notes(records: list[dict[str, Any]], include_unavailable: bool = False) -> list[str]:
     """The lines under the table: the contention legend, and (unless every row is in the table) one
     line per reason rows were unavailable."""
-    legends = contention_legend(records) + unstable_legend(records)
+    legends = contention_legend(records) + unstable_legend(records) + _promotion_legend(records)
     return legends + ([] if include_unavailable else unavailable_summary(records))
+
+
+def _promotion_legend(records: list[dict[str, Any]]) -> list[str]:
+    """One line under the table when some row's step promoted its dtype (record field computed_dtype)."""
+    promoted = [r for r in records if r.get("computed_dtype")]
+    if not promoted:
+        return []
+    return [
+        f"(ran ...) {len(promoted)} row(s) computed in a wider dtype than their own (their step promotes it): "
+        "their times are not their dtype's (the records' computed_dtype)"
+    ]
 
 
 FORMATS = ("text", "markdown", "csv", "json")
@@ -242,6 +261,7 @@ def numeric_data(records: list[dict[str, Any]], include_unavailable: bool = Fals
         roof = ((r.get("roofline") or {}).get("fwd_bwd") or {}) if ok else {}
         pct = _number(roof.get("fraction_of_peak"))
         marks = [*contention(r), *unstable(r)] if fb else []
+        marks += [f"ran_{r['computed_dtype']}"] if r.get("computed_dtype") and fb else []  # times not its dtype's
         row: dict[str, Any] = {"machine": machine_of(r)} if with_machine else {}
         row |= {"model": r["model"], "driver": r["driver"]}
         if with_loss:

@@ -22,7 +22,7 @@ from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.second_order import HvpOracle, check_second_order
 from rnnbench.drivers.base import Driver, Prepared
 from rnnbench.machine import environments
-from rnnbench.model import Case, Model
+from rnnbench.model import Case, Model, promoted, promotion_note
 from rnnbench.processes.compile_budget import budget
 from rnnbench.rows.timing import timed_call
 from rnnbench.status import Status, is_fixed, is_known
@@ -193,6 +193,10 @@ def check_gradients(
     else:
         result = verdict(produced=produced)
         result.prepare_s, result.first_call_s = prepare_s, first_call_s
+        if driver.autocast is None and prepared.computed_dtype is not None:  # autocast mixes dtypes by design
+            result.computed_dtype = promoted(dtype, prepared.computed_dtype())
+        if result.computed_dtype:
+            result.report = f"{result.report.rstrip()}\n{promotion_note(dtype, result.computed_dtype)}".lstrip()
         return result, prepared
     if driver.framework.collect_after_failure:  # `exc` is gone: what only reference cycles held goes too
         prepared = None  # the driver's closures may hold the failed trace's tensors in cycles of their own

@@ -138,6 +138,7 @@ def run_row(job: Job) -> dict[str, Any]:
         "raw_status": chk.raw_status,
         "oracle_kind": chk.oracle_kind,
         "oracle_source": chk.oracle_source,
+        **({"computed_dtype": chk.computed_dtype} if chk.computed_dtype else {}),
         "tolerance": chk.tolerance.max_rel_error,
         "loss": chk.loss,
         "reference_loss": chk.reference_loss,
