@@ -17,6 +17,7 @@ import rnnbench
 from rnnbench import ops as ops_module
 
 DRIVERS = ["torch_loop", "jax_loop"]
+OK = {"float64": {"ok"}, "float32": {"ok"}}
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,67 @@ def saturated_at_stationary_tie(ops, params, carry, x, plant=no_plant):
     return (s,), plant(ops, params["v"] * x) + s
 
 
+# Issue 49: where(c, f(u), g(u)) with f NaN or inf at the point (u = w x, w[0] on the trap, strictly
+# inside the unselected region: no tie). Every framework's backward gives the unselected branch a zero
+# cotangent times f's derivative there: 0 * inf or 0 * NaN, a NaN gradient where the exact one (g's) is
+# finite. Wrong at every dtype. TRAPS: name -> (the branch, where it is selected, w[0], dtypes it traps at).
+ABOVE_HALF, BELOW_50, BOTH = (lambda u: u > 0.5), (lambda u: u < 50.0), ("float64", "float32")
+TRAPS = {
+    "log_at_zero": (lambda ops, u: ops.log(u), ABOVE_HALF, 0.0, BOTH),
+    "division_by_zero": (lambda ops, u: 1.0 / u, ABOVE_HALF, 0.0, BOTH),
+    "fractional_power_at_zero": (lambda ops, u: u**0.5, ABOVE_HALF, 0.0, BOTH),
+    "sqrt_of_negative": (lambda ops, u: ops.sqrt(u), ABOVE_HALF, -1.0, BOTH),
+    "exp_overflow_float32": (lambda ops, u: ops.exp(u), BELOW_50, 100.0, ("float32",)),  # float64 holds exp(100)
+    "exp_overflow": (lambda ops, u: ops.exp(u), BELOW_50, 800.0, BOTH),
+}
+
+
+def where_trap(branch, selected, *, safe: bool):
+    """h' = 0.5 h + tanh(v x) + where(selected(u), branch(u), u) with u = w x. safe: the double where
+    that feeds the branch a harmless value where it is not selected (the idiom docs/api.md teaches):
+    the same loss, finite derivatives."""
+
+    def step(ops, params, carry, x, plant=no_plant):
+        (h,) = carry
+        u = params["w"] * x
+        chosen = selected(u)
+        inner = ops.where(chosen, u, 1.0) if safe else u
+        h = 0.5 * h + plant(ops, ops.tanh(params["v"] * x)) + ops.where(chosen, branch(ops, inner), u)
+        return (h,), h
+
+    return step
+
+
+def lru_decay_one(ops, params, carry, x, plant=no_plant):
+    """An LRU-like linear recurrence h' = a h + gamma(a) x, its input normalization sqrt(1 - a^2) switched
+    off where the decay saturates (a >= 0.99); a[0] = 1.0 exactly: sqrt(0) in the unselected branch."""
+    (h,) = carry
+    a = params["a"]
+    gamma = ops.where(a < 0.99, ops.sqrt(1.0 - a * a), 0.0)
+    h = a * h + gamma * plant(ops, ops.tanh(params["v"] * x))
+    return (h,), h
+
+
+def lru_decay_one_safe(ops, params, carry, x, plant=no_plant):
+    """lru_decay_one with the double where: sqrt never sees 0 where it is not selected."""
+    (h,) = carry
+    a = params["a"]
+    open_ = a < 0.99
+    gamma = ops.where(open_, ops.sqrt(1.0 - ops.where(open_, a, 0.0) ** 2), 0.0)
+    h = a * h + gamma * plant(ops, ops.tanh(params["v"] * x))
+    return (h,), h
+
+
+def ill_conditioned_forward(ops, params, carry, x, plant=no_plant):
+    """(1e5 w + tanh(.)) - 1e5 with w = 1: the loss's condition number is ~1e5, so float32 rounding alone
+    moves the loss beyond the tolerance (the forward is undecided) while the gradients stay judged."""
+    (h,) = carry
+    h = (params["w"] * 1e5 + plant(ops, ops.tanh(params["v"] * x + h))) - 1e5
+    return (h,), h
+
+
+TRAP_V = np.array([0.3, -0.2])
+
 EDGES = [
     Edge("sigmoid_left_tail", sigmoid_left_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
     Edge("log_sigmoid_tail", log_sigmoid_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
@@ -218,6 +280,43 @@ EDGES = [
         {"w": np.array([0.0, 0.5]), "v": np.array([0.3, -0.2])},
         {"float64": {"cannot_decide"}, "float32": {"cannot_decide"}},
         hvp_judged=False,
+    ),
+    # issue 49: a NaN gradient where the exact derivative is finite is wrong at every dtype; the safe form is ok
+    *(
+        Edge(
+            f"where_trap_{name}",
+            where_trap(branch, selected, safe=False),
+            {"w": np.array([w0, 0.7]), "v": TRAP_V},
+            {d: {"grad_mismatch"} if d in traps else {"ok"} for d in ("float64", "float32")},
+            hvp_judged="float64" not in traps,  # a float64 NaN leaves H v unjudged
+        )
+        for name, (branch, selected, w0, traps) in TRAPS.items()
+    ),
+    *(
+        Edge(f"safe_where_{name}", where_trap(branch, selected, safe=True), {"w": np.array([w0, 0.7]), "v": TRAP_V}, OK)
+        for name, (branch, selected, w0, _) in TRAPS.items()
+    ),
+    Edge(
+        "lru_decay_one",
+        lru_decay_one,
+        {"a": np.array([1.0, 0.5]), "v": TRAP_V},
+        {"float64": {"grad_mismatch"}, "float32": {"grad_mismatch"}},
+        carry0=(np.array([0.3, 0.2]),),
+        hvp_judged=False,
+    ),
+    Edge(
+        "lru_decay_one_safe",
+        lru_decay_one_safe,
+        {"a": np.array([1.0, 0.5]), "v": TRAP_V},
+        OK,
+        carry0=(np.array([0.3, 0.2]),),
+    ),
+    # ... and a forward rounding leaves undecided at float32 still has its gradients judged, its lines agreeing
+    Edge(
+        "ill_conditioned_forward",
+        ill_conditioned_forward,
+        {"w": np.array([1.0, 1.0]), "v": TRAP_V},
+        {"float64": {"ok"}, "float32": {"cannot_decide"}},
     ),
 ]
 
@@ -312,3 +411,43 @@ def test_an_hvp_within_a_ties_conventions_is_never_ok() -> None:
         step, params={"p": np.array([0.0])}, carry0=(np.array([0.3]),), length=1, drivers=DRIVERS, losses=["weighted"]
     )
     assert [r.hvp_status for r in report.results] == ["ill_conditioned"] * len(DRIVERS), str(report)
+
+
+# ---- issue 49: non-finite driver gradients, the float32 rows' lines ----
+def _nonfinite_lines(result) -> list:
+    return [e for e in result.grad_errors if e.status == "mismatch" and not np.isfinite(e.got) and np.isfinite(e.want)]
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype"), [(n, d) for n, (_, _, _, traps) in TRAPS.items() for d in traps], ids="-".join
+)
+def test_a_where_trap_names_its_nan_entry(name: str, dtype: str) -> None:
+    """The row is grad_mismatch at every dtype it traps at, and its w line names the trapped entry: got
+    nan, the exact value beside it (the float32 row hid it behind cannot_decide)."""
+    [edge] = [e for e in EDGES if e.name == f"where_trap_{name}"]
+    for r in check(edge, dtype).results:
+        [line] = _nonfinite_lines(r)
+        assert (r.status, line.name, line.index) == ("grad_mismatch", "w", (0,)), r.report
+        assert "at [0]: got nan, want" in r.report and "wrong at any precision" in r.report, r.report
+
+
+def test_a_float32_loss_overflow_stays_undecided_with_its_reason() -> None:
+    """float32_overflow: the float32 forward itself overflows (exp(100) * 1e-40), so w[0]'s entry has
+    no float32 value: cannot_decide, saying why and naming the entry, never a mismatch line."""
+    [edge] = [e for e in EDGES if e.name == "float32_overflow"]
+    for r in check(edge, "float32").results:
+        assert r.status == "cannot_decide", r.report
+        assert "float32 cannot hold it" in r.report and "cannot decide them at [0] (got " in r.report, r.report
+        assert not [e for e in r.grad_errors if e.status in ("mismatch", "missing")], r.report
+
+
+def test_lines_under_an_undecided_forward_agree_with_the_row() -> None:
+    """ill_conditioned_forward at float32: the forward is undecided (condition ~1e5), the w line was
+    'mismatch' against the float64 bound under a cannot_decide row; now undecided against what float32
+    rounding alone does."""
+    [edge] = [e for e in EDGES if e.name == "ill_conditioned_forward"]
+    for r in check(edge, "float32").results:
+        assert r.status == "cannot_decide", r.report
+        statuses = {e.name: e.status for e in r.grad_errors}
+        assert "mismatch" not in statuses.values() and statuses["w"] == "cannot_decide", r.report
+        assert "within what float32 rounding alone does" in r.report, r.report

@@ -118,3 +118,22 @@ def test_a_planted_gradient_at_the_kink_is_a_mismatch(name: str, dtype: str) -> 
     lo, hi = w.want - w.oracle_error * w.scale, w.want + w.oracle_error * w.scale
     assert (w.status, w.index) == ("mismatch", (0,)) and not lo <= w.got <= hi, w
     assert all(r.status in {"ok", "cannot_decide", "subgradient_differs"} for r in rows(report, "jax_loop"))
+
+
+# ---- issue 49: a planted NaN derivative, finite value, where the exact derivative is finite ----
+def nan_derivative(ops, c):
+    """c, with a NaN derivative: sqrt at 0 in a where's unselected branch (0 * inf in the backward)."""
+    d = c - ops.stop_gradient(c)
+    return c + ops.where(d > 1.0, ops.sqrt(d), 0.0)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("edge", EDGES, ids=lambda e: e.name)
+def test_a_planted_nan_gradient_is_a_mismatch(edge: Edge, dtype: str) -> None:
+    """Beside every edge (a float32 loss overflow included: the planted entries do not overflow), torch's
+    NaN is grad_mismatch at both dtypes with a line naming a non-finite entry; jax keeps the edge's verdict."""
+    report = check(edge, dtype, functools.partial(edge.step, plant=torch_only(nan_derivative)))
+    for r in rows(report, "torch_loop"):
+        assert r.status == "grad_mismatch", str(report)
+        assert any(e.status == "mismatch" and not np.isfinite(e.got) for e in r.grad_errors), r.report
+    assert all(r.status in edge.expected[dtype] for r in rows(report, "jax_loop")), str(report)

@@ -159,12 +159,13 @@ def judge(
             result.oracle_kind, result.oracle_source = finer.kind, finer.source
         else:
             result.report += "\n(the same at 50 digits: float64 rounding does not explain the difference)"
+    rounded = False  # the lines are judged with what float32 rounding alone does
     if dtype == "float32" and (result.status in WRONG_GRADIENTS or _wrong_lines(result)) and not autocast:
         # float64 only is refined above, so bounds and condition are still those of `oracle`
-        _with_rounding_bounds(
+        rounded = _with_rounding_bounds(
             result, model, case, oracle=oracle, names=names, bounds=bounds, tol=tol, condition=condition
         )
-    _lines_under_undecided_forward(result)
+    _lines_under_undecided_forward(result, rounded=rounded)
     if result.status == Status.CANNOT_DECIDE:
         _at_differentiable_kinks(result, model, case, oracle=oracle, names=names, tol=tol, dtype=dtype)
     if result.status != Status.OK and oracle.reason:
@@ -242,17 +243,18 @@ def _with_rounding_bounds(
     bounds: Mapping[str, np.ndarray],
     tol: Tolerance,
     condition: float,
-) -> None:
+) -> bool:
     """Re-judge a failing float32 row with what float32 rounding alone does to these gradients
     (check/low_precision.py) added to the oracle's bounds: a difference that a correct float32
-    computation also makes is cannot_decide, not a wrong gradient."""
+    computation also makes is cannot_decide, not a wrong gradient. False where the float32 tape
+    could not run (the row is left as it was)."""
     try:
         loss32, tape = float32_tape(model, case, names)
     except Exception as exc:  # a step the float32 tape cannot run (an op outside the ops namespace)
         result.report += (
             f"\n(no float32 rounding bound: the float32 reference tape failed: {type(exc).__name__}: {exc})"
         )
-        return
+        return False
     # An entry float32 cannot hold (the float32 loss itself overflows through it, or the exact value is
     # beyond float32's range: low_precision.float32_holds) has no value to compare a driver's with: it
     # cannot be decided. Where float32 holds it but the tape's own derivative is not finite (0 * inf behind
@@ -289,6 +291,7 @@ def _with_rounding_bounds(
         result.report = describe(errors, result.loss_error, tol, condition) + _forward_note(result) + note
     else:
         result.report += note + ", and the difference is beyond it"
+    return True
 
 
 def _wrong_lines(result: Check) -> bool:
@@ -299,16 +302,24 @@ def _wrong_lines(result: Check) -> bool:
     )
 
 
-def _lines_under_undecided_forward(result: Check) -> None:
-    """A cannot_decide row whose input lines still say mismatch or missing (its forward is undecided:
-    rounding at its dtype alone can move the loss beyond the tolerance, so a correct implementation's
-    gradients move too): a non-finite gradient where the oracle's is finite is wrong whatever the
-    forward (grad_mismatch, the entry named); any other such line says undecided, with the bound it
-    was judged by, so that the lines agree with the row."""
-    if result.status != Status.CANNOT_DECIDE:
+def _lines_under_undecided_forward(result: Check, *, rounded: bool) -> None:
+    """A cannot_decide row whose input lines still say mismatch or missing: its forward is undecided
+    (rounding at its dtype alone can move the loss beyond the tolerance, compare.verdict), and it
+    stopped there. The gradients still decide where they can, as after check/forward.py: a non-finite
+    gradient where the oracle's is finite is wrong whatever the forward, and so is one beyond what
+    float32 rounding alone does to it (`rounded`: the lines were judged with that bound) --
+    grad_mismatch, the entry named. Any other such line (float64, no float32 bound) says undecided,
+    so that the lines agree with the row."""
+    if result.status != Status.CANNOT_DECIDE or not _wrong_lines(result):
         return
-    if any(e.status == InputStatus.MISMATCH and e.detail == NOT_FINITE for e in result.errors):
+    wrong = [e for e in result.errors if e.status in (InputStatus.MISMATCH, InputStatus.MISSING)]
+    if rounded or any(e.detail == NOT_FINITE for e in wrong):
         result.status = Status.GRAD_MISMATCH
+        result.report += (
+            "\nthe forward is undecided, but the gradient of "
+            + ", ".join(e.name for e in wrong)
+            + " is beyond what rounding alone does to it: wrong"
+        )
         return
     for i, err in enumerate(result.errors):
         if err.status not in (InputStatus.MISMATCH, InputStatus.MISSING):
