@@ -140,6 +140,17 @@ class Plant:
     paths: tuple[str, ...] = PATHS
 
 
+def _nan_at_first_entry(grads: dict) -> dict:
+    """The first compared gradient with its first entry NaN (issue 49: wrong at every dtype)."""
+    out, done = dict(grads), False
+    for name, g in grads.items():
+        if g is not None and np.size(g) and not done:
+            g = np.array(g, copy=True)
+            g.flat[0] = np.nan
+            out[name], done = g, True
+    return out
+
+
 PLANTS = (
     Plant("plant_zeroed_carry_cotangent", zeroed_carry_cotangent),
     Plant("plant_truncated_bptt", truncated_bptt),
@@ -148,6 +159,7 @@ PLANTS = (
     Plant("plant_detached_buffer_writes", detached_buffer_writes),
     Plant("plant_params_detached_last_step", params_detached_last_step),
     Plant("plant_scaled_gradient", grads=lambda g: {k: None if v is None else v * 1.001 for k, v in g.items()}),
+    Plant("plant_nan_gradient", grads=_nan_at_first_entry),
     Plant("plant_halved_hvp", hvp_scale=0.5, order=2),
     Plant("plant_lane0_under_expanded_cotangent", lane0_under_expanded_cotangent),
     Plant("plant_wrong_in_second_recurrence", wrong_in_second_recurrence, paths=("run",)),
