@@ -70,7 +70,8 @@ def _judge_input(
     bound = np.where(unknown, 0.0, bound)
     # how far each entry is from the oracle's error interval; an unbounded entry (the loss is not
     # smooth at the finite-difference step) contains every finite gradient, never a NaN / inf one
-    beyond = np.where(np.isfinite(bound), diff - bound, np.where(np.isfinite(diff), -np.inf, np.inf))
+    with np.errstate(invalid="ignore"):  # inf - inf where the bound is infinite: the branch not taken
+        beyond = np.where(np.isfinite(bound), diff - bound, np.where(np.isfinite(diff), -np.inf, np.inf))
     allowed = t.max_rel_error * scale
     # the entry shown: the one furthest beyond the oracle's interval where that decides (a
     # mismatch), else the largest difference (what cannot be decided, or the worst agreement)
