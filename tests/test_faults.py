@@ -336,6 +336,28 @@ def test_internal_error_is_one_line_exit_1_with_the_traceback_saved(tmp_path: Pa
     assert line.endswith(f"{saved})") and "second line" in saved.read_text() and "in broken" in saved.read_text()
 
 
+def test_two_internal_errors_in_one_second_keep_two_traceback_files(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The file's name is the second and the pid: a second error of the same process in the same
+    second (main() called twice by a library user or a test) takes the next free name rather than
+    failing to save, and the names sort in the order written (the newest 50 are kept by name)."""
+    messages = iter(["first bug", "second bug"])
+
+    def broken(args):
+        raise ValueError(next(messages))
+
+    one_second = time.localtime()
+    real_strftime = time.strftime
+    monkeypatch.setattr(time, "strftime", lambda fmt, t=None: real_strftime(fmt, one_second))
+    monkeypatch.setattr(cli_list, "run", broken)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cli.main(["list"]) == 1 and cli.main(["list"]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all("(full traceback: " in line for line in lines), lines
+    saved = sorted((tmp_path / "rnnbench" / "tracebacks").iterdir())
+    assert [line.endswith(f"{path})") for line, path in zip(lines, saved)] == [True, True], (lines, saved)
+    assert ["first bug" in saved[0].read_text(), "second bug" in saved[1].read_text()] == [True, True]
+
+
 def test_internal_error_prints_the_traceback_where_it_cannot_be_saved(tmp_path: Path, monkeypatch, capsys) -> None:
     def broken(args):
         raise RuntimeError("bug")

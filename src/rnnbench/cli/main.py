@@ -15,6 +15,7 @@ import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from rnnbench import record, results_file
 from rnnbench.cli import bugs, compare, env, fuzz, options, report, run, sweep, table, versions
@@ -71,6 +72,20 @@ def _say(line: str) -> None:
         pass
 
 
+def _new_traceback_file(folder: Path) -> tuple[Path, TextIO]:
+    """A file of its own in `folder`, opened for writing: date-time-pid.txt, or date-time-pid_NNN.txt
+    where an earlier error of this process in the same second took that name (`x`: never overwritten).
+    The names sort in the order they were taken ('.' < '_'), which the pruning of old ones relies on."""
+    stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    for n in range(1000):
+        path = folder / (f"{stem}.txt" if n == 0 else f"{stem}_{n:03d}.txt")
+        try:
+            return path, open(path, "x")
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free traceback file name", str(folder / f"{stem}_*.txt"))
+
+
 def _internal_error(exc: BaseException, argv: list[str]) -> int:
     """One line naming the exception and the file its traceback is saved in (the newest 50 kept);
     where no file can be written, the traceback itself. Exit code 1."""
@@ -81,13 +96,13 @@ def _internal_error(exc: BaseException, argv: list[str]) -> int:
         cache = os.environ.get("XDG_CACHE_HOME", "")
         folder = (Path(cache) if os.path.isabs(cache) else Path.home() / ".cache") / "rnnbench" / "tracebacks"
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
-        with open(path, "x") as f:
+        path, f = _new_traceback_file(folder)
+        with f:
             f.write(
                 f"rnnbench {' '.join(argv)}\npython {sys.version.split()[0]} on {sys.platform}, "
                 f"{time.strftime('%Y-%m-%d %H:%M:%S %z')}\n\n{text}"
             )
-        # keep the newest 50: only files of this function's own name (date-time-pid.txt) in rnnbench's
+        # keep the newest 50: only files of this function's own name (date-time-pid[_NNN].txt) in rnnbench's
         # cache; a folder is never removed here, so no owned-folder marker is needed (rnnbench.processes.owned)
         for old in sorted(folder.glob("[0-9]*-[0-9]*-[0-9]*.txt"))[:-50]:
             old.unlink(missing_ok=True)
