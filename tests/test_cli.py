@@ -349,3 +349,73 @@ def test_fuzz_without_any_framework_names_the_extras(monkeypatch, tmp_path: Path
     assert "\n" not in line and "no driver can fuzz here" in line, line
     assert "`pip install 'rnnbench[jax]'` or `pip install 'rnnbench[torch]'`" in line, line
     assert not (tmp_path / "f.jsonl").exists()
+
+
+def _list_lines(tmp_path: Path, monkeypatch, capsys, columns: int = 1000) -> list[str]:
+    """`rnnbench list`'s lines with no environment but main created (an empty cache, no torch_xla
+    interpreter), `columns` wide: wide enough, every entry is one line."""
+    from rnnbench.cli.main import main
+    from rnnbench.machine import environments
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv(environments.XLA_PYTHON_VAR, str(tmp_path / "no-xla" / "bin" / "python"))
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["list"]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def _drivers_section(lines: list[str]) -> list[str]:
+    start = next(i for i, line in enumerate(lines) if line.startswith("drivers:"))
+    end = next((i for i, line in enumerate(lines) if i > start and not line.startswith(" ")), len(lines))
+    return lines[start + 1 : end]
+
+
+def test_list_says_one_line_per_driver_and_how_to_create_each_missing_environment_once(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """Every driver is one line: its name, the environments it runs in (those it cannot run in now
+    marked *) and its summary. Each environment not created is said once, below: the command that
+    creates it and the interpreter it would be, not under every driver that needs it."""
+    from rnnbench import registry
+    from rnnbench.cli.list import UNAVAILABLE_MARK
+    from rnnbench.machine import environments
+
+    lines = _list_lines(tmp_path, monkeypatch, capsys)
+    drivers = registry.drivers()
+    section = _drivers_section(lines)
+    assert [line.split()[0] for line in section] == list(drivers), section
+    envs = environments.environments()
+    for line, d in zip(section, drivers.values()):
+        shown = line.split()[1].strip("[]").split(",")
+        expected = [n + ("" if n == "main" else UNAVAILABLE_MARK) for n in envs if environments.runs(d, n)]
+        assert shown == expected and line.endswith(d.summary), (line, expected)
+    missing = [env for env in envs.values() if env.name != "main"]
+    assert missing and all(env.missing_reason() for env in missing)
+    for env in missing:
+        said = [line for line in lines if f"`{env.create_command}`" in line]
+        assert len(said) == 1 and env.python in said[0] and said[0].split()[0] == env.name, (env.name, said)
+    assert not any("unavailable" in line for line in lines), "the old per-driver block"
+
+
+def test_list_says_a_drivers_own_reason_in_this_interpreter_once(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A framework missing from this interpreter marks main on each of its drivers, and each reason
+    is one line naming the drivers it stops (not a line under each driver)."""
+    from rnnbench import registry
+    from rnnbench.cli.list import UNAVAILABLE_MARK
+    from rnnbench.drivers.base import Framework
+
+    def available(self: Framework) -> str | None:
+        return f"python package '{self.module}' is not installed" if self.family == "jax" else None
+
+    monkeypatch.setattr(Framework, "available", available)
+    lines = _list_lines(tmp_path, monkeypatch, capsys)
+    jax = [n for n, d in registry.drivers().items() if d.framework.family == "jax" and "main" in d.environments]
+    assert jax
+    for line in _drivers_section(lines):
+        name, shown = line.split()[0], line.split()[1].strip("[]").split(",")
+        if "main" in registry.get_driver(name).environments:
+            assert shown[0] == ("main" + UNAVAILABLE_MARK if name in jax else "main"), line
+    said = [line for line in lines if "is not installed" in line]  # one per reason: jax's, flax's
+    assert all(line.startswith("unavailable in main") for line in said), said
+    named = [n for line in said for n in line.rsplit(": ", 1)[1].split(", ")]
+    assert sorted(named) == sorted(jax), said  # each driver once

@@ -8,11 +8,17 @@ from rnnbench.cli.main import main
 
 
 @pytest.mark.parametrize("columns", [80, 120])
-def test_list_fits_the_terminal(columns: int, monkeypatch, capsys) -> None:
+def test_list_fits_the_terminal(columns: int, tmp_path, monkeypatch, capsys) -> None:
+    from rnnbench.machine import environments
+
+    # no environment but main created: the lines that say how to create each (long paths) fit too
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv(environments.XLA_PYTHON_VAR, str(tmp_path / "no-xla" / "bin" / "python"))
     monkeypatch.setenv("COLUMNS", str(columns))
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "models:" in lines and "drivers:" in lines
+    assert "models:" in lines and any(line.startswith("drivers:") for line in lines)
+    assert any(line.startswith("environments not created here") for line in lines)
     assert max(len(line) for line in lines) <= columns, max(lines, key=len)
     assert any(line.startswith("  torch_loop") and line.split()[0] == "torch_loop" for line in lines)
 
