@@ -46,6 +46,8 @@ class Case:
     or None when the recurrence has only a trip count. consts: non-trainable arrays the loss uses.
     The gradients compared are d loss / d params, plus d loss / d carry0 leaves flagged in
     `carry0_requires_grad` (named "carry0.<leaf>"), plus d loss / d xs when `xs_requires_grad`.
+    xs and carry0 leaves may be integer arrays (token ids, counters): kept integer by every driver
+    and oracle, never rounded, never differentiated (their flags are False).
     """
 
     model: str
@@ -78,7 +80,7 @@ class Case:
         np_dtype = numpy_dtype(dtype)
 
         def r(a: np.ndarray) -> np.ndarray:
-            return np.asarray(a).astype(np_dtype).astype(np.float64)
+            return a if is_integer(a) else np.asarray(a).astype(np_dtype).astype(np.float64)
 
         return dataclasses.replace(
             self,
@@ -87,6 +89,12 @@ class Case:
             xs=None if self.xs is None else r(self.xs),
             consts={k: r(v) for k, v in self.consts.items()},
         )
+
+
+def is_integer(a: Any) -> bool:
+    """Whether `a` is an integer numpy array (or number): an index or a count, never differentiated
+    and never rounded to a float dtype."""
+    return isinstance(a, (np.ndarray, np.integer)) and a.dtype.kind in "iu"
 
 
 def numpy_dtype(dtype: str) -> Any:

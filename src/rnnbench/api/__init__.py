@@ -33,9 +33,9 @@ from rnnbench import losses as loss_forms
 from rnnbench import registry
 from rnnbench.api.process_state import keeps_callers_settings
 from rnnbench.api.report import DriverResult, RecurrenceReport
-from rnnbench.api.trees import Tree, flatten, is_flat
+from rnnbench.api.trees import Tree, flatten, is_flat, leaf_name
 from rnnbench.api.validate import DTYPES, Checked, Inputs, left_out_by_default, validate
-from rnnbench.model import Case, Model
+from rnnbench.model import Case, Model, is_integer
 from rnnbench.status import OracleKind, Status
 
 __all__ = ["DTYPES", "DriverResult", "RecurrenceReport", "check_recurrence"]
@@ -137,7 +137,7 @@ def _check(given: Inputs) -> RecurrenceReport:
         oracle=None if given.oracle == AUTO else given.oracle,
     )
     left_out = _would_run(base, left_out_by_default(given.drivers), given.dtype, given.device)
-    return RecurrenceReport(given.dtype, oracle_kind, results, left_out)
+    return RecurrenceReport(given.dtype, oracle_kind, results, left_out, integer=integer_leaves(given, checked))
 
 
 def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
@@ -166,17 +166,20 @@ def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
             """The user's loss on the trees: ys (T, total) unpacked to (T, ...) per output leaf."""
             return given.loss(ops, consts, y_tree.unpack(ops, ys, leading=(ys.shape[0],)), carry_tree.unflatten(carry))
 
+    # an integer leaf (token ids, a counter) stays integer and has no gradient (RecurrenceReport.integer)
+    carry0 = tuple(_canonical(c) for c in carry_tree.leaves)
+    xs = None if xs_tree is None else xs_tree.pack_sequence()
     case = Case(
         model="user",
         sizes={"T": T},
         seed=given.seed,
         params={n: np.asarray(v, dtype=np.float64) for n, v in zip(params_tree.names(), params_tree.leaves)},
-        carry0=tuple(np.asarray(c, dtype=np.float64) for c in carry_tree.leaves),
-        xs=None if xs_tree is None else xs_tree.pack_sequence(),
+        carry0=carry0,
+        xs=xs,
         length=T,
         consts=dict(given.consts or {}),
-        carry0_requires_grad=checked.carry0_flags,
-        xs_requires_grad=bool(given.xs_requires_grad),
+        carry0_requires_grad=tuple(f and not is_integer(c) for f, c in zip(checked.carry0_flags, carry0)),
+        xs_requires_grad=bool(given.xs_requires_grad) and not is_integer(xs),
     ).rounded_to(given.dtype)
     base = Model(
         name="user",
@@ -188,6 +191,20 @@ def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
         loss=loss or loss_forms.weighted,
     )
     return base, case
+
+
+def _canonical(leaf: Any) -> np.ndarray:
+    """A user's array as the suite holds it: float64, or int64 for an integer array (an index)."""
+    a = np.asarray(leaf)
+    return a.astype(np.int64) if is_integer(a) else a.astype(np.float64)
+
+
+def integer_leaves(given: Inputs, checked: Checked) -> tuple[str, ...]:
+    """The integer leaves of carry0 and xs, as the user indexes them: kept integer, never differentiated."""
+    bare = not isinstance(given.carry0, (tuple, list, dict))
+    carry = [("carry0" if bare else leaf_name("carry0", path), leaf) for path, leaf in flatten(checked.carry0)]
+    xs = [] if given.xs is None else [(leaf_name("xs", path), leaf) for path, leaf in flatten(given.xs)]
+    return tuple(name for name, leaf in (*carry, *xs) if is_integer(np.asarray(leaf)))
 
 
 def _would_run(base: Model, names: tuple[str, ...], dtype: str, device: str) -> tuple[str, ...]:

@@ -67,6 +67,10 @@ VALUE_PROBLEMS: dict[str, str] = {
     "scalar_xs": "{where} is a scalar; every xs leaf needs a leading time dimension, (T, ...){hint}",
     "xs_lengths": "xs leaves have different leading (time) dimensions: {steps}; every xs leaf is (T, ...) with one T",
     "zero_steps": "xs has zero steps (leading dimension 0); give at least one step",
+    "xs_mixed": (
+        "xs mixes integer leaves ({ints}) with float leaves ({floats}): every driver scans xs as one "
+        "array per step, all integer (indices) or all float; give the integer leaves alone as xs"
+    ),
     "length_value": "length must be a positive number of steps, got {length}",
     "length_xs": (
         "length={length} contradicts xs, whose leaves have {steps} steps (leading dimension); "
@@ -96,6 +100,10 @@ VALUE_PROBLEMS: dict[str, str] = {
     ),
     "output_unreadable": "{where} is a {type} that numpy cannot read; the step must return arrays",
     "output_dtype": "{where} is an array of dtype {dtype}; the step must return {want} array there",
+    "carry_kind": (
+        "{where} is an array of dtype {dtype} but carry0's leaf is {want}; the step must keep an integer "
+        "carry leaf integer and a float one float (a scan's carry keeps its dtype)"
+    ),
     "loss_shape": "loss must return a scalar (shape ()); it returned shape {shape}: reduce it, e.g. with ops.sum",
     "step_writes_input": (
         "the step writes into its input `{where}` in place at step {t} (e.g. h += x or w[...] = ...): "

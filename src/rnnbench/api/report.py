@@ -44,6 +44,7 @@ class RecurrenceReport:
     oracle_kind: str
     results: list[DriverResult]
     left_out: tuple[str, ...] = ()  # drivers the default selection did not run (torch.compile ones)
+    integer: tuple[str, ...] = ()  # integer leaves of carry0 and xs (indices): kept integer, no gradient
 
     @property
     def ok(self) -> bool:
@@ -115,7 +116,12 @@ class RecurrenceReport:
         not_run = (
             f"\nnot run (slow to compile; drivers='all' runs them): {', '.join(self.left_out)}" if self.left_out else ""
         )
+        integer = (
+            f"\ninteger leaves (indices; kept integer, no gradient by definition): {', '.join(self.integer)}"
+            if self.integer
+            else ""
+        )
         return (
             f"\nok: {self.ok}\ntrusted drivers: {', '.join(self.trusted_drivers) or 'none'}"
-            f"\nknown wrong (registered upstream bugs): {wrong or 'none'}{not_run}"
+            f"\nknown wrong (registered upstream bugs): {wrong or 'none'}{not_run}{integer}"
         )

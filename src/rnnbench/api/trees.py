@@ -58,11 +58,14 @@ class Tree:
         return rebuild(self.template, iter(leaves))
 
     def pack_sequence(self) -> np.ndarray:
-        """(T, ...) leaves -> (T, total) float64."""
+        """(T, ...) leaves -> (T, total): float64, or int64 where every leaf is an integer array (token
+        ids: indices stay indices; validate refuses a tree that mixes the two)."""
+        integer = all(np.asarray(leaf).dtype.kind in "iu" for leaf in self.leaves)
+        dtype = np.int64 if integer else np.float64
         if self.single:
-            return np.asarray(self.leaves[0], dtype=np.float64)
+            return np.asarray(self.leaves[0], dtype=dtype)
         T = len(self.leaves[0])
-        return np.concatenate([np.asarray(leaf, np.float64).reshape(T, -1) for leaf in self.leaves], axis=1)
+        return np.concatenate([np.asarray(leaf, dtype).reshape(T, -1) for leaf in self.leaves], axis=1)
 
     def unpack(self, ops, packed, leading: tuple = ()) -> Any:
         """One packed vector (leading = ()) or a packed sequence (leading = (T,)) -> the tree."""

@@ -17,6 +17,7 @@ from rnnbench.api.trees import Tree, flatten, is_flat, leaf_name, rebuild
 from rnnbench.losses import CHECKED, MODEL_LOSS, form_named
 from rnnbench.model import (
     DTYPES,  # the dtypes check_recurrence runs at (rnnbench.api.DTYPES: the one list, its order)
+    is_integer,
     numpy_dtype,
 )
 from rnnbench.ops import numpy_ops
@@ -282,6 +283,10 @@ def _xs_steps(xs: Any, np_dtype: Any) -> int:
     T = next(iter(counts.values()))
     if T == 0:
         raise problem("zero_steps")
+    ints = [w for w, a in arrays if is_integer(a)]
+    if ints and len(ints) < len(arrays):
+        floats = [w for w, a in arrays if not is_integer(a)]
+        raise problem("xs_mixed", ints=", ".join(ints), floats=", ".join(floats))
     for where, a in arrays:
         finite(a, where, np_dtype)
     return T
@@ -376,6 +381,9 @@ def _new_carry(t: int, new: Any, carry: Any, hint: str) -> Any:
     for (_, leaf), (p0, want_leaf) in zip(new_items, want_items):
         where = label("new_carry", t=t, leaf=leaf_name("carry", p0))
         a = output_array(leaf, where, floats=False)
+        if is_integer(a) != is_integer(np.asarray(want_leaf)):
+            want = "an integer array" if is_integer(np.asarray(want_leaf)) else "a float array"
+            raise problem("carry_kind", where=where, dtype=a.dtype, want=want)
         if a.shape != np.shape(want_leaf):
             raise problem("carry_shape", where=where, shape=a.shape, want=np.shape(want_leaf), hint=hint)
         leaves.append(finite(a, where, why=label("carry_finite")))
@@ -430,7 +438,8 @@ def forward(step, *, loss, params, carry, xs, consts, T: int, np_dtype: Any, bar
     Returns step 0's output (the shape of y_t)."""
 
     def rounded(leaf):
-        return np.asarray(leaf).astype(np_dtype).astype(np.float64)
+        a = np.asarray(leaf)
+        return a.astype(np.int64) if is_integer(a) else a.astype(np_dtype).astype(np.float64)
 
     hint = label("bare_carry_hint") if bare else ""
     ops = numpy_ops()

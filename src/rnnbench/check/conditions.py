@@ -11,7 +11,7 @@ import numpy as np
 
 from rnnbench.check.compare import compare_grads, verdict
 from rnnbench.check.tolerance import at_loss_scale, tolerance
-from rnnbench.model import Case, Model, loop_recur, rollout, run_forward
+from rnnbench.model import Case, Model, is_integer, loop_recur, rollout, run_forward
 from rnnbench.ops import forward_pass, numpy_ops, torch_ops
 from rnnbench.status import OracleKind, Status
 
@@ -192,7 +192,8 @@ def expanded_carry_cotangents(model: Model, case: Case) -> list[int]:
             expanded.append(max(lanes))
 
     for leaf in leaves:
-        leaf.register_hook(seen)
+        if leaf.requires_grad:  # an integer leaf has no gradient to see
+            leaf.register_hook(seen)
     consts = {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in case.consts.items()}
     loss = model.loss(torch_ops(), consts, _leaf(ys), tuple(leaves))
     if isinstance(loss, torch.Tensor) and loss.requires_grad:
@@ -221,10 +222,11 @@ def _step_graph(model: Model, case: Case) -> tuple[bool, bool, bool]:
     outputs = [o for o in (*new, y) if isinstance(o, torch.Tensor)]
     returns_param = any(o is p for o in outputs for p in params.values())
     with_grad = [o for o in outputs if o.requires_grad]
+    differentiated = [c for c in carry if c.requires_grad]  # an integer leaf has no gradient
     grads = (
-        torch.autograd.grad(with_grad, carry, [torch.ones_like(o) for o in with_grad], allow_unused=True)
+        torch.autograd.grad(with_grad, differentiated, [torch.ones_like(o) for o in with_grad], allow_unused=True)
         if with_grad
-        else [None] * len(carry)
+        else [None] * len(differentiated)
     )
     return len(with_grad) < len(outputs), any(g is None for g in grads), returns_param
 
@@ -339,7 +341,11 @@ def _pow_exponent_exactly_zero(model: Model, case: Case) -> bool:
 
 
 def _leaf(a, grad: bool = False):
-    """A float64 torch tensor of `a` (an eager step's input), requiring grad or not."""
+    """A float64 torch tensor of `a` (an eager step's input), requiring grad or not; an integer
+    array (token ids, a counter) as an int64 tensor, never requiring grad."""
     import torch
+
+    if is_integer(a):
+        return torch.tensor(np.asarray(a), dtype=torch.int64)
 
     return torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=grad)

@@ -23,7 +23,7 @@ import numpy as np
 from rnnbench.check import dual, kink_log
 from rnnbench.check.finite_diff import input_value
 from rnnbench.errors import InputError
-from rnnbench.model import Case, Model, rollout
+from rnnbench.model import Case, Model, is_integer, rollout
 
 CHUNK = 512  # tangent columns per forward pass
 MP_DIGITS = 50  # extended precision: far beyond what float64 inputs and a fuzz-sized body need
@@ -66,14 +66,21 @@ def precision(extended: bool) -> Iterator[Callable[[Any], Any]]:
 
 
 def _loss(model: Model, case: Case, leaf: Callable[[str, Any], Any], conv: Callable[[Any], Any]) -> Any:
-    """The model's loss with every input made by leaf(name, base value)."""
+    """The model's loss with every input made by leaf(name, base value). An integer input (token
+    ids, a counter) stays the integer array it is: an index, with no tangent."""
     ops = dual.dual_ops()
+    conv = _keeping_integers(conv)
     params = {k: leaf(k, conv(v)) for k, v in case.params.items()}
     carry0 = tuple(leaf(f"carry0.{n}", conv(c)) for n, c in zip(model.carry_names, case.carry0))
     xs = None if case.xs is None else leaf("xs", conv(case.xs))
     consts = {k: conv(v) for k, v in case.consts.items()}
     ys, carry = rollout(ops, model, params, carry0=carry0, xs=xs, length=case.length)
     return model.loss(ops, consts, ys, carry)
+
+
+def _keeping_integers(conv: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """conv for float inputs; an integer array passes unconverted (float64 or mpmath values cannot index)."""
+    return lambda x: x if is_integer(x) else conv(x)
 
 
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the rnnbench package

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.model import Case, Model, rollout
+from rnnbench.model import Case, Model, is_integer, rollout
 from rnnbench.ops import Ops
 
 ROUNDING_SAFETY = 10.0  # different float32 implementations round in different orders
@@ -294,8 +294,9 @@ def backward(loss: Var) -> None:
 def _float32_forward(model: Model, case: Case) -> tuple[Var, dict[str, Var | None]]:
     """The loss on the tape, and the input leaves by compared-input name."""
     params = {k: Var(v) for k, v in case.params.items()}
-    carry0 = tuple(Var(c) for c in case.carry0)
-    xs = None if case.xs is None else Var(case.xs)
+    # an integer input (token ids, a counter) stays an integer array: an index, off the tape
+    carry0 = tuple(c if is_integer(c) else Var(c) for c in case.carry0)
+    xs = None if case.xs is None else case.xs if is_integer(case.xs) else Var(case.xs)
     ops = float32_ops()
     with np.errstate(all="ignore"):  # an overflow is the answer here (an infinite float32 loss), not a warning
         ys, carry = rollout(ops, model, params, carry0=carry0, xs=xs, length=case.length)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from rnnbench.drivers.base import DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
-from rnnbench.model import Case, Model, numpy_dtype
+from rnnbench.model import Case, Model, is_integer, numpy_dtype
 from rnnbench.ops import numpy_ops
 
 
@@ -352,7 +352,11 @@ def model_arrays(model: Model, case: Case, dtype: str, device: str):
     wrt = case.wrt_names(model.carry_names)
 
     def put(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
-        return {k: jax.device_put(jnp.asarray(v, dtype=jdtype), dev) for k, v in arrays.items()}
+        # an integer array (token ids, a counter) stays integer: an index, never differentiated
+        return {
+            k: jax.device_put(jnp.asarray(v, dtype=jnp.int64 if is_integer(v) else jdtype), dev)
+            for k, v in arrays.items()
+        }
 
     flat = flat_inputs(model, case)
     diff = put({k: v for k, v in flat.items() if k in wrt})

@@ -13,7 +13,7 @@ import numpy as np
 from rnnbench.drivers._torch_compile import compiles_kept, reset_dynamo
 from rnnbench.drivers._torch_settings import keep_torch_settings, set_threads, threads_in_use
 from rnnbench.drivers.base import DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
-from rnnbench.model import Case, Model
+from rnnbench.model import Case, Model, is_integer
 
 
 def device_missing(device: str) -> str | None:
@@ -219,11 +219,15 @@ def torch_dtype(dtype: str):
 
 
 def as_tensors(arrays: Mapping[str, np.ndarray], dtype: str, device: str, wrt: list[str]) -> dict[str, Any]:
-    """Leaf tensors by canonical name; those named in `wrt` require grad."""
+    """Leaf tensors by canonical name; those named in `wrt` require grad. An integer array (token
+    ids, a counter) stays an integer tensor: an index, never differentiated (never in `wrt`)."""
     import torch
 
     out = {}
     for name, value in arrays.items():
+        if is_integer(value):
+            out[name] = torch.tensor(np.asarray(value), dtype=torch.int64, device=device)
+            continue
         t = torch.tensor(np.asarray(value), dtype=torch_dtype(dtype), device=device)
         out[name] = t.requires_grad_(name in wrt)
     return out
