@@ -60,6 +60,7 @@ def check_recurrence(
     losses: Sequence[str] | None = None,
     order: int = 2,
     oracle: str | None = None,
+    linear: Callable | None = None,
 ) -> RecurrenceReport:
     """Run `step` on the drivers and compare its gradients (and Hessian-vector products) with the
     oracle's, computed from the numpy forward (by default the ladder: exact dual numbers).
@@ -104,6 +105,12 @@ def check_recurrence(
             where float64 may not resolve the gradient, finite differences only where no
             derivative exists) or one rung forced: "dual", "dual_mp", "finite_differences".
             Default: `None`.
+        linear: `linear(ops, params, x) -> (a, b)`: the step declared as the elementwise linear
+            recurrence h_t = a_t * h_(t-1) + b_t on its one carry leaf h, with y_t = h_t (a minGRU,
+            an LRU), so the associative-scan drivers run it; x is one step's x_t (a, b of h's shape)
+            or the whole xs (every leaf (T, ...); a, b (T, *h.shape)). Checked against the step on
+            the case before any driver runs (InputError at the first disagreement); None: the
+            associative drivers call the step unavailable. Default: `None`.
 
     Bad input raises before any driver runs (rnnbench.api.validate; docs/api.md, "Input validation"):
     TypeError for a wrong type, rnnbench.errors.InputError (a ValueError) for a bad value.
@@ -111,7 +118,8 @@ def check_recurrence(
     # fmt: off
     given = Inputs(step=step, params=params, carry0=carry0, xs=xs, length=length, loss=loss, consts=consts,
                    carry0_requires_grad=carry0_requires_grad, xs_requires_grad=xs_requires_grad, dtype=dtype,
-                   drivers=drivers, device=device, seed=seed, losses=losses, order=order, oracle=oracle)
+                   drivers=drivers, device=device, seed=seed, losses=losses, order=order, oracle=oracle,
+                   linear=linear)
     # fmt: on
     return _check(given)
 
@@ -159,6 +167,14 @@ def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
         packed = y if y_tree.single else ops.concat([ops.reshape(leaf, (-1,)) for _, leaf in flatten(y)], axis=0)
         return tuple(leaf for _, leaf in flatten(new)), packed
 
+    linear = None
+    if given.linear is not None:
+
+        def linear(ops, flat_params, x):
+            """The declared coefficients on the suite's flat params and packed xs (T, total)."""
+            tree_params = params_tree.unflatten([flat_params[n] for n in params_tree.names()])
+            return given.linear(ops, tree_params, xs_tree.unpack(ops, x, leading=tuple(x.shape[:-1])))
+
     loss = None
     if given.loss is not None:
 
@@ -189,6 +205,7 @@ def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
         make_case=lambda s, seed: case,
         step=step,
         loss=loss or loss_forms.weighted,
+        linear_recurrence=linear,
     )
     return base, case
 

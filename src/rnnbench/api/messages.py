@@ -24,6 +24,7 @@ TYPE_PROBLEMS: dict[str, str] = {
     ),
     "length_type": "length is {length!r}; expected an int, the number of steps T",
     "consts_type": "consts is {type}; expected a dict of name -> array",
+    "linear_type": "linear is {type}; expected a function linear(ops, params, x) -> (a, b), or None",
     "step_return": "step must return (carry, y_t); at step {t} it returned {type} {out!r:.80}",
 }
 
@@ -105,6 +106,13 @@ VALUE_PROBLEMS: dict[str, str] = {
         "carry leaf integer and a float one float (a scan's carry keeps its dtype)"
     ),
     "loss_shape": "loss must return a scalar (shape ()); it returned shape {shape}: reduce it, e.g. with ops.sum",
+    # the declared linear recurrence (`linear`)
+    "linear_shape": "linear: {why}; an associative scan runs one elementwise recurrence h_t = a_t * h_(t-1) + b_t",
+    "linear_return": "linear({what}) returned {got}; expected (a, b), two arrays of shape {want}",
+    "linear_disagrees": (
+        "linear disagrees with the step at step {t}: {what} is {got:.17g} at index {index} where the step "
+        "gives {want:.17g}; declare the step's own coefficients (or call linear from the step)"
+    ),
     "step_writes_input": (
         "the step writes into its input `{where}` in place at step {t} (e.g. h += x or w[...] = ...): "
         "rnnbench needs a step that returns new values (h = h + x), or the drivers and the oracle see "
