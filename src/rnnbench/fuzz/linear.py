@@ -2,7 +2,11 @@
 A and B are expressions of the grammar (rnnbench.fuzz.grammar) over the parameters p0, p1 and the
 per-step input x, never over the carry, and without W @ . (the declared coefficients are evaluated
 on all T steps at once, (T, n), where a matrix-vector product per step is not the same
-expression). The decay sigmoid(A) lies in (0, 1), so no draw grows over the steps.
+expression). The decay is mostly sigmoid(A), in (0, 1); a share of the bodies draws an edge decay
+instead (DECAYS): exactly 0 (the carry forgotten: d h_t / d h_(t-1) = 0), exactly 1 (a running sum:
+nothing decays, the products of the decays stay 1 over every step), or a negative one, -sigmoid(A)
+or tanh(A) (the sign alternates over the steps). No draw has |decay| > 1, so none grows over the
+steps; a decay of exactly 1 sums the bounded drives, T of them at most.
 
 A linear body declares its coefficients (Body.linear = (decay, drive)); rnnbench.fuzz.cases gives
 its model Model.linear_recurrence from them, and only while its update and output are still exactly
@@ -38,12 +42,36 @@ def _coefficient(rng: random.Random, leaves: list[str]) -> tuple:
             return e
 
 
+# The decay's forms beside sigmoid(A): (name, the decay as an expression of A). Drawn from their own
+# stream, so the bodies that keep sigmoid(A) keep every expression and datum they had before these existed.
+DECAYS: tuple[tuple[str, Callable[[tuple], tuple]], ...] = (
+    ("zero", lambda a: ("const", 0.0)),
+    ("one", lambda a: ("const", 1.0)),
+    ("negative", lambda a: ("bin", "-", ("const", 0.0), ("un", "sigmoid", a))),
+    ("signed", lambda a: ("un", "tanh", a)),
+)
+EDGE_DECAY_SHARE = 0.4  # of the bodies: each edge form above on a tenth of the stream
+
+
+def decay_form(seed: int, index: int) -> str:
+    """Which decay body `index` of the stream for `seed` draws: "sigmoid" or a name of DECAYS."""
+    rng = random.Random(f"{STREAM}/decay/{seed}/{index}")
+    if rng.random() >= EDGE_DECAY_SHARE:
+        return "sigmoid"
+    return rng.choice(DECAYS)[0]
+
+
+def _decay(form: str, a: tuple) -> tuple:
+    return ("un", "sigmoid", a) if form == "sigmoid" else dict(DECAYS)[form](a)
+
+
 def generate(seed: int, index: int) -> Body:
     """Linear body number `index` of the stream for `seed`."""
     rng = random.Random(f"{STREAM}/{seed}/{index}")
     leaves = [*PARAM_VECTORS, "x"]
+    form = decay_form(seed, index)
     while True:
-        decay = ("un", "sigmoid", _coefficient(rng, leaves))
+        decay = _decay(form, _coefficient(rng, leaves))
         drive = _coefficient(rng, leaves)
         update = update_of(decay, drive)
         body = Body(
