@@ -157,6 +157,9 @@ class Model:
     suite: "core" (the benchmark comparison: `rnnbench run` by default, tested at every dtype) or
         "bugs" (bug-class cases from docs/bugs.md: `rnnbench run --suite bugs`, tested at float64, since
         the classes they target do not depend on the dtype).
+    integer_inputs: the inputs that are integer arrays, by canonical name ("xs", "carry0.<leaf>"): token
+        ids, counters; kept integer by every driver, never differentiated. A mechanism that cannot
+        run them says so (Driver.supports). Empty: every input is float.
     island_grads: compared inputs whose gradient flows only through `ops.fp32_island()` regions of
         the step; under bf16 autocast their semantics are float32, so they are checked at the float32
         tolerance while the rest get the bfloat16 one (docs/bugs.md §3). Empty: no island.
@@ -178,6 +181,7 @@ class Model:
     forward: Forward | None = None
     cotangent_consts: Callable[[np.ndarray, tuple], dict[str, np.ndarray] | None] | None = None
     linear_recurrence: LinearRecurrence | None = None
+    integer_inputs: tuple[str, ...] = ()
     suite: str = "core"
 
     def sizes_with_defaults(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:

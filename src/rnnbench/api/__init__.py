@@ -206,6 +206,11 @@ def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
         step=step,
         loss=loss or loss_forms.weighted,
         linear_recurrence=linear,
+        integer_inputs=tuple(
+            name
+            for name, a in (("xs", case.xs), *((f"carry0.{n}", c) for n, c in zip(carry_names, case.carry0)))
+            if is_integer(a)
+        ),
     )
     return base, case
 

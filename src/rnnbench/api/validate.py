@@ -497,7 +497,8 @@ def _agrees(got: Any, want: np.ndarray, scale: float, *, t: int, what: str) -> N
 def _coefficients(linear: Callable, ops: Any, params: Any, x: Any, shape: tuple, what: str) -> tuple:
     out = linear(ops, params, x)
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise problem("linear_return", what=what, got=f"{type(out).__name__} {out!r:.60}", want=shape)
+        got = f"a {type(out).__name__}" + (f" of shape {np.shape(out)}" if hasattr(out, "shape") else "")
+        raise problem("linear_return", what=what, got=got, want=shape)
     a, b = (np.asarray(c, dtype=np.float64) for c in out)
     if a.shape != shape or b.shape != shape:
         raise problem("linear_return", what=what, got=f"shapes {a.shape} and {b.shape}", want=shape)

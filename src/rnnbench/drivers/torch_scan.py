@@ -90,8 +90,17 @@ def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: st
     return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings)
 
 
+def supports_carry(model: Model) -> str | None:
+    """Driver.supports of the torch scan rows: torch's scan autograd counts a tangent for every carry
+    leaf, an integer one too, and then asserts (outs_to_grad != tangents), eager and compiled alike."""
+    integer = [n for n in model.integer_inputs if n.startswith("carry0.")]
+    if integer:
+        return f"torch scan's autograd cannot carry an integer leaf ({', '.join(integer)}): it asserts on the tangent count"
+    return None
+
+
 def _row(name: str, summary: str, config: ScanConfig, **fields) -> Driver:
-    fields = {"compiled": config.compiled, "second_order": not config.compiled, **fields}
+    fields = {"compiled": config.compiled, "second_order": not config.compiled, "supports": supports_carry, **fields}
     return configured(name, _torch.TORCH, summary, prepare=prepare, config=config, **fields)
 
 
