@@ -20,7 +20,8 @@ V, D, H, B, T = 7, 3, 4, 2, 5
 
 def _problem(per_step: tuple = (B,)):
     rng = np.random.default_rng(0)
-    params = {"E": 0.5 * rng.normal(size=(V, D)), "W": 0.5 * rng.normal(size=(D, H)), "U": 0.5 * rng.normal(size=(H, H))}
+    params = {"E": rng.normal(size=(V, D)), "W": rng.normal(size=(D, H)), "U": rng.normal(size=(H, H))}
+    params = {k: 0.5 * v for k, v in params.items()}
     tokens = rng.integers(0, V, size=(T, *per_step), dtype=np.int64)
     return params, (np.zeros((*per_step, H)),), tokens
 
@@ -81,7 +82,8 @@ class _WrongEmbedding(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         (tok,) = ctx.saved_tensors
-        grad = torch.zeros((ctx.rows, g.shape[-1]), dtype=g.dtype).index_add_(0, tok.reshape(-1), g.reshape(-1, g.shape[-1]))
+        rows = g.reshape(-1, g.shape[-1])
+        grad = torch.zeros((ctx.rows, g.shape[-1]), dtype=g.dtype).index_add_(0, tok.reshape(-1), rows)
         return 2.0 * grad, None
 
 

@@ -95,7 +95,9 @@ def validate(given: Inputs) -> Checked:
         bare=bare,
     )
     if given.linear is not None:
-        linear_declaration(given.step, given.linear, params=given.params, carry=carry, xs=given.xs, T=T, np_dtype=np_dtype)
+        linear_declaration(
+            given.step, given.linear, params=given.params, carry=carry, xs=given.xs, T=T, np_dtype=np_dtype
+        )
     return Checked(carry, length=T, carry0_flags=flags, drivers=driver_names, forms=forms, example_y=example_y)
 
 
@@ -514,7 +516,8 @@ def linear_declaration(step: Callable, linear: Callable, *, params, carry, xs, T
     disagreement, naming the step, the coefficient and the index."""
     leaves = flatten(carry)
     if len(leaves) != 1 or is_integer(np.asarray(leaves[0][1])):
-        raise problem("linear_shape", why=f"the carry has {len(leaves)} leaves; a linear recurrence has one float leaf h")
+        why = f"the carry has {len(leaves)} leaves; a linear recurrence has one float leaf h"
+        raise problem("linear_shape", why=why)
     if xs is None:
         raise problem("linear_shape", why="xs is None; the coefficients are computed from the inputs x_t")
     ops = numpy_ops()

@@ -95,7 +95,8 @@ def supports_carry(model: Model) -> str | None:
     leaf, an integer one too, and then asserts (outs_to_grad != tangents), eager and compiled alike."""
     integer = [n for n in model.integer_inputs if n.startswith("carry0.")]
     if integer:
-        return f"torch scan's autograd cannot carry an integer leaf ({', '.join(integer)}): it asserts on the tangent count"
+        leaves = ", ".join(integer)
+        return f"torch scan's autograd cannot carry an integer leaf ({leaves}): it asserts on the tangent count"
     return None
 
 
