@@ -1,15 +1,22 @@
 """Which side the dual numbers (check/dual.py) take at each branch point: a comparison at an exact
-tie, `abs` at 0. Outside `forcing` the ops decide as numpy does (this module answers None); inside,
-every tied entry met takes the side given by the next of a sequence of bits, in the order the step
-meets them, so check/kink_range.py can evaluate the chain rule with each kink's local derivative at
-either of its one-sided values. The plan also records how many tied entries each branch point had,
-so a pass can be checked to have met the same branch points as the pass it is compared with.
+tie, `abs` at 0, a tie in maximum / minimum (one branch point per tied entry however the op is
+written). Outside a plan the ops decide as numpy does (this module answers None). Inside:
+  - `forcing(bits)`: every tied entry met takes the side given by the next of a sequence of bits, in
+    the order the step meets them, so check/kink_range.py can evaluate the chain rule with each
+    kink's local derivative at either of its one-sided values;
+  - `hulling()`: numpy's own side for the values, while the tangents at each tie take the hull of
+    both sides' (check/dual_interval.py: interval tangents, one pass whatever the number of ties);
+  - `along()`: each tie takes the side the direction v takes on both sides of the point, where its
+    sides agree along v to first order and differ at second order (check/kink_range.py: the exact H
+    v at a tie of two smooth branches); a tie that v does not decide is counted as undecided.
+The plan also records how many tied entries each branch point had, so a pass can be checked to have
+met the same branch points as the pass it is compared with.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -19,13 +26,22 @@ import numpy as np
 @dataclass
 class Plan:
     """bits: the side of each tied entry in meeting order (True: the comparison holds, abs' slope
-    +1), or None to record only; sizes: the tied entries of each branch point met; overrun: more
-    tied entries were met than there are bits (the pass met other branch points)."""
+    +1, maximum / minimum's first operand), or None to record only; sizes: the tied entries of each
+    branch point met; overrun: more tied entries were met than there are bits (the pass met other
+    branch points). hull: tangents hulled at ties (`hulling`); lost: why a hulled pass does not
+    bound the derivative ("" while it does). along: sides decided by v (`along`); direction: v
+    flattened over the pass's tangent columns (check/dual_eval.py sets it); undecided: the tied
+    entries v did not decide."""
 
     bits: Sequence[bool] | None
     sizes: list[int] = field(default_factory=list)
     used: int = 0
     overrun: bool = False
+    hull: bool = False
+    lost: str = ""
+    along: bool = False
+    direction: np.ndarray | None = None
+    undecided: int = 0
 
 
 _PLAN: ContextVar[Plan | None] = ContextVar("rnnbench_branch_plan", default=None)
@@ -42,15 +58,70 @@ def forcing(bits: Sequence[bool] | None) -> Iterator[Plan]:
         _PLAN.reset(token)
 
 
-def side(at: np.ndarray) -> np.ndarray | None:
+@contextlib.contextmanager
+def hulling() -> Iterator[Plan]:
+    """Inside, numpy's own sides, and the tangents hulled at every tie (module docstring)."""
+    plan = Plan(None, hull=True)
+    token = _PLAN.set(plan)
+    try:
+        yield plan
+    finally:
+        _PLAN.reset(token)
+
+
+@contextlib.contextmanager
+def along() -> Iterator[Plan]:
+    """Inside, every tie takes the side that v decides (module docstring), where it does."""
+    plan = Plan(None, along=True)
+    token = _PLAN.set(plan)
+    try:
+        yield plan
+    finally:
+        _PLAN.reset(token)
+
+
+def hull() -> bool:
+    """Whether the pass hulls the tangents at ties (check/dual_interval.py)."""
+    plan = _PLAN.get()
+    return plan is not None and plan.hull
+
+
+def lose(why: str) -> None:
+    """A hulled pass's bound no longer holds (a tie's mask used other than by `where`, a `where` at a
+    tie whose branches differ in value): the first reason is kept."""
+    plan = _PLAN.get()
+    if plan is not None and plan.hull and not plan.lost:
+        plan.lost = why
+
+
+def direction() -> np.ndarray | None:
+    """v over the pass's tangent columns in an `along` pass, else None."""
+    plan = _PLAN.get()
+    return plan.direction if plan is not None and plan.along else None
+
+
+def set_direction(v: np.ndarray) -> None:
+    plan = _PLAN.get()
+    if plan is not None and plan.along:
+        plan.direction = v
+
+
+def side(
+    at: np.ndarray, *, decided: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None
+) -> np.ndarray | None:
     """The forced side (a boolean array of at's shape, read only where `at`) of the tied entries
-    `at` of one branch point, or None where numpy's own answer stands."""
+    `at` of one branch point, or None where numpy's own answer stands. decided: in an `along` pass,
+    () -> (where v decides the side, the side it takes there), both of at's shape."""
     plan = _PLAN.get()
     at = np.asarray(at, dtype=bool)
     if plan is None or not np.any(at):
         return None
     n = int(np.count_nonzero(at))
     plan.sizes.append(n)
+    if plan.along:
+        known, chosen = decided() if decided is not None else (np.zeros(at.shape, dtype=bool), at)
+        plan.undecided += int(np.count_nonzero(at & ~known))
+        return np.where(known, chosen, False)
     if plan.bits is None:
         return None
     take = list(plan.bits[plan.used : plan.used + n])

@@ -22,8 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from rnnbench.check import branch_points
 from rnnbench.check.branch_points import side
 from rnnbench.check.dual_base import base_functions
+from rnnbench.check.dual_interval import Interval, TieMask, hull_at, tie_of
 from rnnbench.check.kink_log import collecting, kink_at, tie_met
 from rnnbench.ops import named_ops
 
@@ -181,7 +183,8 @@ def _joined(xs: Sequence[Array], axis: int, join: Callable, *, base: Callable, n
     constant's as zeros)."""
     at = max(level(x) for x in xs)
     if at == 0:
-        return base([np.asarray(x) for x in xs], axis=axis)
+        # interval tangents (check/dual_interval.py) join by their own rule
+        return base([x if isinstance(x, Interval) else np.asarray(x) for x in xs], axis=axis)
     parts = [_parts(x, at) for x in xs]
     k = next(_k_of(t) for _, t in parts if t is not None)
     axis = axis % (len(np.shape(primal(parts[0][0]))) + new_axis)
@@ -205,6 +208,7 @@ def split(x: Array, n: int) -> tuple:
 
 
 def where(cond: Any, a: Any, b: Any) -> Array:
+    tie = tie_of(cond)  # a hulled pass's comparison at a tie (check/dual_interval.py)
     cond = np.asarray(primal(cond), dtype=bool)
     at = max(level(a), level(b))
     if at == 0:
@@ -215,7 +219,13 @@ def where(cond: Any, a: Any, b: Any) -> Array:
     k = _k_of(ta if ta is not None else tb)
     mask = np.reshape(cond, (1,) * (1 + len(shape) - cond.ndim) + cond.shape)
     fit = [_fit(t, shape) if t is not None else np.zeros((k,) + shape) for t in (ta, tb)]
-    return Dual(value, where(mask, fit[0], fit[1]), at)
+    tangent = where(mask, fit[0], fit[1])
+    if tie is not None:
+        tie = np.broadcast_to(tie, shape)
+        if np.any(tie & (_float(va, shape) != _float(vb, shape))):
+            branch_points.lose("a `where` at a tie whose branches differ in value (a jump)")
+        tangent = hull_at(tie, tangent, fit[0], fit[1])
+    return Dual(value, tangent, at)
 
 
 def matmul(a: Any, b: Any) -> Array:
@@ -289,7 +299,7 @@ _np = base_functions()
 def divide(a: Any, b: Any) -> Any:
     """a / b: d = ta / b - tb y / b."""
     if max(level(a), level(b)) == 0:
-        return _np["divide"](a, b)
+        return np.divide(a, b) if isinstance(a, Interval) else _np["divide"](a, b)
     return _binary(a, b, divide, da=lambda t, a, b, y: divide(t, b), db=lambda t, a, b, y: -divide(t * y, b))
 
 
@@ -379,9 +389,10 @@ def sigmoid(x: Any) -> Any:
 
 
 def absolute(x: Any) -> Any:
-    """|x| = x sign(x) at every level, the sign decided once (check/kink_range.py may force it at 0)."""
+    """|x| = x sign(x) at every level, the sign decided once (check/kink_range.py may force it at 0;
+    along v: the sign of x's second derivative along v where x is stationary along v)."""
     at = np.asarray(primal(x)) == 0
-    forced = side(at) if isinstance(x, Dual) else None
+    forced = side(at, decided=lambda: _decided(x, 0.0, at, np.greater)) if isinstance(x, Dual) else None
     return _signed(x, _sign(x) if forced is None else np.where(at, np.where(forced, 1.0, -1.0), _sign(x)), at)
 
 
@@ -389,21 +400,44 @@ def _signed(x: Any, sign: np.ndarray, at: np.ndarray) -> Any:
     if not isinstance(x, Dual):
         return np.abs(x)
     _kink_at(at, x.tangent, "abs at 0")
-    return Dual(_signed(x.value, sign, at), x.tangent * sign, x.level)
+    tangent = x.tangent * sign
+    if isinstance(tangent, Interval) and np.any(at):  # a hulled pass: slope anywhere in [-1, 1] at 0
+        tangent = hull_at(at, tangent, x.tangent, -x.tangent)
+    return Dual(_signed(x.value, sign, at), tangent, x.level)
+
+
+def _extremum(a: Any, b: Any, before: Callable) -> Any:
+    """maximum (before: np.greater) or minimum (np.less): the operand that comes first by `before`.
+    A tie is one branch point per entry (forced: True takes a); unforced, it splits the derivative
+    half to each side, as torch and jax do; a tie where the sides move differently has no
+    derivative (a kink, recorded here)."""
+    pa, pb = np.asarray(primal(a)), np.asarray(primal(b))
+    tie = np.broadcast_to(pa == pb, np.broadcast_shapes(pa.shape, pb.shape))
+    if collecting() and np.any(tie):
+        at = max(level(a), level(b))
+        tie_met(_moving(a, tie, at) | _moving(b, tie, at))
+    forced = side(tie, decided=lambda: _decided(a, b, tie, before))
+    first = before(pa, pb)
+    if forced is not None:
+        return where(np.where(tie, forced, first), a, b)
+    out = where(first, a, where(before(pb, pa), b, 0.5 * (a + b)))
+    if branch_points.hull() and np.any(tie) and isinstance(out, Dual) and isinstance(out.tangent, Interval):
+        shape = out.shape
+        ta, tb = (_fit(x.tangent, shape) if isinstance(x, Dual) else np.zeros((_k(out),) + shape) for x in (a, b))
+        out = Dual(out.value, hull_at(np.broadcast_to(tie, shape), out.tangent, ta, tb), out.level)
+    return out
 
 
 def maximum(a: Any, b: Any) -> Any:
-    """Ties split the derivative half to each side, as torch and jax do; a tie where the sides move
-    differently has no derivative (a kink, recorded by the comparisons)."""
     if max(level(a), level(b)) == 0:
         return np.maximum(a, b)
-    return where(a > b, a, where(a < b, b, 0.5 * (a + b)))
+    return _extremum(a, b, np.greater)
 
 
 def minimum(a: Any, b: Any) -> Any:
     if max(level(a), level(b)) == 0:
         return np.minimum(a, b)
-    return where(a < b, a, where(a > b, b, 0.5 * (a + b)))
+    return _extremum(a, b, np.less)
 
 
 # ---- kinks (recorded in check/kink_log.py) -----------------------------------------------------------
@@ -418,8 +452,44 @@ def _compare(a: Any, b: Any, f: Callable) -> np.ndarray:
     if collecting() and np.any(tie):
         at = max(level(a), level(b))
         tie_met(_moving(a, tie, at) | _moving(b, tie, at))
-    forced = side(tie)  # check/kink_range.py: each tied entry's side forced
-    return f(pa, pb) if forced is None else np.where(tie, forced, f(pa, pb))
+    forced = side(tie, decided=lambda: _decided(a, b, tie, f))  # check/kink_range.py: each tied entry's side forced
+    out = f(pa, pb) if forced is None else np.where(tie, forced, f(pa, pb))
+    if branch_points.hull() and np.any(tie):  # the tangents are hulled where `where` meets these entries
+        return TieMask(out, tie)
+    return out
+
+
+def _along_v(x: Any, shape: tuple, v: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(d/ds, d^2/ds^2) of x(p + s v) at s = 0 in an H v pass (check/dual_eval.py: the outer level's
+    K columns over every compared entry, the inner level along v; v (K,) over those columns), both
+    of `shape`: the inner tangent, and sum_k v_k d/dx_k of it (the mixed partials are symmetric).
+    None where x's second derivative along v is not carried (a Dual of the inner level alone)."""
+    zero = np.zeros(shape)
+    if not isinstance(x, Dual):
+        return zero, zero
+    if x.level != 2:
+        return None
+    inner, outer = x.value, x.tangent  # inner: level 1 or base; outer (K, *S): level 1 or base
+    d1 = np.asarray(primal(_fit(inner.tangent, shape)))[0] if isinstance(inner, Dual) else zero
+    if not isinstance(outer, Dual):
+        return d1, zero
+    t = np.asarray(primal(_fit(outer.tangent, (_k(x),) + shape)))[0]  # (K, *S): d/dx_k of d/ds
+    return d1, np.tensordot(v, t, axes=(0, 0))
+
+
+def _decided(a: Any, b: Any, tie: np.ndarray, f: Callable) -> tuple[np.ndarray, np.ndarray]:
+    """In an `along` pass (check/branch_points.py): where v decides a tie of a and b, and the side
+    `f` (a comparison) takes there. a(p + s v) - b(p + s v) = s d1 + s^2 d2 / 2 + ...: with d1 == 0
+    and d2 != 0 it has d2's sign on both sides of s = 0, so the branch taken is the same on both
+    sides; anything else is undecided."""
+    v = branch_points.direction()
+    shape = tie.shape
+    ea, eb = (_along_v(x, shape, v) if v is not None else None for x in (a, b))
+    if ea is None or eb is None:
+        return np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
+    d1, d2 = ea[0] - eb[0], ea[1] - eb[1]
+    known = tie & (d1 == 0) & (d2 != 0) & np.isfinite(d2)
+    return known, np.asarray(f(np.sign(d2), 0.0), dtype=bool)
 
 
 def _moving(x: Any, tie: np.ndarray, at: int) -> np.ndarray:

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.check import dual, kink_log
+from rnnbench.check import branch_points, dual, kink_log
+from rnnbench.check.dual_interval import Escape, Interval
 from rnnbench.check.finite_diff import input_value
 from rnnbench.errors import InputError
 from rnnbench.model import Case, Model, is_integer, rollout
@@ -149,6 +150,10 @@ def evaluate(
     flat_g, flat_hv, kinked = np.zeros(K), np.zeros(K), np.zeros(K, dtype=bool)
     what: list[str] = []
     loss_value = float("nan")
+    if direction is not None and K <= CHUNK:  # an `along` pass (branch_points) reads v over the columns
+        branch_points.set_direction(
+            np.concatenate([np.ravel(direction.get(n, np.zeros(shapes[n]))) for n in names] or [np.zeros(0)])
+        )
     with precision(extended) as conv:
         for lo in range(0, max(K, 1), CHUNK):
             hi = min(K, lo + CHUNK)
@@ -188,4 +193,38 @@ def evaluate(
         kinks=sorted(set(what)),
         loss=loss_value,
         hvp=per_name(flat_hv) if direction is not None else None,
+    )
+
+
+def evaluate_hull(model: Model, case: Case, names: Sequence[str]) -> tuple[dict, dict] | str:
+    """Interval tangents (check/dual_interval.py) in one float64 pass inside branch_points.hulling():
+    (lo, hi) per name, the input's shape, enclosing every value the chain rule gives with each tie's
+    side anywhere between its one-sided derivatives (NaN where not finite); a str (why) where the
+    pass cannot bound them (more compared entries than one pass holds, a tie's mask used other than
+    by `where`, a jump at a tie, an op with no interval rule)."""
+    shapes = {n: np.shape(input_value(model, case, n)) for n in names}
+    cols = _columns(shapes)
+    K = sum(size for _, size in cols.values())
+    if K > CHUNK:
+        return f"{K} compared entries: more than one pass holds ({CHUNK})"
+
+    def leaf(name: str, x: Any) -> Any:
+        seed = _seed(shapes[name], cols[name][0], 0, K) if name in cols else None
+        return x if seed is None else dual.Dual(x, Interval(seed, np.zeros_like(seed)), 1)
+
+    with branch_points.hulling() as plan, np.errstate(all="ignore"):
+        try:
+            loss = _loss(model, case, leaf, lambda x: np.asarray(x, dtype=np.float64))
+        except Escape as e:
+            return f"interval tangents: {e}"
+    if plan.lost:
+        return f"interval tangents: {plan.lost}"
+    t = loss.tangent if dual.level(loss) == 1 else Interval(np.zeros(K), np.zeros(K))
+    c, r = (np.reshape(np.asarray(x, dtype=np.float64), -1) for x in (t.c, t.r))
+    lo, hi = c - r, c + r
+    bad = ~(np.isfinite(lo) & np.isfinite(hi))
+    lo[bad], hi[bad] = np.nan, np.nan
+    return (
+        {n: lo[first : first + size].reshape(shapes[n]) for n, (first, size) in cols.items()},
+        {n: hi[first : first + size].reshape(shapes[n]) for n, (first, size) in cols.items()},
     )

@@ -7,9 +7,11 @@ or `where`: the two sides' slopes). The loss's derivative is then a sum over pat
 local derivatives, in which each kink appears at most once per path: multilinear in the kinks'
 local derivatives, so over the box of their ranges its extremes are at the corners. The corners are
 evaluated exactly, by dual numbers with each tied entry's side forced (check/branch_points.py):
-2^N passes for N tied entries, so at most MAX_TIED entries are enumerated. A pass whose forced
-sides change the loss's value (a `where` whose branches differ at the tie: a jump, not a kink) or
-which branch points the step meets is left out: no framework evaluates the function there.
+2^N passes for N tied entries (a tie in maximum or minimum is one), so at most MAX_TIED entries are
+enumerated. A pass whose forced sides change the loss's value (a `where` whose branches differ at
+the tie: a jump, not a kink) or which branch points the step meets is left out: no framework
+evaluates the function there. Beyond MAX_TIED, one pass of interval tangents (check/dual_interval.py)
+encloses the same range: wider where one kink reaches an entry by several paths, never narrower.
 
 sqrt at 0 and a power at 0 are not kinks between two finite one-sided derivatives (a pole, a
 domain edge): where the step meets one, there is no range, and the judge cannot decide.
@@ -24,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.check.branch_points import forcing
-from rnnbench.check.dual_eval import CHUNK, evaluate
+from rnnbench.check.branch_points import along, forcing
+from rnnbench.check.dual_eval import CHUNK, evaluate, evaluate_hull
 from rnnbench.check.finite_diff import input_value
 from rnnbench.model import Case, Model
 
@@ -69,14 +71,18 @@ def kink_range(model: Model, case: Case, names: Sequence[str]) -> KinkRange:
     reason = (
         f"{', '.join(poles)}: a pole or a domain edge, with no one-sided derivatives to bound a convention"
         if poles
-        else f"{tied} tied entries at the step's branch points: more than the {MAX_TIED} enumerated"
-        if tied > MAX_TIED
         else f"{entries} compared entries: more than one dual pass holds ({CHUNK})"
         if entries > CHUNK
         else ""
     )
     if reason:
         return KinkRange(base.kinked, {}, {}, reason)
+    if tied > MAX_TIED:  # beyond the corners' reach: interval tangents enclose the range in one pass
+        hulled = evaluate_hull(model, case, names)
+        if isinstance(hulled, str):
+            why = f"{tied} tied entries at the step's branch points: more than the {MAX_TIED} enumerated, and {hulled}"
+            return KinkRange(base.kinked, {}, {}, why)
+        return KinkRange(base.kinked, lo=hulled[0], hi=hulled[1])
     lo = {n: np.where(np.isfinite(base.grads[n]), base.grads[n], np.nan) for n in names}
     hi = {n: lo[n].copy() for n in names}
     left_out = 0
