@@ -6,6 +6,7 @@ Each case is a row of EDGES; tests/test_edges_planted.py plants a wrong derivati
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,10 @@ class Edge:
     hvp_false_alarm: str = ""
     # a correct framework's H v may be a tie's convention here, within the corners' H v: ill_conditioned
     hvp_convention: bool = False
+    # the frameworks split a tie's cotangent where the exact H v exists (v decides the tie: its sides
+    # agree along v to first order and differ at second), half a side's curvature: why their H v is wrong
+    hvp_split: str = ""
+    carry0_requires_grad: bool = False
 
 
 def no_plant(ops, c):
@@ -262,9 +267,21 @@ EDGES = [
         {"w": np.array([0.0, 0.5]), "v": np.array([0.3, -0.2])},
         {"float64": {"ok"}, "float32": {"ok"}},
         carry0=(np.full(2, 0.5),),
-        # jax's minimum splits a tie's cotangent (1/2, 1/2): its H v in w is 1/2 of the side h + w^2's, a
-        # convention within the corners' H v (was hvp_mismatch against the difference oracle's true 0)
+        # min(0.5 + w^2, 0.5) is 0.5 for every w: along v the side 0.5 is taken on both sides of w = 0, so
+        # the exact H v in w is 0; jax's minimum splits the tie's cotangent (1/2, 1/2) and gives half the
+        # side 0.5 + w^2's curvature (it was ill_conditioned, within the corners' H v)
+        hvp_split="jax's minimum splits the tie: half the curvature of the side v never takes",
+    ),
+    # ... the same tie with h differentiated: along v its sides cross (h moves at first order), the
+    # corners' H v really disagree, and a split is one convention among them (ill_conditioned)
+    Edge(
+        "saturated_at_moving_tie",
+        saturated_at_stationary_tie,
+        {"w": np.array([0.0, 0.5]), "v": np.array([0.3, -0.2])},
+        {"float64": {"cannot_decide"}, "float32": {"cannot_decide"}},
+        carry0=(np.full(2, 0.5),),
         hvp_convention=True,
+        carry0_requires_grad=True,
     ),
     # ... and where no derivative exists, a subgradient is no more wrong than another (torch 0, jax 1)
     Edge(
@@ -333,6 +350,7 @@ def check(edge: Edge, dtype: str, step: Callable | None = None, order: int = 1) 
             losses=["weighted"],
             dtype=dtype,
             order=order,
+            carry0_requires_grad=edge.carry0_requires_grad,
         )
 
 
@@ -399,18 +417,41 @@ def test_a_nan_oracle_never_passes_a_gradient_or_an_hvp() -> None:
     ]
 
 
-def test_an_hvp_within_a_ties_conventions_is_never_ok() -> None:
-    """max(p^2, 0) at p = 0 is p^2 (H v 2 w v), but at the tie the kinks' corners give 2 w v and 0 and
-    both frameworks split the tie (w v): agreeing with the corners' midpoint is one convention among
-    others, not the loss's H v, so cannot decide (ill_conditioned), neither ok nor a mismatch."""
+SMOOTH_TIES = {
+    # name: (the step's tied expression of p at p = 0, whose sides agree to first order there; whether
+    # the frameworks split that tie's cotangent)
+    "maximum(p^2, 0)": (lambda ops, p: ops.maximum(p * p, 0.0), True),
+    "minimum(-p^2, 0)": (lambda ops, p: ops.minimum(-(p * p), 0.0), True),
+    "maximum(p^2 + p, p)": (lambda ops, p: ops.maximum(p * p + p, p), True),
+    "where(p^2 > 0, p^2, 0)": (lambda ops, p: ops.where(p * p > 0.0, p * p, 0.0), False),
+    "abs(p^2)": (lambda ops, p: ops.abs(p * p), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMOOTH_TIES))
+def test_a_halved_curvature_at_a_smooth_tie_is_an_hvp_mismatch(name: str) -> None:
+    """max(p^2, 0) at p = 0 is p^2 for every p (H v 2 w v): the tie's sides agree to first order and
+    differ at second, so along v the side p^2 is taken on both sides of 0 and the exact H v exists.
+    Both frameworks split the tie of maximum and minimum (w v, half of it): hvp_mismatch (it was
+    ill_conditioned, within the corners' H v). `where` and abs take one side at the tie: the one v
+    takes is ok (jax's abs' slope 1), the other (torch's 0) gives that side's curvature, 0 here."""
+    tied, split = SMOOTH_TIES[name]
 
     def step(ops, params, carry, x):
-        return (ops.maximum(params["p"] * params["p"], 0.0),), carry[0]
+        return (tied(ops, params["p"]),), carry[0]
 
     report = rnnbench.check_recurrence(
         step, params={"p": np.array([0.0])}, carry0=(np.array([0.3]),), length=1, drivers=DRIVERS, losses=["weighted"]
     )
-    assert [r.hvp_status for r in report.results] == ["ill_conditioned"] * len(DRIVERS), str(report)
+    assert {r.status for r in report.results} <= {"ok", "hvp_mismatch"}, str(report)
+    for r in report.results:
+        assert r.status == r.hvp_status, str(report)
+        if r.hvp_status == "ok":
+            assert not split, str(report)
+            continue
+        # the exact H v is the branch's (2 w v for p^2, bound 0)
+        [(got, want)] = re.findall(r"!! p +(?:mismatch|missing) .*got (\S+), want (\S+?)(?:\s|$)", r.report, re.M)
+        assert float(want) != 0 and float(got) == (pytest.approx(float(want) / 2, rel=1e-9) if split else 0.0), r.report
 
 
 # ---- issue 49: non-finite driver gradients, the float32 rows' lines ----

@@ -110,6 +110,9 @@ def hvp_at_kinks(
     within `agree` of the largest) it is continuous along v, and the one-sided derivatives of it
     are two of the corners' H v: want is their midpoint and bound their half-width (0 where they
     agree: exact; else every value a convention at the ties gives is within it, as at first order).
+    Where v itself decides every tie (its sides agree along v to first order and differ at second,
+    so the same branch is taken on both sides of the point: branch_points.along), the gradient along
+    v is that branch's on both sides, and its derivative exists: want is that pass's H v, bound 0.
     Returns a str (why) where the corners cannot say: a pole or a domain edge met, a corner that
     changes the loss (a jump: the sides of such a tie are not both evaluated anywhere near), too
     many ties or entries; the caller then takes the difference oracles."""
@@ -130,14 +133,33 @@ def hvp_at_kinks(
             grads[n].append(corner.grads[n])
             hvps[n].append(corner.hvp[n])
     g_spread, g_scale = _spread(grads)
+    decided = _decided_by_v(model, case, names, v=v, sizes=sizes, loss=first.loss)
     want, bound = {}, {}
     for n in names:
         h = np.stack(hvps[n])
         lo, hi = np.min(h, axis=0), np.max(h, axis=0)  # NaN where a corner is not finite
         continuous = (g_spread[n] <= agree * g_scale) & np.isfinite(lo) & np.isfinite(hi)
-        want[n] = np.where(continuous, (lo + hi) / 2, np.nan)
-        bound[n] = np.where(continuous, (hi - lo) / 2, 0.0)
+        if decided is not None:
+            want[n] = np.where(continuous, decided[n], np.nan)
+            bound[n] = np.zeros(np.shape(lo))
+        else:
+            want[n] = np.where(continuous, (lo + hi) / 2, np.nan)
+            bound[n] = np.where(continuous, (hi - lo) / 2, 0.0)
     return want, bound
+
+
+def _decided_by_v(
+    model: Model, case: Case, names: list[str], *, v: Mapping[str, np.ndarray], sizes: list[int], loss: float
+) -> dict[str, np.ndarray] | None:
+    """H v with every tie on the side v takes on both sides of the point (branch_points.along), or
+    None where some tie is not decided so (its sides differ along v at first order, or agree to
+    second order too) or the pass meets other branch points or another loss."""
+    with along() as plan:
+        result = evaluate(model, case, names, direction=v)
+    same = abs(result.loss - loss) <= _SAME_LOSS * max(abs(loss), 1e-300)
+    if plan.undecided or plan.direction is None or plan.sizes != sizes or not same:
+        return None
+    return result.hvp
 
 
 def _spread(values: dict[str, list[np.ndarray]]) -> tuple[dict[str, np.ndarray], float]:

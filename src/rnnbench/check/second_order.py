@@ -40,7 +40,8 @@ from rnnbench.status import InputStatus, OracleKind, Status
 COARSE = 2.0  # the self-consistency step is this many times the oracle's step
 KINKED_HVP = (
     "half the spread of the kinks' corners' H v (nested dual numbers with each tie's side forced; 0 where "
-    "they agree: exact); none (NaN) where an entry's gradient jumps across a kink (check/kink_range.py)"
+    "they agree, or where v decides every tie, its sides equal along v to first order and not to second: "
+    "exact); none (NaN) where an entry's gradient jumps across a kink (check/kink_range.py)"
 )
 
 
