@@ -11,6 +11,7 @@ import functools
 import numpy as np
 import pytest
 
+import rnnbench
 from test_edges import EDGES, Edge, check
 
 K = 0.5
@@ -139,3 +140,50 @@ def test_a_planted_nan_gradient_is_a_mismatch(edge: Edge, dtype: str) -> None:
         assert r.status == "grad_mismatch", str(report)
         assert any(e.status == "mismatch" and not np.isfinite(e.got) for e in r.grad_errors), r.report
     assert all(r.status in edge.expected[dtype] for r in rows(report, "jax_loop")), str(report)
+
+
+# ---- many dead units: a planted wrong derivative through 16 ties (beyond the 8 corners enumerated) ----
+DEAD_UNITS = 16
+DEAD = {
+    # name: a relu as users write it, at a unit whose pre-activation is exactly 0
+    "relu_where": lambda ops, z: ops.where(z > 0, z, 0.0),
+    "relu_maximum": lambda ops, z: ops.maximum(z, 0.0),
+    "relu_minimum": lambda ops, z: -ops.minimum(-z, 0.0),
+    "abs": lambda ops, z: ops.abs(z),
+    "clip": lambda ops, z: ops.minimum(ops.maximum(z, -0.5), 0.5),
+}
+
+
+def _dead_units_report(name: str, dtype: str, *, planted: bool, loss: str = "weighted"):
+    """h' = 0.5 h + kink(w x) over DEAD_UNITS units at w == 0 (a tie each; clip's bounds at w x == 0.5)
+    and one live unit; torch's derivative planted wrong (AT per unit of z) on unit 0 alone."""
+    w = np.zeros(DEAD_UNITS + 1)
+    w[-1] = 0.25
+    if name == "clip":
+        w[:DEAD_UNITS] = 0.5  # on clip's upper bound
+    return rnnbench.check_recurrence(
+        at_kink(DEAD[name], planted),
+        params={"w": w},
+        carry0=(np.zeros(DEAD_UNITS + 1),),
+        xs=np.ones((1, DEAD_UNITS + 1)),
+        drivers=["torch_loop", "jax_loop"],
+        losses=[loss],
+        dtype=dtype,
+        order=1,
+    )
+
+
+@pytest.mark.parametrize("loss", ["weighted", "sum_carry"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", sorted(DEAD))
+def test_a_planted_gradient_through_many_dead_units_is_a_mismatch(name: str, dtype: str, loss: str) -> None:
+    """16 ties are beyond the corners' reach (8); interval tangents bound every convention's value in
+    one pass (check/dual_interval.py), so the plant is grad_mismatch (it was cannot_decide: '16 tied
+    entries ... more than the 8 enumerated'), and a correct framework stays within the range."""
+    planted = _dead_units_report(name, dtype, planted=True, loss=loss)
+    assert [r.status for r in rows(planted, "torch_loop")] == ["grad_mismatch"], str(planted)
+    assert "outside every value the kinks' one-sided derivatives allow" in str(planted), str(planted)
+    for report in (planted, _dead_units_report(name, dtype, planted=False, loss=loss)):
+        correct = rows(report, "jax_loop") + ([] if report is planted else rows(report, "torch_loop"))
+        assert all(r.status in {"ok", "cannot_decide", "subgradient_differs"} for r in correct), str(report)
+        assert "more than the 8 enumerated" not in str(report), str(report)

@@ -153,6 +153,35 @@ def test_a_planted_wrong_gradient_beside_a_kink_is_a_mismatch() -> None:
     assert run_driver(fc, registry.get_driver("torch_loop"), "float64", second_order=False).status == "grad_mismatch"
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("op", ["relu_where", "relu_maximum"])
+def test_a_planted_wrong_gradient_through_a_carry_dead_for_16_steps_is_a_mismatch(op: str, dtype: str) -> None:
+    """Finding 4's body before shrinking (seed 37, body 40): c0' = relu(c0) + plant with c0 at 0 for
+    16 steps, 16 ties on carry0's one entry: beyond the 8 corners enumerated, so it was cannot_decide;
+    interval tangents bound the range in one pass (check/dual_interval.py). jax, unplanted, is ok."""
+    from rnnbench.check.oracle import oracle_grads
+    from rnnbench.fuzz.cases import FuzzCase
+    from rnnbench.fuzz.runner import run_driver
+
+    body = Body(
+        updates=(("edge", op, ("leaf", "c0")),),
+        output=("leaf", "c0"),
+        n=1,
+        length=17,
+        has_xs=False,
+        carry_grad=(True,),
+        xs_grad=False,
+        data_seed=1,
+        plant="grad:torch",
+    )
+    fc = build(body)
+    case = dataclasses.replace(fc.case, carry0=(np.array([-0.5]),))
+    fc = FuzzCase(body, fc.model, case, None, oracle_grads(fc.model, case))
+    torch = run_driver(fc, registry.get_driver("torch_loop"), dtype, second_order=False)
+    assert run_driver(fc, registry.get_driver("jax_loop"), dtype, second_order=False).status == "ok"
+    assert torch.status == "grad_mismatch", torch
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

@@ -106,9 +106,7 @@ def set_direction(v: np.ndarray) -> None:
         plan.direction = v
 
 
-def side(
-    at: np.ndarray, *, decided: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None
-) -> np.ndarray | None:
+def side(at: np.ndarray, *, decided: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None) -> np.ndarray | None:
     """The forced side (a boolean array of at's shape, read only where `at`) of the tied entries
     `at` of one branch point, or None where numpy's own answer stands. decided: in an `along` pass,
     () -> (where v decides the side, the side it takes there), both of at's shape."""
