@@ -19,6 +19,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -106,10 +107,10 @@ def set_direction(v: np.ndarray) -> None:
         plan.direction = v
 
 
-def side(at: np.ndarray, *, decided: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None) -> np.ndarray | None:
+def side(at: np.ndarray, *, sides: tuple[Any, Any, Callable] | None = None) -> np.ndarray | None:
     """The forced side (a boolean array of at's shape, read only where `at`) of the tied entries
-    `at` of one branch point, or None where numpy's own answer stands. decided: in an `along` pass,
-    () -> (where v decides the side, the side it takes there), both of at's shape."""
+    `at` of one branch point, or None where numpy's own answer stands. sides: (a, b, f), the tie's
+    sides and the comparison whose truth is the side (True: f(a, b) holds), for an `along` pass."""
     plan = _PLAN.get()
     at = np.asarray(at, dtype=bool)
     if plan is None or not np.any(at):
@@ -117,7 +118,7 @@ def side(at: np.ndarray, *, decided: Callable[[], tuple[np.ndarray, np.ndarray]]
     n = int(np.count_nonzero(at))
     plan.sizes.append(n)
     if plan.along:
-        known, chosen = decided() if decided is not None else (np.zeros(at.shape, dtype=bool), at)
+        known, chosen = decided_by_v(*sides, at) if sides is not None else (np.zeros(at.shape, dtype=bool), at)
         plan.undecided += int(np.count_nonzero(at & ~known))
         return np.where(known, chosen, False)
     if plan.bits is None:
@@ -128,3 +129,46 @@ def side(at: np.ndarray, *, decided: Callable[[], tuple[np.ndarray, np.ndarray]]
     chosen = np.zeros(at.shape, dtype=bool)
     chosen[at] = take + [False] * (n - len(take))
     return chosen
+
+
+def decided_by_v(a: Any, b: Any, f: Callable, tie: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """In an `along` pass: where v decides a tie of a and b (check/dual.py's Duals, or constants), and
+    the side the comparison `f` takes there. a(p + s v) - b(p + s v) = s d1 + s^2 d2 / 2 + ...: with
+    d1 == 0 and d2 != 0 it has d2's sign on both sides of s = 0, so the branch taken is the same on
+    both sides; anything else is undecided."""
+    v, shape = direction(), tie.shape
+    ea, eb = (_along_v(x, shape, v) if v is not None else None for x in (a, b))
+    if ea is None or eb is None:
+        return np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
+    d1, d2 = ea[0] - eb[0], ea[1] - eb[1]
+    known = tie & (d1 == 0) & (d2 != 0) & np.isfinite(d2)
+    return known, np.asarray(f(np.sign(d2), 0.0), dtype=bool)
+
+
+def _along_v(x: Any, shape: tuple, v: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(d/ds, d^2/ds^2) of x(p + s v) at s = 0 in an H v pass (check/dual_eval.py: an outer level of K
+    columns over every compared entry, an inner level along v; v (K,) over those columns), both of
+    `shape`: the inner tangent, and sum_k v_k d/dx_k of it (mixed partials are symmetric). None
+    where x's second derivative along v is not carried (a Dual of the inner level alone)."""
+    zero = np.zeros(shape)
+    level = getattr(x, "level", 0)
+    if level == 0:
+        return zero, zero
+    if level != 2:
+        return None
+    inner, outer = x.value, x.tangent  # inner: level 1 or a base array; outer (K, *S): level 1 or base
+    d1 = _lifted(inner.tangent, 1, (1,) + shape)[0] if getattr(inner, "level", 0) == 1 else zero
+    if getattr(outer, "level", 0) != 1:
+        return d1, zero
+    k = np.shape(outer.tangent)[1]
+    return d1, np.tensordot(v, _lifted(outer.tangent, 2, (1, k) + shape)[0], axes=(0, 0))
+
+
+def _lifted(t: Any, axes: int, full: tuple) -> np.ndarray:
+    """A base tangent array, its first `axes` axes tangent axes and the rest value axes right-aligned
+    (as check/dual.py broadcasts them), broadcast to `full`."""
+    t = np.asarray(t, dtype=np.float64)
+    missing = len(full) - t.ndim
+    if missing > 0:
+        t = t.reshape(t.shape[:axes] + (1,) * missing + t.shape[axes:])
+    return np.broadcast_to(t, full)

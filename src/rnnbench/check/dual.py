@@ -392,7 +392,7 @@ def absolute(x: Any) -> Any:
     """|x| = x sign(x) at every level, the sign decided once (check/kink_range.py may force it at 0;
     along v: the sign of x's second derivative along v where x is stationary along v)."""
     at = np.asarray(primal(x)) == 0
-    forced = side(at, decided=lambda: _decided(x, 0.0, at, np.greater)) if isinstance(x, Dual) else None
+    forced = side(at, sides=(x, 0.0, np.greater)) if isinstance(x, Dual) else None
     return _signed(x, _sign(x) if forced is None else np.where(at, np.where(forced, 1.0, -1.0), _sign(x)), at)
 
 
@@ -407,37 +407,23 @@ def _signed(x: Any, sign: np.ndarray, at: np.ndarray) -> Any:
 
 
 def _extremum(a: Any, b: Any, before: Callable) -> Any:
-    """maximum (before: np.greater) or minimum (np.less): the operand that comes first by `before`.
-    A tie is one branch point per entry (forced: True takes a); unforced, it splits the derivative
-    half to each side, as torch and jax do; a tie where the sides move differently has no
-    derivative (a kink, recorded here)."""
-    pa, pb = np.asarray(primal(a)), np.asarray(primal(b))
-    tie = np.broadcast_to(pa == pb, np.broadcast_shapes(pa.shape, pb.shape))
-    if collecting() and np.any(tie):
-        at = max(level(a), level(b))
-        tie_met(_moving(a, tie, at) | _moving(b, tie, at))
-    forced = side(tie, decided=lambda: _decided(a, b, tie, before))
+    """maximum (before: np.greater) or minimum (np.less). A tie is one branch point per entry (forced:
+    True takes a); unforced, it splits the derivative half to each side, as torch and jax do."""
+    pa, pb, tie, forced = _tie(a, b, before)
     first = before(pa, pb)
     if forced is not None:
         return where(np.where(tie, forced, first), a, b)
-    out = where(first, a, where(before(pb, pa), b, 0.5 * (a + b)))
-    if branch_points.hull() and np.any(tie) and isinstance(out, Dual) and isinstance(out.tangent, Interval):
-        shape = out.shape
-        ta, tb = (_fit(x.tangent, shape) if isinstance(x, Dual) else np.zeros((_k(out),) + shape) for x in (a, b))
-        out = Dual(out.value, hull_at(np.broadcast_to(tie, shape), out.tangent, ta, tb), out.level)
-    return out
+    if branch_points.hull() and np.any(tie):  # `where` hulls both sides' tangents at the ties
+        return where(TieMask(first, tie), a, b)
+    return where(first, a, where(before(pb, pa), b, 0.5 * (a + b)))
 
 
 def maximum(a: Any, b: Any) -> Any:
-    if max(level(a), level(b)) == 0:
-        return np.maximum(a, b)
-    return _extremum(a, b, np.greater)
+    return np.maximum(a, b) if max(level(a), level(b)) == 0 else _extremum(a, b, np.greater)
 
 
 def minimum(a: Any, b: Any) -> Any:
-    if max(level(a), level(b)) == 0:
-        return np.minimum(a, b)
-    return _extremum(a, b, np.less)
+    return np.minimum(a, b) if max(level(a), level(b)) == 0 else _extremum(a, b, np.less)
 
 
 # ---- kinks (recorded in check/kink_log.py) -----------------------------------------------------------
@@ -446,50 +432,22 @@ def _kink_at(at: np.ndarray, tangent: Any, what: str) -> None:
     kink_at(at, primal(tangent), what, every_column=isinstance(tangent, Dual))
 
 
-def _compare(a: Any, b: Any, f: Callable) -> np.ndarray:
+def _tie(a: Any, b: Any, f: Callable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """(a's and b's base values, their exact ties, the side check/kink_range.py forces there or None),
+    the tie recorded as a kink where the sides move."""
     pa, pb = np.asarray(primal(a)), np.asarray(primal(b))
     tie = np.broadcast_to(pa == pb, np.broadcast_shapes(pa.shape, pb.shape))
     if collecting() and np.any(tie):
         at = max(level(a), level(b))
         tie_met(_moving(a, tie, at) | _moving(b, tie, at))
-    forced = side(tie, decided=lambda: _decided(a, b, tie, f))  # check/kink_range.py: each tied entry's side forced
+    return pa, pb, tie, side(tie, sides=(a, b, f))
+
+
+def _compare(a: Any, b: Any, f: Callable) -> np.ndarray:
+    pa, pb, tie, forced = _tie(a, b, f)
     out = f(pa, pb) if forced is None else np.where(tie, forced, f(pa, pb))
-    if branch_points.hull() and np.any(tie):  # the tangents are hulled where `where` meets these entries
-        return TieMask(out, tie)
-    return out
-
-
-def _along_v(x: Any, shape: tuple, v: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(d/ds, d^2/ds^2) of x(p + s v) at s = 0 in an H v pass (check/dual_eval.py: the outer level's
-    K columns over every compared entry, the inner level along v; v (K,) over those columns), both
-    of `shape`: the inner tangent, and sum_k v_k d/dx_k of it (the mixed partials are symmetric).
-    None where x's second derivative along v is not carried (a Dual of the inner level alone)."""
-    zero = np.zeros(shape)
-    if not isinstance(x, Dual):
-        return zero, zero
-    if x.level != 2:
-        return None
-    inner, outer = x.value, x.tangent  # inner: level 1 or base; outer (K, *S): level 1 or base
-    d1 = np.asarray(primal(_fit(inner.tangent, shape)))[0] if isinstance(inner, Dual) else zero
-    if not isinstance(outer, Dual):
-        return d1, zero
-    t = np.asarray(primal(_fit(outer.tangent, (_k(x),) + shape)))[0]  # (K, *S): d/dx_k of d/ds
-    return d1, np.tensordot(v, t, axes=(0, 0))
-
-
-def _decided(a: Any, b: Any, tie: np.ndarray, f: Callable) -> tuple[np.ndarray, np.ndarray]:
-    """In an `along` pass (check/branch_points.py): where v decides a tie of a and b, and the side
-    `f` (a comparison) takes there. a(p + s v) - b(p + s v) = s d1 + s^2 d2 / 2 + ...: with d1 == 0
-    and d2 != 0 it has d2's sign on both sides of s = 0, so the branch taken is the same on both
-    sides; anything else is undecided."""
-    v = branch_points.direction()
-    shape = tie.shape
-    ea, eb = (_along_v(x, shape, v) if v is not None else None for x in (a, b))
-    if ea is None or eb is None:
-        return np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
-    d1, d2 = ea[0] - eb[0], ea[1] - eb[1]
-    known = tie & (d1 == 0) & (d2 != 0) & np.isfinite(d2)
-    return known, np.asarray(f(np.sign(d2), 0.0), dtype=bool)
+    # a hulled pass (check/dual_interval.py): `where` hulls the tangents at these entries
+    return TieMask(out, tie) if branch_points.hull() and np.any(tie) else out
 
 
 def _moving(x: Any, tie: np.ndarray, at: int) -> np.ndarray:
