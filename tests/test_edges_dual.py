@@ -241,3 +241,65 @@ def test_a_zero_tensor_second_derivative_is_read_not_an_error() -> None:
         losses=["weighted"],
     )
     assert {r.hvp_status for r in report.results} == {"ok"}, str(report)
+
+
+# ---- interval tangents (check/dual_interval.py): they enclose the kinks' corners ---------------------
+def test_interval_tangents_enclose_every_corner_on_snapped_edge_bodies() -> None:
+    """On edge-grammar bodies snapped onto their kinks and ties, wherever the corners' range exists
+    (at most 8 ties, check/kink_range.py), the one interval pass contains it (sound), and it is
+    exact on entries no kink reaches; a pass whose bound does not hold says why. A wider body set
+    than the hand-written edges, generated from the grammar."""
+    from rnnbench.check.dual_eval import evaluate_hull
+    from rnnbench.check.kink_range import kink_range
+    from rnnbench.fuzz.cases import build
+    from rnnbench.fuzz.grammar import Grammar, generate
+
+    compared = enclosed = 0
+    for i in range(40):
+        fc = build(generate(11, i, Grammar("edge", 0.5)))
+        names = fc.case.wrt_names(fc.model.carry_names)
+        with np.errstate(all="ignore"):
+            span, hull = kink_range(fc.model, fc.case, names), evaluate_hull(fc.model, fc.case, names)
+        if span.reason or not any(np.any(span.kinked[n]) for n in names):
+            continue
+        compared += 1
+        if isinstance(hull, str):
+            assert hull.startswith("interval tangents: "), hull
+            continue
+        enclosed += 1
+        for n in names:
+            lo, hi, ok = span.lo[n], span.hi[n], np.isfinite(span.lo[n]) & np.isfinite(span.hi[n])
+            slack = 1e-9 * (1.0 + np.abs(lo) + np.abs(hi))
+            assert np.all(hull[0][n][ok] <= lo[ok] + slack[ok]), (i, n, hull[0][n], lo)
+            assert np.all(hull[1][n][ok] >= hi[ok] - slack[ok]), (i, n, hull[1][n], hi)
+            plain = ok & ~span.kinked[n]
+            np.testing.assert_allclose(hull[0][n][plain], lo[plain], rtol=1e-9, atol=1e-12)
+    assert compared >= 10 and enclosed >= compared // 2, (compared, enclosed)
+
+
+def _mask_times_value(ops, p, c, x):
+    """relu written as (z > 0) * z over 16 dead units, torch's derivative planted wrong on unit 0: the
+    tied mask is used as a number, which `where` never sees, so interval tangents cannot hull it."""
+    (h,) = c
+    z = p["w"] * x
+    d = z - ops.stop_gradient(z)
+    plant = 3.0 * ops.concat([d[:1], 0.0 * d[1:]]) if ops.name == "torch" else 0.0
+    return (0.5 * h + (z > 0.0) * z + plant,), h
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_tied_mask_used_as_a_number_voids_the_interval_bound(dtype: str) -> None:
+    """Never a verdict the bound does not support: cannot_decide, with the reason."""
+    report = rnnbench.check_recurrence(
+        _mask_times_value,
+        params={"w": np.zeros(16)},
+        carry0=(np.zeros(16),),
+        xs=np.ones((1, 16)),
+        drivers=DRIVERS,
+        losses=["weighted"],
+        dtype=dtype,
+        order=1,
+    )
+    statuses = {r.driver: str(r.status) for r in report.results}
+    assert statuses["torch_loop"] == "cannot_decide", str(report)
+    assert "interval tangents: a comparison at a tie used by multiply" in str(report), str(report)
