@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rnnbench.check import branch_points, dual, kink_log
-from rnnbench.check.dual_interval import Escape, Interval
+from rnnbench.check.dual_interval import Escape, Interval, parts
 from rnnbench.check.finite_diff import input_value
 from rnnbench.errors import InputError
 from rnnbench.model import Case, Model, is_integer, rollout
@@ -219,8 +219,8 @@ def evaluate_hull(model: Model, case: Case, names: Sequence[str]) -> tuple[dict,
             return f"interval tangents: {e}"
     if plan.lost:
         return f"interval tangents: {plan.lost}"
-    t = loss.tangent if dual.level(loss) == 1 else Interval(np.zeros(K), np.zeros(K))
-    c, r = (np.reshape(np.asarray(x, dtype=np.float64), -1) for x in (t.c, t.r))
+    t = loss.tangent if dual.level(loss) == 1 else np.zeros(K)  # a loss no seeded entry reaches: 0
+    c, r = (np.reshape(np.asarray(x, dtype=np.float64), -1) for x in parts(t))
     lo, hi = c - r, c + r
     bad = ~(np.isfinite(lo) & np.isfinite(hi))
     lo[bad], hi[bad] = np.nan, np.nan

@@ -49,7 +49,8 @@ _STRUCTURAL: dict[Any, tuple | str] = {
 }
 
 
-def _parts(x: Any) -> tuple[np.ndarray, np.ndarray]:
+def parts(x: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(center, radius) of an Interval; a plain array is its own center, radius 0."""
     if isinstance(x, Interval):
         return x.c, x.r
     a = np.asarray(x, dtype=np.float64)
@@ -81,10 +82,10 @@ class Interval(NDArrayOperatorsMixin):
             raise Escape(f"{ufunc.__name__}.{method} on an interval tangent")
         name = ufunc.__name__
         if name in ("add", "subtract"):
-            (c0, r0), (c1, r1) = _parts(inputs[0]), _parts(inputs[1])
+            (c0, r0), (c1, r1) = parts(inputs[0]), parts(inputs[1])
             return Interval(ufunc(c0, c1), r0 + r1)
         if name in ("negative", "positive"):
-            c, r = _parts(inputs[0])
+            c, r = parts(inputs[0])
             return Interval(ufunc(c), r)
         if name in ("multiply", "divide", "true_divide", "matmul"):
             intervals = [isinstance(x, Interval) for x in inputs]
@@ -106,8 +107,8 @@ class Interval(NDArrayOperatorsMixin):
 
         def operands(pick: int) -> tuple:
             if where == "list":
-                return (type(args[0])(_parts(x)[pick] for x in args[0]),) + tuple(args[1:])
-            return tuple(_parts(a)[pick] if i in where else a for i, a in enumerate(args))
+                return (type(args[0])(parts(x)[pick] for x in args[0]),) + tuple(args[1:])
+            return tuple(parts(a)[pick] if i in where else a for i, a in enumerate(args))
 
         c, r = func(*operands(0), **kwargs), func(*operands(1), **kwargs)
         if func is np.split:
@@ -118,7 +119,7 @@ class Interval(NDArrayOperatorsMixin):
 def hull_at(at: np.ndarray, t: Any, a: Any, b: Any) -> Interval:
     """t (K, *S) with its entries where `at` (S, broadcast over K) replaced by the hull of a's and b's
     (each (K, *S): an Interval or a plain array)."""
-    (ca, ra), (cb, rb), (c, r) = _parts(a), _parts(b), _parts(t)
+    (ca, ra), (cb, rb), (c, r) = parts(a), parts(b), parts(t)
     lo, hi = np.minimum(ca - ra, cb - rb), np.maximum(ca + ra, cb + rb)
     return Interval(np.where(at, (lo + hi) / 2, c), np.where(at, (hi - lo) / 2, r))
 
