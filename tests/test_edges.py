@@ -428,20 +428,28 @@ SMOOTH_TIES = {
 }
 
 
+@pytest.mark.parametrize("units", [1, 12], ids=["one tie", "24 ties"])
 @pytest.mark.parametrize("name", sorted(SMOOTH_TIES))
-def test_a_halved_curvature_at_a_smooth_tie_is_an_hvp_mismatch(name: str) -> None:
+def test_a_halved_curvature_at_a_smooth_tie_is_an_hvp_mismatch(name: str, units: int) -> None:
     """max(p^2, 0) at p = 0 is p^2 for every p (H v 2 w v): the tie's sides agree to first order and
     differ at second, so along v the side p^2 is taken on both sides of 0 and the exact H v exists.
     Both frameworks split the tie of maximum and minimum (w v, half of it): hvp_mismatch (it was
     ill_conditioned, within the corners' H v). `where` and abs take one side at the tie: the one v
-    takes is ok (jax's abs' slope 1), the other (torch's 0) gives that side's curvature, 0 here."""
+    takes is ok (jax's abs' slope 1), the other (torch's 0) gives that side's curvature, 0 here. With
+    12 units over 2 steps (24 ties, beyond the 8 corners enumerated) interval tangents say which
+    entries' gradients are the same at every corner, and the pass v decides gives their H v."""
     tied, split = SMOOTH_TIES[name]
 
     def step(ops, params, carry, x):
-        return (tied(ops, params["p"]),), carry[0]
+        return (tied(ops, params["p"]) + 0.5 * carry[0],), carry[0]
 
     report = rnnbench.check_recurrence(
-        step, params={"p": np.array([0.0])}, carry0=(np.array([0.3]),), length=1, drivers=DRIVERS, losses=["weighted"]
+        step,
+        params={"p": np.zeros(units)},
+        carry0=(np.full(units, 0.3),),
+        length=1 if units == 1 else 2,
+        drivers=DRIVERS,
+        losses=["weighted"],
     )
     assert {r.status for r in report.results} <= {"ok", "hvp_mismatch"}, str(report)
     for r in report.results:

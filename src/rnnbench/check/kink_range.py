@@ -119,8 +119,10 @@ def hvp_at_kinks(
     names = list(names)
     first, sizes, tied, entries = _unforced(model, case, names)
     blocked = [k for k in first.kinks if k not in BRANCH_KINDS]
-    if blocked or tied > MAX_TIED or entries > CHUNK:
-        return f"{', '.join(blocked) or f'{tied} tied entries'}: the corners of its kinks are not enumerated"
+    if blocked or entries > CHUNK:
+        return f"{', '.join(blocked) or f'{entries} entries'}: the corners of its kinks are not enumerated"
+    if tied > MAX_TIED:
+        return _decided_beyond_corners(model, case, names, v=v, sizes=sizes, loss=first.loss, agree=agree)
     grads, hvps = {n: [] for n in names}, {n: [] for n in names}
     for bits in itertools.product((False, True), repeat=tied):
         with forcing(bits) as plan:
@@ -146,6 +148,29 @@ def hvp_at_kinks(
             want[n] = np.where(continuous, (lo + hi) / 2, np.nan)
             bound[n] = np.where(continuous, (hi - lo) / 2, 0.0)
     return want, bound
+
+
+def _decided_beyond_corners(
+    model: Model,
+    case: Case,
+    names: list[str],
+    *,
+    v: Mapping[str, np.ndarray],
+    sizes: list[int],
+    loss: float,
+    agree: float,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | str:
+    """Beyond MAX_TIED ties, where v decides every tie: that pass's H v on the entries whose gradient
+    interval tangents pin to one value (the same at every corner, within `agree` of the largest),
+    bound 0; NaN elsewhere. A str (why) where v does not decide them or the intervals do not hold."""
+    decided = _decided_by_v(model, case, names, v=v, sizes=sizes, loss=loss)
+    hulled = evaluate_hull(model, case, names) if decided is not None else "v does not decide every tie"
+    if isinstance(hulled, str):
+        return f"{sum(sizes)} tied entries: more than the {MAX_TIED} enumerated, and {hulled}"
+    lo, hi = hulled
+    spread, scale = _spread({n: [lo[n], hi[n]] for n in names})
+    want = {n: np.where(spread[n] <= agree * scale, decided[n], np.nan) for n in names}
+    return want, {n: np.zeros(np.shape(lo[n])) for n in names}
 
 
 def _decided_by_v(
