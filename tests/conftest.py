@@ -49,6 +49,22 @@ UNROLLED_XLA_DRIVERS = {"jax_loop", "jax_lax_scan_unroll8"}
 CELL_STATE_MODELS = {"lstm", "lstm2"}
 
 
+# The §1 variants (models/variants.py) change how the carry and the parameters reach the step: the plumbing of
+# a recurrence construct (a scan's carry and xs), which is where their registry entries live. A Python loop has
+# no such construct: torch_loop runs every variant at both dtypes, and under torch.compile dynamo unrolls the
+# same loop, so a variant's compiled graph holds its base model's ops with other graph inputs. There the
+# variants run for the quick suite's model families only (every variant kind keeps two or more rows); the rest
+# cost an inductor compile each (seconds) and add no mechanism: the CI-time thinning docs/testing.md#tiers names.
+UNROLLED_COMPILED_LOOPS = {"torch_loop_compiled"}
+VARIANT_SEPARATOR = "@"
+
+
+def thinned_pair(model, driver) -> bool:
+    """A §1 variant of a model family outside the quick suite on a compiled unrolled loop: not generated."""
+    family, _, variant = model.name.partition(VARIANT_SEPARATOR)
+    return bool(variant) and driver.name in UNROLLED_COMPILED_LOOPS and family not in QUICK.models
+
+
 def slow_pair(model, driver) -> bool:
     """The slow tier holds the pairs outside the quick suite's models on eager core drivers: the other
     models, the bug-class drivers, inductor's compiles (seconds each; the fast tier meets them in the
@@ -77,6 +93,8 @@ def model_driver_pairs(dtypes: tuple[str, ...] = ()) -> list:
                 continue
             if m.suite == "bugs" and d.suite == "bugs":
                 continue  # each bug-class case runs on the standard drivers; bug-class drivers on core models
+            if thinned_pair(m, d):
+                continue
             if m.suite == "bugs" and here != "main" and d.compiled:
                 # CI time: outside main, bug-class cases run on the eager torch 2.9.0 drivers (where
                 # docs/bugs.md §1 lives); `rnnbench run --suite bugs --environments xla` runs them all.

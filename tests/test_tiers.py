@@ -56,3 +56,34 @@ def test_unrolled_xla_lstm_programs_are_slow_and_those_drivers_keep_fast_pairs()
     for driver in UNROLLED_XLA_DRIVERS:
         assert all(pairs[(model, driver)] for model in CELL_STATE_MODELS if (model, driver) in pairs), driver
         assert any(not slow for (model, d), slow in pairs.items() if d == driver), f"{driver} left the fast tier"
+
+
+def test_thinned_pairs_are_only_variants_on_unrolled_compiled_loops_and_every_variant_kind_stays() -> None:
+    """The one thinning of the generated pairs (conftest.thinned_pair): each variant kind still meets the
+    compiled loop on two or more models, and every variant still meets every other driver it supports."""
+    from conftest import UNROLLED_COMPILED_LOOPS, VARIANT_SEPARATOR, thinned_pair
+
+    models, drivers = registry.models().values(), registry.drivers().values()
+    thinned = {(m.name, d.name) for m in models for d in drivers if thinned_pair(m, d)}
+    assert thinned, "the rule thins nothing: remove it and its docs"
+    assert {d for _, d in thinned} <= UNROLLED_COMPILED_LOOPS
+    assert all(VARIANT_SEPARATOR in m for m, _ in thinned)
+    generated = {(p.values[0], p.values[1]) for p in model_driver_pairs()}
+    for loop in UNROLLED_COMPILED_LOOPS:
+        kinds: dict[str, int] = {}
+        for model, driver in generated:
+            if driver == loop and VARIANT_SEPARATOR in model:
+                kind = model.partition(VARIANT_SEPARATOR)[2]
+                kinds[kind] = kinds.get(kind, 0) + 1
+        every_kind = {m.name.partition(VARIANT_SEPARATOR)[2] for m in models if VARIANT_SEPARATOR in m.name}
+        supported = {
+            k
+            for k in every_kind
+            if any(
+                m.name.endswith(VARIANT_SEPARATOR + k)
+                and registry.get_driver(loop).supports(m) is None
+                and m.name.partition(VARIANT_SEPARATOR)[0] in QUICK.models
+                for m in models
+            )
+        }
+        assert supported and all(kinds.get(k, 0) >= 2 for k in supported), (loop, kinds)
