@@ -59,10 +59,19 @@ UNROLLED_COMPILED_LOOPS = {"torch_loop_compiled"}
 VARIANT_SEPARATOR = "@"
 
 
+# The compiled bug-class drivers (docs/bugs.md §5: ys preallocated and written step by step, by setitem or
+# index_put) exist for their buffer write, the same code whatever the step: they run on the quick suite's models
+# (matmul RNNs one and two layers deep, an LSTM, a series, a Newton iteration) at a compile each; their eager
+# forms keep every model, and torch_loop_compiled compiles every model's step.
+
+
 def thinned_pair(model, driver) -> bool:
-    """A §1 variant of a model family outside the quick suite on a compiled unrolled loop: not generated."""
+    """Not generated: a §1 variant of a model family outside the quick suite on a compiled unrolled loop, and a
+    model outside the quick suite on a compiled bug-class driver."""
     family, _, variant = model.name.partition(VARIANT_SEPARATOR)
-    return bool(variant) and driver.name in UNROLLED_COMPILED_LOOPS and family not in QUICK.models
+    if family in QUICK.models:
+        return False
+    return (bool(variant) and driver.name in UNROLLED_COMPILED_LOOPS) or (driver.suite == "bugs" and driver.compiled)
 
 
 def slow_pair(model, driver) -> bool:

@@ -58,16 +58,23 @@ def test_unrolled_xla_lstm_programs_are_slow_and_those_drivers_keep_fast_pairs()
         assert any(not slow for (model, d), slow in pairs.items() if d == driver), f"{driver} left the fast tier"
 
 
-def test_thinned_pairs_are_only_variants_on_unrolled_compiled_loops_and_every_variant_kind_stays() -> None:
-    """The one thinning of the generated pairs (conftest.thinned_pair): each variant kind still meets the
-    compiled loop on two or more models, and every variant still meets every other driver it supports."""
+def test_thinned_pairs_are_named_and_every_mechanism_stays() -> None:
+    """The thinning of the generated pairs (conftest.thinned_pair): only its two families, never a quick-suite
+    model; each variant kind still meets the compiled loop on two or more models, each compiled bug-class
+    driver every quick model."""
     from conftest import UNROLLED_COMPILED_LOOPS, VARIANT_SEPARATOR, thinned_pair
 
     models, drivers = registry.models().values(), registry.drivers().values()
     thinned = {(m.name, d.name) for m in models for d in drivers if thinned_pair(m, d)}
     assert thinned, "the rule thins nothing: remove it and its docs"
-    assert {d for _, d in thinned} <= UNROLLED_COMPILED_LOOPS
-    assert all(VARIANT_SEPARATOR in m for m, _ in thinned)
+    bug_class_compiled = {d.name for d in drivers if d.suite == "bugs" and d.compiled}
+    assert {d for _, d in thinned} <= UNROLLED_COMPILED_LOOPS | bug_class_compiled
+    assert all(VARIANT_SEPARATOR in m for m, d in thinned if d in UNROLLED_COMPILED_LOOPS)
+    assert not any(m.partition(VARIANT_SEPARATOR)[0] in QUICK.models for m, _ in thinned)
+    for name in bug_class_compiled:  # each still meets every quick model it supports
+        kept = {p.values[0] for p in model_driver_pairs() if p.values[1] == name}
+        want = {m for m in QUICK.models if registry.get_driver(name).supports(registry.get_model(m)) is None}
+        assert want and want <= kept, (name, kept)
     generated = {(p.values[0], p.values[1]) for p in model_driver_pairs()}
     for loop in UNROLLED_COMPILED_LOOPS:
         kinds: dict[str, int] = {}
