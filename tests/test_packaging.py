@@ -11,6 +11,7 @@ unimportable."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -229,7 +230,10 @@ def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ml_dtypes at the pins of requirements/main.txt, from pip's configured package sources): no
     torch, no jax, no checkout on the path. The bin/ folder of that venv."""
     root = tmp_path_factory.mktemp("wheel")
-    run = lambda *argv: subprocess.run(argv, capture_output=True, text=True, timeout=600, check=True)
+    # A caller's PYTHONPATH (a checkout's src/, which holds the build's egg-info) would make pip find rnnbench
+    # installed already and leave the venv without it: the venv is clean only without it.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = lambda *argv: subprocess.run(argv, capture_output=True, text=True, timeout=600, check=True, env=env)
     run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(root), str(REPO))
     (wheel,) = root.glob("rnnbench-*.whl")
     run(sys.executable, "-m", "venv", "--without-pip", str(root / "venv"))  # pip of this environment installs

@@ -66,10 +66,11 @@ def _driver_candidate(name: str, family: str = "", unrolled: bool = False) -> Ca
 
 @dataclass(frozen=True)
 class _Kind:
-    """Just enough of a Model for Driver.supports (which reads .kind and .name)."""
+    """Just enough of a Model for Driver.supports (which reads .kind, .name and .integer_inputs)."""
 
     kind: str
     name: str = ""
+    integer_inputs: tuple[str, ...] = ()  # the study's models have no integer leaves
 
 
 def candidates(plan: Plan) -> list[Candidate]:
