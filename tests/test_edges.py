@@ -71,6 +71,24 @@ def sqrt_at_domain_boundary(ops, params, carry, x, plant=no_plant):
     return (h,), h
 
 
+def sqrt_pole_beside_smooth(ops, params, carry, x, plant=no_plant):
+    """sqrt(w x) with w[0] = 0 (a pole) beside a smooth term in v that its cotangent does not reach
+    (the carry is linear): the H v oracle holds v at 0 on w[0], the frameworks' H v is NaN only
+    there, and v's and w[1]'s H v are judged."""
+    (h,) = carry
+    h = 0.5 * h + ops.sqrt(params["w"] * x) + plant(ops, ops.tanh(params["v"] * x))
+    return (h,), h
+
+
+def sqrt_pole_upstream(ops, params, carry, x, plant=no_plant):
+    """sqrt(w x) with w[0] = 0 (a pole) whose cotangent depends on v: the frameworks' H v is NaN on
+    the entries upstream of it (their infinite gradient times v = 0), undecided, never a mismatch;
+    their finite entries are judged."""
+    (h,) = carry
+    h = ops.tanh(params["v"] * x + h) + ops.sqrt(params["w"] * x) + plant(ops, ops.tanh(params["v"] * x))
+    return (h,), h
+
+
 def folded_cancellation(ops, params, carry, x, plant=no_plant):
     """(1 + u) - 1 with u ~ 1e-9: the numpy reference rounds there, XLA under jit folds it into u
     and lands closer to the exact value."""
@@ -296,7 +314,19 @@ EDGES = [
         sqrt_at_domain_boundary,
         {"w": np.array([0.0, 0.5]), "v": np.array([0.3, -0.2])},
         {"float64": {"cannot_decide"}, "float32": {"cannot_decide"}},
-        hvp_judged=False,
+    ),
+    # issue 49: H v beside a pole (v held at 0 there): judged where the frameworks' H v is finite
+    Edge(
+        "sqrt_pole_beside_smooth",
+        sqrt_pole_beside_smooth,
+        {"w": np.array([0.0, 0.5]), "v": np.array([0.3, -0.2])},
+        {"float64": {"cannot_decide"}, "float32": {"cannot_decide"}},
+    ),
+    Edge(
+        "sqrt_pole_upstream",
+        sqrt_pole_upstream,
+        {"w": np.array([0.0, 0.5]), "v": np.array([0.3, -0.2])},
+        {"float64": {"cannot_decide"}, "float32": {"cannot_decide"}},
     ),
     # issue 49: a NaN gradient where the exact derivative is finite is wrong at every dtype; the safe form is ok
     *(

@@ -362,12 +362,14 @@ def _at_differentiable_kinks(
         return
     span, slack = kink_range(model, case, list(beyond)), _rounding_slack(model, case, list(beyond), dtype)
     wrong, found, unknown = [], [], []
+    poles = 0  # unknown entries where the oracle has no value (a pole: H v holds v at 0 there)
     worst: dict[str, InputError] = {}  # per input, its entry furthest outside the range
     for name, (g, allowed, entries, err) in beyond.items():
         for idx in entries:
             lo, hi = span.of(name, idx)
             if span.kinked[name][idx] and not (np.isfinite(lo) and np.isfinite(hi)):
                 unknown.append(f"{name} at {list(idx)} ({span.reason or 'a corner has no finite derivative'})")
+                poles += int(np.isnan(oracle.grads[name][idx]))
                 continue
             # An entry that meets no kink once only the undecided entries are differentiated (a tie of
             # values its derivative does not flow through) has its exact derivative in lo == hi.
@@ -398,7 +400,10 @@ def _at_differentiable_kinks(
             result.errors[i] = worst[err.name]
             result.report = result.report.replace(describe_input(err), describe_input(worst[err.name]), 1)
     at_kinks = all(span.kinked[n][idx] for n, (_, _, entries, _) in beyond.items() for idx in entries)
-    result.kinks_only = at_kinks and not (elsewhere or wrong or unknown) and result.forward != UNDECIDED
+    # An entry at a pole has no derivative, and the H v oracle holds v at 0 there
+    # (second_order.hvp_oracle): the other entries' H v is defined, and judged.
+    at_poles = len(unknown) == poles
+    result.kinks_only = at_kinks and not (elsewhere or wrong) and at_poles and result.forward != UNDECIDED
 
 
 def _outside_range(err: InputError, idx: tuple, got: float, *, lo: float, hi: float, why: str) -> InputError:

@@ -50,7 +50,7 @@ class HvpOracle:
     """direction v and want = H v, keyed like the gradients; kind names the tolerance; reason is
     None or why this draw is ill-conditioned. error: per-entry bounds (dual_mp_hvp: what float64
     rounding does), bound_name what they are; refine: None or the 50-digit oracle, asked before a
-    float64 H v is called wrong."""
+    float64 H v is called wrong; poles: the entries at a pole, where v is held at 0 (hvp_oracle)."""
 
     v: dict[str, np.ndarray]
     want: dict[str, np.ndarray]
@@ -59,6 +59,8 @@ class HvpOracle:
     error: dict[str, np.ndarray] | None = None
     bound_name: str = ""
     refine: Callable[[], HvpOracle] | None = field(default=None, repr=False)
+    # per input, the entries with no finite derivative (a pole), where v is held at 0; None: none
+    poles: dict[str, np.ndarray] | None = None
 
 
 @dataclass
@@ -81,20 +83,37 @@ def hvp_oracle(model: Model, case: Case, seed: int = 0, choice: str | None = Non
     "finite_differences" the difference oracles."""
     v = direction(model, case, seed)
     names = case.wrt_names(model.carry_names)
-    if choice != OracleKind.FINITE_DIFFERENCES:
-        result = evaluate(model, case, names, direction=v)
-        finite = all(np.all(np.isfinite(result.hvp[n])) for n in names)
-        if finite and not any(np.any(result.kinked[n]) for n in names):
-            return _dual_hvp(
-                model, case, names, v=v, hv=result.hvp, grads=result.grads, loss=result.loss, choice=choice
-            )
-        at_kinks = hvp_at_kinks(model, case, names, v=v, agree=hvp_tolerance(OracleKind.DUAL_HVP, 1.0).max_rel_error)
-        if not isinstance(at_kinks, str):
-            return HvpOracle(
-                v, want=at_kinks[0], kind=OracleKind.DUAL_HVP, reason=None, error=at_kinks[1], bound_name=KINKED_HVP
-            )
-        return _off_kinks(difference_hvp_oracle(model, case, v), result.kinked, at_kinks)
-    return difference_hvp_oracle(model, case, v)
+    if choice == OracleKind.FINITE_DIFFERENCES:
+        return difference_hvp_oracle(model, case, v)
+    result = evaluate(model, case, names, direction=v)
+    if all(np.all(np.isfinite(result.grads[n])) for n in names):
+        return _ladder(model, case, names, v=v, result=result, choice=choice)
+    # The dual numbers' inf * 0 makes every column through a pole NaN, and v's tangent marks every
+    # entry it moves kinked: a first-order pass says which entries are the pole's own.
+    plain = evaluate(model, case, names)
+    poles = {n: np.asarray(plain.kinked[n], dtype=bool) & ~np.isfinite(plain.grads[n]) for n in names}
+    if not any(np.any(p) for p in poles.values()):
+        return _ladder(model, case, names, v=v, result=result, choice=choice)
+    # An entry with no finite derivative (sqrt(w x) at w = 0) is a pole: a direction that moves it
+    # leaves the domain, and every difference along v is NaN. v is held at 0 there, so the other
+    # entries' H v (defined: the pole does not move) is computed and judged (_judged: a framework's
+    # non-finite entry there is undecided, POLE_NAN).
+    v = {n: np.where(poles[n], 0.0, v[n]) for n in names}
+    result = evaluate(model, case, names, direction=v)
+    return dataclasses.replace(_ladder(model, case, names, v=v, result=result, choice=choice), poles=poles)
+
+
+def _ladder(model: Model, case: Case, names: list, *, v: dict, result, choice: str | None) -> HvpOracle:
+    """hvp_oracle's rungs given the dual pass along v (`result`)."""
+    finite = all(np.all(np.isfinite(result.hvp[n])) for n in names)
+    if finite and not any(np.any(result.kinked[n]) for n in names):
+        return _dual_hvp(model, case, names, v=v, hv=result.hvp, grads=result.grads, loss=result.loss, choice=choice)
+    at_kinks = hvp_at_kinks(model, case, names, v=v, agree=hvp_tolerance(OracleKind.DUAL_HVP, 1.0).max_rel_error)
+    if not isinstance(at_kinks, str):
+        return HvpOracle(
+            v, want=at_kinks[0], kind=OracleKind.DUAL_HVP, reason=None, error=at_kinks[1], bound_name=KINKED_HVP
+        )
+    return _off_kinks(difference_hvp_oracle(model, case, v), result.kinked, at_kinks)
 
 
 def _off_kinks(oracle: HvpOracle, kinked: Mapping[str, np.ndarray], why: str) -> HvpOracle:
@@ -195,7 +214,7 @@ def check_second_order(
         result = _judged(got, oracle, names, tol)
         if result.status == Status.HVP_MISMATCH and oracle.refine is not None:
             # before calling it wrong: what float64 rounding does to H v (adopted where it changes the verdict)
-            finer = oracle.refine()
+            finer = dataclasses.replace(oracle.refine(), poles=oracle.poles)
             refined = _judged(got, finer, names, hvp_tolerance(finer.kind, reference_loss(model, case)))
             if refined.status != Status.HVP_MISMATCH:
                 result, oracle = refined, finer
@@ -204,9 +223,10 @@ def check_second_order(
 
 
 def _judged(got: Mapping, oracle: HvpOracle, names: list, tol) -> SecondOrder:
+    want, beside = _beside_poles(got, oracle, names)
     errors = compare_grads(
         got,
-        oracle.want,
+        want,
         names,
         tol=tol,
         error=oracle.error,
@@ -214,6 +234,7 @@ def _judged(got: Mapping, oracle: HvpOracle, names: list, tol) -> SecondOrder:
     )
     if oracle.bound_name == KINKED_HVP:
         errors = [_within_conventions(e, oracle.error, tol) for e in errors]
+    errors = [_named_beside_poles(e, beside.get(e.name)) for e in errors]
     statuses = {e.status for e in errors}
     report = "Hessian-vector product:\n" + describe(errors, 0.0, tol) + f"\noracle: {oracle.kind}"
     if oracle.bound_name == KINKED_HVP:  # entries it has no value for, or a range of conventions
@@ -239,3 +260,40 @@ def _within_conventions(e: InputError, half_widths: Mapping | None, tol) -> Inpu
         detail=(e.detail + " " if e.detail else "")
         + "within its kinks' corners' H v, which spread beyond the tolerance: one convention among others",
     )
+
+
+POLE_NAN = (
+    "not finite beside a pole (an entry with no finite derivative, where v is held at 0): the framework's "
+    "infinite gradient there times v = 0 is NaN, which spreads to the entries upstream of it; cannot decide them"
+)
+
+
+def _beside_poles(got: Mapping, oracle: HvpOracle, names: list) -> tuple[dict, dict[str, np.ndarray]]:
+    """The oracle's H v with no value (NaN) where the driver's is not finite beside a pole, and those
+    entries per input. A framework's gradient at a pole is infinite, and its H v multiplies it by
+    v = 0 there: NaN, spread to every entry upstream of the pole's cotangent. That says nothing of
+    the H v those entries have, so they are undecided; the driver's finite entries are judged."""
+    if not oracle.poles or not any(np.any(p) for p in oracle.poles.values()):
+        return dict(oracle.want), {}
+    want, beside = dict(oracle.want), {}
+    for n in names:
+        g = got.get(n)
+        if g is None or np.shape(g) != np.shape(oracle.want[n]):
+            continue
+        bad = ~np.isfinite(np.asarray(g, dtype=np.float64))
+        if np.any(bad):
+            want[n] = np.where(bad, np.nan, np.asarray(oracle.want[n], dtype=np.float64))
+            beside[n] = bad
+    return want, beside
+
+
+def _named_beside_poles(e: InputError, bad: np.ndarray | None) -> InputError:
+    """e's line says which entries were left undecided beside a pole (POLE_NAN), and why."""
+    if bad is None or not np.any(bad):
+        return e
+    entries = [list(int(i) for i in idx) for idx in np.argwhere(bad)]
+    shown = ", ".join(str(x) for x in entries[:4]) + (f" and {len(entries) - 4} more" if len(entries) > 4 else "")
+    note = f"{POLE_NAN} at {shown}"
+    if e.status == InputStatus.UNDECIDED and e.detail.startswith("no value to compare with"):
+        return dataclasses.replace(e, detail=note + "; the other entries agree" if len(entries) < bad.size else note)
+    return dataclasses.replace(e, detail="; ".join(filter(None, [e.detail, note])))
