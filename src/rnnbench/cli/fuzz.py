@@ -136,7 +136,7 @@ def _grammar(args: argparse.Namespace) -> Any:
     """--grammar, --snap-rate and --plant checked, as one rnnbench.fuzz.grammar.Grammar."""
     # lazy: cli: the grammar's names without the fuzzer's cases
     from rnnbench.fuzz.edges import parse_plant
-    from rnnbench.fuzz.grammar import GRAMMARS, Grammar
+    from rnnbench.fuzz.grammar import EDGE_STREAMS, GRAMMARS, Grammar
 
     if args.grammar not in GRAMMARS:
         raise options.UsageError(f"unknown grammar {args.grammar!r}; known: {', '.join(GRAMMARS)}")
@@ -147,7 +147,7 @@ def _grammar(args: argparse.Namespace) -> Any:
             parse_plant(args.plant)
         except ValueError as exc:
             raise options.UsageError(str(exc)) from None
-    edge = args.grammar == "edge"
+    edge = args.grammar in EDGE_STREAMS  # the grammars whose bodies carry a snap rate
     return Grammar(args.grammar, args.snap_rate if edge else 0.0, args.plant)
 
 

@@ -3,7 +3,8 @@ points their inputs are snapped onto, and the wrong derivatives a planted campai
 
 Each edge op is written the way a step author writes it with the `ops` vocabulary (docs/api.md):
 relu by where and by maximum, clip, abs, minimum / maximum, the "safe sqrt" idiom, powers with a
-learned exponent, comparisons (> and ==) gating a value, log-sigmoid and a log-softmax (logsumexp).
+learned exponent, comparisons (> and ==) gating a value, log-sigmoid and a log-softmax (logsumexp). The "edge2" grammar adds EDGE2_OPS: a layer of ReLU
+units dead together, ties of branches equal to first order, and stable forms written with max and abs.
 Their kinks, ties and domain boundaries lie at 0, at the clip bounds +-CLIP and where two operands
 are equal: rnnbench.fuzz.cases snaps input entries exactly onto SNAP_VALUES at the body's snap rate,
 the same value for every input at one entry index, so two snapped operands tie.
@@ -50,6 +51,26 @@ EDGE_OPS: dict[str, EdgeOp] = {
     "logsumexp": EdgeOp(1, "(ops.tanh({a}) - ops.log(ops.sum(ops.exp(ops.tanh({a})))))"),
 }
 
+# The "edge2" grammar's ops besides EDGE_OPS (issue 49's classes), drawn from its own stream so the
+# "edge" stream's bodies stay as they were: a hidden layer of ReLU units that all sit at 0 where
+# their input is snapped to 0 (8 ties per entry: beyond the corners, interval tangents), ties of two
+# branches equal to first order at 0 (maximum(a^2, 0), maximum(a^2, b^2)), and the numerically
+# stable forms written with max and abs (softplus, logaddexp): smooth functions with kinked ops.
+_UNITS = ((1.0, 0.4), (-0.7, 0.3), (0.5, -0.5), (-1.5, 0.2), (2.0, 0.25), (-0.3, -0.6), (1.2, -0.35), (-0.9, 0.45))
+EDGE2_OPS: dict[str, EdgeOp] = {
+    "relu_layer": EdgeOp(1, "(" + " + ".join(f"{r!r} * ops.maximum({s!r} * {{a}}, 0.0)" for s, r in _UNITS) + ")"),
+    "max_square": EdgeOp(1, "ops.maximum({a} * {a}, 0.0)"),
+    "max_squares": EdgeOp(2, "ops.maximum({a} * {a}, {b} * {b})"),
+    "softplus_stable": EdgeOp(1, "(ops.maximum({a}, 0.0) + ops.log(1.0 + ops.exp(-ops.abs({a}))))"),
+    "logaddexp_stable": EdgeOp(
+        2, "(ops.maximum({a}, {b}) + ops.log(1.0 + ops.exp(-ops.abs({a} - {b}))))", scalar_ok=(1,)
+    ),
+}
+# Ops a hand-written or shrunk body may use, never drawn: sqrt on its domain's boundary (a pole, NaN
+# off its domain, so only data that keeps its argument >= 0 evaluates it).
+RENDER_ONLY_OPS: dict[str, EdgeOp] = {"sqrt_raw": EdgeOp(1, "ops.sqrt({a})")}
+ALL_EDGE_OPS: dict[str, EdgeOp] = {**EDGE_OPS, **EDGE2_OPS, **RENDER_ONLY_OPS}
+
 EDGE_PROBABILITY = 0.35  # of an inner node of an edge-grammar body
 LEAF_OPERANDS = 0.5  # an edge op's operands are plain leaves this often: snapped data lands on its kink
 DEFAULT_SNAP_RATE = 0.25
@@ -59,7 +80,7 @@ PLANT_K = 0.5
 
 
 def render_edge(op: str, children: list[str]) -> str:
-    return EDGE_OPS[op].template.format(**dict(zip("abc", children)))
+    return ALL_EDGE_OPS[op].template.format(**dict(zip("abc", children)))
 
 
 def parse_plant(plant: str) -> tuple[str, str]:

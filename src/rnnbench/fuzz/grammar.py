@@ -30,7 +30,16 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from rnnbench.fuzz.edges import EDGE_OPS, EDGE_PROBABILITY, LEAF_OPERANDS, leaf_of, plant_lines, render_edge
+from rnnbench.fuzz.edges import (
+    ALL_EDGE_OPS,
+    EDGE2_OPS,
+    EDGE_OPS,
+    EDGE_PROBABILITY,
+    LEAF_OPERANDS,
+    leaf_of,
+    plant_lines,
+    render_edge,
+)
 
 UNARY = ("sin", "cos", "tanh", "sigmoid", "exp")
 BINARY = ("+", "-", "*")
@@ -136,7 +145,9 @@ def valid(e: tuple) -> bool:
             return False
         if e[0] == "matvec" and not is_array(e[1]):
             return False
-        if e[0] == "edge" and any(not is_array(c) for i, c in enumerate(e[2:]) if i not in EDGE_OPS[e[1]].scalar_ok):
+        if e[0] == "edge" and any(
+            not is_array(c) for i, c in enumerate(e[2:]) if i not in ALL_EDGE_OPS[e[1]].scalar_ok
+        ):
             return False
         return all(ok(c) for c in _children(e))
 
@@ -204,13 +215,14 @@ def render(e: tuple) -> str:
     raise ValueError(f"unknown node {e!r}")
 
 
-def _expr(rng: random.Random, leaves: list[str], depth: int, edge: bool = False) -> tuple:
+def _expr(rng: random.Random, leaves: list[str], depth: int, edge: tuple[str, ...] = ()) -> tuple:
+    """edge: the edge ops drawn (sorted; none for the smooth grammar)."""
     if depth == 0 or rng.random() < 0.25:
         return ("const", rng.choice(CONSTS)) if rng.random() < 0.1 else ("leaf", rng.choice(leaves))
     if edge and rng.random() < EDGE_PROBABILITY:
-        op = rng.choice(sorted(EDGE_OPS))
+        op = rng.choice(edge)
         below = 0 if rng.random() < LEAF_OPERANDS else depth - 1  # leaves: the snapped data meets the kink
-        return ("edge", op, *(_expr(rng, leaves, below, edge) for _ in range(EDGE_OPS[op].arity)))
+        return ("edge", op, *(_expr(rng, leaves, below, edge) for _ in range(ALL_EDGE_OPS[op].arity)))
 
     def sub() -> tuple:
         return _expr(rng, leaves, depth - 1, edge)
@@ -225,13 +237,17 @@ def _expr(rng: random.Random, leaves: list[str], depth: int, edge: bool = False)
     return ("matvec", sub())
 
 
-GRAMMARS = ("smooth", "edge", "linear")  # linear: rnnbench.fuzz.linear's stream
+GRAMMARS = ("smooth", "edge", "edge2", "linear")  # linear: rnnbench.fuzz.linear's stream
+# each snapping grammar's stream name and the edge ops it draws; edge2 has its own stream, so the
+# edge stream's bodies are unchanged by its ops
+EDGE_STREAMS = {"edge": ("-edge", tuple(sorted(EDGE_OPS))), "edge2": ("-edge2", tuple(sorted(EDGE_OPS | EDGE2_OPS)))}
 
 
 @dataclass(frozen=True)
 class Grammar:
-    """Which bodies a stream draws: `name` "smooth" (the original stream) or "edge" (its own stream,
-    with rnnbench.fuzz.edges' ops), the snap rate its bodies carry (edge only) and a plant."""
+    """Which bodies a stream draws: `name` "smooth" (the original stream), "edge" (its own stream,
+    with rnnbench.fuzz.edges' EDGE_OPS) or "edge2" (its own stream, EDGE_OPS and EDGE2_OPS), the snap
+    rate its bodies carry (edge grammars only) and a plant."""
 
     name: str = "smooth"
     snap_rate: float = 0.0
@@ -240,12 +256,12 @@ class Grammar:
 
 def generate(seed: int, index: int, grammar: Grammar = Grammar()) -> Body:
     """Body number `index` of the stream for `seed` (independent of how many others are drawn)."""
-    edge = grammar.name == "edge"
-    body = _draw(f"rnnbench-fuzz{'-edge' if edge else ''}/{seed}/{index}", edge)
+    suffix, edge = EDGE_STREAMS.get(grammar.name, ("", ()))
+    body = _draw(f"rnnbench-fuzz{suffix}/{seed}/{index}", edge)
     return dataclasses.replace(body, snap_rate=grammar.snap_rate if edge else 0.0, plant=grammar.plant)
 
 
-def _draw(stream: str, edge: bool) -> Body:
+def _draw(stream: str, edge: tuple[str, ...]) -> Body:
     rng = random.Random(stream)
     k = rng.choice((1, 1, 2, 2, 3))
     has_xs = rng.random() < 0.7
@@ -286,7 +302,7 @@ def _extend(body: Body, rng: random.Random) -> Body:
     return body
 
 
-def _valid_expr(rng: random.Random, leaves: list[str], depth: int, edge: bool = False) -> tuple:
+def _valid_expr(rng: random.Random, leaves: list[str], depth: int, edge: tuple[str, ...] = ()) -> tuple:
     while True:
         e = _expr(rng, leaves, depth, edge)
         if valid(e):
