@@ -3,8 +3,9 @@ points their inputs are snapped onto, and the wrong derivatives a planted campai
 
 Each edge op is written the way a step author writes it with the `ops` vocabulary (docs/api.md):
 relu by where and by maximum, clip, abs, minimum / maximum, the "safe sqrt" idiom, powers with a
-learned exponent, comparisons (> and ==) gating a value, log-sigmoid and a log-softmax (logsumexp). The "edge2" grammar adds EDGE2_OPS: a layer of ReLU
-units dead together, ties of branches equal to first order, and stable forms written with max and abs.
+learned exponent, comparisons (> and ==) gating a value, log-sigmoid and a log-softmax (logsumexp).
+The "edge2" grammar adds EDGE2_OPS: a layer of ReLU units dead together, ties of branches equal to
+first order, stable forms written with max and abs.
 Their kinks, ties and domain boundaries lie at 0, at the clip bounds +-CLIP and where two operands
 are equal: rnnbench.fuzz.cases snaps input entries exactly onto SNAP_VALUES at the body's snap rate,
 the same value for every input at one entry index, so two snapped operands tie.
