@@ -530,3 +530,16 @@ def test_lines_under_an_undecided_forward_agree_with_the_row() -> None:
         statuses = {e.name: e.status for e in r.grad_errors}
         assert "mismatch" not in statuses.values() and statuses["w"] == "cannot_decide", r.report
         assert "within what float32 rounding alone does" in r.report, r.report
+
+
+@pytest.mark.parametrize(
+    "edge",
+    [e for e in EDGES if "sqrt" in e.name and "pole" in e.name or e.name == "sqrt_at_domain_boundary"],
+    ids=lambda e: e.name,
+)
+def test_hvp_beside_a_pole_is_not_called_wrong(edge: Edge) -> None:
+    """Unplanted, H v beside a pole (v held at 0 there): the frameworks' NaN entries (their infinite
+    gradient at the pole times v = 0) are undecided, named, and no row is hvp_mismatch."""
+    report = check(edge, "float64", order=2)
+    assert all(r.hvp_status in ("ok", "ill_conditioned") for r in report.results), str(report)
+    assert all(r.status in edge.expected["float64"] for r in report.results), str(report)
