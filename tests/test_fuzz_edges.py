@@ -16,7 +16,7 @@ from rnnbench import registry
 from rnnbench.cli import main
 from rnnbench.fuzz.campaign import Campaign, body_fields, body_from_fields
 from rnnbench.fuzz.cases import body_case, build, snap
-from rnnbench.fuzz.edges import EDGE_OPS, SNAP_VALUES
+from rnnbench.fuzz.edges import EDGE2_OPS, EDGE_OPS, SNAP_VALUES
 from rnnbench.fuzz.grammar import Body, Grammar, body_valid, generate
 from rnnbench.fuzz.runner import fuzz
 
@@ -70,9 +70,9 @@ def test_snapping_happens_at_the_set_rate_onto_kinks_and_ties() -> None:
     assert abs(snapped / total - 0.3) < 0.05, snapped / total
 
 
-def _every_op_body() -> Body:
-    """One body using every edge op once (no snapping: the script checks a correct driver)."""
-    ops = [("edge", op, *[("leaf", "p0"), ("leaf", "p1"), ("leaf", "c0")][: e.arity]) for op, e in EDGE_OPS.items()]
+def _every_op_body(table: dict = EDGE_OPS) -> Body:
+    """One body using every edge op of `table` once (no snapping: the script checks a correct driver)."""
+    ops = [("edge", op, *[("leaf", "p0"), ("leaf", "p1"), ("leaf", "c0")][: e.arity]) for op, e in table.items()]
     total = ops[0]
     for e in ops[1:]:
         total = ("bin", "+", total, e)
@@ -88,11 +88,12 @@ def _every_op_body() -> Body:
     )
 
 
+@pytest.mark.parametrize("table", [EDGE_OPS, EDGE2_OPS], ids=["edge", "edge2"])
 @pytest.mark.parametrize("driver", ["torch_loop", "jax_loop"])
-def test_repro_scripts_render_every_edge_op(tmp_path, driver) -> None:
+def test_repro_scripts_render_every_edge_op(tmp_path, driver, table) -> None:
     from rnnbench.fuzz.repro import export
 
-    fc = build(_every_op_body())
+    fc = build(_every_op_body(table))
     assert fc.ill_conditioned is None and fc.oracle is not None
     path = export(
         tmp_path / "repro.py",

@@ -44,7 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="smooth",
         help="smooth (default: tanh, sin, cos, exp, sigmoid, matmul), edge (adds relu, clip, abs, "
         "minimum/maximum, safe sqrt, learned powers, > and ==, log-sigmoid, logsumexp: docs/fuzzing.md) "
-        "or linear (c' = decay * c + drive, declared: the associative-scan drivers run these)",
+        "edge2 (edge's ops plus a layer of dead ReLU units, ties equal to first order, softplus and logaddexp "
+        "written with max and abs: its own stream) or linear (c' = decay * c + drive, declared: the "
+        "associative-scan drivers run these)",
     )
     p.add_argument(
         "--snap-rate", type=float, default=0.25, help="edge grammar: share of input entries snapped onto kinks/ties"
