@@ -16,10 +16,11 @@ from rnnbench import registry
 from rnnbench.fuzz.campaign import body_fields, body_from_fields
 from rnnbench.fuzz.cases import FuzzCase, build
 from rnnbench.fuzz.edges import EDGE2_OPS, EDGE_OPS
-from rnnbench.fuzz.grammar import Body, Grammar, body_valid, generate
+from rnnbench.fuzz.grammar import Body, Grammar, body_valid, body_wrt, generate
 from rnnbench.fuzz.runner import run_driver
 
 EDGE2 = Grammar("edge2", 0.25)
+DRIVERS = ("torch_loop", "jax_loop", "jax_lax_scan")
 # sha256 of json.dumps([generate(1128, i, Grammar("edge", 0.25)).source() for i in range(50)]), recorded
 # with the grammar of main before edge2 existed (the 2026-11-28 campaign's seed)
 EDGE_SEED_1128 = "369b0d73472cb02f06a17ee3e484699737829eda7cd2f4463031d53b307bcdbc"
@@ -89,3 +90,57 @@ def test_a_planted_wrong_hvp_beside_a_pole_is_a_mismatch(plant: str) -> None:
                 assert o.hvp_status == "hvp_mismatch", o
             else:
                 assert o.hvp_status in ("ok", "ill_conditioned"), o
+
+
+def test_edge2_draws_token_bodies_whose_ids_stay_integer() -> None:
+    bodies = [generate(1128, i, EDGE2) for i in range(60)]
+    tokens = [b for b in bodies if b.tokens]
+    assert tokens and all(b.has_xs for b in tokens) and len(tokens) < len(bodies)
+    reading = next(b for b in tokens if "x" in b.leaves_used())
+    fc = build(reading, dtype="float32")
+    assert fc.case.xs.dtype.kind == "i" and fc.model.integer_inputs == ("xs",)
+    assert "E" in fc.case.params and "xs" not in fc.case.wrt_names(fc.model.carry_names)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_planted_wrong_embedding_gradient_is_flagged_and_the_unplanted_ok(dtype: str) -> None:
+    """c0' = 0.5 c0 + relu(E[x]), y = c0: token ids index a learned embedding (every driver keeps them
+    integer); torch's derivative of E planted wrong is grad_mismatch, jax's drivers are ok."""
+    body = Body(
+        updates=(("bin", "+", ("bin", "*", ("const", 0.5), ("leaf", "c0")), ("edge", "relu_maximum", ("leaf", "x"))),),
+        output=("leaf", "c0"),
+        n=3,
+        length=4,
+        has_xs=True,
+        carry_grad=(False,),
+        xs_grad=True,
+        data_seed=11,
+        plant="grad:torch",
+        tokens=4,
+    )
+    assert body.planted_leaf() == "E" and "xs" not in body_wrt(body)
+    fc = build(body, dtype=dtype)
+    assert fc.ill_conditioned is None
+    statuses = {d: run_driver(fc, registry.get_driver(d), dtype, second_order=False).status for d in DRIVERS}
+    assert statuses == {"torch_loop": "grad_mismatch", "jax_loop": "ok", "jax_lax_scan": "ok"}, statuses
+
+
+@pytest.mark.parametrize("driver", ["torch_loop", "jax_loop"])
+def test_a_token_bodys_repro_script_keeps_the_ids_integer(tmp_path, driver: str) -> None:
+    import subprocess
+    import sys
+
+    from rnnbench.fuzz.repro import export
+
+    body = next(b for b in (generate(1128, i, EDGE2) for i in range(60)) if b.tokens and "x" in b.leaves_used())
+    path = export(
+        tmp_path / "repro.py",
+        build(body),
+        registry.get_driver(driver),
+        second_order=False,
+        status="ok",
+        tolerance=1e-9,
+        absolute_scale=0.0,
+    )
+    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr

@@ -15,7 +15,7 @@ from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.second_order import HvpOracle, hvp_oracle
 from rnnbench.fuzz import linear
 from rnnbench.fuzz.edges import SNAP_VALUES
-from rnnbench.fuzz.grammar import PARAM_VECTORS, Body, body_wrt
+from rnnbench.fuzz.grammar import EMBEDDING, PARAM_VECTORS, Body, body_wrt
 from rnnbench.losses import weighted, with_loss
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.status import OracleKind
@@ -58,12 +58,20 @@ def body_case(body: Body, name: str) -> Case:
     k = len(body.updates)
     carry0 = tuple(vector() for _ in range(k))
     xs = rng.uniform(-1.0, 1.0, (T, n)) if body.has_xs else None
+    if body.tokens and xs is not None:  # token ids and their embedding, from their own stream
+        tokens = np.random.default_rng([body.data_seed, 0x544F4B])
+        xs = tokens.integers(0, body.tokens, (T, n))
+        params[EMBEDDING] = tokens.uniform(-1.0, 1.0, body.tokens)
     if body.snap_rate > 0:  # its own stream: the unsnapped draws keep their data
         snap_rng = np.random.default_rng([body.data_seed, 0x534E4150])
-        vectors = {p: params[p] for p in PARAM_VECTORS if p in params}
-        snapped, _ = snap({**vectors, **{f"c{i}": c for i, c in enumerate(carry0)}, "xs": xs}, body.snap_rate, snap_rng)
+        vectors = {p: params[p] for p in (*PARAM_VECTORS, EMBEDDING) if p in params}
+        floats = None if body.tokens else xs  # token ids are indices, not points of a kink
+        snapped, _ = snap(
+            {**vectors, **{f"c{i}": c for i, c in enumerate(carry0)}, "xs": floats}, body.snap_rate, snap_rng
+        )
         params.update({p: snapped[p] for p in vectors})
-        carry0, xs = tuple(snapped[f"c{i}"] for i in range(k)), snapped["xs"]
+        carry0 = tuple(snapped[f"c{i}"] for i in range(k))
+        xs = xs if body.tokens else snapped["xs"]
     return Case(
         model=name,
         sizes={"T": T, "n": n},
@@ -131,6 +139,7 @@ def build(body: Body, name: str = "fuzz", dtype: str = "float64") -> FuzzCase:
         loss=weighted,
         oracle_kind=OracleKind.FINITE_DIFFERENCES,
         linear_recurrence=linear.declared(body, compile_step),
+        integer_inputs=("xs",) if body.tokens and body.has_xs else (),
     )
     if body.loss != "weighted":  # "weighted" keeps the body's own weights (the stream before loss forms)
         model, case = with_loss(model, body_case(body, name), body.loss)

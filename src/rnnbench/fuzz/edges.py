@@ -111,4 +111,4 @@ def leaf_of(name: str) -> str | None:
     """The step's local variable holding a compared input (None for one it only reads by key)."""
     if name.startswith("carry0."):
         return name.split(".", 1)[1]
-    return {"xs": "x"}.get(name, name if name in ("p0", "p1", "W") else None)
+    return {"xs": "x"}.get(name, name if name in ("p0", "p1", "W", "E") else None)  # E: a token body's embedding

@@ -45,6 +45,8 @@ UNARY = ("sin", "cos", "tanh", "sigmoid", "exp")
 BINARY = ("+", "-", "*")
 CONSTS = (0.5, -0.7, 1.5)
 PARAM_VECTORS = ("p0", "p1")
+EMBEDDING = "E"  # a token body's embedding table (Body.tokens)
+TOKENS = (4, 0.25)  # edge2: the vocabulary of a token body, and the share of bodies with xs that read tokens
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,9 @@ class Body:
     snap_rate: the share of input entries snapped onto kinks and ties (rnnbench.fuzz.cases).
     plant: "" or "<grad|hvp>:<framework>", a known wrong derivative for that framework
     (rnnbench.fuzz.edges).
-    linear: (decay, drive) expressions a linear body declares (rnnbench.fuzz.linear), else ()."""
+    linear: (decay, drive) expressions a linear body declares (rnnbench.fuzz.linear), else ().
+    tokens: 0, or the vocabulary size of integer token ids xs holds (edge2): the step reads x as
+    E[x], a learned embedding E (tokens,) compared like a parameter; xs itself has no gradient."""
 
     updates: tuple
     output: tuple
@@ -74,6 +78,7 @@ class Body:
     snap_rate: float = 0.0
     plant: str = ""
     linear: tuple = ()
+    tokens: int = 0
 
     @property
     def carry_names(self) -> tuple[str, ...]:
@@ -92,6 +97,8 @@ class Body:
         lines = ["def step(ops, params, carry, x):", f"    {names} = carry"]
         for p in sorted(u for u in used if u in PARAM_VECTORS + ("W",)):
             lines.append(f"    {p} = params[{p!r}]")
+        if self.tokens and "x" in used:  # an embedding lookup: the token ids index E
+            lines += [f"    {EMBEDDING} = params[{EMBEDDING!r}]", f"    x = {EMBEDDING}[x]"]
         for p in self.unused:  # computed with, then dropped: the graph reads it, the loss does not
             lines.append(f"    _ = ops.sin(params[{p!r}])")
         plant = self.plant and self.planted_leaf()
@@ -183,8 +190,9 @@ def body_wrt(body: Body) -> list[str]:
     out, except `unused` parameters: those are compared, and their true gradient is zero."""
     used = reaching(body)
     names = [p for p in PARAM_VECTORS + ("W",) if p in used] + list(body.unused)
+    names += [EMBEDDING] if body.tokens and body.has_xs and "x" in used else []
     names += [f"carry0.{c}" for c, g in zip(body.carry_names, body.carry_grad) if g and f"carry0.{c}" in used]
-    if body.has_xs and body.xs_grad and "x" in used:
+    if body.has_xs and body.xs_grad and "x" in used and not body.tokens:
         names.append("xs")
     return names
 
@@ -257,7 +265,10 @@ class Grammar:
 def generate(seed: int, index: int, grammar: Grammar = Grammar()) -> Body:
     """Body number `index` of the stream for `seed` (independent of how many others are drawn)."""
     suffix, edge = EDGE_STREAMS.get(grammar.name, ("", ()))
-    body = _draw(f"rnnbench-fuzz{suffix}/{seed}/{index}", edge)
+    stream = f"rnnbench-fuzz{suffix}/{seed}/{index}"
+    body = _draw(stream, edge)
+    if grammar.name == "edge2" and body.has_xs and random.Random(f"{stream}/tokens").random() < TOKENS[1]:
+        body = dataclasses.replace(body, tokens=TOKENS[0])  # its own stream: the other draws are kept
     return dataclasses.replace(body, snap_rate=grammar.snap_rate if edge else 0.0, plant=grammar.plant)
 
 

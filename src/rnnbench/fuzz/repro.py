@@ -17,6 +17,7 @@ from rnnbench.drivers.base import Driver
 from rnnbench.fuzz.cases import FuzzCase
 from rnnbench.fuzz.grammar import Body
 from rnnbench.losses import LossForm
+from rnnbench.model import is_integer
 
 _COMPARE = """
 worst = 0.0
@@ -43,17 +44,18 @@ print(f"OK: {DRIVER} agrees with rnnbench's {ORACLE} oracle (max rel err {worst:
 
 
 def _literal(a) -> str:
+    integer = is_integer(a)  # token ids stay integer: the script indexes with them
     return (
         "np.array("
         + np.array2string(
-            np.asarray(a, dtype=np.float64),
+            np.asarray(a, dtype=np.int64 if integer else np.float64),
             precision=17,
             separator=", ",
             floatmode="unique",
             threshold=1 << 30,
             max_line_width=100,
         )
-        + ")"
+        + (", dtype=np.int64)" if integer else ")")
     )
 
 
