@@ -52,6 +52,7 @@ def _judge_input(
     t: Tolerance,
     scale: float,
     bound_name: str,
+    no_derivative: np.ndarray | None = None,
 ) -> InputError:
     """One input's verdict (compare_grads): its gradient `g_raw` against the oracle's `r`, entry by
     entry, with the oracle's absolute error bound per entry."""
@@ -64,14 +65,20 @@ def _judge_input(
     # domain boundary) says nothing about that entry: it is cannot_decide, the others are judged.
     # A NaN bound where the oracle has a value bounds nothing: unbounded, which holds every finite gradient.
     unknown = np.isnan(r)
+    # Where no finite derivative exists (no_derivative: the dual numbers' own value was not finite, a pole defined
+    # on both sides, sqrt(abs(u)) at 0), a non-finite gradient is not wrong.
+    no_derivative = np.zeros(r.shape, dtype=bool) if no_derivative is None else np.asarray(no_derivative, dtype=bool)
     bound = np.where(np.isnan(bound), np.inf, bound)
     diff = np.abs(g - r)
     diff = np.where(unknown, 0.0, np.where(np.isnan(diff), np.inf, diff))
     bound = np.where(unknown, 0.0, bound)
-    # how far each entry is from the oracle's error interval; an unbounded entry (the loss is not
-    # smooth at the finite-difference step) contains every finite gradient, never a NaN / inf one
+    # how far each entry is from the oracle's error interval; an unbounded entry (the loss is not smooth at the
+    # finite-difference step, or float32 rounding an exact oracle cannot bound) contains every finite gradient,
+    # never a NaN / inf one, unless no finite derivative exists there at all (no_derivative)
     with np.errstate(invalid="ignore"):  # inf - inf where the bound is infinite: the branch not taken
-        beyond = np.where(np.isfinite(bound), diff - bound, np.where(np.isfinite(diff), -np.inf, np.inf))
+        beyond = np.where(
+            np.isfinite(bound), diff - bound, np.where(np.isfinite(diff) | no_derivative, -np.inf, np.inf)
+        )
     allowed = t.max_rel_error * scale
     # the entry shown: the one furthest beyond the oracle's interval where that decides (a
     # mismatch), else the largest difference (what cannot be decided, or the worst agreement)
@@ -159,6 +166,7 @@ def compare_grads(
     per_name: Mapping[str, Tolerance] | None = None,
     error: Mapping[str, np.ndarray] | None = None,
     bound_name: str = FD_BOUND,
+    no_derivative: Mapping[str, np.ndarray] | None = None,
 ) -> list[InputError]:
     """Per input in `names`, entry by entry, with scale = max(max|want|, tol.scale_floor * G,
     tol.absolute_scale) (see tolerance.py) and the oracle's error bound e_i (`error`, absolute;
@@ -168,7 +176,9 @@ def compare_grads(
       beyond that                                mismatch
     A gradient that is None (the framework says the input does not reach the loss) or identically
     zero is "missing" only where some want_i is nonzero beyond tol * scale + e_i: a true zero gradient
-    is an answer. per_name overrides `tol` for some inputs (fp32 islands under autocast)."""
+    is an answer. per_name overrides `tol` for some inputs (fp32 islands under autocast). no_derivative: per
+    input, the entries where no finite derivative exists (Oracle.no_derivative): a NaN / inf gradient there is
+    not wrong."""
     G = max((_largest(want[n]) for n in names), default=0.0)
     out = []
     for name in names:
@@ -177,7 +187,18 @@ def compare_grads(
         bound = np.broadcast_to(np.asarray((error or {}).get(name, 0.0), dtype=np.float64), r.shape)
         r_max = _largest(r)
         scale = max(r_max, t.scale_floor * G, t.absolute_scale) or 1.0
-        out.append(_judge_input(name, got.get(name), r, bound=bound, t=t, scale=scale, bound_name=bound_name))
+        out.append(
+            _judge_input(
+                name,
+                got.get(name),
+                r,
+                bound=bound,
+                t=t,
+                scale=scale,
+                bound_name=bound_name,
+                no_derivative=(no_derivative or {}).get(name),
+            )
+        )
     return out
 
 

@@ -190,7 +190,14 @@ def _against(
     returns (that bound per name, the loss's condition number)."""
     bounds = {n: oracle.error_of(n) for n in names}
     result.errors = compare_grads(
-        result.grads, oracle.grads, names, tol=tol, per_name=per_name, error=bounds, bound_name=oracle.bound_name
+        result.grads,
+        oracle.grads,
+        names,
+        tol=tol,
+        per_name=per_name,
+        error=bounds,
+        bound_name=oracle.bound_name,
+        no_derivative=oracle.no_derivative,
     )
     condition = loss_condition(
         {n: input_value(model, case, n) for n in names},
@@ -277,6 +284,7 @@ def _with_rounding_bounds(
         per_name=None,
         error=widened,
         bound_name=f"what float32 rounding alone does (plus {oracle.bound_name})",
+        no_derivative=oracle.no_derivative,
     )
     finite = {n: rounding[n][np.isfinite(rounding[n])] for n in names}
     worst = max((float(np.max(finite[n])) / e.scale for n, e in zip(names, errors) if np.size(finite[n])), default=0.0)

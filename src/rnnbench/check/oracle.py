@@ -66,6 +66,9 @@ class Oracle:
     reason: str = ""
     refine: Callable[[], Oracle] | None = field(default=None, compare=False, repr=False)
     source: str = oracle_cache.COMPUTED
+    # per input, the entries where no finite derivative exists (the dual numbers' own value was not finite: a
+    # pole defined on both sides, sqrt(abs(u)) at 0): the judge holds no NaN / inf gradient against them
+    no_derivative: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def error_of(self, name: str) -> np.ndarray:
         return np.asarray(self.error.get(name, np.zeros(np.shape(self.grads[name]))), dtype=np.float64)
@@ -167,12 +170,16 @@ def _with_finite_differences(
         # jax's 1) and the central difference is one of them: shown, never held against a driver.
         error[n][result.kinked[n]] = np.inf
     what = ", ".join(result.kinks) or "a non-finite tangent"
+    # A kink in a branch `where` did not take leaves the dual value finite (the derivative exists there); a pole
+    # on both sides leaves it infinite or NaN.
+    no_derivative = {n: np.asarray(result.kinked[n], dtype=bool) & ~np.isfinite(result.grads[n]) for n in fd_names}
     return Oracle(
         grads,
         OracleKind.FINITE_DIFFERENCES,
         error,
         f"the finite-difference oracle's error bound, unbounded where the step has no derivative ({what})",
         reason=f"no derivative at this point ({what}) for some entries of {fd_names}: finite differences there",
+        no_derivative=no_derivative,
     )
 
 
