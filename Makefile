@@ -51,9 +51,6 @@ bench-all: venv venv-xla
 # nothing but read-only files and run on TEST_WORKERS pytest-xdist workers. --durations: the slowest
 # tests close each part's output (where CI's time goes).
 TEST_WORKERS ?= auto
-# An inherited PYTHONDONTWRITEBYTECODE=1 makes every pytest process (each worker, each part) compile and
-# assertion-rewrite every test module again; the tests keep their bytecode (git ignores __pycache__).
-unexport PYTHONDONTWRITEBYTECODE
 ALONE_TESTS = tests/test_faults.py tests/test_lifetimes.py tests/test_isolation.py tests/test_local_pool.py \
               tests/test_robustness.py tests/test_fuzz_records.py tests/test_ray_executor.py tests/test_threads.py \
               tests/test_roofline.py tests/test_benchmarks.py tests/test_idiomatic.py tests/test_environments.py \

@@ -10,7 +10,7 @@
 # first order was torch_loop's on every body).
 # Usage: run.sh FROZEN_SRC [OUT [N [P]]]: FROZEN_SRC the src/ of a `git archive` of the commit measured;
 # OUT the folder for records and consoles (default: beside this script); N default 1000, P default 100.
-# The pilot: run.sh FROZEN_SRC /tmp/pilot 10 10.
+# The pilot: run.sh FROZEN_SRC PILOT_OUT 10 10.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=${2:-$here} n=${3:-1000} p=${4:-100}
