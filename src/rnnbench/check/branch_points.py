@@ -49,36 +49,27 @@ _PLAN: ContextVar[Plan | None] = ContextVar("rnnbench_branch_plan", default=None
 
 
 @contextlib.contextmanager
-def forcing(bits: Sequence[bool] | None) -> Iterator[Plan]:
+def _planned(plan: Plan) -> Iterator[Plan]:
+    token = _PLAN.set(plan)
+    try:
+        yield plan
+    finally:
+        _PLAN.reset(token)
+
+
+def forcing(bits: Sequence[bool] | None) -> contextlib.AbstractContextManager[Plan]:
     """Inside, branch points take the sides `bits` gives (None: numpy's own, recorded)."""
-    plan = Plan(None if bits is None else list(bits))
-    token = _PLAN.set(plan)
-    try:
-        yield plan
-    finally:
-        _PLAN.reset(token)
+    return _planned(Plan(None if bits is None else list(bits)))
 
 
-@contextlib.contextmanager
-def hulling() -> Iterator[Plan]:
+def hulling() -> contextlib.AbstractContextManager[Plan]:
     """Inside, numpy's own sides, and the tangents hulled at every tie (module docstring)."""
-    plan = Plan(None, hull=True)
-    token = _PLAN.set(plan)
-    try:
-        yield plan
-    finally:
-        _PLAN.reset(token)
+    return _planned(Plan(None, hull=True))
 
 
-@contextlib.contextmanager
-def along() -> Iterator[Plan]:
+def along() -> contextlib.AbstractContextManager[Plan]:
     """Inside, every tie takes the side that v decides (module docstring), where it does."""
-    plan = Plan(None, along=True)
-    token = _PLAN.set(plan)
-    try:
-        yield plan
-    finally:
-        _PLAN.reset(token)
+    return _planned(Plan(None, along=True))
 
 
 def hull() -> bool:
