@@ -51,6 +51,10 @@ bench-all: venv venv-xla
 # nothing but read-only files and run on TEST_WORKERS pytest-xdist workers. --durations: the slowest
 # tests close each part's output (where CI's time goes).
 TEST_WORKERS ?= auto
+# An inherited PYTHONDONTWRITEBYTECODE=1 makes every pytest process (each worker, each part, each tier) compile and
+# assertion-rewrite every test module again (seconds of each process's start); the tests keep their bytecode (git
+# ignores __pycache__).
+test test-slow test-xla: export PYTHONDONTWRITEBYTECODE :=
 ALONE_TESTS = tests/test_faults.py tests/test_lifetimes.py tests/test_isolation.py tests/test_local_pool.py \
               tests/test_robustness.py tests/test_fuzz_records.py tests/test_ray_executor.py tests/test_threads.py \
               tests/test_roofline.py tests/test_benchmarks.py tests/test_idiomatic.py tests/test_environments.py \

@@ -187,6 +187,7 @@ def registry() -> tuple[KnownIssue, ...]:
     return parse(json.loads(REGISTRY_PATH.read_text()))
 
 
+@cache  # a process's installed packages do not change while it runs; reading METADATA is slow
 def installed_version(package: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
