@@ -9,9 +9,10 @@ versions, two machines), and a gate that fails only on what is real.
 BASE and NEW are results files (JSON Lines records) or pytest-benchmark JSON files. Pairing,
 verdicts and the exit code: rnnbench.report.compare_pairs; the interval: compare_stats; running two
 commits: rnnbench.planning.commits. Exit codes: 1 on a status regression, a row slower beyond the
-threshold, or a --commits run that crashed (one line naming it and its kept log), 0 otherwise, 2
-on bad input (a record or benchmark that is not possible, a side against itself, two sides
-without a common row).
+threshold, or a --commits run that crashed (one line naming it and its kept log); 3 when it
+measured nothing (a side without any row, or no row judged on both sides: every one noisy, one-sided
+or not run); 0 otherwise; 2 on bad input (a record or benchmark that is not possible, a side against
+itself, two sides that hold rows but none in common).
 """
 
 from __future__ import annotations
@@ -29,12 +30,15 @@ from rnnbench.cli import options
 from rnnbench.errors import InputError
 from rnnbench.planning import commits
 from rnnbench.report import compare_inputs
-from rnnbench.report.compare_format import FORMATS, render
-from rnnbench.report.compare_pairs import compare
+from rnnbench.report.compare_format import FORMATS, nothing_measured, render
+from rnnbench.report.compare_pairs import NOTHING_MEASURED, NothingMeasured, compare
 from rnnbench.report.escape import terminal
 
 NAME = "compare"
-HELP = "compare two results files (commits, framework versions, machines): verdicts per row, exit 1 on a regression"
+HELP = (
+    "compare two results files (commits, framework versions, machines): verdicts per row, exit 1 on a "
+    f"regression, {NOTHING_MEASURED} when it measured nothing"
+)
 
 
 # (base, new, run options, rounds, output directory) -> (base files, new files, side labels)
@@ -133,7 +137,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--format",
         choices=FORMATS,
         default="text",
-        help="text (default), markdown (pull requests, CI summaries) or json",
+        help="text (default), markdown (a table for pull requests, CI summaries), json, or github (a pull-request "
+        "comment body and job summary: status changes first, then speed, then the noise; docs/ci.md). Exit codes, "
+        f"every format: 0 nothing wrong, 1 a status regression or a row decided slower, 2 bad input, {NOTHING_MEASURED} "
+        "measured nothing (a side without rows, or every row noisy, one-sided or not run)",
     )
     p.add_argument(
         "--across-machines", action="store_true", help="allow comparing files from two machines (every line says so)"
@@ -212,16 +219,22 @@ def run(args: argparse.Namespace, run_commits: RunCommits | None = None) -> int:
     except commits.RunFailed as exc:  # ours failed, not the user's input: exit 1
         print(terminal(f"rnnbench: error: {exc}"), file=sys.stderr)
         return 1
-    result = compare(
-        base,
-        new,
-        level,
-        alpha=cut,
-        across_machines=args.across_machines,
-        normalize=args.normalize,
-        with_environment=with_env,
-        sides=labels,
-        patterns=patterns,
-    )
+    try:
+        result = compare(
+            base,
+            new,
+            level,
+            alpha=cut,
+            across_machines=args.across_machines,
+            normalize=args.normalize,
+            with_environment=with_env,
+            sides=labels,
+            patterns=patterns,
+        )
+    except NothingMeasured as exc:  # a side without rows: said, and its own exit code
+        print(terminal(f"rnnbench: {exc}"), file=sys.stderr)
+        if args.format != "text":  # a CI step still gets its summary / comment body
+            print(nothing_measured(str(exc), labels, args.format))
+        return NOTHING_MEASURED
     print(render(result, args.format))
     return result.exit_code

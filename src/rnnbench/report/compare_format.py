@@ -14,24 +14,27 @@ from typing import Any
 
 from rnnbench.report.compare_evidence import RUNS_CAP, clock_of
 from rnnbench.report.compare_pairs import (
+    FASTER_OR_SAME,
     FIXED,
     GATING,
     KNOWN_FIXED,
-    NOT_RUN,
+    NOTHING_MEASURED,
     QUANTITIES,
     QUANTITY_LABELS,
     REGRESSION,
+    STATUS_CHANGES,
     Comparison,
     Pair,
     Timed,
+    not_run,
     side_status,
 )
-from rnnbench.report.compare_stats import CPU_QUANTILE, SLOWER
+from rnnbench.report.compare_stats import CPU_QUANTILE, NOISY, SLOWER
 from rnnbench.report.escape import md_cell, terminal
 from rnnbench.report.labels import env_label
 from rnnbench.report.ratios import DIRECTION, speedup_label, speedup_of_time_ratio
 
-FORMATS = ("text", "markdown", "json")
+FORMATS = ("text", "markdown", "json", "github")
 RAW_SHOWN = 0.05  # a raw speed-up this far from the relative one is shown beside it
 
 
@@ -87,11 +90,6 @@ def _env(pair: Pair) -> str:
 
 def _sizes(pair: Pair) -> str:
     return ",".join(f"{k}={v}" for k, v in pair.key[5])
-
-
-def not_run(pair: Pair) -> bool:
-    """Unavailable or skipped on both sides: not listed in the tables (counted under them)."""
-    return bool(pair.base and pair.new) and all(str(r["status"]) in NOT_RUN for r in pair.base + pair.new)
 
 
 def table_rows(cmp: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -303,5 +301,98 @@ def as_json(cmp: Comparison) -> str:
     )
 
 
+# The first line of a pull-request comment body: a workflow finds its own earlier comment by it and
+# edits that one rather than adding another on every push.
+GITHUB_MARKER = "<!-- rnnbench compare -->"
+
+
+def _row_name(p: Pair) -> str:
+    extra = [_sizes(p)] if p.key[5] else []
+    return "/".join([p.key[0], p.key[1], _env(p), p.key[3], *extra, *([p.key[7]] if p.key[7] != "model" else [])])
+
+
+def headline(cmp: Comparison) -> str:
+    """One line: what decided the exit code, in words."""
+    code = cmp.exit_code
+    regressions = sum(p.verdict == REGRESSION for p in cmp.pairs)
+    slower = sum(p.verdict == SLOWER for p in cmp.pairs)
+    if code == 1:
+        parts = [f"{regressions} status regression(s)"] * bool(regressions) + [f"{slower} row(s) slower"] * bool(slower)
+        return f"FAIL: {', '.join(parts)} (exit 1)"
+    if code == NOTHING_MEASURED:
+        return f"MEASURED NOTHING: no row could be judged on both sides (exit {NOTHING_MEASURED})"
+    return f"OK: nothing wrong or slower in {len(cmp.judged)} row(s) judged (exit 0)"
+
+
+def as_github(cmp: Comparison) -> str:
+    """A pull-request comment body and job summary (GitHub-flavoured markdown): the verdict, status
+    changes first (a wrong gradient outranks any time), then speed (slower, then faster; rows the
+    same counted), then the noise said (rows not judged, and why), then what is not compared; the
+    header lines of the other formats fold away under "How this was compared"."""
+    shown = [p for p in sorted(cmp.pairs, key=lambda p: p.key) if not not_run(p)]
+    level = f"{100 * (1 - cmp.alpha):g}%"
+    out = [GITHUB_MARKER, "### rnnbench compare", "", f"**{md_cell(headline(cmp))}**", ""]
+    changes = [p for p in shown if p.verdict in STATUS_CHANGES]
+    changes.sort(key=lambda p: STATUS_CHANGES.index(p.verdict))
+    if changes:
+        out += ["#### Status changes (gradient verdicts)", "", "| row | base -> new | verdict | why |", "| --- | --- | --- | --- |"]
+        out += [
+            f"| {md_cell(_row_name(p))} | {md_cell(_status(p))} | "
+            f"{'**REGRESSION**' if p.verdict == REGRESSION else md_cell(p.verdict)} | {md_cell(p.why)} |"
+            for p in changes
+        ]
+        out.append("")
+    timed = [p for p in shown if p.verdict in (SLOWER, *FASTER_OR_SAME) and p.times]
+    moved = [p for p in timed if p.verdict != "same"]
+    moved.sort(key=lambda p: (p.verdict != SLOWER, p.key))
+    same = len(timed) - len(moved)
+    out += ["#### Speed", ""]
+    if moved:
+        out += [f"| row | fwd+bwd ms | fwd+bwd speed-up [{level}] | fwd speed-up [{level}] | verdict |"]
+        out += ["| --- | --- | --- | --- | --- |"]
+        out += [
+            f"| {md_cell(_row_name(p))} | {md_cell(_ms(p))} | {md_cell(_interval(p, 'fwd_bwd'))} | "
+            f"{md_cell(_interval(p, 'fwd'))} | {'**SLOWER**' if p.verdict == SLOWER else md_cell(p.verdict)} |"
+            for p in moved
+        ]
+        out.append("")
+    status_only = sum(p.verdict == "same" and not p.times for p in shown)
+    out.append(
+        (
+            f"{len(moved)} row(s) changed speed beyond the threshold ({100 * cmp.threshold:g} %), {same} the same."
+            if timed
+            else "No row was timed and decided on both sides."
+        )
+        + (f" {status_only} row(s) compared by status only (not timed on a side)." if status_only else "")
+    )
+    out.append("")
+    noisy = [p for p in shown if p.verdict == NOISY]
+    if noisy:
+        out += [f"**Noise:** {len(noisy)} row(s) noisy, not judged (their spread cannot decide at the threshold):", ""]
+        out += [f"- {md_cell(_row_name(p))}: {md_cell('; '.join(p.notes) or _interval(p, 'fwd_bwd'))}" for p in noisy]
+        out.append("")
+    else:
+        out += ["**Noise:** no row noisy.", ""]
+    one_sided = Counter(p.verdict for p in shown if p.verdict not in (*STATUS_CHANGES, SLOWER, *FASTER_OR_SAME, NOISY))
+    hidden = sum(not_run(p) for p in cmp.pairs)
+    if one_sided or hidden:
+        parts = [f"{n} {v}" for v, n in sorted(one_sided.items())] + [f"{hidden} not run on either side"] * bool(hidden)
+        out += [f"Not compared: {', '.join(parts)}.", ""]
+    out += ["<details><summary>How this was compared</summary>", ""]
+    out += [f"- {md_cell(line)}" for line in header_lines(cmp)]
+    out += ["", "</details>", "", f"`{md_cell(summary_lines(cmp)[0])}`"]
+    return "\n".join(out)
+
+
+def nothing_measured(why: str, sides: tuple[str, str], fmt: str) -> str:
+    """What `compare` prints for sides that hold no row (compare_pairs.NothingMeasured), per format."""
+    if fmt == "json":
+        return json.dumps({"base": sides[0], "new": sides[1], "exit_code": NOTHING_MEASURED, "why": why, "rows": []})
+    if fmt in ("github", "markdown"):
+        head = [GITHUB_MARKER] if fmt == "github" else []
+        return "\n".join([*head, "### rnnbench compare", "", f"**MEASURED NOTHING: {md_cell(why)} (exit {NOTHING_MEASURED})**"])
+    return terminal(f"{why} -> exit {NOTHING_MEASURED}")
+
+
 def render(cmp: Comparison, fmt: str) -> str:
-    return {"text": as_text, "markdown": as_markdown, "json": as_json}[fmt](cmp)
+    return {"text": as_text, "markdown": as_markdown, "json": as_json, "github": as_github}[fmt](cmp)

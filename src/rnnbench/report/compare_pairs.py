@@ -29,7 +29,11 @@ noisy (compare_stats.verdict); the row's is the worst (slower, then noisy, then 
 same). Rows with one status on both sides and nothing timed are `same`.
 Which clock decides a time verdict, relative to what, and what its evidence cannot support
 (`noisy`): rnnbench.report.compare_evidence.
-The exit code is 1 on any regression or slower row, else 0.
+The exit code is 1 on any regression or slower row; else NOTHING_MEASURED (3) when no row was
+judged (every row noisy, one-sided or not run on a side: the gate measured nothing, which a CI
+must not read as a pass); else 0. A row is judged when it ran on both sides and its status changed,
+or its time verdict is slower, faster or same (one status on both sides and nothing timed is a
+status compared, so judged too).
 """
 
 from __future__ import annotations
@@ -64,8 +68,19 @@ QUANTITY_LABELS = {"fwd_bwd": "fwd+bwd", "fwd": "fwd"}
 REGRESSION, FIXED, KNOWN_FIXED, CHANGED = "regression", "fixed", "known_issue_fixed", "changed"
 UNAVAILABLE, ONLY_BASE, ONLY_NEW = "unavailable", "only_base", "only_new"
 GATING = (REGRESSION, SLOWER)  # verdicts that make the exit code 1
+STATUS_CHANGES = (REGRESSION, FIXED, KNOWN_FIXED, CHANGED)
+FASTER_OR_SAME = (FASTER, SAME)
+JUDGED = (*STATUS_CHANGES, SLOWER, *FASTER_OR_SAME)  # verdicts that say something about both sides
+# `compare`'s exit code when nothing was judged: distinct from 0 (a pass), 1 (a regression), 2
+# (bad input) and the signals' 128+N, as pytest's 5 (no tests collected) is.
+NOTHING_MEASURED = 3
 TIME_ORDER = (SLOWER, NOISY, FASTER, SAME)  # a row's time verdict: the first of its quantities' in this order
 NOT_RUN = (Status.UNAVAILABLE, Status.SKIPPED)
+
+
+class NothingMeasured(Exception):
+    """A side holds no row at all: nothing to compare, which is not bad input (a run whose every
+    row was skipped wrote a valid, empty file) and not a pass: exit NOTHING_MEASURED."""
 
 
 @dataclass
@@ -116,8 +131,20 @@ class Comparison:
         return [p for p in self.pairs if p.verdict in GATING]
 
     @property
+    def judged(self) -> list[Pair]:
+        """The pairs whose verdict compared both sides (module docstring)."""
+        return [p for p in self.pairs if p.verdict in JUDGED and not not_run(p)]
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.gating else 0
+        if self.gating:
+            return 1
+        return 0 if self.judged else NOTHING_MEASURED
+
+
+def not_run(pair: Pair) -> bool:
+    """Unavailable or skipped on both sides: not listed in the tables (counted under them)."""
+    return bool(pair.base and pair.new) and all(str(r["status"]) in NOT_RUN for r in pair.base + pair.new)
 
 
 def side_status(records: list[dict[str, Any]]) -> str:
@@ -241,6 +268,12 @@ def _refuse_what_says_nothing(
             f"{_name(row_key(shared[0]))}): a side compared with itself says nothing; compare two runs"
         )
     if not any(p.base and p.new for p in pairs):
+        if not base or not new:  # a run that measured nothing (every benchmark skipped, an empty file)
+            empty = [name for name, side in zip(sides, (base, new)) if not side]
+            raise NothingMeasured(
+                f"measured nothing: {' and '.join(empty)} {'have' if len(empty) > 1 else 'has'} no row "
+                f"(base {sides[0]} has {len(base)} row(s), new {sides[1]} has {len(new)})"
+            )
         counts = [sum(bool(getattr(p, side)) for p in pairs) for side in ("base", "new")]
         examples = [next((f", e.g. {_name(p.key)}" for p in pairs if getattr(p, side)), "") for side in ("base", "new")]
         raise InputError(
