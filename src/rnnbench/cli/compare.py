@@ -139,8 +139,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="text",
         help="text (default), markdown (a table for pull requests, CI summaries), json, or github (a pull-request "
         "comment body and job summary: status changes first, then speed, then the noise; docs/ci.md). Exit codes, "
-        f"every format: 0 nothing wrong, 1 a status regression or a row decided slower, 2 bad input, {NOTHING_MEASURED} "
-        "measured nothing (a side without rows, or every row noisy, one-sided or not run)",
+        "every format: 0 nothing wrong, 1 a status regression or a row decided slower, 2 bad input, "
+        f"{NOTHING_MEASURED} measured nothing (a side without rows, or every row noisy, one-sided or not run)",
     )
     p.add_argument(
         "--across-machines", action="store_true", help="allow comparing files from two machines (every line says so)"

@@ -335,7 +335,8 @@ def as_github(cmp: Comparison) -> str:
     changes = [p for p in shown if p.verdict in STATUS_CHANGES]
     changes.sort(key=lambda p: STATUS_CHANGES.index(p.verdict))
     if changes:
-        out += ["#### Status changes (gradient verdicts)", "", "| row | base -> new | verdict | why |", "| --- | --- | --- | --- |"]
+        out += ["#### Status changes (gradient verdicts)", "", "| row | base -> new | verdict | why |"]
+        out.append("| --- | --- | --- | --- |")
         out += [
             f"| {md_cell(_row_name(p))} | {md_cell(_status(p))} | "
             f"{'**REGRESSION**' if p.verdict == REGRESSION else md_cell(p.verdict)} | {md_cell(p.why)} |"
@@ -390,7 +391,8 @@ def nothing_measured(why: str, sides: tuple[str, str], fmt: str) -> str:
         return json.dumps({"base": sides[0], "new": sides[1], "exit_code": NOTHING_MEASURED, "why": why, "rows": []})
     if fmt in ("github", "markdown"):
         head = [GITHUB_MARKER] if fmt == "github" else []
-        return "\n".join([*head, "### rnnbench compare", "", f"**MEASURED NOTHING: {md_cell(why)} (exit {NOTHING_MEASURED})**"])
+        line = f"**MEASURED NOTHING: {md_cell(why)} (exit {NOTHING_MEASURED})**"
+        return "\n".join([*head, "### rnnbench compare", "", line])
     return terminal(f"{why} -> exit {NOTHING_MEASURED}")
 
 
