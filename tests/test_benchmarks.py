@@ -10,6 +10,8 @@ gradient error, tolerance, compile (first call) seconds and driver settings.
 Normal runs pass --benchmark-disable (pyproject addopts): each callable runs once, so these stay
 as cheap as a gradient test. Timed:
     .venv/bin/python -m pytest tests/test_benchmarks.py --benchmark-enable --benchmark-json=results/benchmark.json
+RNNBENCH_BENCH_PROFILE=1 adds each row's profile (rnnbench.rows.profile) to its extra_info, taken after
+the timed rounds: `rnnbench compare` then says where a slower row's time went (docs/ci.md).
 --benchmark-histogram=PREFIX also writes one SVG per group (needs pygal and pygaljs,
 requirements/dev.txt); test_histogram_and_extra_info runs one benchmark that way.
 """
@@ -29,6 +31,7 @@ from conftest import SLOW, slow_pair
 from rnnbench import registry
 from rnnbench.record import machine, rnnbench_version
 from rnnbench.rows.checked import NotApplicable, prepare_checked, verify
+from rnnbench.rows.profile import profile
 
 BENCH_MODELS = ("rnn", "lstm")
 
@@ -98,6 +101,9 @@ def test_fwd_bwd(benchmark, one_torch_thread: int, bench_model: str, bench_drive
         oracle=judged.oracle_kind,
         status=judged.status,
     )
+    if os.environ.get("RNNBENCH_BENCH_PROFILE") == "1" and judged.status == "ok":
+        # where the time went (docs/ci.md), in a pass of its own after the timed rounds
+        benchmark.extra_info["profile"] = profile(prepared, driver.framework)
     assert judged.status == "ok", judged.report
 
 

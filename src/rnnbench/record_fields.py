@@ -98,6 +98,16 @@ FIELDS: dict[str, str] = {
     # fields held the timing settings under this key (committed results still have them), and readers
     # take an absent field as "not judged".
     "timing": "dict|null",
+    # where a row's time went (`run --profile`, rnnbench.rows.profile): per view, {name: ms per call} (ops,
+    # python) or the compiled program's cost (hlo); compare lines two sides' up (rnnbench.report.profile_diff)
+    "profile": "dict|null",
+    "profile.calls": "int",
+    "profile.ops": "dict",
+    "profile.ops.*": "num",
+    "profile.hlo": "dict",
+    "profile.hlo.*": "num",
+    "profile.python": "dict",
+    "profile.python.*": "num",
     "timing.clock": "str",
     "timing.contended": "bool",
     "timing.unstable": "bool",

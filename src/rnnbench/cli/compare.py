@@ -46,7 +46,7 @@ class RunCommits(Protocol):
     """What runs --commits: rnnbench.planning.commits.run_commits's signature."""
 
     def __call__(
-        self, base: str, new: str, options: Mapping[str, str], *, rounds: int, out_dir: Path
+        self, base: str, new: str, options: Mapping[str, str | bool], *, rounds: int, out_dir: Path
     ) -> tuple[list[Path], list[Path], tuple[str, str]]: ...
 
 
@@ -151,6 +151,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="divide every ratio by the median ratio of all timed rows "
         "(a machine's overall speed); for --across-machines gates",
     )
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="show where the time went (the profile difference: ops, compiled cost, Python functions) for every "
+        "row profiled on both sides, not only those decided slower; with --commits, profile the runs' rows "
+        "(`rnnbench run --profile`, which both commits must know)",
+    )
     options.selection(
         p,
         environments="(BASE_ENV,NEW_ENV: compare two environments of the same files, by name (main, "
@@ -197,7 +204,11 @@ def _run_commits(
         raise InputError("--commits runs its own rows: give no files")
     if not 1 <= args.rounds <= 20:
         raise InputError(f"--rounds must be 1 to 20, got {args.rounds}")
-    given = {name: getattr(args, name) for name in RUN_OPTIONS if getattr(args, name) is not None}
+    given: dict[str, str | bool] = {
+        name: getattr(args, name) for name in RUN_OPTIONS if getattr(args, name) is not None
+    }
+    if args.profile:
+        given["profile"] = True  # a flag of `rnnbench run`
     out_dir = Path(args.out_dir or time.strftime("results/compare-%Y%m%d-%H%M%S"))
     base_files, new_files, labels = run_commits(
         args.commits[0], args.commits[1], given, rounds=args.rounds, out_dir=out_dir
@@ -230,6 +241,7 @@ def run(args: argparse.Namespace, run_commits: RunCommits | None = None) -> int:
             with_environment=with_env,
             sides=labels,
             patterns=patterns,
+            profile_all=args.profile,
         )
     except NothingMeasured as exc:  # a side without rows: said, and its own exit code
         print(terminal(f"rnnbench: {exc}"), file=sys.stderr)

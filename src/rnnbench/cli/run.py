@@ -68,6 +68,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(default: 2 on float64 rows of core models)",
     )
     p.add_argument("--no-time", action="store_true", help="check gradients only")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="after timing each row, profile its forward+backward in a pass of its own (never inside a timed "
+        "sample): the op table (torch), the compiled program's cost (jax) and Python's; `compare` shows what "
+        "changed most (docs/ci.md#where-the-time-went)",
+    )
     p.add_argument("--shard", help="run only shard I of N of the row matrix, e.g. 2/4 (deterministic)")
     options.out_option(p, NAME)
     options.executor_flags(p)

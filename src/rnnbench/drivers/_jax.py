@@ -106,6 +106,19 @@ def compiled_memory(fn: Any, *args: Any) -> dict[str, int]:
     return {name: int(getattr(analysis, name)) for name in names if hasattr(analysis, name)}
 
 
+def compiled_cost(fn: Any, *args: Any) -> dict[str, float]:
+    """XLA's HLO cost analysis of jitted `fn` at `args`: its whole-program figures (flops, bytes
+    accessed, transcendentals, ...; the per-operand breakdowns, keyed with braces, left out)."""
+    analysis = fn.lower(*args).compile().cost_analysis()
+    if isinstance(analysis, list):  # older jax: one dict per computation
+        analysis = analysis[0] if analysis else {}
+    return {
+        str(k): float(v)
+        for k, v in (analysis or {}).items()
+        if "{" not in str(k) and isinstance(v, (int, float)) and np.isfinite(v)
+    }
+
+
 def jax_cold_cache_env(root: str) -> dict[str, str]:
     """jax's persistent compilation cache off."""
     return {"JAX_ENABLE_COMPILATION_CACHE": "false", "JAX_COMPILATION_CACHE_DIR": os.path.join(root, "jax")}
@@ -399,6 +412,7 @@ def prepared_from_loss(
         settings={**SETTINGS, **settings},
         hvp=hvp,
         memory_analysis=lambda: compiled_memory(value_and_grad, diff, rest),
+        cost_analysis=lambda: compiled_cost(value_and_grad, diff, rest),
         saved_for_backward=lambda: residual_bytes(loss_fn, diff, rest),
         computed_dtype=lambda: computed[0] if computed else None,
     )

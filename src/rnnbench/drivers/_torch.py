@@ -188,6 +188,17 @@ reference = derivatives(loss_loop, False) if (MODE, COMPILED) != ("loop", False)
 '''
 
 
+def op_profile(fn: Callable[[], Any], block: Callable[[Any], None], calls: int) -> dict[str, float]:
+    """{aten op: self CPU time in ms per call} over `calls` blocked calls of fn under torch.profiler
+    (key_averages: one entry per op name, its time without the ops it called)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(calls):
+            block(fn())
+    return {e.key: e.self_cpu_time_total / 1e3 / calls for e in prof.key_averages() if e.self_cpu_time_total > 0}
+
+
 TORCH = Framework(
     name="torch",
     module="torch",
@@ -209,6 +220,7 @@ TORCH = Framework(
     cpu_time_clock=True,
     repro=ReproScript("torch", REPRO_HEAD, REPRO_RUN, REPRO_EDGE_OPS),
     device=DeviceQueries(identity=cuda_identity, reset_peak=reset_cuda_peak, read_peak=read_cuda_peak, gemm=cuda_gemm),
+    op_profile=op_profile,
 )
 
 

@@ -35,7 +35,10 @@ class Prepared:
     framework gives no such count.
     computed_dtype() -> the dtype name ("float32", "float64", ...) the last loss_and_grads' loss came
     back in: a step that promotes (a float64 constant, a numpy float64 scalar under jax's x64) computes
-    wider than the row's dtype, and says so here; None where the driver cannot tell."""
+    wider than the row's dtype, and says so here; None where the driver cannot tell.
+    cost_analysis() -> the compiler's cost of the compiled forward+backward program (XLA's HLO cost
+    analysis: flops, bytes accessed, ...), or None where the framework compiles no such program
+    (rnnbench.rows.profile)."""
 
     loss_and_grads: Callable[[], tuple[float, Grads]]
     forward: Callable[[], Any]
@@ -46,6 +49,7 @@ class Prepared:
     memory_analysis: Callable[[], dict[str, Any]] | None = None  # the compiled step's own figures (jax)
     saved_for_backward: Callable[[], int] | None = None  # bytes the step keeps for backward (run.memory)
     computed_dtype: Callable[[], str | None] | None = None
+    cost_analysis: Callable[[], dict[str, float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,9 @@ class Framework:
     repro: the head (imports, the `ops` namespace) and body of the standalone script a fuzzed
         failure is exported as (rnnbench.fuzz.repro), or None where it has none.
     device: what it reports about an accelerator (DeviceQueries).
+    op_profile(fn, block, calls): its profiler's table of `calls` blocked calls of fn, as {op name:
+        self time in ms per call} (torch.profiler's key_averages), or None where it has no op-level
+        profiler (rnnbench.rows.profile: where a row's time went).
     collect_after_failure: its next graph execution takes in every tensor still alive (torch_xla's
         sync), so the tensors of a trace that raised, kept alive by the exception's frames, must be
         released before the process goes on: the frames are cleared and the cyclic garbage
@@ -156,6 +163,7 @@ class Framework:
     repro: ReproScript | None = None
     device: DeviceQueries = DeviceQueries()
     collect_after_failure: bool = False
+    op_profile: Callable[[Callable[[], Any], Callable[[Any], None], int], dict[str, float]] | None = None
 
     def available(self) -> str | None:
         """None, or the reason the framework cannot be used in this Python environment."""

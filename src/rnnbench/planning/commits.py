@@ -72,7 +72,7 @@ def resolve(repo: Path, revision: str) -> str:
     return _git(repo, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
 
 
-def run_arguments(options: Mapping[str, str]) -> list[str]:
+def run_arguments(options: Mapping[str, str | bool]) -> list[str]:
     """`rnnbench run` arguments: the curated selection at one thread (DEFAULTS) unless options
     select otherwise (a --suite replaces the curated models, drivers and environment)."""
     chosen = dict(DEFAULTS)
@@ -80,7 +80,12 @@ def run_arguments(options: Mapping[str, str]) -> list[str]:
         for name in ("models", "drivers", "environments"):
             chosen.pop(name)
     chosen.update(options)
-    return [arg for name, value in chosen.items() for arg in (f"--{name}", str(value))]
+    # a flag (True) goes alone, as `--profile`
+    return [
+        arg
+        for name, value in chosen.items()
+        for arg in ((f"--{name}",) if value is True else (f"--{name}", str(value)))
+    ]
 
 
 def run_once(tree: Path, arguments: list[str], out: Path, log: Path) -> int:
@@ -115,7 +120,7 @@ def run_once(tree: Path, arguments: list[str], out: Path, log: Path) -> int:
 def run_commits(
     base: str,
     new: str,
-    options: Mapping[str, str],
+    options: Mapping[str, str | bool],
     *,
     rounds: int,
     out_dir: Path,

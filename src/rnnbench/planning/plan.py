@@ -161,6 +161,7 @@ def jobs(s: RunSettings) -> list[Job]:
             loss_form=loss_form,
             order=order(s.order, registry.get_model(m), dtype),
             compile_budget_s=s.compile_budget,
+            profile=s.profile,
         )
         for dtype in s.dtypes
         for m in models

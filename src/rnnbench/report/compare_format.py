@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from rnnbench.report import profile_diff
 from rnnbench.report.compare_evidence import RUNS_CAP, clock_of
 from rnnbench.report.compare_pairs import (
     FASTER_OR_SAME,
@@ -216,13 +217,45 @@ def summary_lines(cmp: Comparison) -> list[str]:
     return lines
 
 
+NO_PROFILE = "no profile on a side: run both with `rnnbench run --profile` (or `compare --commits ... --profile`)"
+
+
+def where_time_went(cmp: Comparison, p: Pair) -> list[profile_diff.Change] | None:
+    """The profile difference of a row decided slower (of every row, with --profile) whose sides
+    were both profiled; None for a row not shown or without a profile on a side."""
+    if not (p.verdict == SLOWER or (cmp.profile_all and p.times)):
+        return None
+    base, new = profile_diff.profile_of(p.base), profile_diff.profile_of(p.new)
+    return profile_diff.changes(base, new) if base is not None and new is not None else None
+
+
+def _profiled(cmp: Comparison) -> list[tuple[Pair, list[profile_diff.Change] | None]]:
+    """(pair, its profile difference or None) of every row whose time went is asked: rows decided
+    slower, every timed row with --profile (those without profiles only where they were slower)."""
+    out = []
+    for p in sorted(cmp.pairs, key=lambda p: p.key):
+        found = where_time_went(cmp, p)
+        if found is not None or p.verdict == SLOWER:
+            out.append((p, found))
+    return out
+
+
+def _time_went_lines(cmp: Comparison) -> list[str]:
+    out = []
+    for p, found in _profiled(cmp):
+        out.append(f"where the time went, {_row_name(p)} (base -> new):")
+        out += [f"  {line}" for line in profile_diff.lines(found)] if found else [f"  {NO_PROFILE}"]
+    return out
+
+
 def as_text(cmp: Comparison) -> str:
     headers, rows = table_rows(cmp)
     from tabulate import tabulate  # an extra ([charts]): the environments without it still run every other command
 
     rows = [[terminal(c) for c in row] for row in rows]  # tabulate would start a line at a cell's break
     head, tail = [terminal(line) for line in header_lines(cmp)], [terminal(line) for line in summary_lines(cmp)]
-    return "\n".join([*head, "", tabulate(rows, headers, tablefmt="simple"), "", *tail])
+    went = [terminal(line) for line in _time_went_lines(cmp)]
+    return "\n".join([*head, "", tabulate(rows, headers, tablefmt="simple"), "", *tail, *([""] + went if went else [])])
 
 
 def as_markdown(cmp: Comparison) -> str:
@@ -241,11 +274,21 @@ def as_markdown(cmp: Comparison) -> str:
             "",
             f"**{terminal(summary_lines(cmp)[0])}**",
             *([""] + tail if tail else []),
+            *_time_went_markdown(cmp),
         ]
     )
 
 
-def _pair_json(p: Pair) -> dict[str, Any]:
+def _time_went_markdown(cmp: Comparison) -> list[str]:
+    """A section per row whose time went is asked (_profiled): the profile difference's table."""
+    out = []
+    for p, found in _profiled(cmp):
+        out += ["", f"**Where the time went: {md_cell(_row_name(p))}** (base -> new, largest changes first)", ""]
+        out += profile_diff.markdown_table(found, md_cell) if found else [md_cell(NO_PROFILE)]
+    return out
+
+
+def _pair_json(p: Pair, cmp: Comparison) -> dict[str, Any]:
     model, driver, env, dtype, device, sizes, seed, loss = p.key
     return {
         "model": model,
@@ -260,6 +303,7 @@ def _pair_json(p: Pair) -> dict[str, Any]:
         "verdict": p.verdict,
         "why": p.why,
         "notes": p.notes,
+        "profile_diff": profile_diff.as_json(found) if (found := where_time_went(cmp, p)) is not None else None,
         "status": {"base": side_status(p.base) if p.base else None, "new": side_status(p.new) if p.new else None},
         "times": {
             q: {
@@ -293,7 +337,7 @@ def as_json(cmp: Comparison) -> str:
             "normalized_by": speedup_of_time_ratio(cmp.factor),  # the machines' speed-up divided out
             "exit_code": cmp.exit_code,
             "header": header_lines(cmp),
-            "rows": [_pair_json(p) for p in cmp.pairs],
+            "rows": [_pair_json(p, cmp) for p in cmp.pairs],
         },
         indent=1,
         sort_keys=True,
@@ -379,6 +423,9 @@ def as_github(cmp: Comparison) -> str:
     if one_sided or hidden:
         parts = [f"{n} {v}" for v, n in sorted(one_sided.items())] + [f"{hidden} not run on either side"] * bool(hidden)
         out += [f"Not compared: {', '.join(parts)}.", ""]
+    went = _time_went_markdown(cmp)
+    if went:
+        out += ["#### Where the time went", *went, ""]
     out += ["<details><summary>How this was compared</summary>", ""]
     out += [f"- {md_cell(line)}" for line in header_lines(cmp)]
     out += ["", "</details>", "", f"`{md_cell(summary_lines(cmp)[0])}`"]

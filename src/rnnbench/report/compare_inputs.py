@@ -4,7 +4,7 @@ file's rows by environment (`--environments A,B`: one side each).
 
 A pytest-benchmark entry becomes a record of its test's extra_info (tests/test_benchmarks.py:
 model, driver, sizes, dtype, gradient status, versions, machine) with its timing as `fwd_bwd`
-(the benchmarked callable is forward + backward) and its timed rounds kept as `samples`, bounded
+(the benchmarked callable is forward + backward), its profile where it has one, and its timed rounds kept as `samples`, bounded
 as a record keeps them (rnnbench.record.kept_samples). `trim` writes a pytest-benchmark JSON
 with its rounds bounded the same way: the form of the baseline kept in the repository.
 """
@@ -113,6 +113,8 @@ def _benchmark(bench: Any, where: str) -> dict[str, Any]:
         "settings": {"versions": dict(versions), "threads": info.get("threads")},
         "source": "pytest-benchmark",
         "test": str(bench.get("fullname") or bench.get("name") or "?"),
+        # where its time went (RNNBENCH_BENCH_PROFILE=1), checked as a record's `profile` is
+        **({"profile": info["profile"]} if info.get("profile") is not None else {}),
     }
 
 

@@ -125,6 +125,7 @@ class Comparison:
     sides: tuple[str, str] = ("base", "new")  # what each side is (file names, environments)
     repeated: tuple[int, int] = (0, 0)  # records of each side that repeat a run, counted once
     patterns: tuple[tuple[str, float], ...] = ()  # per-row thresholds (threshold_of)
+    profile_all: bool = False  # where the time went: every row profiled on both sides, not only the slower
 
     @property
     def gating(self) -> list[Pair]:
@@ -305,6 +306,7 @@ def compare(
     with_environment: bool = True,
     sides: tuple[str, str] = ("base", "new"),
     patterns: tuple[tuple[str, float], ...] = (),
+    profile_all: bool = False,
 ) -> Comparison:
     """Pair, decide and describe. Records of two machines are refused (InputError) unless
     across_machines; normalize divides every ratio by machine_factor. A record repeated is one
@@ -339,6 +341,7 @@ def compare(
         sides=sides,
         repeated=repeated,
         patterns=patterns,
+        profile_all=profile_all,
     )
 
 

@@ -18,6 +18,7 @@ from rnnbench.machine.cpus import allowed_cpus, cpu_clock, cpu_record, load_aver
 from rnnbench.processes.compile_budget import CompileBudgetExceeded
 from rnnbench.rows.memory import step_memory
 from rnnbench.rows.pair import PairPlan, check_pair, unavailable_reason
+from rnnbench.rows.profile import profile
 from rnnbench.rows.timing import TimingConfig, first_call, judge_timing, measure, peak_rss_mb
 from rnnbench.status import Status
 
@@ -39,6 +40,7 @@ class Job:
     loss_form: str = "model"  # the loss the gradients are taken of (rnnbench.losses)
     order: int = 1  # 2: also check the Hessian-vector product (float64 rows; rnnbench.check.second_order)
     compile_budget_s: float | None = None  # a longer first call is a timeout record (rnnbench.processes.compile_budget)
+    profile: bool = False  # after timing, where its time went (rnnbench.rows.profile); not a setting of its numbers
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -159,6 +161,8 @@ def run_row(job: Job) -> dict[str, Any]:
     spans = []  # (before, after) CPU clock readings around each timed loop
     if rec["status"] == Status.OK and job.time and prepared is not None:
         spans = time_row(rec, prepared, job, device)  # speed numbers only for rows whose gradients agree
+        if job.profile:  # a pass of its own, after every timed sample
+            rec["profile"] = profile(prepared, driver.framework)
     rec["memory"] = {
         "peak_rss_mb": peak_rss_mb(),
         "rss_before_row_mb": rss_before_mb,
