@@ -124,7 +124,7 @@ compare_args=(--format github)
 # shellcheck disable=SC2206  # the extra options are words, as a user writes them
 compare_args+=(${RNNBENCH_CI_COMPARE_ARGS:-})
 gate=0
-"$PY" -m rnnbench compare "$(joined "${base_files[@]}")" "$(joined "${new_files[@]}")" "${compare_args[@]}" \
+PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m rnnbench compare "$(joined "${base_files[@]}")" "$(joined "${new_files[@]}")" "${compare_args[@]}" \
     >"$OUT/compare.md" 2>"$OUT/compare.err" || gate=$?
 
 if [ "$wrong" = 1 ] || [ "$gate" = 1 ]; then
