@@ -168,6 +168,7 @@ esac
     cat "$OUT/comment.md"
     echo
     echo "Files: \`$OUT\` (the benchmark JSON and pytest log of every run)."
+    echo
 } >"$OUT/summary.md"
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
     cat "$OUT/summary.md" >>"$GITHUB_STEP_SUMMARY"

@@ -5,8 +5,9 @@ file's rows by environment (`--environments A,B`: one side each).
 A pytest-benchmark entry becomes a record of its test's extra_info (tests/test_benchmarks.py:
 model, driver, sizes, dtype, gradient status, versions, machine) with its timing as `fwd_bwd`
 (the benchmarked callable is forward + backward), its profile where it has one, and its timed
-rounds kept as `samples`, bounded as a record keeps them (rnnbench.record.kept_samples). `trim` writes a pytest-benchmark JSON
-with its rounds bounded the same way: the form of the baseline kept in the repository.
+rounds kept as `samples`, bounded as a record keeps them (rnnbench.record.kept_samples). `trim`
+writes a pytest-benchmark JSON with its rounds bounded the same way: the form of the baseline kept
+in the repository.
 """
 
 from __future__ import annotations
