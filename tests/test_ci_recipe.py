@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -153,3 +154,175 @@ def test_a_planted_slowdown_is_explained_by_the_profile_difference(plant_registe
     assert python[0].name == "<built-in method torch.mm>" and python[0].delta > 0, [(c.name, c.delta) for c in python]
     body = as_github(result)
     assert "#### Where the time went" in body and "| op (self ms per call) | aten::mm |" in body
+
+
+# --- the workflow file: valid against GitHub's workflow schema, and it runs the one script ----------
+
+
+def test_the_workflow_is_a_valid_github_workflow_that_runs_the_script(tmp_path: Path) -> None:
+    """check-jsonschema's vendored GitHub workflow schema (requirements/dev.txt pins it): a misspelt key
+    (`runs_on`) fails it, so the check can fail."""
+    pytest.importorskip("check_jsonschema", reason="check-jsonschema is not installed (requirements/dev.txt)")
+
+    def check(path: Path) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows", str(path)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    ok = check(WORKFLOW)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    text = WORKFLOW.read_text()
+    assert "bash docs/ci/rnnbench-ci.sh" in text and "pull_request:" in text  # one copy of the steps
+    assert GITHUB_MARKER in text  # the comment step finds its earlier comment by the body's marker
+    broken = tmp_path / "broken.yml"
+    broken.write_text(text.replace("runs-on:", "runs_on:"))
+    assert check(broken).returncode != 0
+
+
+# --- the recipe's steps end to end, with GitHub's variables set --------------------------------------
+
+PLUGIN = Path("tests/plugins/rnnbench_ci_plant.py")
+SCRATCH_PARTS = ("src", "models", "tests", "docs/ci", "pyproject.toml")
+
+
+def _git(repo: Path, *args: str) -> str:
+    command = ["git", "-C", str(repo), "-c", "user.email=ci@example.invalid", "-c", "user.name=ci", *args]
+    return subprocess.run(command, check=True, capture_output=True, text=True, timeout=120).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory) -> tuple[Path, str]:
+    """A scratch repository of this tree's code (the parts the recipe runs), one commit: the base."""
+    repo = tmp_path_factory.mktemp("scratch")
+    for part in SCRATCH_PARTS:
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, repo / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "data"))
+        else:
+            (repo / part).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, repo / part)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    return repo, _git(repo, "rev-parse", "HEAD")
+
+
+def _pull_request(repo: Path, base: str, plant: str) -> str:
+    """A branch off the base whose one commit plants `plant` (PLANT's default in the plugin)."""
+    _git(repo, "checkout", "-q", "-B", f"pr-{plant or 'none'}", base)
+    path = repo / PLUGIN
+    path.write_text(path.read_text().replace('PLANT = ""', f'PLANT = "{plant}"', 1))
+    _git(repo, "commit", "-q", "--allow-empty", "-am", f"plant {plant!r}")
+    return _git(repo, "rev-parse", "HEAD")
+
+
+def _inherited(name: str) -> bool:
+    """A variable of this test process that a CI job would not have: this tree's PYTHONPATH, the plant's,
+    and pytest-xdist's worker variables (pytest-benchmark times nothing on a worker)."""
+    return name in ("PYTHONPATH", "RNNBENCH_CI_PLANT", "RNNBENCH_PLUGINS") or name.startswith("PYTEST_")
+
+
+def _recipe(repo: Path, tmp: Path, base: str, head: str, **env: str) -> tuple[int, str, str, str]:
+    """Run docs/ci/rnnbench-ci.sh as a pull_request job would: (exit code, job summary as GitHub got
+    it, summary.md, comment.md)."""
+    event = tmp / "event.json"
+    event.write_text(
+        json.dumps(
+            {
+                "action": "synchronize",
+                "number": 7,
+                "pull_request": {
+                    "number": 7,
+                    "base": {"sha": base, "ref": "main"},
+                    "head": {"sha": head, "ref": "feature"},
+                },
+            }
+        )
+    )
+    summary = tmp / "step-summary.md"
+    summary.write_text("earlier step\n")
+    out = tmp / "ci"
+    variables = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_BASE_REF": "main",
+        "GITHUB_HEAD_REF": "feature",
+        "GITHUB_REPOSITORY": "example/rnnbench",
+        "RNNBENCH_PLUGINS": "rnnbench_ci_plant",
+        "RNNBENCH_CI_PYTHON": sys.executable,
+        "RNNBENCH_CI_OUT": str(out),
+        "RNNBENCH_CI_SELECT": "rnn and ci_plant",
+        **env,
+    }
+    clean = {k: v for k, v in os.environ.items() if not _inherited(k)}
+    proc = subprocess.run(
+        ["bash", str(repo / "docs/ci/rnnbench-ci.sh")],
+        cwd=repo,
+        env={**clean, **variables},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.stderr.strip().splitlines()[-1].startswith("rnnbench-ci:"), proc.stderr
+    return proc.returncode, summary.read_text(), (out / "summary.md").read_text(), (out / "comment.md").read_text()
+
+
+def test_recipe_a_planted_slowdown_is_exit_1_with_where_the_time_went(scratch, tmp_path: Path) -> None:
+    repo, base = scratch
+    head = _pull_request(repo, base, "slow")
+    cache = tmp_path / "baseline"
+    # --threshold 100%: the plant triples the row's time; a shared machine moves a pytest-benchmark process's
+    # wall time by more than the default 10 % between runs (noisy), as docs/measuring.md's CI gate says
+    settings = {"RNNBENCH_CI_BASELINE": str(cache), "RNNBENCH_CI_COMPARE_ARGS": "--threshold 100%"}
+    code, step_summary, summary, comment = _recipe(repo, tmp_path, base, head, **settings)
+    assert code == 1, summary
+    assert step_summary == "earlier step\n" + summary  # appended to the job summary, nothing lost
+    assert comment.startswith(GITHUB_MARKER + "\n") and summary.startswith(comment)
+    assert "FAIL: 1 row(s) slower (exit 1)" in comment and "| **SLOWER** |" in comment, comment
+    assert "Gradient checks that failed" not in comment
+    went = comment[comment.index("#### Where the time went") :]
+    first_op = next(line for line in went.splitlines() if line.startswith("| op "))
+    assert "| aten::mm |" in first_op, went  # the planted op tops the difference
+    assert f"Base `{base}`, 2 run(s) of the pull request and 2 of the base" in comment
+    assert sorted(p.name for p in cache.iterdir()) == ["base-1.json", "base-2.json"]  # the cache filled
+
+
+def test_recipe_a_planted_gradient_bug_is_exit_1_naming_the_row(scratch, tmp_path: Path) -> None:
+    repo, base = scratch
+    head = _pull_request(repo, base, "grad")
+    code, _, summary, comment = _recipe(repo, tmp_path, base, head, RNNBENCH_CI_ROUNDS="1")
+    assert code == 1, summary
+    assert "#### Gradient checks that failed (pytest)" in comment
+    assert "FAILED tests/test_benchmarks.py::test_fwd_bwd[rnn-ci_plant]" in comment
+    assert "GradientDisagreement: rnn / ci_plant: grad_mismatch" in comment  # the failure's first line, whole
+
+
+def test_recipe_that_measured_nothing_is_exit_3(scratch, tmp_path: Path) -> None:
+    repo, base = scratch
+    head = _pull_request(repo, base, "")
+    code, _, summary, comment = _recipe(
+        repo, tmp_path, base, head, RNNBENCH_CI_ROUNDS="1", RNNBENCH_CI_SELECT="no_such_row"
+    )
+    assert code == NOTHING_MEASURED, summary
+    assert "MEASURED NOTHING" in comment and "(exit 3)" in comment
+
+
+def test_recipe_without_a_base_commit_is_bad_input(scratch, tmp_path: Path) -> None:
+    repo, _ = scratch
+    code, _ = _recipe_no_event(repo, tmp_path)
+    assert code == 2
+
+
+def _recipe_no_event(repo: Path, tmp: Path) -> tuple[int, str]:
+    clean = {k: v for k, v in os.environ.items() if not _inherited(k) and not k.startswith(("GITHUB_", "RNNBENCH_CI_"))}
+    proc = subprocess.run(
+        ["bash", str(repo / "docs/ci/rnnbench-ci.sh")],
+        cwd=repo,
+        env={**clean, "RNNBENCH_CI_PYTHON": sys.executable, "RNNBENCH_CI_OUT": str(tmp / "ci")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "no base commit" in proc.stderr, proc.stderr
+    return proc.returncode, proc.stderr

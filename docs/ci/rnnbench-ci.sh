@@ -54,9 +54,11 @@ fi
 # (every row skipped or deselected: pytest-benchmark then writes no file) leaves an empty document.
 measure() {
     local tree=$1 json=$2 log=$3 code=0
-    local args=("$TESTS" --benchmark-enable "--benchmark-json=$json" -p no:cacheprovider -rfE)
+    # never on pytest-xdist workers (pytest-benchmark times nothing there); a wide terminal keeps each
+    # failure's first line whole in the short summary (the row and its gradient status)
+    local args=("$TESTS" --benchmark-enable "--benchmark-json=$json" -p no:cacheprovider -p no:xdist -rfE)
     [ -n "$SELECT" ] && args+=(-k "$SELECT")
-    (cd "$tree" && RNNBENCH_BENCH_PROFILE=$PROFILE PYTHONPATH="$tree/src${PYTHONPATH:+:$PYTHONPATH}" \
+    (cd "$tree" && COLUMNS=400 RNNBENCH_BENCH_PROFILE=$PROFILE PYTHONPATH="$tree/src${PYTHONPATH:+:$PYTHONPATH}" \
         "$PY" -m pytest "${args[@]}") >"$log" 2>&1 || code=$?
     if [ ! -s "$json" ]; then
         printf '{"benchmarks": [], "datetime": "%s"}\n' "$(date -u +%Y-%m-%dT%H:%M:%S.%N)" >"$json"
