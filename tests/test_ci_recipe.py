@@ -17,9 +17,11 @@ import pytest
 
 from rnnbench import record_fields, registry
 from rnnbench.cli import main
+from rnnbench.report import profile_diff
 from rnnbench.report.compare_format import GITHUB_MARKER, as_github, where_time_went
 from rnnbench.report.compare_pairs import NOTHING_MEASURED, compare
 from rnnbench.rows import row as row_module
+from rnnbench.rows.profile import least
 from rnnbench.rows.row import Job, run_row
 from rnnbench.rows.timing import TimingConfig
 from test_compare import _record, _timing, _write
@@ -100,6 +102,20 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 # --- where the time went ---------------------------------------------------------------------------
+
+
+def test_profile_difference_orders_by_change_within_each_view() -> None:
+    base = {"ops": {"aten::mm": 0.1, "aten::tanh": 0.2, "aten::add": 0.05}, "python": {"f": 1.0}, "hlo": {"flops": 10}}
+    new = {"ops": {"aten::mm": 1.1, "aten::tanh": 0.15, "aten::add": 0.05, "aten::cat": 0.3}, "python": {"f": 1.0}}
+    found = profile_diff.changes(base, new)
+    assert [(c.view, c.name) for c in found] == [("ops", "aten::mm"), ("ops", "aten::cat"), ("ops", "aten::tanh")]
+    assert found[0].ratio == pytest.approx(11.0) and found[1].ratio is None  # new on this side: no ratio
+    assert "ops aten::mm: 0.1 -> 1.1 (+1 (11.00x))" == profile_diff.lines(found)[0]
+
+
+def test_a_profile_entry_keeps_its_least_value_over_passes() -> None:
+    """Other work only adds to an entry: a pass preempted once does not move it."""
+    assert least([{"mm": 1.0, "tanh": 0.2}, {"mm": 9.0, "tanh": 0.1}, {"mm": 1.1}]) == {"mm": 1.0, "tanh": 0.0}
 
 
 @pytest.fixture
@@ -268,7 +284,7 @@ def _recipe(repo: Path, tmp: Path, base: str, head: str, **env: str) -> tuple[in
     return proc.returncode, summary.read_text(), (out / "summary.md").read_text(), (out / "comment.md").read_text()
 
 
-def test_recipe_a_planted_slowdown_is_exit_1_with_where_the_time_went(scratch, tmp_path: Path) -> None:
+def test_recipe_slowdown_exit_1(scratch, tmp_path: Path) -> None:
     repo, base = scratch
     head = _pull_request(repo, base, "slow")
     cache = tmp_path / "baseline"
@@ -288,7 +304,7 @@ def test_recipe_a_planted_slowdown_is_exit_1_with_where_the_time_went(scratch, t
     assert sorted(p.name for p in cache.iterdir()) == ["base-1.json", "base-2.json"]  # the cache filled
 
 
-def test_recipe_a_planted_gradient_bug_is_exit_1_naming_the_row(scratch, tmp_path: Path) -> None:
+def test_recipe_gradient_bug_exit_1(scratch, tmp_path: Path) -> None:
     repo, base = scratch
     head = _pull_request(repo, base, "grad")
     code, _, summary, comment = _recipe(repo, tmp_path, base, head, RNNBENCH_CI_ROUNDS="1")
@@ -298,7 +314,7 @@ def test_recipe_a_planted_gradient_bug_is_exit_1_naming_the_row(scratch, tmp_pat
     assert "GradientDisagreement: rnn / ci_plant: grad_mismatch" in comment  # the failure's first line, whole
 
 
-def test_recipe_that_measured_nothing_is_exit_3(scratch, tmp_path: Path) -> None:
+def test_recipe_nothing_measured_exit_3(scratch, tmp_path: Path) -> None:
     repo, base = scratch
     head = _pull_request(repo, base, "")
     code, _, summary, comment = _recipe(

@@ -102,6 +102,7 @@ FIELDS: dict[str, str] = {
     # python) or the compiled program's cost (hlo); compare lines two sides' up (rnnbench.report.profile_diff)
     "profile": "dict|null",
     "profile.calls": "int",
+    "profile.passes": "int",
     "profile.ops": "dict",
     "profile.ops.*": "num",
     "profile.hlo": "dict",

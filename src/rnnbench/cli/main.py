@@ -48,7 +48,8 @@ exit codes: 0 every row ok, unavailable or a registered known issue (known_issue
 failed its check or crashed, a registered known issue no longer reproduces (known_issue_fixed:<id>),
 the disk refused a write, or an internal error (one line, the traceback saved to a file); 2 bad
 input (one line on stderr, nothing written); 128+N cut short by signal N (130 Ctrl-C, 143 SIGTERM,
-129 SIGHUP); 141 stdout's reader went away.
+129 SIGHUP); 141 stdout's reader went away. `compare`: 1 a status regression or a row decided
+slower, 3 measured nothing (no row judged on both sides; docs/ci.md).
 
 Flags without a command run `run` (`rnnbench --models lstm`)."""
 

@@ -9,7 +9,9 @@ Three views, each one a {name: number} table:
           op's self CPU time in ms per call; Framework.op_profile)
   hlo     the compiler's cost of the compiled forward+backward program where it compiles one
           (jax: XLA's HLO cost analysis, flops and bytes accessed; Prepared.cost_analysis)
-Each table keeps its TOP largest entries. rnnbench.report.profile_diff lines two sides' tables up.
+The op and Python views are taken PASSES times and each entry keeps its least value over the passes
+(other work on a busy machine only adds to an entry, as it only adds to a timed call's CPU time);
+each table keeps its TOP largest entries. rnnbench.report.profile_diff lines two sides' tables up.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from typing import Any
 
 from rnnbench.drivers.base import Framework, Prepared
 
-CALLS = 10  # calls profiled per view: enough for per-call times of ms-sized steps, seconds at most
+CALLS = 10  # calls profiled per pass: enough for per-call times of ms-sized steps, seconds at most
+PASSES = 3  # passes per view: an entry's least value over them (module docstring)
 TOP = 40  # entries kept per view (the largest): a record stays small, and the diff needs only the top
 
 
@@ -56,13 +59,20 @@ def _top(table: dict[str, float], top: int = TOP) -> dict[str, float]:
     return {k: float(f"{v:.4g}") for k, v in kept if v}
 
 
-def profile(prepared: Prepared, framework: Framework, calls: int = CALLS) -> dict[str, Any]:
+def least(tables: list[dict[str, float]]) -> dict[str, float]:
+    """Each name's least value over the tables (0 where a table lacks it)."""
+    names = set().union(*tables) if tables else set()
+    return {name: min(t.get(name, 0.0) for t in tables) for name in names}
+
+
+def profile(prepared: Prepared, framework: Framework, calls: int = CALLS, passes: int = PASSES) -> dict[str, Any]:
     """The record's `profile` of a prepared row (module docstring). Call it after the row's timing."""
     fn, block = prepared.forward_backward, prepared.block
     block(fn())  # one call first: a profile of steady state, never of a compile
-    out: dict[str, Any] = {"calls": calls, "python": _top(python_profile(fn, block, calls))}
+    python = least([python_profile(fn, block, calls) for _ in range(passes)])
+    out: dict[str, Any] = {"calls": calls, "passes": passes, "python": _top(python)}
     if framework.op_profile is not None:
-        out["ops"] = _top(framework.op_profile(fn, block, calls))
+        out["ops"] = _top(least([framework.op_profile(fn, block, calls) for _ in range(passes)]))
     if prepared.cost_analysis is not None:
         out["hlo"] = _top(prepared.cost_analysis())
     return out
