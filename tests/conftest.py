@@ -170,9 +170,9 @@ SLOW_TESTS: dict[str, str] = {
     "tests/test_roofline.py::test_no_timed_run_row_exceeds_the_peak": "a timed run of every core driver",
     "tests/test_reliability.py::test_any_bytes_as_a_results_file": "Hypothesis over whole results files",
     "tests/test_reliability.py::test_case": "each of the bad-input matrix's cases is a fresh rnnbench process",
-    "tests/test_ci_recipe.py::test_recipe_slowdown_exit_1": "the CI recipe end to end: pytest sessions at two commits",
-    "tests/test_ci_recipe.py::test_recipe_gradient_bug_exit_1": "the CI recipe end to end: pytest sessions at two commits",
-    "tests/test_ci_recipe.py::test_recipe_nothing_measured_exit_3": "the CI recipe end to end: pytest sessions at two commits",
+    "tests/test_ci_recipe.py::test_recipe_slowdown_exit_1": "the CI recipe end to end: pytest at two commits",
+    "tests/test_ci_recipe.py::test_recipe_gradient_bug_exit_1": "the CI recipe end to end: pytest at two commits",
+    "tests/test_ci_recipe.py::test_recipe_nothing_measured_exit_3": "the CI recipe end to end: pytest at two commits",
     "tests/test_ci_recipe.py::test_a_planted_slowdown_is_explained_by_the_profile_difference": (
         "two timed rows, each profiled (torch's profiler starts in seconds)"
     ),
