@@ -342,3 +342,26 @@ def _recipe_no_event(repo: Path, tmp: Path) -> tuple[int, str]:
     )
     assert "no base commit" in proc.stderr, proc.stderr
     return proc.returncode, proc.stderr
+
+
+def test_compare_commits_profile_asks_each_run_for_profiles(tmp_path: Path, capsys) -> None:
+    """`compare --commits A B --profile`: each commit's `rnnbench run` gets `--profile`, a flag."""
+    from rnnbench.cli import compare as compare_command
+    from rnnbench.cli.main import parser
+    from rnnbench.planning.commits import run_arguments
+
+    args = run_arguments({"profile": True, "budget": "0.2"})
+    assert args.count("--profile") == 1 and args[args.index("--profile") + 1].startswith("--")
+    seen: dict = {}
+    rng = np.random.default_rng(7)
+
+    def stand_in(base, new, options, *, rounds, out_dir):
+        seen.update(options)
+        a = _write(tmp_path / "a.jsonl", [{**_record("torch_loop", timing=_timing(rng, 1.0, 0.01)), "run_id": "a"}])
+        b = _write(tmp_path / "b.jsonl", [{**_record("torch_loop", timing=_timing(rng, 1.0, 0.01)), "run_id": "b"}])
+        return [a], [b], (base, new)
+
+    parsed = parser().parse_args(["compare", "--commits", "A", "B", "--profile", "--models", "rnn"])
+    assert compare_command.run(parsed, run_commits=stand_in) == 0
+    assert seen == {"models": "rnn", "profile": True}
+    capsys.readouterr()
