@@ -14,6 +14,8 @@
 #                          ran on another machine: compared with --across-machines --normalize)
 #   RNNBENCH_CI_TESTS      the pytest selection of benchmark rows (default tests/test_benchmarks.py::test_fwd_bwd)
 #   RNNBENCH_CI_SELECT     a pytest -k expression over those rows (default: every row)
+#   RNNBENCH_CI_PYTEST_ARGS  more pytest options for every session (e.g. "--benchmark-timer=time.process_time":
+#                          CPU time, which other work on a shared runner moves far less, for one-thread torch rows)
 #   RNNBENCH_CI_ROUNDS     runs per side, alternating base new new base ... (default 2)
 #   RNNBENCH_CI_PROFILE    1 (default): each row profiled after its timing, so a slower row says where its
 #                          time went; 0: no profiles
@@ -58,6 +60,8 @@ measure() {
     # failure's first line whole in the short summary (the row and its gradient status)
     local args=("$TESTS" --benchmark-enable "--benchmark-json=$json" -p no:cacheprovider -p no:xdist -rfE)
     [ -n "$SELECT" ] && args+=(-k "$SELECT")
+    # shellcheck disable=SC2206  # the extra options are words, as a user writes them
+    args+=(${RNNBENCH_CI_PYTEST_ARGS:-})
     (cd "$tree" && COLUMNS=400 RNNBENCH_BENCH_PROFILE=$PROFILE PYTHONPATH="$tree/src${PYTHONPATH:+:$PYTHONPATH}" \
         "$PY" -m pytest "${args[@]}") >"$log" 2>&1 || code=$?
     if [ ! -s "$json" ]; then
