@@ -40,12 +40,14 @@ def identity(
     seed: int,
     loss_form: str = "model",
     settings: dict[str, Any] | None = None,
+    mode: str = "vjp",
 ) -> dict[str, Any]:
     """The identifying fields every record has, whatever happened to the row: the one constructor
     (rnnbench.rows.row.Job.identity builds it for a job). env_label names what the row ran on by its
     framework's version ("torch 2.13.0", "jax 0.10.2") where known, else by its environment's name.
     settings: what else determines the row's result (threads, timing, order, package versions);
-    with the row key it makes the record's fingerprint, which --resume matches."""
+    with the row key it makes the record's fingerprint, which --resume matches. mode: the
+    differentiation mode (rnnbench.modes) the row's gradients came by."""
     rec = {
         "schema": SCHEMA,
         "rnnbench_version": rnnbench_version(),
@@ -61,6 +63,7 @@ def identity(
         "sizes": dict(sizes),
         "seed": seed,
         "loss_form": loss_form,
+        "mode": mode,
         "settings": dict(settings or {}),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine(),
@@ -119,6 +122,7 @@ class RowKey(NamedTuple):
     sizes: tuple[tuple[str, int], ...]
     seed: int
     loss_form: str
+    mode: str = "vjp"  # the differentiation mode (rnnbench.modes): two modes of one pair are two rows
 
     @classmethod
     def of(
@@ -132,6 +136,7 @@ class RowKey(NamedTuple):
         sizes: Mapping[str, int],
         seed: int,
         loss_form: str,
+        mode: str = "vjp",
     ) -> RowKey:
         return cls(
             model,
@@ -142,12 +147,15 @@ class RowKey(NamedTuple):
             sizes=tuple(sorted(sizes.items())),
             seed=seed,
             loss_form=loss_form,
+            mode=mode,
         )
 
     def fingerprint(self, version: str | None, settings: Mapping[str, Any]) -> str:
         """A short hash of everything that determines a row's result: this key, the rnnbench version
         and the row's settings. Two records with one fingerprint are the same measurement setup."""
-        what = [list(map(str, self)), version, dict(settings)]
+        # a vjp row hashes as before modes existed, so --resume still matches older records
+        key = list(map(str, self if self.mode != "vjp" else self[:-1]))
+        what = [key, version, dict(settings)]
         return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -156,6 +164,7 @@ def row_key(rec: dict[str, Any], environment: bool = True) -> RowKey:
     in the environment's place: `compare --environments` pairs two environments' runs of one row."""
     env = rec.get("environment_name", "main") if environment else ""
     seed, loss_form = rec.get("seed", 0), rec.get("loss_form", "model")
+    mode = rec.get("mode", "vjp")  # a record from before modes: reverse mode
     return RowKey.of(
         rec["model"],
         rec["driver"],
@@ -165,6 +174,7 @@ def row_key(rec: dict[str, Any], environment: bool = True) -> RowKey:
         sizes=rec.get("sizes") or {},
         seed=seed,
         loss_form=loss_form,
+        mode=mode,
     )
 
 

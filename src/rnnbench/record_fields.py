@@ -38,6 +38,7 @@ FIELDS: dict[str, str] = {
     "device": "str",
     "seed": "int",
     "loss_form": "str",
+    "mode": "str",
     "report": "str",
     "reason": "str",
     "raw_status": "str|null",

@@ -38,6 +38,7 @@ from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.oracle_cache import COMPUTED
 from rnnbench.check.tolerance import Tolerance, at_loss_scale, island_tolerance, tolerance
 from rnnbench.model import Case, Model, reference_loss
+from rnnbench.modes import VJP
 from rnnbench.status import InputStatus, Status
 
 COMPILE_ERROR_MODULES = ("torch._dynamo", "torch._inductor", "torch._higher_order_ops", "jax.errors", "jax._src.errors")
@@ -119,13 +120,16 @@ def judge(
     compiled: bool = False,
     autocast: bool = False,
     oracle: Oracle | None = None,
+    mode: str = VJP,
 ) -> Check:
     """The verdict on one driver's first-order result on `case` at `dtype`.
 
     produced: (loss, {compared input: gradient or None}) in canonical layout, float64 numpy; or
     raised: the exception the driver raised (compiled: it compiles, so tracing errors are
     compile_error). autocast: the driver runs under bf16 autocast, so inputs in the model's fp32
-    island get the float32 tolerance. oracle: the oracle when already computed."""
+    island get the float32 tolerance. oracle: the oracle when already computed. mode: the
+    differentiation mode (rnnbench.modes) the gradients came by: every mode is judged alike against
+    the one oracle; the registry's entries are scoped by it."""
     oracle = oracle if oracle is not None else oracle_grads(model, case)
     kind = oracle.kind
     tol = tolerance(dtype, kind, device)
@@ -134,7 +138,7 @@ def judge(
         exc = raised if raised is not None else RuntimeError("the driver produced nothing")
         result.status = Status.COMPILE_ERROR if compiled and is_compile_error(exc) else Status.ERROR
         result.report = failure_report(exc)
-        return registered(result, driver_name, model, case=case, dtype=dtype)
+        return registered(result, driver_name, model, case=case, dtype=dtype, mode=mode)
     loss, grads = produced
     result.loss, result.grads = loss, dict(grads)
     result.reference_loss = reference_loss(model, case)
@@ -170,7 +174,7 @@ def judge(
         _at_differentiable_kinks(result, model, case, oracle=oracle, names=names, tol=tol, dtype=dtype)
     if result.status != Status.OK and oracle.reason:
         result.report += f"\noracle: {oracle.kind} ({oracle.reason})"
-    return registered(result, driver_name, model, case=case, dtype=dtype)
+    return registered(result, driver_name, model, case=case, dtype=dtype, mode=mode)
 
 
 WRONG_GRADIENTS = (Status.GRAD_MISMATCH, Status.MISSING_GRAD)
@@ -469,12 +473,15 @@ def _rounding_slack(model: Model, case: Case, names: list[str], dtype: str) -> A
     return slack
 
 
-def registered(result: Any, driver_name: str, model: Model, *, case: Case, dtype: str, order: int = 1) -> Any:
-    """Apply the known-issues registry to a verdict of derivative `order` (anything with status,
-    report and raw_status): an expected failure becomes known_issue:<id>, a covered row that came
-    out right known_issue_fixed:<id>; raw_status keeps the check's own verdict."""
+def registered(
+    result: Any, driver_name: str, model: Model, *, case: Case, dtype: str, order: int = 1, mode: str = VJP
+) -> Any:
+    """Apply the known-issues registry to a verdict of derivative `order` in differentiation mode
+    `mode` (anything with status, report and raw_status): an expected failure becomes
+    known_issue:<id>, a covered row that came out right known_issue_fixed:<id>; raw_status keeps
+    the check's own verdict."""
     result.raw_status = result.status
-    expected = known_issues.covering(driver_name, model, case, dtype=dtype, order=order)
+    expected = known_issues.covering(driver_name, model, case, dtype=dtype, order=order, mode=mode)
     result.status, note = known_issues.classify(result.status, result.report, expected, result)
     if note:
         result.report = f"{note}\n{result.report}"

@@ -28,6 +28,7 @@ import numpy as np
 from rnnbench import losses as loss_forms
 from rnnbench.check.conditions import CONDITIONS
 from rnnbench.model import Case, Model
+from rnnbench.modes import FIRST_ORDER, VJP
 from rnnbench.status import WRONG_GRADIENT, Status, fixed, is_known, known
 
 REGISTRY_PATH = Path(__file__).resolve().parents[1] / "known_issues.json"
@@ -72,6 +73,9 @@ class KnownIssue:
     # version where only a registered witness shows the bug); None: the same as `versions`
     repro_versions: dict[str, str] | None = None
     predicts: tuple[str, ...] = ()  # names in PREDICTIONS: what the mechanism says the wrong values look like
+    # the first-order differentiation modes (rnnbench.modes) whose rows it shows on: vjp unless the entry says
+    # more, since a bug verified through one road says nothing of another (forward mode has its own rules)
+    modes: tuple[str, ...] = (VJP,)
 
     def covers(
         self,
@@ -82,9 +86,13 @@ class KnownIssue:
         dtype: str,
         versions: Callable[[str], str | None],
         order: int = 1,
+        mode: str = VJP,
     ) -> bool:
-        """True when this bug is expected to show on this row's check of derivative `order`."""
+        """True when this bug is expected to show on this row's check of derivative `order`, in
+        differentiation mode `mode` (order 1; H v is checked in vjp rows only)."""
         if driver not in self.drivers or order != self.order:
+            return False
+        if order == 1 and mode not in self.modes:
             return False
         if self.models is not None and model.name not in self.models:
             return False
@@ -138,6 +146,7 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
                 upstream_match=raw.get("upstream_match"),
                 repro_versions=dict(raw["repro_versions"]) if "repro_versions" in raw else None,
                 predicts=tuple(produces.get("predicts", ())),
+                modes=tuple(affects.get("modes", (VJP,))),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise RegistryError(f"known issue {raw.get('id', '?')!r}: missing or malformed field {exc}") from None
@@ -146,6 +155,7 @@ def parse(data: Mapping) -> tuple[KnownIssue, ...]:
         seen.add(issue.id)
         unknown = [c for c in issue.conditions if c not in CONDITIONS]
         unknown += [f"prediction {p!r}" for p in issue.predicts if p not in PREDICTIONS]
+        unknown += [f"mode {m!r}" for m in issue.modes if m not in FIRST_ORDER]
         unknown += [f"loss {n!r}" for n in issue.losses or () if n not in loss_forms.NAMES]
         unknown += [
             f"witness loss {w['loss']!r}" for w in issue.witnesses if w.get("loss", "model") not in loss_forms.NAMES
@@ -206,12 +216,14 @@ def covering(
     versions: Callable[[str], str | None] = installed_version,
     issues: Sequence[KnownIssue] | None = None,
     order: int = 1,
+    mode: str = VJP,
 ) -> list[KnownIssue]:
-    """The entries expected to show on this row's check of derivative `order`, in registry order."""
+    """The entries expected to show on this row's check of derivative `order` in differentiation
+    mode `mode`, in registry order."""
     return [
         i
         for i in (registry() if issues is None else issues)
-        if i.covers(driver, model, case, dtype=dtype, versions=versions, order=order)
+        if i.covers(driver, model, case, dtype=dtype, versions=versions, order=order, mode=mode)
     ]
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from rnnbench.check.compare import compare_grads, describe
 from rnnbench.check.oracle import dual_oracle
 from rnnbench.check.tolerance import at_loss_scale, tolerance
-from rnnbench.drivers.base import Driver
+from rnnbench.drivers.base import Driver, derivatives
 from rnnbench.model import Case, Model, reference_loss, rollout
 from rnnbench.ops import numpy_ops
 from rnnbench.status import InputStatus
@@ -119,9 +119,17 @@ class Localization:
 
 
 def localize(
-    model: Model, driver: Driver, case: Case, *, dtype: str, device: str = "cpu", budget_s: float = 60.0
+    model: Model,
+    driver: Driver,
+    case: Case,
+    *,
+    dtype: str,
+    device: str = "cpu",
+    budget_s: float = 60.0,
+    mode: str = "vjp",
 ) -> Localization:
-    """Walk the suffixes t = T-1 .. 0 until one diverges or `budget_s` is spent."""
+    """Walk the suffixes t = T-1 .. 0 until one diverges or `budget_s` is spent. mode: the
+    differentiation mode (rnnbench.modes) the driver computes each suffix's gradients by."""
     n_param = sum(np.size(p) for p in case.params.values())
     with_params = n_param <= MAX_PARAM_ENTRIES
     carry_names = [f"carry0.{n}" for n in model.carry_names]
@@ -141,7 +149,7 @@ def localize(
         oracle = dual_oracle(sub_model, sub_case, names)
         want, bound = dict(oracle.grads), {n: oracle.error_of(n) for n in names}
         try:
-            _, got = driver.prepare(sub_model, sub_case, dtype, device).loss_and_grads()
+            _, got = derivatives(driver.prepare(sub_model, sub_case, dtype, device), mode)()
         except Exception as exc:  # the driver cannot run the suffix: say so and stop
             out.stopped = f"the driver raised on the suffix from step {t}"
             out.lines.append(f"  t={t}: {type(exc).__name__}: {str(exc).strip()[:200]}")

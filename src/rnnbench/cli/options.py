@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rnnbench import inputs, losses, registry
+from rnnbench import modes as differentiation_modes
 from rnnbench.errors import InputError, did_you_mean
 from rnnbench.machine import env_create, environments
 from rnnbench.model import DTYPES
@@ -189,6 +190,11 @@ def _typed(given: dict[str, Any], **flags_only: Any) -> RunSettings:
         out["losses"] = tuple(losses.parse(str(given.get("losses", "")), RunSettings.losses))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if given.get("modes"):
+        try:
+            out["modes"] = differentiation_modes.parse(str(given["modes"]))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     out["order"] = str(given.get("order", RunSettings.order))
     if out["order"] not in ("1", "2", "auto"):
         raise UsageError(f"order must be 1, 2 or auto, got {given['order']!r}")

@@ -6,6 +6,7 @@ import argparse
 import time
 
 from rnnbench import losses, record, registry, results_file
+from rnnbench import modes as differentiation_modes
 from rnnbench.cli import options
 from rnnbench.machine import accelerator
 from rnnbench.machine.cpus import load_line
@@ -66,6 +67,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--order",
         help="1, 2 (also check Hessian-vector products, float64 rows), or auto "
         "(default: 2 on float64 rows of core models)",
+    )
+    p.add_argument(
+        "--modes",
+        help="differentiation modes, comma-separated or all: "
+        + ", ".join(differentiation_modes.MODES)
+        + " (default: vjp,hvp; a row per first-order mode, H v inside the vjp rows; only vjp rows are timed)",
     )
     p.add_argument("--no-time", action="store_true", help="check gradients only")
     p.add_argument(

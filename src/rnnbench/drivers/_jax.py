@@ -282,6 +282,8 @@ JAX = Framework(
     gemm=gemm,
     repro=ReproScript("jax", REPRO_HEAD, REPRO_RUN, REPRO_EDGE_OPS),
     keep_settings=keep_jax_settings,
+    # func is torch.func: jax's transforms are its one API, which the vjp and jvp rows already check
+    modes_missing={"func": "func is torch's functional API (torch.func); jax has no other API to compare"},
     **_CACHES,
 )
 # flax runs on jax's runtime (its threads, devices and compile caches); the GEMM peak and the
@@ -411,11 +413,28 @@ def prepared_from_loss(
         block=jax.block_until_ready,
         settings={**SETTINGS, **settings},
         hvp=hvp,
+        modes={"jvp": forward_mode(loss_fn, diff, rest)},
         memory_analysis=lambda: compiled_memory(value_and_grad, diff, rest),
         cost_analysis=lambda: compiled_cost(value_and_grad, diff, rest),
         saved_for_backward=lambda: residual_bytes(loss_fn, diff, rest),
         computed_dtype=lambda: computed[0] if computed else None,
     )
+
+
+def forward_mode(
+    loss_fn: Callable[[dict, dict], Any], diff: dict, rest: dict
+) -> Callable[[], tuple[float, dict[str, np.ndarray]]]:
+    """The jvp mode (rnnbench.modes): the gradient column by column by forward mode, jit of
+    jax.jacfwd (jax.jvp vmapped over every compared entry's unit tangent), with the loss as aux."""
+    import jax
+
+    jacfwd = jax.jit(jax.jacfwd(lambda d, r: (lambda loss: (loss, loss))(loss_fn(d, r)), has_aux=True))
+
+    def call() -> tuple[float, dict[str, np.ndarray]]:
+        grads, loss = jax.block_until_ready(jacfwd(diff, rest))
+        return float(loss), {k: np.asarray(v, dtype=np.float64) for k, v in grads.items()}
+
+    return call
 
 
 def residual_bytes(loss_fn: Callable[[dict, dict], Any], diff: dict, rest: dict) -> int:

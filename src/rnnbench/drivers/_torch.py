@@ -199,6 +199,22 @@ def op_profile(fn: Callable[[], Any], block: Callable[[Any], None], calls: int) 
     return {e.key: e.self_cpu_time_total / 1e3 / calls for e in prof.key_averages() if e.self_cpu_time_total > 0}
 
 
+# torch's own words for a composition it does not offer: an op without a forward-mode formula
+# (NotImplementedError), dynamo's refusal to trace (Unsupported), a higher-order op run eagerly under a
+# torch.func transform (UncapturedHigherOrderOpError)
+REFUSALS = frozenset({"NotImplementedError", "Unsupported", "UncapturedHigherOrderOpError"})
+
+
+def refuses(exc: BaseException) -> bool:
+    """Framework.refuses: some exception in the chain is one of torch's REFUSALS."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if type(seen).__name__ in REFUSALS:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 TORCH = Framework(
     name="torch",
     module="torch",
@@ -215,6 +231,7 @@ TORCH = Framework(
     cache_variables=("TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE", "TORCHINDUCTOR_CACHE_DIR"),
     compiles_kept=compiles_kept,
     reset_compiles=reset_dynamo,
+    refuses=refuses,
     gemm=gemm,
     # eager CPU ops run on the calling thread at --threads 1 (the clock's choice: docs/measuring.md#asv)
     cpu_time_clock=True,
@@ -289,6 +306,7 @@ def prepared_from_loss(
     *,
     settings: Mapping[str, Any],
     second_order: bool = False,
+    pure_loss: Callable[[dict[str, Any]], Any] | None = None,
 ) -> Prepared:
     """Prepared for a torch loss function of the inputs dict; gradients are read from `.grad`, where
     None means the input does not reach the loss (the judge reads it as a zero gradient: a true
@@ -297,7 +315,9 @@ def prepared_from_loss(
     loss_fn then reuses the program compiled for forward_backward (under no_grad, torch.compile
     would trace and compile a second, inference program), and fwd_bwd - fwd is the backward's time;
     forward_backward builds the graph and back-propagates.
-    second_order: also provide hvp (double backward; eager drivers only)."""
+    second_order: also provide hvp (double backward; eager drivers only). pure_loss: the same loss
+    reading every compared input from its argument, for torch.func's modes, where loss_fn reads some
+    from elsewhere (a vendor layer's module parameters); None: loss_fn is pure."""
     import torch
 
     def forward_backward():
@@ -346,9 +366,50 @@ def prepared_from_loss(
         block=block,
         settings=dict(settings),
         hvp=hvp if second_order else None,
+        modes=functional_modes(pure_loss or loss_fn, inputs, wrt),
         saved_for_backward=lambda: saved_bytes(loss_fn, inputs),
         computed_dtype=lambda: computed[0] if computed else None,
     )
+
+
+def functional_modes(
+    loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any], wrt: list[str]
+) -> dict[str, Callable[[], tuple[float, dict[str, np.ndarray | None]]]]:
+    """The first-order modes besides backward() (rnnbench.modes), each -> (loss, {name: gradient}):
+    jvp, forward mode column by column (torch.func.jacfwd: jvp vmapped over every input entry's unit
+    tangent); func, torch.func.grad_and_value. Both take the loss as a pure function of the compared
+    inputs (the others held as detached constants), as torch.func requires. Under a compiled driver
+    the transform is compiled (torch.compile(torch.func.grad(f)), with the driver's compile
+    settings): a transform of the compiled function is refused by dynamo, and compiling the
+    transform is how users compose the two (pytorch#136662's composition)."""
+    import torch
+
+    eager = getattr(loss_fn, "_torchdynamo_orig_callable", None)  # set by torch.compile on what it returns
+    plain = eager if eager is not None else loss_fn
+    held = {k: v.detach() if torch.is_tensor(v) else v for k, v in inputs.items()}
+    argnums = tuple(range(len(wrt)))
+
+    def pure(*values: Any) -> tuple[Any, Any]:
+        loss = plain({**held, **dict(zip(wrt, values))})
+        return loss, loss.detach()
+
+    def built(transform: Callable[..., Any]) -> Callable[..., Any]:
+        fn = transform(pure, argnums=argnums, has_aux=True)
+        return fn if eager is None else torch.compile(fn, backend="inductor", fullgraph=True)
+
+    made: dict[str, Callable[..., Any]] = {}  # built on first call: a compile belongs to the mode's row
+
+    def run(mode: str, transform: Callable[..., Any]) -> tuple[float, dict[str, np.ndarray | None]]:
+        fn = made.setdefault(mode, built(transform))
+        grads, loss = fn(*(inputs[n].detach() for n in wrt))
+        if isinstance(loss, tuple):  # grad_and_value's value is (output, aux)
+            loss = loss[1]
+        return float(loss), {n: to_numpy(g) for n, g in zip(wrt, grads)}
+
+    return {
+        "jvp": lambda: run("jvp", torch.func.jacfwd),
+        "func": lambda: run("func", torch.func.grad_and_value),
+    }
 
 
 def saved_bytes(loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any]) -> int:

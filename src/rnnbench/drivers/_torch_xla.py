@@ -28,6 +28,11 @@ TORCH_XLA = Framework(
     set_threads=_torch_settings.set_threads,
     threads_in_use=_torch_settings.threads_in_use,
     collect_after_failure=True,
+    # its Prepared offers backward() only: torch.func's transforms on the lazy device are not wired here
+    modes_missing={
+        m: "not offered on the lazy XLA device (drivers/_torch_xla.py passes no torch.func modes)"
+        for m in ("jvp", "func")
+    },
 )
 
 SETTINGS = {"device": "xla (PJRT_DEVICE=CPU)", "lazy_tensors": True, "block": "torch_xla.sync(wait=True)"}

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from rnnbench.model import Case, Model
+from rnnbench.modes import HVP, VJP
 
 Grads = dict[str, np.ndarray | None]
 
@@ -33,6 +34,9 @@ class Prepared:
     saved_for_backward() -> bytes of the distinct buffers, other than the inputs, that the training
     step's forward keeps for its backward (activations; rnnbench.rows.memory), or None where the
     framework gives no such count.
+    modes: {mode: callable} for the first-order modes other than vjp (rnnbench.modes): the same
+    (loss, gradients) by another road (forward mode, functional transforms); a mode absent here is
+    one the driver cannot run (Driver.mode_missing says why).
     computed_dtype() -> the dtype name ("float32", "float64", ...) the last loss_and_grads' loss came
     back in: a step that promotes (a float64 constant, a numpy float64 scalar under jax's x64) computes
     wider than the row's dtype, and says so here; None where the driver cannot tell.
@@ -50,6 +54,8 @@ class Prepared:
     saved_for_backward: Callable[[], int] | None = None  # bytes the step keeps for backward (run.memory)
     computed_dtype: Callable[[], str | None] | None = None
     cost_analysis: Callable[[], dict[str, float]] | None = None
+    # the first-order modes besides vjp (rnnbench.modes), each with loss_and_grads' contract
+    modes: Mapping[str, Callable[[], tuple[float, Grads]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,10 @@ class Framework:
         sync), so the tensors of a trace that raised, kept alive by the exception's frames, must be
         released before the process goes on: the frames are cleared and the cyclic garbage
         collected (placeholders without data reached the next execution: a segfault, docs/bugs.md).
+    modes_missing: {mode: why} for the first-order modes (rnnbench.modes) none of its drivers can run.
+    refuses(exc): the exception a mode other than vjp raised is the framework declining that
+        composition (an op with no forward-mode formula, a transform it does not trace), not a
+        failure of it: the row is unavailable with the framework's own words (rows.pair).
     """
 
     name: str
@@ -164,6 +174,8 @@ class Framework:
     device: DeviceQueries = DeviceQueries()
     collect_after_failure: bool = False
     op_profile: Callable[[Callable[[], Any], Callable[[Any], None], int], dict[str, float]] | None = None
+    modes_missing: Mapping[str, str] = field(default_factory=dict)
+    refuses: Callable[[BaseException], bool] = lambda exc: False
 
     def available(self) -> str | None:
         """None, or the reason the framework cannot be used in this Python environment."""
@@ -221,7 +233,9 @@ class Driver:
         it (the framework part is Framework.repro); None: no script (the report says so).
     try_dtype(dtype, device): for a dtype outside `dtypes`, None or why it fails, found by running
         it once (cached by the driver's module): a vendor layer's support depends on the device.
-        Only a worker tries (why_not(trying=True)); the parent leaves such rows to it."""
+        Only a worker tries (why_not(trying=True)); the parent leaves such rows to it.
+    modes_missing: {mode: why} for the differentiation modes (rnnbench.modes) this configuration cannot
+        run beyond its framework's (mode_missing)."""
 
     name: str
     framework: Framework
@@ -239,9 +253,19 @@ class Driver:
     unavailable: str | None = None
     try_dtype: Callable[[str, str], str | None] | None = None
     repro: str | None = None
+    modes_missing: Mapping[str, str] = field(default_factory=dict)
 
     def available(self) -> str | None:
         return self.unavailable or self.framework.available()
+
+    def mode_missing(self, mode: str) -> str | None:
+        """None, or why this driver cannot run differentiation mode `mode` (rnnbench.modes): its own
+        modes_missing, then its framework's; hvp where it has no second-order path."""
+        if mode == VJP:
+            return None
+        if mode == HVP:
+            return None if self.second_order else f"{self.name} has no second-order path"
+        return self.modes_missing.get(mode) or self.framework.modes_missing.get(mode)
 
     @property
     def slow_to_compile(self) -> bool:
@@ -268,6 +292,13 @@ class Driver:
         if reason is None and dtype not in self.dtypes and trying:
             reason = self.try_dtype(dtype, device)  # type: ignore[misc]
         return reason
+
+
+def derivatives(prepared: Prepared, mode: str) -> Callable[[], tuple[float, Grads]]:
+    """The call that gives (loss, canonical gradients) by first-order `mode` (rnnbench.modes): vjp is
+    loss_and_grads; another mode's call raises KeyError where the prepared driver does not offer it
+    (Driver.mode_missing says why before a row gets here)."""
+    return prepared.loss_and_grads if mode == VJP else prepared.modes[mode]
 
 
 def flat_inputs(model: Model, case: Case) -> dict[str, np.ndarray]:

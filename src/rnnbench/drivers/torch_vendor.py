@@ -60,13 +60,26 @@ def prepare(layer: Layer, model: Model, case: Case, dtype: str, device: str) -> 
     ops = torch_ops()
     carry_names = [f"carry0.{n}" for n in model.carry_names]
 
-    def loss_fn(inputs):
+    names = {
+        "weight_ih_l0": "W_ih",
+        "weight_hh_l0": "W_hh",
+        "bias_ih_l0": b_ih,
+        **({"bias_hh_l0": b_hh[0]} if b_hh else {}),
+    }
+
+    def loss_fn(inputs, run=module):
         carry0 = tuple(inputs[n].unsqueeze(0) for n in carry_names)
-        ys, carry_T = module(inputs["xs"], carry0 if len(carry0) > 1 else carry0[0])
+        ys, carry_T = run(inputs["xs"], carry0 if len(carry0) > 1 else carry0[0])
         carry_T = carry_T if isinstance(carry_T, tuple) else (carry_T,)
         return model.loss(ops, consts, ys, tuple(c[0] for c in carry_T))
 
-    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings={"layer": layer.label})
+    def pure_loss(inputs):
+        """The layer with its parameters taken from `inputs` (torch.func.functional_call), as
+        torch.func's transforms need: the module's own parameters are not their inputs."""
+        weights = {attr: inputs[name] for attr, name in names.items()}
+        return loss_fn(inputs, run=lambda *args: torch.func.functional_call(module, weights, args))
+
+    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings={"layer": layer.label}, pure_loss=pure_loss)
 
 
 @functools.cache

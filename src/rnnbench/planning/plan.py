@@ -17,6 +17,7 @@ from rnnbench.drivers.base import Framework
 from rnnbench.errors import InputError, unknown
 from rnnbench.machine import environments
 from rnnbench.model import Model
+from rnnbench.modes import HVP, MODES, VJP
 from rnnbench.planning import gpu_suite
 from rnnbench.planning.settings import RunSettings
 from rnnbench.rows.pair import unavailable_reason
@@ -84,6 +85,20 @@ def suite_names(selection: Any, items: dict[str, Any]) -> list[str]:
     return [name for name, item in items.items() if selection in ("all", item.suite)]
 
 
+def modes_planned(selected: tuple[str, ...], order_flag: str) -> tuple[list[str], str]:
+    """(the first-order modes that get rows, the --order their vjp rows check H v by) for the
+    selected differentiation modes (rnnbench.modes). H v lives in the vjp row: hvp alone plans the
+    vjp rows with H v on; without hvp, --order auto checks first order only (an explicit --order wins)."""
+    rows = [m for m in selected if MODES[m].order == 1]
+    if HVP in selected and VJP not in rows:
+        rows.insert(0, VJP)
+    if order_flag != "auto":
+        return rows, order_flag
+    if HVP not in selected:
+        return rows, "1"
+    return rows, "auto" if VJP in selected else "2"  # hvp asked for alone: on every vjp row that has one
+
+
 def order(value: str, model: Model, dtype: str) -> int:
     """auto: the H v check joins float64 rows of core models (measured cost: docs/checking.md)."""
     if value == "auto":
@@ -139,6 +154,7 @@ def jobs(s: RunSettings) -> list[Job]:
     size_sets = [used_sizes(s.sizes or {}, models)] if s.sizes is not None or not suite.sizes else list(suite.sizes)
     check_drivers_runnable(s.drivers or (), envs)
     timing = TimingConfig(budget_s=s.budget)
+    row_modes, hvp_order = modes_planned(s.modes, s.order)
     pairs = [(d, env) for d in drivers for env in envs if environments.runs(registry.get_driver(d), env)]
     if not pairs:  # a run of nothing would exit 0 with an empty results file
         raise InputError(
@@ -159,15 +175,17 @@ def jobs(s: RunSettings) -> list[Job]:
             time=s.timed,
             environment=env,
             loss_form=loss_form,
-            order=order(s.order, registry.get_model(m), dtype),
+            order=order(hvp_order, registry.get_model(m), dtype) if mode == VJP else 1,
             compile_budget_s=s.compile_budget,
             profile=s.profile,
+            mode=mode,
         )
         for dtype in s.dtypes
         for m in models
         for overrides in size_sets
         for loss_form in s.losses
         for d, env in pairs
+        for mode in row_modes
     ]
     if suite.staged:  # its own order, on a device it checks
         gpu_suite.check_jobs(s.device, planned)

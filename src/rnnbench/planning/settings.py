@@ -34,6 +34,8 @@ class RunSettings:
     memory_limit_gb: float | None = None  # address-space limit per worker; None: no limit
     losses: tuple[str, ...] = ("model",)  # loss forms (rnnbench.losses); "model": each model's own loss
     order: str = "auto"  # "1", "2", or "auto": 2 on float64 rows of core models (H v checked too)
+    # differentiation modes (rnnbench.modes): a row per first-order mode; hvp: H v in the vjp rows (per order)
+    modes: tuple[str, ...] = ("vjp", "hvp")
     compile_budget: float | None = None  # seconds a row's first call may take; None: only the timeout
     timed: bool = True  # False (--no-time): check gradients only
     shard: tuple[int, int] | None = None  # (i, n): only shard i of n of the rows (--shard i/n)

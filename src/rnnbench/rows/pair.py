@@ -20,9 +20,11 @@ from rnnbench.check.judge import Check, judge
 from rnnbench.check.localize import Localization, localize
 from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.second_order import HvpOracle, check_second_order
-from rnnbench.drivers.base import Driver, Prepared
+from rnnbench.check.tolerance import tolerance
+from rnnbench.drivers.base import Driver, Prepared, derivatives
 from rnnbench.machine import environments
 from rnnbench.model import Case, Model, promoted, promotion_note
+from rnnbench.modes import VJP
 from rnnbench.processes.compile_budget import budget
 from rnnbench.rows.timing import timed_call
 from rnnbench.status import Status, is_fixed, is_known
@@ -59,6 +61,7 @@ class PairPlan:
     repeat: bool = True
     localize: bool = True
     fresh_compiles: bool = True
+    mode: str = VJP
 
 
 @dataclass
@@ -97,17 +100,22 @@ def check_pair(model: Model, driver: Driver, case: Case, *, dtype: str, device: 
         choice=plan.oracle_choice,
         budget_s=plan.compile_budget_s,
         fresh_compiles=plan.fresh_compiles,
+        mode=plan.mode,
     )
     out = PairCheck(chk, prepared, chk.status, chk.report)
+    if chk.status == Status.UNAVAILABLE:
+        return out
     if prepared is not None and plan.repeat:
-        out.repeatable = repeatability(prepared, chk)
-    if plan.order == 2:
+        out.repeatable = repeatability(prepared, chk, mode=plan.mode)
+    if plan.order == 2 and plan.mode == VJP:
         out.hvp = second_order(model, driver, case, dtype=dtype, prepared=prepared if agrees(chk) else None, plan=plan)
         if hvp_decides(chk.status, out.hvp_status):
             out.status, out.report = out.hvp["status"], out.hvp["report"]
     if plan.localize and chk.status in LOCALIZED and not driver.anchor:
         # not on a vendor layer: it does not run the model's step, so there is no step to blame
-        out.localization = localize(model, driver, case, dtype=dtype, device=device, budget_s=LOCALIZE_BUDGET_S)
+        out.localization = localize(
+            model, driver, case, dtype=dtype, device=device, budget_s=LOCALIZE_BUDGET_S, mode=plan.mode
+        )
         chk.report = out.report = f"{chk.report.rstrip()}\n{out.localization.format()}"
     return out
 
@@ -164,12 +172,17 @@ def check_gradients(
     choice: str | None = None,
     budget_s: float | None = None,
     fresh_compiles: bool = True,
+    mode: str = VJP,
 ) -> tuple[Check, Prepared | None]:
     """The first-order stage: prepare the driver, run loss_and_grads once (timing both: the first
     call compiles) and ask the judge (rnnbench.check.judge). Never raises for driver failures:
     they become the status. oracle: the case's oracle when the caller has it; choice: a forced
     rung of the ladder; budget_s: prepare + first call stop with CompileBudgetExceeded after this
-    long; fresh_compiles: PairPlan.fresh_compiles."""
+    long; fresh_compiles: PairPlan.fresh_compiles; mode: the differentiation mode the gradients come
+    by (rnnbench.modes): one the driver cannot run is Status.UNAVAILABLE with its reason, unjudged."""
+    if (missing := driver.mode_missing(mode)) is not None:
+        tol = tolerance(dtype, "", device)
+        return Check(status=Status.UNAVAILABLE, oracle_kind="", tolerance=tol, report=missing, raw_status=""), None
     oracle = oracle if oracle is not None else oracle_grads(model, case, choice)
     verdict = partial(
         judge,
@@ -181,13 +194,17 @@ def check_gradients(
         compiled=driver.compiled,
         autocast=driver.autocast is not None,
         oracle=oracle,
+        mode=mode,
     )
     try:
         with budget(budget_s), nullcontext() if fresh_compiles else driver.framework.compiles_kept():
             prepared, prepare_s = timed_call(lambda: driver.prepare(model, case, dtype, device))
-            produced, first_call_s = timed_call(prepared.loss_and_grads)
+            produced, first_call_s = timed_call(derivatives(prepared, mode))
     except Exception as exc:  # a driver failure is a result, not a crash of the suite
         failed = verdict(raised=exc)
+        if mode != VJP and driver.framework.refuses(exc):  # declined, in the framework's own words
+            failed.status = failed.raw_status = Status.UNAVAILABLE
+            failed.report = f"{mode}: the framework declines it here: {failed.report.splitlines()[0]}"
         if driver.framework.collect_after_failure:  # the failed trace's tensors go with the frames' locals
             _clear_frames_of_chain(exc)
     else:
@@ -242,13 +259,13 @@ def second_order(
     }
 
 
-def repeatability(prepared: Prepared, chk: Check) -> dict[str, Any]:
+def repeatability(prepared: Prepared, chk: Check, *, mode: str = VJP) -> dict[str, Any]:
     """Run loss_and_grads a second time: on CPU the same case should give bit-identical gradients.
     Where it does not (threaded reductions with run-dependent order), the record says by how much."""
     import numpy as np
 
     try:
-        loss2, grads2 = prepared.loss_and_grads()
+        loss2, grads2 = derivatives(prepared, mode)()
     except Exception as exc:
         return {"bitwise": False, "why": f"second call raised {type(exc).__name__}"}
     loss1, grads1 = chk.loss, chk.grads

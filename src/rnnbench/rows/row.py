@@ -39,6 +39,7 @@ class Job:
     environment: str = "main"  # which of the driver's environments runs it (rnnbench.machine.environments)
     loss_form: str = "model"  # the loss the gradients are taken of (rnnbench.losses)
     order: int = 1  # 2: also check the Hessian-vector product (float64 rows; rnnbench.check.second_order)
+    mode: str = "vjp"  # the differentiation mode its gradients come by (rnnbench.modes); only vjp rows are timed
     compile_budget_s: float | None = None  # a longer first call is a timeout record (rnnbench.processes.compile_budget)
     profile: bool = False  # after timing, where its time went (rnnbench.rows.profile); not a setting of its numbers
 
@@ -68,6 +69,7 @@ class Job:
             sizes=registry.get_model(self.model).sizes_with_defaults(self.sizes),
             loss_form=self.loss_form,
             settings=self.settings(),
+            mode=self.mode,
         )
 
     def settings(self) -> dict[str, Any]:
@@ -102,6 +104,7 @@ class Job:
             sizes=sizes,
             seed=self.seed,
             loss_form=self.loss_form,
+            mode=self.mode,
         )
 
 
@@ -121,7 +124,7 @@ def run_row(job: Job) -> dict[str, Any]:
     driver.framework.import_module()  # so the memory baseline includes the framework's own footprint
     rss_before_mb = peak_rss_mb()
     device = RowDevice(driver.framework, job.device) if job.device != "cpu" else None
-    plan = PairPlan(order=job.order, seed=job.seed, compile_budget_s=job.compile_budget_s)
+    plan = PairPlan(order=job.order, seed=job.seed, compile_budget_s=job.compile_budget_s, mode=job.mode)
     try:
         pair = check_pair(model, driver, case, dtype=job.dtype, device=job.device, plan=plan)
     except CompileBudgetExceeded as exc:
@@ -159,7 +162,9 @@ def run_row(job: Job) -> dict[str, Any]:
         loc = pair.localization
         rec["localization"] = {"first_step": loc.first_step, "where": loc.where, "complete": loc.complete}
     spans = []  # (before, after) CPU clock readings around each timed loop
-    if rec["status"] == Status.OK and job.time and prepared is not None:
+    if pair.status == Status.UNAVAILABLE:  # the driver cannot run this mode: the reason, as for any pair
+        return {**base, "status": Status.UNAVAILABLE, "reason": pair.report}
+    if rec["status"] == Status.OK and job.time and prepared is not None and job.mode == "vjp":
         spans = time_row(rec, prepared, job, device)  # speed numbers only for rows whose gradients agree
         if job.profile:  # a pass of its own, after every timed sample
             rec["profile"] = profile(prepared, driver.framework)

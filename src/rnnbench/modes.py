@@ -1,0 +1,56 @@
+"""The ways a recurrence is differentiated, as data: MODES (every `--modes` value, a Mode each).
+
+A first-order mode is a road to the loss's gradient that a framework offers besides reverse mode
+through a whole sequence; each produces the same canonical gradients (rnnbench.drivers.base.Grads),
+so the one judge (rnnbench.check.judge) decides every mode against the one oracle. `hvp` is the
+second-order check of today (Hessian-vector products), run beside the vjp row (its `hvp` field).
+A driver declares the modes its mechanism supports (Driver.mode_missing); a mode it cannot run is an
+`unavailable` row with the reason, never left out.
+
+It imports nothing from rnnbench (floor 1, like suites.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mode:
+    """name: recorded in every row (`mode`) and scoped in registry entries (`modes`).
+    summary: its line in `rnnbench list --modes` and `run --help`.
+    order: 1, a row of its own judged like a gradient; 2, checked inside the vjp row (H v)."""
+
+    name: str
+    summary: str
+    order: int = 1
+
+
+VJP = "vjp"
+JVP = "jvp"
+FUNC = "func"
+HVP = "hvp"
+
+MODES = {m.name: m for m in (
+    Mode(VJP, "reverse mode through the whole sequence: loss.backward() / jax.value_and_grad (the default)"),
+    Mode(JVP, "forward mode: the framework's jvp along each input entry's unit tangent (jax.jacfwd, "
+         "torch.func.jacfwd: vmapped jvp), the gradient column by column, as the dual-number oracle computes it"),
+    Mode(FUNC, "torch's functional transforms: torch.func.grad_and_value instead of backward(), eager and compiled"),
+    Mode(HVP, "second order: a Hessian-vector product along a seeded direction, checked in the vjp row", order=2),
+)}  # fmt: skip
+DEFAULT = (VJP,)
+FIRST_ORDER = tuple(name for name, m in MODES.items() if m.order == 1)
+
+
+def parse(spec: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...]:
+    """A `--modes` / `modes=` value as mode names in MODES order: "all", a comma-separated string, or
+    a sequence; None: DEFAULT. Raises ValueError naming an unknown mode (callers turn it into their
+    own bad-input error)."""
+    if spec is None:
+        return DEFAULT
+    names = [s.strip() for s in spec.split(",")] if isinstance(spec, str) else [str(s) for s in spec]
+    if names == ["all"]:
+        return tuple(MODES)
+    unknown = [n for n in names if n not in MODES]
+    if unknown or not names or "" in names:
+        raise ValueError(f"unknown mode {', '.join(unknown) or repr(spec)}; known: all, {', '.join(MODES)}")
+    return tuple(n for n in MODES if n in names)
