@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rnnbench.errors import InputError
+from rnnbench.modes import MODES, VJP
 from rnnbench.report.escape import csv_cell, md_cell, terminal
 from rnnbench.report.fit import abbreviated_issues, fit, terminal_width
 from rnnbench.report.labels import (
@@ -77,9 +78,18 @@ def side_by_side(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             r["driver"],
             r.get("environment_name", "main"),
             loss_label(r),
+            MODE_ORDER.get(mode_of(r), len(MODE_ORDER)),
             machine_of(r),
         ),
     )
+
+
+MODE_ORDER = {m: i for i, m in enumerate(MODES)}
+
+
+def mode_of(r: dict[str, Any]) -> str:
+    """The differentiation mode a record's gradients came by (rnnbench.modes); vjp for older records."""
+    return str(r.get("mode", VJP))
 
 
 COLUMNS = (
@@ -104,9 +114,10 @@ def rows(
     with_machine: bool = False,
     with_loss: bool = False,
     with_hvp: bool = False,
+    with_mode: bool = False,
 ) -> list[tuple[str, ...]]:
-    """One tuple of cells per record, each from its own record (machine, loss form and H v columns
-    included when asked)."""
+    """One tuple of cells per record, each from its own record (machine, loss form, mode and H v
+    columns included when asked)."""
     out = []
     for r in side_by_side(records):
         if r["status"] == Status.UNAVAILABLE and not include_unavailable:
@@ -127,6 +138,8 @@ def rows(
         )
         if with_hvp:
             cells = (*cells[:5], hvp_label(r), *cells[5:])
+        if with_mode:
+            cells = (*cells[:2], mode_of(r), *cells[2:])
         if with_loss:
             cells = (cells[0], loss_label(r), *cells[1:])
         out.append((machine_of(r), *cells) if with_machine else cells)
@@ -252,6 +265,7 @@ def numeric_data(records: list[dict[str, Any]], include_unavailable: bool = Fals
     with_machine = several_machines(records)
     with_loss = any(loss_label(r) != "model" for r in records)
     with_hvp = any("hvp" in r for r in records)
+    with_mode = any(mode_of(r) != VJP for r in records)
     out = []
     for r in side_by_side(records):
         if r["status"] == Status.UNAVAILABLE and not include_unavailable:
@@ -264,6 +278,8 @@ def numeric_data(records: list[dict[str, Any]], include_unavailable: bool = Fals
         marks += [f"ran_{r['computed_dtype']}"] if r.get("computed_dtype") and fb else []  # times not its dtype's
         row: dict[str, Any] = {"machine": machine_of(r)} if with_machine else {}
         row |= {"model": r["model"], "driver": r["driver"]}
+        if with_mode:
+            row["mode"] = mode_of(r)
         if with_loss:
             row["loss"] = loss_label(r)
         row |= {"env": env_label(r), "dtype": r["dtype"], "status": str(r["status"])}
@@ -296,9 +312,12 @@ def table_data(
     with_machine = several_machines(records)
     with_loss = any(loss_label(r) != "model" for r in records)
     with_hvp = any("hvp" in r for r in records)
+    with_mode = any(mode_of(r) != VJP for r in records)
     columns = COLUMNS
     if with_hvp:
         columns = (*columns[:5], "H v", *columns[5:])
+    if with_mode:
+        columns = (*columns[:2], "mode", *columns[2:])
     if with_loss:
         columns = (columns[0], "loss", *columns[1:])
     if with_machine:
@@ -309,6 +328,7 @@ def table_data(
         with_machine=with_machine,
         with_loss=with_loss,
         with_hvp=with_hvp,
+        with_mode=with_mode,
     )
 
 
