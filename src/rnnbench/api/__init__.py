@@ -23,6 +23,7 @@ caller's process settings put back after the check in process_state.py.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
@@ -61,6 +62,7 @@ def check_recurrence(
     order: int = 2,
     oracle: str | None = None,
     linear: Callable | None = None,
+    modes: str | Sequence[str] | None = None,
 ) -> RecurrenceReport:
     """Run `step` on the drivers and compare its gradients (and Hessian-vector products) with the
     oracle's, computed from the numpy forward (by default the ladder: exact dual numbers).
@@ -111,6 +113,11 @@ def check_recurrence(
             or the whole xs (every leaf (T, ...); a, b (T, *h.shape)). Checked against the step on
             the case before any driver runs (InputError at the first disagreement); None: the
             associative drivers call the step unavailable. Default: `None`.
+        modes: the differentiation modes (rnnbench.modes: vjp, jvp, func, hvp), "all", a
+            comma-separated str or a list: a result per driver, loss form and first-order mode, each
+            judged against the one oracle; a mode a driver cannot run is unavailable with its reason;
+            H v (hvp) is checked in the vjp results. None: vjp, with H v as `order` says.
+            Default: `None`.
 
     Bad input raises before any driver runs (rnnbench.api.validate; docs/api.md, "Input validation"):
     TypeError for a wrong type, rnnbench.errors.InputError (a ValueError) for a bad value.
@@ -119,7 +126,7 @@ def check_recurrence(
     given = Inputs(step=step, params=params, carry0=carry0, xs=xs, length=length, loss=loss, consts=consts,
                    carry0_requires_grad=carry0_requires_grad, xs_requires_grad=xs_requires_grad, dtype=dtype,
                    drivers=drivers, device=device, seed=seed, losses=losses, order=order, oracle=oracle,
-                   linear=linear)
+                   linear=linear, modes=modes)
     # fmt: on
     return _check(given)
 
@@ -141,8 +148,9 @@ def _check(given: Inputs) -> RecurrenceReport:
         dtype=given.dtype,
         device=given.device,
         seed=given.seed,
-        order=given.order,
+        order=2 if checked.hvp else 1,
         oracle=None if given.oracle == AUTO else given.oracle,
+        modes=checked.modes,
     )
     left_out = _would_run(base, left_out_by_default(given.drivers), given.dtype, given.device)
     return RecurrenceReport(given.dtype, oracle_kind, results, left_out, integer=integer_leaves(given, checked))
@@ -239,11 +247,21 @@ def _would_run(base: Model, names: tuple[str, ...], dtype: str, device: str) -> 
 
 
 def _run_drivers(
-    base: Model, judged: dict, names: list, *, dtype: str, device: str, seed: int, order: int, oracle: str | None = None
+    base: Model,
+    judged: dict,
+    names: list,
+    *,
+    dtype: str,
+    device: str,
+    seed: int,
+    order: int,
+    oracle: str | None = None,
+    modes: tuple[str, ...] = ("vjp",),
 ) -> tuple[list[DriverResult], str]:
     """Every driver of `names` under every loss form of `judged` ({form: (model, case)}), each pair
     checked by rnnbench.rows.pair.check_pair against one oracle per form, computed once for all
-    drivers (`oracle`: a forced rung, None for the ladder): (results, the least exact oracle kind used)."""
+    drivers (`oracle`: a forced rung, None for the ladder), in each differentiation mode of `modes`
+    (H v by `order` in the vjp results): (results, the least exact oracle kind used)."""
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
     from rnnbench.check.oracle import oracle_grads, weakest
     from rnnbench.machine.caches import cache_root
@@ -266,21 +284,27 @@ def _run_drivers(
                 if form not in plans:
                     first = oracle_grads(model, form_case, oracle)
                     plans[form] = PairPlan(order=order, seed=seed, oracle=first, oracle_choice=oracle, repeat=False)
-                pair = check_pair(model, driver, form_case, dtype=dtype, device=device, plan=plans[form])
-                chk = pair.check
-                kinds.append(chk.oracle_kind)
-                hvp_status = "-" if pair.hvp is None else str(pair.hvp["status"])
-                max_err = chk.max_rel_error if chk.errors else None
-                results.append(
-                    DriverResult(
-                        name,
-                        status=pair.status,
-                        max_rel_error=max_err,
-                        report=pair.report,
-                        grad_errors=chk.errors,
-                        loss=form,
-                        hvp_status=hvp_status,
-                        computed_dtype=chk.computed_dtype,
+                for mode in modes:
+                    plan = dataclasses.replace(plans[form], mode=mode)
+                    pair = check_pair(model, driver, form_case, dtype=dtype, device=device, plan=plan)
+                    if pair.status == Status.UNAVAILABLE:
+                        results.append(DriverResult(name, Status.UNAVAILABLE, None, pair.report, loss=form, mode=mode))
+                        continue
+                    chk = pair.check
+                    kinds.append(chk.oracle_kind)
+                    hvp_status = "-" if pair.hvp is None else str(pair.hvp["status"])
+                    max_err = chk.max_rel_error if chk.errors else None
+                    results.append(
+                        DriverResult(
+                            name,
+                            status=pair.status,
+                            max_rel_error=max_err,
+                            report=pair.report,
+                            grad_errors=chk.errors,
+                            loss=form,
+                            hvp_status=hvp_status,
+                            computed_dtype=chk.computed_dtype,
+                            mode=mode,
+                        )
                     )
-                )
     return results, weakest(kinds) if kinds else str(oracle or OracleKind.DUAL)

@@ -34,6 +34,7 @@ VALUE_PROBLEMS: dict[str, str] = {
     "dtype": "dtype: unknown dtype {dtype!r}; known: {known}",
     "order": "order must be 1 (gradients) or 2 (also Hessian-vector products), got {order!r}",
     "oracle": "oracle must be one of {known}; got {oracle!r}",
+    "modes": "modes: {error}",
     "names_empty": "{argument}=[] selects nothing; leave it None for the default",
     "unknown_driver": "drivers: {error}",  # raised as registry.UnknownName, an InputError
     "loss_and_losses": "give either a loss function (`loss`) or loss forms (`losses`), not both",

@@ -26,7 +26,7 @@ class DriverResult:
     hvp_mismatch, ..., known_issue:<id>), first order, then second order where first order agrees;
     hvp_status: the H v check's own status ("-" where not asked for or not judged); computed_dtype:
     the wider dtype the driver computed in where the step promotes the asked one (rnnbench.model.promoted),
-    "" where it computed at the asked dtype."""
+    "" where it computed at the asked dtype; mode: the differentiation mode (rnnbench.modes)."""
 
     driver: str
     status: str
@@ -36,6 +36,7 @@ class DriverResult:
     loss: str = "model"
     hvp_status: str = "-"
     computed_dtype: str = ""
+    mode: str = "vjp"  # the differentiation mode its gradients came by (rnnbench.modes)
 
 
 @dataclass(frozen=True)
@@ -66,11 +67,14 @@ class RecurrenceReport:
 
     @property
     def trusted_drivers(self) -> tuple[str, ...]:
-        """The drivers this step can be trusted with: each ran and every one of its rows is ok."""
+        """The drivers this step can be trusted with: each ran and every one of its rows that ran is ok
+        (a differentiation mode it cannot run is no row of it)."""
         rows: dict[str, list[str]] = {}
         for r in self.results:
-            rows.setdefault(r.driver, []).append(r.status)
-        return tuple(d for d, statuses in rows.items() if all(s == Status.OK for s in statuses))
+            rows.setdefault(r.driver, [])
+            if r.status != Status.UNAVAILABLE:
+                rows[r.driver].append(r.status)
+        return tuple(d for d, statuses in rows.items() if statuses and all(s == Status.OK for s in statuses))
 
     @property
     def known_wrong(self) -> dict[str, tuple[str, ...]]:
@@ -89,8 +93,11 @@ class RecurrenceReport:
         w = max([len("driver")] + [len(r.driver) for r in self.results])
         lw = max([len("loss")] + [len(r.loss) for r in self.results])
         sw = max([len("status")] + [len(r.status) for r in self.results])
+        with_mode = any(r.mode != "vjp" for r in self.results)  # the column as before modes where all are vjp
+        mw = max([len("mode")] + [len(r.mode) for r in self.results])
+        mode = lambda text: f"{text:<{mw}} " if with_mode else ""
         lines = [
-            f"{'driver':<{w}} {'loss':<{lw}} {'status':<{sw}} max rel err  oracle error  H v  "
+            f"{'driver':<{w}} {'loss':<{lw}} {mode('mode')}{'status':<{sw}} max rel err  oracle error  H v  "
             f"({self.dtype}, oracle: {self.oracle_kind})"
         ]
         for r in self.results:
@@ -98,16 +105,20 @@ class RecurrenceReport:
             bound = max((e.oracle_error for e in r.grad_errors), default=None)
             wider = f"  computed in {r.computed_dtype}" if r.computed_dtype else ""
             lines.append(
-                f"{r.driver:<{w}} {r.loss:<{lw}} {r.status:<{sw}} {err:<12} "
+                f"{r.driver:<{w}} {r.loss:<{lw}} {mode(r.mode)}{r.status:<{sw}} {err:<12} "
                 f"{'-' if bound is None else f'{bound:.1e}':<13} {r.hvp_status}{wider}".rstrip()
             )
         lines.append(self.verdict())
         for r in self.results:
             if r.computed_dtype:  # said for ok rows too: their reports are not shown below
                 lines.append(f"{r.driver} under loss {r.loss}: {promotion_note(self.dtype, r.computed_dtype)}")
+        for r in self.results:  # a mode a driver cannot run: why, in one line
+            if with_mode and r.status == Status.UNAVAILABLE and r.mode != "vjp":
+                lines.append(f"{r.driver} {r.mode} unavailable: {r.report.splitlines()[0] if r.report else ''}")
         for r in self.results:
             if r.status not in (Status.OK, Status.UNAVAILABLE):
-                lines.append(f"\n== {r.driver} under loss {r.loss}: {r.status}\n{r.report}")
+                how = f", {r.mode}" if with_mode else ""
+                lines.append(f"\n== {r.driver} under loss {r.loss}{how}: {r.status}\n{r.report}")
         return "\n".join(lines)
 
     def verdict(self) -> str:

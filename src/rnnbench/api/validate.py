@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rnnbench import modes as differentiation_modes
 from rnnbench import registry
 from rnnbench.api.linear import check_declaration
 from rnnbench.api.messages import label, problem, text
@@ -21,6 +22,7 @@ from rnnbench.model import (
     is_integer,
     numpy_dtype,
 )
+from rnnbench.modes import HVP, VJP
 from rnnbench.ops import numpy_ops
 
 
@@ -45,6 +47,7 @@ class Inputs:
     order: Any = 2
     oracle: Any = None
     linear: Callable | None = None
+    modes: Any = None
 
 
 class Checked(NamedTuple):
@@ -56,6 +59,9 @@ class Checked(NamedTuple):
     drivers: list  # driver names, in the order given, each once
     forms: list  # loss forms (rnnbench.losses), or ["model"] for a custom loss
     example_y: Any  # the step's output at t = 0 (the shape of y_t)
+    # the first-order differentiation modes checked (rnnbench.modes), and whether vjp rows check H v
+    modes: tuple = ("vjp",)
+    hvp: bool = True
 
 
 def validate(given: Inputs) -> Checked:
@@ -74,6 +80,7 @@ def validate(given: Inputs) -> Checked:
     if given.linear is not None and not callable(given.linear):
         raise problem("linear_type", type=type(given.linear).__name__)
     options(given.dtype, given.order, given.oracle)
+    row_modes, hvp = mode_selection(given.modes, given.order)
     xs_flag(given.xs_requires_grad, given.xs)
     driver_names = driver_selection(given.drivers)
     forms = loss_forms(given.loss, given.losses)
@@ -99,7 +106,16 @@ def validate(given: Inputs) -> Checked:
         check_declaration(
             given.step, given.linear, params=given.params, carry=carry, xs=given.xs, T=T, np_dtype=np_dtype
         )
-    return Checked(carry, length=T, carry0_flags=flags, drivers=driver_names, forms=forms, example_y=example_y)
+    return Checked(
+        carry,
+        length=T,
+        carry0_flags=flags,
+        drivers=driver_names,
+        forms=forms,
+        example_y=example_y,
+        modes=row_modes,
+        hvp=hvp,
+    )
 
 
 def functions(step: Any, loss: Any) -> None:
@@ -107,6 +123,23 @@ def functions(step: Any, loss: Any) -> None:
         raise problem("step", type=type(step).__name__)
     if loss is not None and not callable(loss):
         raise problem("loss", type=type(loss).__name__)
+
+
+def mode_selection(modes: Any, order: Any) -> tuple[tuple[str, ...], bool]:
+    """(the first-order modes that get a row each, whether vjp rows check H v) from check_recurrence's
+    `modes` (None, "all", "vjp,jvp", or a sequence of names: rnnbench.modes) and `order`. None: vjp,
+    with H v where order is 2, as before modes existed; otherwise H v exactly where "hvp" is named
+    (it lives in the vjp rows, so hvp alone checks vjp rows too)."""
+    if modes is None:
+        return (VJP,), order == 2
+    if not isinstance(modes, (str, list, tuple)):
+        raise problem("modes", error=f"expected 'all', a comma-separated str or a list of names, got {modes!r}")
+    try:
+        names = differentiation_modes.parse(modes)
+    except ValueError as exc:
+        raise problem("modes", error=str(exc)) from None
+    rows = tuple(m for m in names if differentiation_modes.MODES[m].order == 1)
+    return (rows if VJP in rows or HVP not in names else (VJP, *rows)), HVP in names
 
 
 def options(dtype: Any, order: Any, oracle: Any = None) -> None:
