@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rnnbench import losses, results_file
+from rnnbench import modes as differentiation_modes
 from rnnbench.cli import options
 from rnnbench.planning import plan
 from rnnbench.processes import local_pool, parent
@@ -54,8 +55,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--plant",
         default="",
-        help="grad:<framework> or hvp:<framework> (torch, jax): a known wrong derivative in that framework's "
-        "body; every planted outcome must be flagged (a miss fails the run)",
+        help="grad:<framework>, jvp:<framework>, func:<framework> or hvp:<framework> (torch, jax): a known wrong "
+        "derivative in that framework's body, judged in reverse mode, forward mode, torch.func or H v; every "
+        "planted outcome must be flagged (a miss fails the run)",
+    )
+    p.add_argument(
+        "--mode",
+        help="the differentiation mode every outcome is checked in: vjp (default), jvp or func (rnnbench.modes; "
+        "H v only in vjp); default with --plant jvp:/func:<framework>: that mode",
     )
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--no-second-order", dest="second_order", action="store_false", help="skip the H v check")
@@ -153,6 +160,19 @@ def _grammar(args: argparse.Namespace) -> Any:
     return Grammar(args.grammar, args.snap_rate if edge else 0.0, args.plant)
 
 
+def fuzz_mode(given: str | None, plant: str) -> str:
+    """--mode checked (a first-order mode of rnnbench.modes), else the mode a jvp / func plant is
+    judged in, else vjp."""
+    if given is None:
+        kind = plant.partition(":")[0]
+        return kind if kind in ("jvp", "func") else "vjp"
+    if given not in differentiation_modes.FIRST_ORDER:
+        raise options.UsageError(
+            f"--mode: unknown mode {given!r}; known: {', '.join(differentiation_modes.FIRST_ORDER)}"
+        )
+    return given
+
+
 def run(args: argparse.Namespace) -> int:
     checked = _checked(args)
     # lazy: cli: --help and bad input answer without importing the fuzzer
@@ -173,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
             timeout_s=args.timeout,
             workers=checked.workers,
             grammar=checked.grammar,
+            mode=fuzz_mode(args.mode, args.plant),
         )
         for dtype in checked.dtypes
     ]

@@ -22,6 +22,7 @@ from rnnbench.fuzz.grammar import Body, Grammar
 from rnnbench.fuzz.outcome import Outcome, kind_of
 from rnnbench.fuzz.summary import FuzzSummary
 from rnnbench.machine import environments
+from rnnbench.modes import FUNC, JVP, VJP
 from rnnbench.status import Status
 
 ILL_DRIVER = "-"  # the driver of an ill-conditioned body's record: the numpy forward decided, for every driver
@@ -56,6 +57,7 @@ class Campaign:
     timeout_s: float = 300.0
     workers: int = 1
     grammar: Grammar = Grammar()
+    mode: str = VJP  # the differentiation mode every outcome is checked in (rnnbench.modes; H v in vjp only)
     settings: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -71,6 +73,8 @@ class Campaign:
             "timeout": self.timeout_s,
             "versions": dict(environments.package_versions(environments.current())),
         }
+        if self.mode != VJP:  # a vjp campaign's settings stay those of its records from before modes
+            settings["mode"] = self.mode
         if self.grammar != Grammar():  # the smooth stream's settings stay those of its earlier records
             settings["grammar"] = dataclasses.asdict(self.grammar)
         object.__setattr__(self, "settings", settings)
@@ -94,6 +98,7 @@ class Campaign:
             seed=self.seed,
             loss_form=body.loss,
             settings=self.settings,
+            mode=self.mode,
         )
         rec["case"] = index
         return rec
@@ -188,6 +193,10 @@ def check_plant(campaigns: Sequence[Campaign]) -> None:
     if not plant:
         return
     kind, framework = parse_plant(plant)
+    if kind in (JVP, FUNC) and not any(c.mode == kind for c in campaigns):
+        raise InputError(
+            f"--plant {plant}: judged in {kind} rows, and the campaign checks {campaigns[0].mode}: add --mode {kind}"
+        )
     planted = {name for c in campaigns for name in c.planted_drivers()}
     if not planted:
         selected = sorted({name for c in campaigns for name in c.drivers})

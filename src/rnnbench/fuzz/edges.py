@@ -10,7 +10,8 @@ Their kinks, ties and domain boundaries lie at 0, at the clip bounds +-CLIP and 
 are equal: rnnbench.fuzz.cases snaps input entries exactly onto SNAP_VALUES at the body's snap rate,
 the same value for every input at one entry index, so two snapped operands tie.
 
-A planted body (Body.plant "grad:<framework>" or "hvp:<framework>") adds, for that framework only,
+A planted body (Body.plant "grad:<framework>", "hvp:<framework>", or "jvp:" / "func:<framework>":
+the grad plant judged in that differentiation mode's rows) adds, for that framework only,
 PLANT_K * sum(L - stop_gradient(L)) (first-order error, value unchanged) or
 PLANT_K * sum((L - stop_gradient(L)) ** 2) (H v error only) to every update and the output, L the
 first input the check compares: the framework's derivative is off by a known amount, and every such
@@ -76,7 +77,10 @@ EDGE_PROBABILITY = 0.35  # of an inner node of an edge-grammar body
 LEAF_OPERANDS = 0.5  # an edge op's operands are plain leaves this often: snapped data lands on its kink
 DEFAULT_SNAP_RATE = 0.25
 
-PLANTS = ("grad", "hvp")
+# grad: wrong first derivatives, judged in reverse mode; jvp / func: the same wrong derivatives, judged in
+# that mode's rows (a campaign planted so runs in that mode); hvp: wrong second derivatives only
+PLANTS = ("grad", "jvp", "func", "hvp")
+FIRST_ORDER_PLANTS = ("grad", "jvp", "func")
 PLANT_K = 0.5
 
 
@@ -103,7 +107,7 @@ def plant_lines(plant: str, leaf: str) -> list[str]:
     derivative on the planted framework only)."""
     kind, framework = parse_plant(plant)
     diff = f"({leaf} - ops.stop_gradient({leaf}))"
-    term = f"ops.sum({diff})" if kind == "grad" else f"ops.sum({diff} ** 2)"
+    term = f"ops.sum({diff})" if kind in FIRST_ORDER_PLANTS else f"ops.sum({diff} ** 2)"
     return [f"    _plant = {PLANT_K!r} * {term} if ops.name == {framework!r} else 0.0"]
 
 

@@ -17,6 +17,7 @@ from rnnbench.fuzz.cases import FuzzCase, build
 from rnnbench.fuzz.grammar import Body, shrink_candidates, size
 from rnnbench.fuzz.outcome import Outcome, kind_of
 from rnnbench.fuzz.summary import FuzzSummary
+from rnnbench.modes import VJP
 from rnnbench.rows.pair import PairPlan, agrees, check_pair
 from rnnbench.status import Status
 
@@ -32,12 +33,19 @@ class Judged:
     oracle_kind: str
 
 
-def run_driver(fc: FuzzCase, driver: Driver, dtype: str, *, second_order: bool, device: str = "cpu") -> Judged:
-    """The verdict of one driver on one well-conditioned body, checked by
-    rnnbench.rows.pair.check_pair against the body's cached oracles (shrinking checks many bodies:
-    only the shrunk one is localized, by on_failure)."""
+def run_driver(
+    fc: FuzzCase, driver: Driver, dtype: str, *, second_order: bool, device: str = "cpu", mode: str = VJP
+) -> Judged:
+    """The verdict of one driver on one well-conditioned body in differentiation mode `mode`
+    (rnnbench.modes), checked by rnnbench.rows.pair.check_pair against the body's cached oracles
+    (shrinking checks many bodies: only the shrunk one is localized, by on_failure)."""
     plan = PairPlan(
-        order=2 if second_order else 1, oracle=fc.oracle, hvp_oracle=fc.hvp_oracle, repeat=False, localize=False
+        order=2 if second_order else 1,
+        oracle=fc.oracle,
+        hvp_oracle=fc.hvp_oracle,
+        repeat=False,
+        localize=False,
+        mode=mode,
     )
     pair = check_pair(fc.model, driver, fc.case, dtype=dtype, device=device, plan=plan)
     chk, hvp_status = pair.check, pair.hvp_status
@@ -58,7 +66,9 @@ def _kind(judged: Judged) -> str:
     return kind_of(judged.status, judged.hvp_status)
 
 
-def shrink(body: Body, driver: Driver, dtype: str, *, kind: str, device: str = "cpu", budget: int = 60) -> Body:
+def shrink(
+    body: Body, driver: Driver, dtype: str, *, kind: str, device: str = "cpu", budget: int = 60, mode: str = VJP
+) -> Body:
     """Greedy: take the first one-step-simpler body that fails with the same status `kind`; repeat
     to a fixpoint or until `budget` candidate checks are spent."""
     current, spent, progress = body, 0, True
@@ -73,7 +83,7 @@ def shrink(body: Body, driver: Driver, dtype: str, *, kind: str, device: str = "
             fc = build(cand, dtype=dtype)
             if (
                 fc.ill_conditioned is None
-                and _kind(run_driver(fc, driver, dtype, second_order=True, device=device)) == kind
+                and _kind(run_driver(fc, driver, dtype, second_order=True, device=device, mode=mode)) == kind
             ):
                 current, progress = cand, True
                 break
@@ -91,11 +101,12 @@ def explain_outcome(
     shrunk: Counter,
     on_failure: Callable[[Outcome, FuzzCase, Driver], None] | None = None,
     device: str = "cpu",
+    mode: str = VJP,
 ) -> Outcome:
-    """One well-conditioned body on one driver. The first `shrink_per_kind` outcomes of each
-    (driver, status) that fail, error or reproduce a known issue are shrunk to a minimal body and
+    """One well-conditioned body on one driver, in differentiation mode `mode`. The first
+    `shrink_per_kind` outcomes of each (driver, status) that fail, error or reproduce a known issue are shrunk to a minimal body and
     passed to on_failure (localization, repro export); `shrunk` counts them across calls."""
-    judged = run_driver(fc, driver, dtype, second_order=second_order, device=device)
+    judged = run_driver(fc, driver, dtype, second_order=second_order, device=device, mode=mode)
     out = Outcome(
         index=index,
         driver=driver.name,
@@ -107,9 +118,9 @@ def explain_outcome(
     )
     if (out.failed or out.known or out.errored) and shrunk[(driver.name, out.kind)] < shrink_per_kind:
         shrunk[(driver.name, out.kind)] += 1
-        out.minimal = shrink(fc.body, driver, dtype, kind=out.kind, device=device)
+        out.minimal = shrink(fc.body, driver, dtype, kind=out.kind, device=device, mode=mode)
         minimal = build(out.minimal, dtype=dtype)
-        out.report = run_driver(minimal, driver, dtype, second_order=second_order, device=device).report
+        out.report = run_driver(minimal, driver, dtype, second_order=second_order, device=device, mode=mode).report
         if on_failure is not None:
             on_failure(out, minimal, driver)
     return out
@@ -160,4 +171,5 @@ def explain(
         shrunk=shrunk,
         on_failure=on_failure,
         device=campaign.device,
+        mode=campaign.mode,
     )

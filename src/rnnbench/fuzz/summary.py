@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from rnnbench.fuzz.edges import parse_plant
+from rnnbench.fuzz.edges import FIRST_ORDER_PLANTS, parse_plant
 from rnnbench.fuzz.grammar import Grammar, body_wrt
 from rnnbench.fuzz.outcome import ERRORS, FIRST_ORDER_FAILURES, Outcome, first_order_ok
 from rnnbench.status import Status, is_fixed, is_known
@@ -164,9 +164,9 @@ class FuzzSummary:
 
 
 def plant_verdict(o: Outcome, kind: str) -> str:
-    """caught / missed / what else a planted outcome got (kind "grad": judged at first order,
-    "hvp": by its H v)."""
-    if kind == "grad":
+    """caught / missed / what else a planted outcome got (kind "grad", "jvp", "func": judged at first
+    order, in the campaign's differentiation mode; "hvp": by its H v)."""
+    if kind in FIRST_ORDER_PLANTS:
         if o.status in FIRST_ORDER_FAILURES:
             return "caught"
         return "missed" if first_order_ok(o.status) else str(o.status)
