@@ -25,6 +25,7 @@ FLOORS = {
     "rnnbench.inputs": 1,
     "rnnbench.record_fields": 1,
     "rnnbench.suites": 1,
+    "rnnbench.modes": 1,
     "rnnbench.processes": 1,
     "rnnbench.stats": 1,
     "rnnbench.drivers": 2,

@@ -54,3 +54,11 @@ def parse(spec: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...]:
     if unknown or not names or "" in names:
         raise ValueError(f"unknown mode {', '.join(unknown) or repr(spec)}; known: all, {', '.join(MODES)}")
     return tuple(n for n in MODES if n in names)
+
+
+def rows_and_hvp(spec: str | tuple[str, ...] | list[str]) -> tuple[tuple[str, ...], bool]:
+    """(the first-order modes that get a row each, whether vjp rows check H v) of a selection (parse's
+    forms): H v lives in the vjp rows, so hvp alone selects vjp rows too."""
+    names = parse(spec)
+    rows = tuple(m for m in names if MODES[m].order == 1)
+    return (rows if VJP in rows or HVP not in names else (VJP, *rows)), HVP in names

@@ -113,22 +113,12 @@ def check_recurrence(
             or the whole xs (every leaf (T, ...); a, b (T, *h.shape)). Checked against the step on
             the case before any driver runs (InputError at the first disagreement); None: the
             associative drivers call the step unavailable. Default: `None`.
-        modes: the differentiation modes (rnnbench.modes: vjp, jvp, func, hvp), "all", a
-            comma-separated str or a list: a result per driver, loss form and first-order mode, each
-            judged against the one oracle; a mode a driver cannot run is unavailable with its reason;
-            H v (hvp) is checked in the vjp results. None: vjp, with H v as `order` says.
-            Default: `None`.
+        modes: None (vjp; H v per `order`), "all" or mode names: docs/checking.md#modes. Default: `None`.
 
     Bad input raises before any driver runs (rnnbench.api.validate; docs/api.md, "Input validation"):
     TypeError for a wrong type, rnnbench.errors.InputError (a ValueError) for a bad value.
     """
-    # fmt: off
-    given = Inputs(step=step, params=params, carry0=carry0, xs=xs, length=length, loss=loss, consts=consts,
-                   carry0_requires_grad=carry0_requires_grad, xs_requires_grad=xs_requires_grad, dtype=dtype,
-                   drivers=drivers, device=device, seed=seed, losses=losses, order=order, oracle=oracle,
-                   linear=linear, modes=modes)
-    # fmt: on
-    return _check(given)
+    return _check(Inputs(**locals()))  # every argument, by its name: Inputs has a field for each
 
 
 def _check(given: Inputs) -> RecurrenceReport:
@@ -237,6 +227,29 @@ def integer_leaves(given: Inputs, checked: Checked) -> tuple[str, ...]:
     return tuple(name for name, leaf in (*carry, *xs) if is_integer(np.asarray(leaf)))
 
 
+def _result(model: Model, driver: Any, case: Case, *, dtype: str, device: str, plan: Any, form: str) -> DriverResult:
+    """One driver's result under one loss form and plan (its mode), checked by check_pair."""
+    # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
+    from rnnbench.rows.pair import check_pair
+
+    pair = check_pair(model, driver, case, dtype=dtype, device=device, plan=plan)
+    if pair.status == Status.UNAVAILABLE:
+        return DriverResult(driver.name, Status.UNAVAILABLE, None, pair.report, loss=form, mode=plan.mode)
+    chk = pair.check
+    return DriverResult(
+        driver.name,
+        status=pair.status,
+        max_rel_error=chk.max_rel_error if chk.errors else None,
+        report=pair.report,
+        grad_errors=chk.errors,
+        loss=form,
+        hvp_status="-" if pair.hvp is None else str(pair.hvp["status"]),
+        computed_dtype=chk.computed_dtype,
+        mode=plan.mode,
+        oracle_kind=chk.oracle_kind,
+    )
+
+
 def _would_run(base: Model, names: tuple[str, ...], dtype: str, device: str) -> tuple[str, ...]:
     """Those of `names` that could run this step here: what the report says the default left out."""
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
@@ -265,7 +278,7 @@ def _run_drivers(
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
     from rnnbench.check.oracle import oracle_grads, weakest
     from rnnbench.machine.caches import cache_root
-    from rnnbench.rows.pair import PairPlan, check_pair, unavailable_reason
+    from rnnbench.rows.pair import PairPlan, unavailable_reason
 
     plans: dict[str, PairPlan] = {}  # per form, with its oracle
     results = []
@@ -286,25 +299,7 @@ def _run_drivers(
                     plans[form] = PairPlan(order=order, seed=seed, oracle=first, oracle_choice=oracle, repeat=False)
                 for mode in modes:
                     plan = dataclasses.replace(plans[form], mode=mode)
-                    pair = check_pair(model, driver, form_case, dtype=dtype, device=device, plan=plan)
-                    if pair.status == Status.UNAVAILABLE:
-                        results.append(DriverResult(name, Status.UNAVAILABLE, None, pair.report, loss=form, mode=mode))
-                        continue
-                    chk = pair.check
-                    kinds.append(chk.oracle_kind)
-                    hvp_status = "-" if pair.hvp is None else str(pair.hvp["status"])
-                    max_err = chk.max_rel_error if chk.errors else None
-                    results.append(
-                        DriverResult(
-                            name,
-                            status=pair.status,
-                            max_rel_error=max_err,
-                            report=pair.report,
-                            grad_errors=chk.errors,
-                            loss=form,
-                            hvp_status=hvp_status,
-                            computed_dtype=chk.computed_dtype,
-                            mode=mode,
-                        )
-                    )
+                    results.append(_result(model, driver, form_case, dtype=dtype, device=device, plan=plan, form=form))
+                    if results[-1].status != Status.UNAVAILABLE:
+                        kinds.append(results[-1].oracle_kind)
     return results, weakest(kinds) if kinds else str(oracle or OracleKind.DUAL)

@@ -37,6 +37,7 @@ class DriverResult:
     hvp_status: str = "-"
     computed_dtype: str = ""
     mode: str = "vjp"  # the differentiation mode its gradients came by (rnnbench.modes)
+    oracle_kind: str = ""  # the oracle it was judged against ("" where it did not run)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rnnbench import modes as differentiation_modes
 from rnnbench import registry
 from rnnbench.api.linear import check_declaration
 from rnnbench.api.messages import label, problem, text
@@ -22,7 +21,7 @@ from rnnbench.model import (
     is_integer,
     numpy_dtype,
 )
-from rnnbench.modes import HVP, VJP
+from rnnbench.modes import VJP, rows_and_hvp
 from rnnbench.ops import numpy_ops
 
 
@@ -106,16 +105,7 @@ def validate(given: Inputs) -> Checked:
         check_declaration(
             given.step, given.linear, params=given.params, carry=carry, xs=given.xs, T=T, np_dtype=np_dtype
         )
-    return Checked(
-        carry,
-        length=T,
-        carry0_flags=flags,
-        drivers=driver_names,
-        forms=forms,
-        example_y=example_y,
-        modes=row_modes,
-        hvp=hvp,
-    )
+    return Checked(carry, T, flags, driver_names, forms=forms, example_y=example_y, modes=row_modes, hvp=hvp)
 
 
 def functions(step: Any, loss: Any) -> None:
@@ -126,20 +116,16 @@ def functions(step: Any, loss: Any) -> None:
 
 
 def mode_selection(modes: Any, order: Any) -> tuple[tuple[str, ...], bool]:
-    """(the first-order modes that get a row each, whether vjp rows check H v) from check_recurrence's
-    `modes` (None, "all", "vjp,jvp", or a sequence of names: rnnbench.modes) and `order`. None: vjp,
-    with H v where order is 2, as before modes existed; otherwise H v exactly where "hvp" is named
-    (it lives in the vjp rows, so hvp alone checks vjp rows too)."""
+    """(the first-order modes that get a row each, whether vjp rows check H v) from `modes`
+    (rnnbench.modes.rows_and_hvp) and `order`; None: vjp, with H v where order is 2."""
     if modes is None:
         return (VJP,), order == 2
     if not isinstance(modes, (str, list, tuple)):
         raise problem("modes", error=f"expected 'all', a comma-separated str or a list of names, got {modes!r}")
     try:
-        names = differentiation_modes.parse(modes)
+        return rows_and_hvp(modes)
     except ValueError as exc:
         raise problem("modes", error=str(exc)) from None
-    rows = tuple(m for m in names if differentiation_modes.MODES[m].order == 1)
-    return (rows if VJP in rows or HVP not in names else (VJP, *rows)), HVP in names
 
 
 def options(dtype: Any, order: Any, oracle: Any = None) -> None:

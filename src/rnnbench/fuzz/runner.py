@@ -104,8 +104,9 @@ def explain_outcome(
     mode: str = VJP,
 ) -> Outcome:
     """One well-conditioned body on one driver, in differentiation mode `mode`. The first
-    `shrink_per_kind` outcomes of each (driver, status) that fail, error or reproduce a known issue are shrunk to a minimal body and
-    passed to on_failure (localization, repro export); `shrunk` counts them across calls."""
+    `shrink_per_kind` outcomes of each (driver, status) that fail, error or reproduce a known issue
+    are shrunk to a minimal body and passed to on_failure (localization, repro export); `shrunk`
+    counts them across calls."""
     judged = run_driver(fc, driver, dtype, second_order=second_order, device=device, mode=mode)
     out = Outcome(
         index=index,
