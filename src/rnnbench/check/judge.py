@@ -38,7 +38,7 @@ from rnnbench.check.oracle import Oracle, oracle_grads
 from rnnbench.check.oracle_cache import COMPUTED
 from rnnbench.check.tolerance import Tolerance, at_loss_scale, island_tolerance, tolerance
 from rnnbench.model import Case, Model, reference_loss
-from rnnbench.modes import VJP
+from rnnbench.modes import JVP, VJP
 from rnnbench.status import InputStatus, Status
 
 COMPILE_ERROR_MODULES = ("torch._dynamo", "torch._inductor", "torch._higher_order_ops", "jax.errors", "jax._src.errors")
@@ -167,7 +167,7 @@ def judge(
     if dtype == "float32" and (result.status in WRONG_GRADIENTS or _wrong_lines(result)) and not autocast:
         # float64 only is refined above, so bounds and condition are still those of `oracle`
         rounded = _with_rounding_bounds(
-            result, model, case, oracle=oracle, names=names, bounds=bounds, tol=tol, condition=condition
+            result, model, case, oracle=oracle, names=names, bounds=bounds, tol=tol, condition=condition, mode=mode
         )
     _lines_under_undecided_forward(result, rounded=rounded)
     if result.status == Status.CANNOT_DECIDE:
@@ -254,6 +254,7 @@ def _with_rounding_bounds(
     bounds: Mapping[str, np.ndarray],
     tol: Tolerance,
     condition: float,
+    mode: str = VJP,
 ) -> bool:
     """Re-judge a failing float32 row with what float32 rounding alone does to these gradients
     (check/low_precision.py) added to the oracle's bounds: a difference that a correct float32
@@ -275,6 +276,10 @@ def _with_rounding_bounds(
     for n in names:
         exact = np.asarray(oracle.grads[n], dtype=np.float64)
         held = float32_holds(loss32, tape[n], exact)
+        if mode == JVP and not np.isfinite(loss32):
+            # forward mode carries every tangent through the loss's own value, which float32 cannot hold
+            # here (inf * a zero tangent is NaN): no entry has a float32 value to compare with
+            held = np.zeros(np.shape(exact), dtype=bool)
         with np.errstate(invalid="ignore"):
             distance = ROUNDING_SAFETY * np.abs(tape[n] - exact)
         want[n] = np.where(held, exact, np.nan)
