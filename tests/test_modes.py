@@ -26,7 +26,7 @@ from test_edges_planted import WRONG, first_order, nan_derivative, torch_only
 
 SLOW = pytest.mark.slow
 NEW_MODES = tuple(m for m in modes.FIRST_ORDER if m != modes.VJP)
-FAST = {("rnn", "torch_loop"), ("rnn", "jax_lax_scan")}  # cheap to trace: the fast tier's rows
+FAST = {("taylor_exp", "torch_loop"), ("rnn", "jax_lax_scan")}  # cheap to trace: the fast tier's rows
 # Framework failures the checks found that no registry entry covers yet: (driver, mode, models) -> what
 # torch raises. A strict xfail each, so a fix shows; to be registered by mechanism (docs/bugs.md).
 UNREGISTERED = {
