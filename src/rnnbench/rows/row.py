@@ -114,9 +114,7 @@ def run_row(job: Job) -> dict[str, Any]:
     model, driver = registry.get_model(job.model), registry.get_driver(job.driver)
     sizes = model.sizes_with_defaults(job.sizes)
     base = job.identity()
-    reason = unavailable_reason(
-        model, driver, dtype=job.dtype, device=job.device, environment=job.environment, trying=True
-    )
+    reason = unavailable_reason(model, driver, **job.where(), trying=True)
     if reason is not None:
         return {**base, "status": Status.UNAVAILABLE, "reason": reason}
     model, case = with_loss(model, model.make_case(sizes, job.seed), job.loss_form)
@@ -161,9 +159,9 @@ def run_row(job: Job) -> dict[str, Any]:
     if pair.localization is not None:
         loc = pair.localization
         rec["localization"] = {"first_step": loc.first_step, "where": loc.where, "complete": loc.complete}
-    spans = []  # (before, after) CPU clock readings around each timed loop
     if pair.status == Status.UNAVAILABLE:  # the driver cannot run this mode: the reason, as for any pair
         return {**base, "status": Status.UNAVAILABLE, "reason": pair.report}
+    spans = []  # (before, after) CPU clock readings around each timed loop
     if rec["status"] == Status.OK and job.time and prepared is not None and job.mode == "vjp":
         spans = time_row(rec, prepared, job, device)  # speed numbers only for rows whose gradients agree
         if job.profile:  # a pass of its own, after every timed sample
