@@ -289,17 +289,18 @@ def _time_went_markdown(cmp: Comparison) -> list[str]:
 
 
 def _pair_json(p: Pair, cmp: Comparison) -> dict[str, Any]:
-    model, driver, env, dtype, device, sizes, seed, loss = p.key
+    key = p.key
     return {
-        "model": model,
-        "driver": driver,
-        "environment": env or None,
+        "model": key.model,
+        "driver": key.driver,
+        "environment": key.environment or None,
         "env": _env(p),
-        "dtype": dtype,
-        "device": device,
-        "sizes": dict(sizes),
-        "seed": seed,
-        "loss_form": loss,
+        "dtype": key.dtype,
+        "device": key.device,
+        "sizes": dict(key.sizes),
+        "seed": key.seed,
+        "loss_form": key.loss_form,
+        "mode": key.mode,
         "verdict": p.verdict,
         "why": p.why,
         "notes": p.notes,
