@@ -12,12 +12,16 @@ lru     a diagonal linear recurrence with a learned decay (the LRU's parametriza
         diagonal recurrence is, over the reals, 2 x 2 rotation blocks, which is not the
         elementwise form the associative-scan drivers compose. The decay's learned
         parametrization, its normalization and the scan's structure are the same.
+lru_reverse  lru run from the last step to the first (Model.reverse): h_t = lam h_{t+1} + b_t, ys[t] =
+        h_t, the final carry is h_0: a backward direction on its own, which drivers with a native
+        reverse recurrence (lax.scan's and the associative scans' reverse=True) run without a flip.
 loss = sum(ys * wy) + sum(h_T * wh). Shapes: xs (T, B, I), h (B, H). h0 requires grad (mingru, lru:
 the associative drivers must carry the initial state's cotangent through the combined decays).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 
@@ -62,6 +66,22 @@ def linear_bptt(a: np.ndarray, b: np.ndarray, h0: np.ndarray, dys: np.ndarray, d
     for t in range(len(a) - 1, -1, -1):
         dh = dh + dys[t]
         da[t], db[t] = dh * hs[t], dh
+        dh = dh * a[t]
+    return da, db, dh
+
+
+def linear_bptt_reverse(a: np.ndarray, b: np.ndarray, h0: np.ndarray, dys: np.ndarray, dhT: np.ndarray):
+    """Hand BPTT of the reversed h_t = a_t * h_{t+1} + b_t from h_T = h0 down to t = 0, y_t = h_t,
+    the final carry h_0 (cotangent dhT). Returns (da, db (T, B, H), dh0 (B, H))."""
+    T = len(a)
+    hs = [None] * T + [h0]  # hs[t] = h_t, hs[T] = the initial carry
+    for t in range(T - 1, -1, -1):
+        hs[t] = a[t] * hs[t + 1] + b[t]
+    da, db = np.zeros_like(a), np.zeros_like(b)
+    dh = np.array(dhT, dtype=np.float64)  # d loss / d h_t, accumulated from t = 0 upward
+    for t in range(T):
+        dh = dh + dys[t]
+        da[t], db[t] = dh * hs[t + 1], dh
         dh = dh * a[t]
     return da, db, dh
 
@@ -213,20 +233,25 @@ def lru_case(sizes: Mapping[str, int], seed: int) -> Case:
     return _case("lru", sizes, seed, params, True, rng)
 
 
-def lru_oracle(case: Case) -> dict[str, np.ndarray]:
-    """Hand BPTT of the linear recurrence, then d lam / d nu = -lam e^nu and d gamma / d lam = -lam / gamma."""
+def lru_oracle(case: Case, bptt=linear_bptt) -> dict[str, np.ndarray]:
+    """Hand BPTT of the linear recurrence (bptt: in its order), then d lam / d nu = -lam e^nu and
+    d gamma / d lam = -lam / gamma."""
     p, xs = case.params, case.xs
     e = np.exp(p["nu"])
     lam = np.exp(-e)
     gamma = np.sqrt(1.0 - lam**2)
     xp = xs @ p["W_in"].T
     a = np.broadcast_to(lam, xp.shape)
-    da, db, dh0 = linear_bptt(a, gamma * xp, case.carry0[0], case.consts["wy"], case.consts["wh"])
+    da, db, dh0 = bptt(a, gamma * xp, case.carry0[0], case.consts["wy"], case.consts["wh"])
     dlam = da.sum(axis=(0, 1)) + (db * xp).sum(axis=(0, 1)) * (-lam / gamma)
     grads = {"nu": dlam * (-lam * e), "W_in": np.einsum("tbo,tbi->oi", db * gamma, xs)}
     if case.carry0_requires_grad[0]:
         grads["carry0.h"] = dh0
     return grads
+
+
+def lru_reverse_case(sizes: Mapping[str, int], seed: int) -> Case:
+    return dataclasses.replace(lru_case(sizes, seed), model="lru_reverse")
 
 
 def lru_flops(sizes: Mapping[str, int]) -> dict[str, float]:
@@ -279,5 +304,16 @@ MODELS = (
         oracle=lru_oracle,
         flops=lru_flops,
         linear_recurrence=lru_linear,
+    ),
+    _gru_family(
+        name="lru_reverse",
+        summary="lru run from the last step to the first (Model.reverse): h_t = lam h_{t+1} + b_t",
+        make_case=lru_reverse_case,
+        step=lru_step,
+        prologue=lru_prologue,
+        oracle=functools.partial(lru_oracle, bptt=linear_bptt_reverse),
+        flops=lru_flops,
+        linear_recurrence=lru_linear,
+        reverse=True,
     ),
 )

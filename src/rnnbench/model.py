@@ -163,6 +163,11 @@ class Model:
     island_grads: compared inputs whose gradient flows only through `ops.fp32_island()` regions of
         the step; under bf16 autocast their semantics are float32, so they are checked at the float32
         tolerance while the rest get the bfloat16 one (docs/bugs.md §3). Empty: no island.
+    reverse: the recurrence runs from the last step to the first (a backward direction on its own):
+        step t reads xs[t] and the carry step t+1 left, ys[t] is its output, and carry_T is the carry
+        after step 0. run_forward runs it through a driver's native reverse recurrence where it has
+        one (lax.scan's reverse=True), else through its forward one on the flipped sequence. One
+        recurrence only (no Model.forward).
     """
 
     name: str
@@ -183,6 +188,7 @@ class Model:
     linear_recurrence: LinearRecurrence | None = None
     integer_inputs: tuple[str, ...] = ()
     suite: str = "core"
+    reverse: bool = False
 
     def sizes_with_defaults(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
         """Default sizes updated with the overrides that this model knows; validated positive."""
@@ -197,14 +203,37 @@ class Model:
 
 
 def run_forward(
-    ops: Ops, model: Model, params: Params, *, carry0: Carry, xs: Array | None, length: int, recur: Recur
+    ops: Ops,
+    model: Model,
+    params: Params,
+    *,
+    carry0: Carry,
+    xs: Array | None,
+    length: int,
+    recur: Recur,
+    reverse_recur: Recur | None = None,
 ) -> tuple[Array, Carry]:
-    """The model's forward with every recurrence run by `recur`: (ys (T, ...), carry_T)."""
+    """The model's forward with every recurrence run by `recur`: (ys (T, ...), carry_T).
+    reverse_recur: the driver's native recurrence from the last slice to the first, which a
+    Model.reverse model runs on; None: such a model runs `recur` on the flipped sequence."""
     if model.forward is not None:
         return model.forward(ops, params, tuple(carry0), xs, length, recur)
     if xs is not None and model.prologue is not None:
         xs = model.prologue(ops, params, xs)  # per-sequence work hoisted out of the loop
+    if model.reverse:
+        recur = reverse_recur if reverse_recur is not None else flipped(ops, recur)
     return recur(model.step, params, tuple(carry0), xs, length)
+
+
+def flipped(ops: Ops, recur: Recur) -> Recur:
+    """`recur` over the flipped sequence, its ys flipped back: a recurrence run in the other order
+    (a forward recur becomes a last-to-first one, and a native reverse one becomes first-to-last)."""
+
+    def run(step: Step, params: Params, carry0: Carry, xs: Array | None, length: int):
+        ys, carry = recur(step, params, carry0, None if xs is None else ops.flip(xs), length)
+        return ops.flip(ys), carry
+
+    return run
 
 
 def scan_inputs(ops: Ops, xs: Array | None, length: int, like: Array) -> tuple[Array, Callable[[Any], Any]]:
@@ -273,12 +302,31 @@ def linear_recurrence_inputs(
     ops: Ops, model: Model, params: Params, *, carry0: Carry, xs: Array
 ) -> tuple[Array, Array]:
     """(a, b) of a model declaring Model.linear_recurrence, both (T, B, H), with h0 folded into the
-    first step (b_0 <- a_0 h0 + b_0): the running composition of (a, b) by combine_linear then
-    gives h_t as its second part, and its first part (the products of the decays) is discarded."""
+    first step (b_0 <- a_0 h0 + b_0; the last step, b_{T-1}, for a Model.reverse model): the running
+    composition of (a, b) by combine_linear then gives h_t as its second part, and its first part
+    (the products of the decays) is discarded."""
     xp = model.prologue(ops, params, xs) if model.prologue is not None else xs
     a, b = model.linear_recurrence(ops, params, xp)  # type: ignore[misc]
-    b = ops.concat([(a[0] * carry0[0] + b[0])[None], b[1:]], axis=0)
-    return a, b
+    if model.reverse:
+        return a, ops.concat([b[:-1], (a[-1] * carry0[0] + b[-1])[None]], axis=0)
+    return a, ops.concat([(a[0] * carry0[0] + b[0])[None], b[1:]], axis=0)
+
+
+def linear_recurrence_states(
+    ops: Ops, model: Model, params: Params, *, carry0: Carry, xs: Array, scan: Callable[..., Any], reverse: bool
+) -> tuple[Array, Carry]:
+    """(hs (T, B, H), carry_T) of a declared linear recurrence, composed by an associative scan:
+    scan(combine, (a, b), reverse) -> the running compositions, from the first pair (reverse False) or
+    from the last (True: the combine's left operand is the later pair). A scan that runs in the
+    model's own order composes (a, b) as they are; one that runs in the other order composes them
+    flipped, its result flipped back (a forward model on a native reverse scan, and back)."""
+    a, b = linear_recurrence_inputs(ops, model, params, carry0=carry0, xs=xs)
+    if reverse == model.reverse:
+        _, hs = scan(combine_linear, (a, b), reverse)
+    else:
+        _, hs = scan(combine_linear, (ops.flip(a), ops.flip(b)), reverse)
+        hs = ops.flip(hs)
+    return hs, (hs[0] if model.reverse else hs[-1],)
 
 
 def combine_linear(left: tuple[Array, Array], right: tuple[Array, Array]) -> tuple[Array, Array]:
@@ -297,3 +345,4 @@ def supports_linear_recurrence(model: Model) -> str | None:
     if model.forward is not None or len(model.carry_names) != 1:
         return "an associative scan runs one recurrence with one carry leaf"
     return None
+

@@ -13,7 +13,7 @@ import numpy as np
 from rnnbench.drivers._torch_compile import compiles_kept, reset_dynamo
 from rnnbench.drivers._torch_settings import keep_torch_settings, set_threads, threads_in_use
 from rnnbench.drivers.base import DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
-from rnnbench.model import Case, Model, is_integer
+from rnnbench.model import Case, Model, Recur, is_integer
 
 
 def device_missing(device: str) -> str | None:
@@ -455,3 +455,18 @@ def supports_autocast(model: Model) -> str | None:
     """Only models with an fp32 island (Model.island_grads) run under autocast: for them the check
     can tell float32 island semantics from bf16."""
     return None if model.island_grads else "model has no fp32 island (Model.island_grads is empty)"
+
+
+def checkpointed(recur: Recur) -> Recur:
+    """`recur` with each step under torch.utils.checkpoint (non-reentrant): the step's activations
+    are not kept for backward but recomputed there, one step at a time (remat)."""
+
+    def run(step, params, carry0, xs, length):
+        from torch.utils.checkpoint import checkpoint
+
+        def remat_step(ops, params, carry, x):
+            return checkpoint(step, ops, params, carry, x, use_reentrant=False)
+
+        return recur(remat_step, params, carry0, xs, length)
+
+    return run

@@ -8,6 +8,8 @@ Configurations (rows of DRIVERS):
 - combine_mode: "generic" (the combine function vmapped over slices of the sequence, any device)
   or "pointwise" (the associative_scan higher-order op, lowered by inductor to one scan kernel;
   torch accepts it on CUDA and XPU tensors only, so that row is a GPU row).
+- reverse: associative_scan's reverse=True, the native composition from the last pair: a
+  Model.reverse model composes its pairs as they are, any other model its pairs flipped.
 """
 
 from __future__ import annotations
@@ -16,14 +18,7 @@ from dataclasses import dataclass
 
 from rnnbench.drivers import _torch, _torch_compile
 from rnnbench.drivers.base import Driver, Prepared, configured, unflatten
-from rnnbench.model import (
-    BY_PRECISION,
-    Case,
-    Model,
-    combine_linear,
-    linear_recurrence_inputs,
-    supports_linear_recurrence,
-)
+from rnnbench.model import BY_PRECISION, Case, Model, linear_recurrence_states, supports_linear_recurrence
 from rnnbench.ops import torch_ops
 
 
@@ -31,6 +26,7 @@ from rnnbench.ops import torch_ops
 class AssociativeConfig:
     compiled: bool = False
     combine_mode: str = "generic"  # associative_scan's combine_mode
+    reverse: bool = False  # associative_scan's reverse
 
 
 def prepare(config: AssociativeConfig, model: Model, case: Case, dtype: str, device: str) -> Prepared:
@@ -39,13 +35,19 @@ def prepare(config: AssociativeConfig, model: Model, case: Case, dtype: str, dev
     inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
     ops = torch_ops()
 
+    def scan(combine, pairs, reverse):
+        return associative_scan(combine, pairs, dim=0, reverse=reverse, combine_mode=config.combine_mode)
+
     def loss_fn(inputs):
         params, carry0, xs = unflatten(model, case, inputs)
-        a, b = linear_recurrence_inputs(ops, model, params, carry0=carry0, xs=xs)
-        _, hs = associative_scan(combine_linear, (a, b), dim=0, combine_mode=config.combine_mode)
-        return model.loss(ops, consts, hs, (hs[-1],))
+        hs, carry = linear_recurrence_states(
+            ops, model, params, carry0=carry0, xs=xs, scan=scan, reverse=config.reverse
+        )
+        return model.loss(ops, consts, hs, carry)
 
-    settings = {"combine_mode": config.combine_mode}
+    settings: dict[str, object] = {"combine_mode": config.combine_mode}
+    if config.reverse:  # the default rows' settings stay as their records have them
+        settings["reverse"] = True
     if not config.compiled:
         return _torch.prepared_from_loss(
             loss_fn, inputs, wrt, settings={"mode": "eager", **settings}, second_order=True
@@ -81,5 +83,18 @@ DRIVERS = (
         AssociativeConfig(compiled=True, combine_mode="pointwise"),
         devices=("cuda",),
         suite="gpu",
+    ),
+    # Native reverse (issue 52; pytorch#137943 reported reverse=True wrong): rows for a bug class.
+    _row(
+        "torch_associative_scan_reverse",
+        "torch associative_scan (generic combine), reverse=True, eager",
+        AssociativeConfig(reverse=True),
+        suite="bugs",
+    ),
+    _row(
+        "torch_associative_scan_reverse_compiled",
+        "torch.compile(inductor) of torch associative_scan (generic combine), reverse=True",
+        AssociativeConfig(compiled=True, reverse=True),
+        suite="bugs",
     ),
 )

@@ -12,6 +12,8 @@ Configurations (rows of DRIVERS):
 - mode: torch.compile's mode; "reduce-overhead" replays the compiled program as CUDA graphs (one
   launch per graph instead of one per kernel: the launch cost an unrolled loop pays T times), so
   the row runs on CUDA only.
+- checkpoint: each step under torch.utils.checkpoint (non-reentrant): its activations are recomputed
+  in the backward instead of kept (remat).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 from rnnbench.drivers import _torch, _torch_compile
 from rnnbench.drivers.base import Driver, Prepared, configured, unflatten
-from rnnbench.model import BY_PRECISION, Case, Model, rollout
+from rnnbench.model import BY_PRECISION, Case, Model, loop_recur, rollout, run_forward
 from rnnbench.ops import torch_ops
 
 
@@ -46,8 +48,11 @@ YS_FORMS: dict[str, tuple[str, Callable[[Any, int, Any], Any] | None]] = {
 }
 
 
-def loop_loss(model: Model, case: Case, consts, ys: str = "stack") -> Callable[[dict[str, Any]], Any]:
-    """The loss as a function of the inputs dict: the model's rollout + loss, in torch ops."""
+def loop_loss(
+    model: Model, case: Case, consts, ys: str = "stack", checkpoint: bool = False
+) -> Callable[[dict[str, Any]], Any]:
+    """The loss as a function of the inputs dict: the model's rollout + loss, in torch ops
+    (checkpoint: each step under torch.utils.checkpoint)."""
     ops = torch_ops()
     write = YS_FORMS[ys][1]
 
@@ -58,6 +63,10 @@ def loop_loss(model: Model, case: Case, consts, ys: str = "stack") -> Callable[[
 
     def loss_fn(inputs):
         params, carry0, xs = unflatten(model, case, inputs)
+        if checkpoint:
+            recur = _torch.checkpointed(loop_recur(ops, None if write is None else collect))
+            out, carry = run_forward(ops, model, params, carry0=carry0, xs=xs, length=case.length, recur=recur)
+            return model.loss(ops, consts, out, carry)
         out, carry = rollout(
             ops, model, params, carry0=carry0, xs=xs, length=case.length, collect=None if write is None else collect
         )
@@ -72,6 +81,7 @@ class LoopConfig:
     ys: str = "stack"
     autocast: bool = False
     mode: str | None = None  # torch.compile's mode (compiled rows)
+    checkpoint: bool = False  # each step under torch.utils.checkpoint
 
     @property
     def second_order(self) -> bool:
@@ -81,8 +91,10 @@ class LoopConfig:
 def prepare(config: LoopConfig, model: Model, case: Case, dtype: str, device: str) -> Prepared:
     # Under autocast the parameters stay float32 (the row's dtype names the autocast dtype).
     inputs, consts, wrt = _torch.model_tensors(model, case, "float32" if config.autocast else dtype, device)
-    loss_fn = loop_loss(model, case, consts, config.ys)
+    loss_fn = loop_loss(model, case, consts, config.ys, checkpoint=config.checkpoint)
     settings: dict[str, Any] = {"mode": "eager"}
+    if config.checkpoint:
+        settings["checkpoint"] = "torch.utils.checkpoint(use_reentrant=False) per step"
     if config.compiled:
         loss_fn, settings = _torch_compile.compiled(loss_fn, mode=config.mode)
     if config.ys != "stack":
@@ -134,5 +146,12 @@ DRIVERS = (
     *(
         _row(name, f"{_LOOP[compiled]}, bf16 autocast, fp32 parameters", LoopConfig(compiled=compiled, autocast=True))
         for name, compiled in (("torch_autocast_loop", False), ("torch_autocast_loop_compiled", True))
+    ),
+    # Remat (issue 52): a row for a bug class, run on every core model by the slow tier and `--suite bugs`.
+    _row(
+        "torch_loop_checkpoint",
+        "torch eager loop, each step under torch.utils.checkpoint (remat)",
+        LoopConfig(checkpoint=True),
+        suite="bugs",
     ),
 )

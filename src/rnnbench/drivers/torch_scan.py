@@ -17,6 +17,9 @@ Configurations (rows of DRIVERS):
   decay, which compiles).
 - mode: torch.compile's mode; "reduce-overhead" replays the compiled program as CUDA graphs, so
   the row runs on CUDA only.
+- checkpoint: each step under torch.utils.checkpoint (non-reentrant) inside the scan's body (remat).
+- reverse: scan's reverse=True, the native last-to-first scan: a Model.reverse model runs on it
+  directly, any other model on the flipped sequence (its ys flipped back).
 """
 
 from __future__ import annotations
@@ -27,13 +30,13 @@ from typing import Any
 
 from rnnbench.drivers import _torch, _torch_compile
 from rnnbench.drivers.base import Driver, Prepared, configured, supports_only, unflatten
-from rnnbench.model import BY_PRECISION, Case, Model, Recur, run_forward, scan_inputs
+from rnnbench.model import BY_PRECISION, Case, Model, Recur, flipped, run_forward, scan_inputs
 from rnnbench.ops import torch_ops
 
 
-def scan_recur(clone_carry: bool = False) -> Recur:
-    """torch scan as the model's `recur`. Eager needs only the y clone; clone_carry clones every
-    carry leaf as well (see the module docstring)."""
+def scan_recur(clone_carry: bool = False, reverse: bool = False) -> Recur:
+    """torch scan as the model's `recur` (reverse: scan's reverse=True). Eager needs only the y
+    clone; clone_carry clones every carry leaf as well (see the module docstring)."""
     from torch._higher_order_ops.scan import scan
 
     ops = torch_ops()
@@ -49,20 +52,35 @@ def scan_recur(clone_carry: bool = False) -> Recur:
             new_carry = tuple(n.clone() if clone_carry or any(n is i for i in lifted) else n for n in new_carry)
             return new_carry, y.clone()
 
-        carry, ys = scan(combine, tuple(carry0), xs)
+        carry, ys = scan(combine, tuple(carry0), xs, reverse=reverse)
         return ys, tuple(carry)
 
     return recur
 
 
-def scan_loss(model: Model, case: Case, consts, clone_carry: bool = False) -> Callable[[dict[str, Any]], Any]:
-    """The loss as a function of the inputs dict, with every recurrence run by scan."""
+def scan_loss(
+    model: Model, case: Case, consts, clone_carry: bool = False, *, checkpoint: bool = False, reverse: bool = False
+) -> Callable[[dict[str, Any]], Any]:
+    """The loss as a function of the inputs dict, with every recurrence run by scan (checkpoint: its
+    step under torch.utils.checkpoint; reverse: a native reverse scan, forward models flipped around it)."""
     ops = torch_ops()
-    recur = scan_recur(clone_carry)
+    recur = scan_recur(clone_carry, reverse)
+    if checkpoint:
+        recur = _torch.checkpointed(recur)
+    forward_recur, reverse_recur = (flipped(ops, recur), recur) if reverse else (recur, None)
 
     def loss_fn(inputs):
         params, carry0, xs = unflatten(model, case, inputs)
-        ys, carry = run_forward(ops, model, params, carry0=carry0, xs=xs, length=case.length, recur=recur)
+        ys, carry = run_forward(
+            ops,
+            model,
+            params,
+            carry0=carry0,
+            xs=xs,
+            length=case.length,
+            recur=forward_recur,
+            reverse_recur=reverse_recur,
+        )
         return model.loss(ops, consts, ys, carry)
 
     return loss_fn
@@ -74,19 +92,28 @@ class ScanConfig:
     capture_scalar_outputs: bool = True
     clone_carry: bool = True
     mode: str | None = None  # torch.compile's mode
+    checkpoint: bool = False  # each step under torch.utils.checkpoint
+    reverse: bool = False  # scan's reverse
 
 
 def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: str) -> Prepared:
     inputs, consts, wrt = _torch.model_tensors(model, case, dtype, device)
+    mechanism: dict[str, Any] = {}  # the default rows' settings stay as their records have them
+    if config.checkpoint:
+        mechanism["checkpoint"] = "torch.utils.checkpoint(use_reentrant=False) per step"
+    if config.reverse:
+        mechanism["reverse"] = True
     if not config.compiled:
-        loss_fn = scan_loss(model, case, consts)
-        return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings={"mode": "eager"}, second_order=True)
+        loss_fn = scan_loss(model, case, consts, checkpoint=config.checkpoint, reverse=config.reverse)
+        settings = {"mode": "eager", **mechanism}
+        return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings, second_order=True)
     loss_fn, settings = _torch_compile.compiled(
-        scan_loss(model, case, consts, clone_carry=config.clone_carry),
+        scan_loss(model, case, consts, clone_carry=config.clone_carry, checkpoint=config.checkpoint, reverse=config.reverse),
         {"capture_scalar_outputs": config.capture_scalar_outputs},
         config.mode,
     )
     settings["clone_carry"] = config.clone_carry
+    settings.update(mechanism)
     return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings)
 
 
@@ -144,5 +171,28 @@ DRIVERS = (
         ScanConfig(compiled=True, capture_scalar_outputs=False),
         supports=supports_only(("decay", "rnn")),
         environments=("main", "xla"),
+    ),
+    # The mechanisms people train with (issue 52): rows for a bug class, run on every core model by the
+    # slow tier and `--suite bugs`.
+    _row(
+        "torch_scan_reverse",
+        "torch._higher_order_ops.scan, reverse=True, eager (forward models on the flipped sequence)",
+        ScanConfig(reverse=True),
+        dtypes=BY_PRECISION,
+        suite="bugs",
+    ),
+    _row(
+        "torch_scan_checkpoint",
+        "torch._higher_order_ops.scan, eager, each step under torch.utils.checkpoint (remat)",
+        ScanConfig(checkpoint=True),
+        dtypes=BY_PRECISION,
+        suite="bugs",
+    ),
+    _row(
+        "torch_scan_checkpoint_compiled",
+        "torch.compile(inductor) of torch scan, each step under torch.utils.checkpoint (remat)",
+        ScanConfig(compiled=True, checkpoint=True),
+        dtypes=BY_PRECISION,
+        suite="bugs",
     ),
 )
