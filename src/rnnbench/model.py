@@ -345,4 +345,3 @@ def supports_linear_recurrence(model: Model) -> str | None:
     if model.forward is not None or len(model.carry_names) != 1:
         return "an associative scan runs one recurrence with one carry leaf"
     return None
-

@@ -348,4 +348,5 @@ def _leaf(a, grad: bool = False):
     if is_integer(a):
         return torch.tensor(np.asarray(a), dtype=torch.int64)
 
-    return torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=grad)
+    # contiguous: a numpy forward of a Model.reverse model hands on flipped views (negative strides)
+    return torch.tensor(np.ascontiguousarray(a, dtype=np.float64), requires_grad=grad)

@@ -60,9 +60,7 @@ def prepare(config: LaxScanConfig, model: Model, case: Case, dtype: str, device:
         if config.remat is not None:
             body = jax.checkpoint(body, policy=policy)
         # lax.scan takes xs=None with a length, and then hands the step None
-        carry, ys = jax.lax.scan(
-            body, tuple(carry0), xs, length=length, unroll=config.unroll, reverse=config.reverse
-        )
+        carry, ys = jax.lax.scan(body, tuple(carry0), xs, length=length, unroll=config.unroll, reverse=config.reverse)
         return ys, carry
 
     # A reverse scan runs a forward model on the flipped sequence and a Model.reverse one as it is.

@@ -108,7 +108,9 @@ def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: st
         settings = {"mode": "eager", **mechanism}
         return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings, second_order=True)
     loss_fn, settings = _torch_compile.compiled(
-        scan_loss(model, case, consts, clone_carry=config.clone_carry, checkpoint=config.checkpoint, reverse=config.reverse),
+        scan_loss(
+            model, case, consts, clone_carry=config.clone_carry, checkpoint=config.checkpoint, reverse=config.reverse
+        ),
         {"capture_scalar_outputs": config.capture_scalar_outputs},
         config.mode,
     )

@@ -106,7 +106,7 @@ def _row(name: str, summary: str, config: WhileConfig) -> Driver:
 
 
 DRIVERS = (
-    _row("torch_while_loop", "torch._higher_order_ops.while_loop, counter to T, ys by index_copy, eager", WhileConfig()),
+    _row("torch_while_loop", "torch while_loop, counter to T, ys by index_copy, eager", WhileConfig()),
     _row(
         "torch_while_loop_compiled",
         "torch.compile(inductor) of torch while_loop, counter to T, ys by index_copy",
