@@ -50,12 +50,13 @@ def test_a_language_model_step_on_every_default_driver(dtype: str) -> None:
 
 
 def _all_drivers():
-    """(driver, dtype) for every driver: an inductor driver at float64 only (an integer leaf's path into the
-    step does not depend on the float dtype; every compiled driver meets float32 in the gradient matrix)."""
+    """(driver, dtype) for every driver: an inductor driver and a bug-class configuration at float64 only (an
+    integer leaf's path into the step does not depend on the float dtype; every compiled driver meets float32 in
+    the gradient matrix, and a bug-class configuration differs from its core row in the mechanism, not the dtype)."""
     return [
         pytest.param(name, dtype, marks=compile_marks(name), id=f"{name}-{dtype}")
         for name, driver in registry.drivers().items()
-        for dtype in (("float64",) if driver.slow_to_compile else ("float64", "float32"))
+        for dtype in (("float64",) if driver.slow_to_compile or driver.suite == "bugs" else ("float64", "float32"))
     ]
 
 
