@@ -89,6 +89,7 @@ CASES = {
     "unstack": lambda ops: (_jac(ops.unstack(ops.reshape(_d(X), (3, 1)))[2]), np.eye(3)[:, 2:3]),
     "concat": lambda ops: (_jac(ops.concat([_d(X), Y], axis=0)), np.concatenate([np.eye(3), np.zeros((3, 3))], 1)),
     "sum": lambda ops: (_jac(ops.sum(_d(X) * Y)), Y),
+    "mean": lambda ops: (_jac(ops.mean(_d(X))), np.full((3, 1), 1 / 3)),
     "reshape": lambda ops: (_jac(ops.reshape(_d(X), (3, 1))), np.eye(3).reshape(3, 3, 1)),
     "flip": lambda ops: (_jac(ops.flip(_d(X))), np.eye(3)[:, ::-1]),
     "zeros": lambda ops: (np.shape(ops.zeros((2, 3), _d(X))), (2, 3)),  # constants: no tangent

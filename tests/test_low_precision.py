@@ -94,6 +94,7 @@ def _vjp_cases(rng: np.random.Generator) -> dict:
         "split": (lambda o, a: o.concat(list(o.split(a, 2))), (x,)),
         "stack": (lambda o, a, c: o.stack([a, c * a]), (x, y)),
         "sum": (lambda o, a: o.sum(a * a), (x,)),
+        "mean": (lambda o, a: a * o.mean(a * a), (x,)),
         "transpose": (lambda o, a: o.transpose(a), (x,)),
         "reshape": (lambda o, a: o.reshape(a, (2, 6)), (x,)),
         "flip": (lambda o, a: o.flip(a * o.sin(a)), (x,)),

@@ -39,8 +39,10 @@ class Ops:
         differentiates in O(T) where indexing x[t] in the loop costs O(T^2) (each index's
         derivative is a zero array of x's full shape with one slice filled: T of them are summed).
         concat(xs, axis=0): along `axis` (negative counts from the end).  sum(x): all entries, a
-        0-d array.  reshape(x, shape): as numpy.  flip(x): reversed along axis 0 (the
-        time axis of xs or ys: bidirectional recurrences).
+        0-d array.  mean(x): over the last axis, kept with size 1 (..., 1): one reduction
+        (LayerNorm's statistics; a matmul by ones would not reach a compiler's reduction paths).
+        reshape(x, shape): as numpy.  flip(x): reversed along axis 0 (the time axis of xs or ys:
+        bidirectional recurrences).
     zeros(shape, like): zeros in like's dtype and device.  zeros_like, ones_like: as numpy.
     eye(n, like): (n, n) identity in like's dtype and device.  transpose(x): the last two axes.
     cast_like(x, like): x in like's dtype.
@@ -68,6 +70,7 @@ class Ops:
     stack: Callable[[Sequence[Array]], Array]
     concat: Callable[..., Array]
     sum: Unary
+    mean: Unary
     reshape: Callable[[Array, tuple], Array]
     flip: Unary
     zeros: Callable[[tuple, Array], Array]
@@ -214,6 +217,7 @@ def numpy_ops() -> Ops:
         transpose=lambda x: np.swapaxes(x, -1, -2),
         concat=lambda xs, axis=0: np.concatenate(xs, axis=axis),
         flip=lambda x: np.flip(x, 0),
+        mean=lambda x: np.mean(x, axis=-1, keepdims=True),
         cast_like=lambda x, like: np.asarray(x).astype(like.dtype),
         fp32_island=contextlib.nullcontext,
     )
@@ -248,6 +252,7 @@ def torch_ops() -> Ops:
         transpose=lambda x: x.transpose(-1, -2),
         concat=lambda xs, axis=0: torch.cat(xs, dim=axis),
         flip=lambda x: torch.flip(x, (0,)),  # no negative-step slicing in torch
+        mean=lambda x: torch.mean(x, dim=-1, keepdim=True),
         cast_like=lambda x, like: x.to(like.dtype),
         # The docs/bugs.md §3 shape. CPU autocast only: the autocast drivers run on CPU.
         fp32_island=lambda: torch.autocast("cpu", enabled=False),
@@ -273,6 +278,7 @@ def jax_ops() -> Ops:
         transpose=lambda x: jnp.swapaxes(x, -1, -2),
         concat=lambda xs, axis=0: jnp.concatenate(xs, axis=axis),
         flip=lambda x: jnp.flip(x, 0),
+        mean=lambda x: jnp.mean(x, axis=-1, keepdims=True),
         cast_like=lambda x, like: x.astype(like.dtype),
         fp32_island=contextlib.nullcontext,
     )

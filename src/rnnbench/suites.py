@@ -163,7 +163,9 @@ BUG_CLASSES = (
              ("loop_mul", "loop_div", "loop_sin_mul", "loop_acc_plus_acc_mul"), order=2),
     BugClass("s5-sliced-assignment-buffer", "§5 gradients lost through sliced assignment into a preallocated buffer",
              ("decay", "rnn"), ("torch_loop_setitem", "torch_loop_setitem_compiled", "torch_loop_index_put",
-                                "torch_loop_index_put_compiled", "jax_loop_buffer")),
+                                "torch_loop_index_put_compiled", "jax_loop_buffer",
+                                "torch_loop_expanded_slice_scatter", "torch_loop_expanded_slice_scatter_compiled",
+                                "torch_loop_expanded_index_put", "torch_loop_expanded_index_put_compiled")),
 )
 # fmt: on
 CHART_BASELINE = "torch_loop"  # the plain Python loop every speed-up chart is relative to

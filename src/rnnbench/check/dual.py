@@ -177,6 +177,12 @@ def total(x: Array) -> Array:
     return Dual(total(x.value), sum_axes(x.tangent, tuple(range(1, x.ndim + 1))), x.level)
 
 
+def mean_last(x: Array) -> Array:
+    """Mean over the last axis, kept with size 1: (..., 1)."""
+    shape = np.shape(primal(x))
+    return reshape(sum_axes(x, (len(shape) - 1,)), shape[:-1] + (1,)) / shape[-1]
+
+
 def _joined(xs: Sequence[Array], axis: int, join: Callable, *, base: Callable, new_axis: bool) -> Array:
     """xs joined along `axis` by `join` (stack or concatenate: `base` is numpy's, `new_axis` when it
     adds one) at the highest level among them: the tangents joined alike, one axis further (a
@@ -489,6 +495,7 @@ def dual_ops() -> Any:
         unstack=lambda x: tuple(x[t] for t in range(np.shape(primal(x))[0])),
         concat=lambda xs, axis=0: concatenate(list(xs), axis),
         sum=total,
+        mean=mean_last,
         flip=lambda x: flip(x, 0),
         zeros=lambda shape, like: _constant_like(like, lambda dt: np.zeros(shape, dtype=dt)),
         zeros_like=lambda x: _constant_like(x, lambda dt: np.zeros(np.shape(primal(x)), dtype=dt)),

@@ -218,6 +218,13 @@ def _sum(x: Var) -> Var:
     return Var(np.sum(x.value), ((x, lambda g: np.broadcast_to(g, x.shape).copy()),))
 
 
+def _mean(x: Var) -> Var:
+    """Mean over the last axis, kept with size 1 (float32, as numpy sums float32)."""
+    x = _const(x)
+    n = np.float32(x.shape[-1])
+    return Var(np.mean(x.value, axis=-1, keepdims=True), ((x, lambda g: np.broadcast_to(g / n, x.shape).copy()),))
+
+
 def _stable_sigmoid(v: np.ndarray) -> np.ndarray:
     """exp(v) / (1 + exp(v)) below 0, 1 / (1 + exp(-v)) above, in float32: accurate in both tails, as
     the numpy namespace's sigmoid is (rnnbench.ops)."""
@@ -256,6 +263,7 @@ def float32_ops() -> Ops:
         stack=_stack,
         concat=_concat,
         sum=_sum,
+        mean=_mean,
         reshape=_reshape,
         flip=_flip,
         zeros=lambda shape, like: Var(np.zeros(shape, dtype=np.float32)),

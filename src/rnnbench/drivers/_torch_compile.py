@@ -9,8 +9,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-from rnnbench.drivers._torch_settings import UNTOUCHED
-
 # compiled() resets dynamo first (see there), but not under compiles_kept() (Framework.compiles_kept):
 # a caller keeping several compiles alive at once resets between groups itself (reset_dynamo).
 _KEEP_COMPILED: ContextVar[bool] = ContextVar("rnnbench_keep_compiled", default=False)
@@ -40,7 +38,9 @@ def compiled(
     state: dynamo caches compiled code per code object, so without a reset the second model
     compiled in one process would hit the recompile limit and silently run eager. fullgraph=True
     turns any graph break into an error instead of a silent eager fallback. dynamo_config: values
-    of torch._dynamo.config to set (and record) for this compile. mode: torch.compile's mode
+    of torch._dynamo.config set (and recorded) for this compile: in force during each call of the
+    compiled function only (dynamo traces at the first call, and again at any recompile), then put
+    back, so no other compile in the process sees them. mode: torch.compile's mode
     ("reduce-overhead": CUDA graphs; each call then starts a new cudagraph step, so a forward
     timed alone never waits on the backward of the call before it)."""
     import torch
@@ -48,11 +48,10 @@ def compiled(
     if not _KEEP_COMPILED.get():
         torch._dynamo.reset()
     settings: dict[str, Any] = {"backend": "inductor", "fullgraph": True}
-    for key, value in dynamo_config.items():
-        UNTOUCHED.setdefault(f"dynamo.{key}", getattr(torch._dynamo.config, key))
-        setattr(torch._dynamo.config, key, value)
-        settings[f"torch._dynamo.config.{key}"] = value
+    settings.update({f"torch._dynamo.config.{key}": value for key, value in dynamo_config.items()})
     fn = torch.compile(loss_fn, backend="inductor", fullgraph=True, **({"mode": mode} if mode else {}))
+    if dynamo_config:
+        fn = _under_dynamo_config(fn, dynamo_config)
     if mode is None:
         return fn, settings
 
@@ -61,3 +60,14 @@ def compiled(
         return fn(inputs)
 
     return stepped, {**settings, "mode": mode}
+
+
+def _under_dynamo_config(fn: Callable, dynamo_config: Mapping[str, Any]) -> Callable:
+    """fn called with torch._dynamo.config patched to `dynamo_config`, restored after each call."""
+    import torch
+
+    def patched(inputs):
+        with torch._dynamo.config.patch(**dynamo_config):
+            return fn(inputs)
+
+    return patched

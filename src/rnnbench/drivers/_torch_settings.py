@@ -65,7 +65,7 @@ def keep_torch_settings() -> Iterator[None]:
     """torch's process-wide settings (_settings) put back on every exit of the block: as they were
     on entry; one not loaded then (torch, or dynamo, first loaded inside the block) as torch makes
     it at import (default dtype float32) or as it was before rnnbench first changed it
-    (set_threads, drivers/_torch_compile.py's compiled())."""
+    (set_threads)."""
     before = _settings() if "torch" in sys.modules else None
     try:
         yield

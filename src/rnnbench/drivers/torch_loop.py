@@ -6,7 +6,11 @@ Configurations (rows of DRIVERS):
 - ys: how step outputs become ys (T, ...): "stack" (a list, stacked at the end), or written into a
   zero-initialised preallocated buffer by "setitem" (`ys[t] = y`) or "index_put"
   (`ys.index_put_((t,), y)`): the recurrent form of docs/bugs.md §5, where compile has been
-  reported to lose requires_grad through sliced assignment (missing_grad catches it).
+  reported to lose requires_grad through sliced assignment (missing_grad catches it). The
+  expanded forms start from a buffer made by `expand` of a 0-d zero (stride 0 on every axis) and
+  write it out of place, `ys = ys.slice_scatter(y[None], 0, t, t + 1)` or `ys = ys.index_put((t,),
+  y[None])` (an expanded tensor cannot be written in place): the buffer of pytorch#180164, where a
+  slice_scatter's output inherited its broadcast input's strides and inductor zeroed the gradient.
 - autocast: the loss under bf16 autocast with float32 parameters (docs/bugs.md §3), run on models
   with an fp32 island only.
 - mode: torch.compile's mode; "reduce-overhead" replays the compiled program as CUDA graphs (one
@@ -40,11 +44,31 @@ def _index_put(ys: Any, t: int, y: Any) -> Any:
     return ys
 
 
-# ys config -> (how the row's settings name it, the buffer write or None for a stacked list)
-YS_FORMS: dict[str, tuple[str, Callable[[Any, int, Any], Any] | None]] = {
-    "stack": ("list + torch.stack", None),
-    "setitem": ("ys[t] = y", _setitem),
-    "index_put": ("ys.index_put_((t,), y)", _index_put),
+def _slice_scatter(ys: Any, t: int, y: Any) -> Any:
+    return ys.slice_scatter(y.unsqueeze(0), 0, t, t + 1)
+
+
+def _index_put_out_of_place(ys: Any, t: int, y: Any) -> Any:
+    import torch
+
+    return ys.index_put((torch.tensor([t], device=ys.device),), y.unsqueeze(0))
+
+
+def _zeros(shape: tuple[int, ...], like: Any) -> Any:
+    return like.new_zeros(shape)
+
+
+def _expanded_zeros(shape: tuple[int, ...], like: Any) -> Any:
+    return like.new_zeros(()).expand(shape)  # every stride 0: a broadcast, not a buffer
+
+
+# ys config -> (how the row's settings name it, the buffer write or None for a stacked list, the buffer)
+YS_FORMS: dict[str, tuple[str, Callable[[Any, int, Any], Any] | None, Callable[[tuple[int, ...], Any], Any]]] = {
+    "stack": ("list + torch.stack", None, _zeros),
+    "setitem": ("ys[t] = y", _setitem, _zeros),
+    "index_put": ("ys.index_put_((t,), y)", _index_put, _zeros),
+    "expanded_slice_scatter": ("expand(zeros), ys = ys.slice_scatter(y, t)", _slice_scatter, _expanded_zeros),
+    "expanded_index_put": ("expand(zeros), ys = ys.index_put((t,), y)", _index_put_out_of_place, _expanded_zeros),
 }
 
 
@@ -54,11 +78,11 @@ def loop_loss(
     """The loss as a function of the inputs dict: the model's rollout + loss, in torch ops
     (checkpoint: each step under torch.utils.checkpoint)."""
     ops = torch_ops()
-    write = YS_FORMS[ys][1]
+    _, write, allocate = YS_FORMS[ys]
 
     def collect(buffer, t, y):
         if buffer is None:  # allocated at the first step: its shape is the step's output shape
-            buffer = y.new_zeros((case.length,) + tuple(y.shape))
+            buffer = allocate((case.length,) + tuple(y.shape), y)
         return write(buffer, t, y)
 
     def loss_fn(inputs):
@@ -141,6 +165,10 @@ DRIVERS = (
             ("torch_loop_setitem_compiled", "setitem", True),
             ("torch_loop_index_put", "index_put", False),
             ("torch_loop_index_put_compiled", "index_put", True),
+            ("torch_loop_expanded_slice_scatter", "expanded_slice_scatter", False),
+            ("torch_loop_expanded_slice_scatter_compiled", "expanded_slice_scatter", True),
+            ("torch_loop_expanded_index_put", "expanded_index_put", False),
+            ("torch_loop_expanded_index_put_compiled", "expanded_index_put", True),
         )
     ),
     *(

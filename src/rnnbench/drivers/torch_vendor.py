@@ -7,6 +7,11 @@ bias_ih_l0 = b; bias_hh_l0 is held at zero without grad where the canonical mode
 (rnn, lstm); the GRU has both (b_ih, b_hh: its reset gate multiplies W_hn h + b_hn alone).
 torch carries (h, c) as (1, B, H) per layer; canonical carries are (B, H).
 
+Compiled rows (`torch_nn_lstm_compiled`, `torch_nn_gru_compiled`): torch.compile (inductor) of the
+same loss with torch._dynamo.config.allow_rnn set for the compile only (dynamo graph-breaks on an
+RNN module without it; fullgraph makes that an error). allow_rnn is off by default in torch: its
+default flip (pytorch#185163, for #158007) was reverted for speed (#185902).
+
 Dtypes: float64 and float32 run everywhere; any other (bfloat16) is decided by trying the layer
 once per process and device (try_dtype): cuDNN's support depends on the GPU, the CPU kernels' on
 the build, and a static list would be wrong on one of them.
@@ -14,10 +19,11 @@ the build, and a static list would be wrong on one of them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
-from rnnbench.drivers import _torch
+from rnnbench.drivers import _torch, _torch_compile
 from rnnbench.drivers.base import Prepared, anchor
 from rnnbench.model import Case, Model
 from rnnbench.ops import torch_ops
@@ -30,6 +36,7 @@ class Layer:
     gates: int  # rows of W_ih per hidden unit
     options: tuple[tuple[str, str], ...] = ()  # constructor keywords
     biases: tuple[str, ...] = ("b",)  # canonical names of bias_ih_l0 and, where given, bias_hh_l0
+    compiled: bool = False  # torch.compile (inductor) of the loss, allow_rnn on for the compile
 
     @property
     def label(self) -> str:  # recorded as the row's settings["layer"]
@@ -79,31 +86,70 @@ def prepare(layer: Layer, model: Model, case: Case, dtype: str, device: str) -> 
         weights = {attr: inputs[name] for attr, name in names.items()}
         return loss_fn(inputs, run=lambda *args: torch.func.functional_call(module, weights, args))
 
-    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings={"layer": layer.label}, pure_loss=pure_loss)
+    settings: dict = {"layer": layer.label}
+    if not layer.compiled:
+        return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings, pure_loss=pure_loss)
+    compiled_loss, compile_settings = _torch_compile.compiled(loss_fn, dynamo_config={"allow_rnn": True})
+    compiled_pure = _torch_compile.compiled(pure_loss, dynamo_config={"allow_rnn": True})[0]
+    return _torch.prepared_from_loss(
+        compiled_loss, inputs, wrt, settings={**settings, **compile_settings}, pure_loss=compiled_pure
+    )
 
 
 @functools.cache
 def try_dtype(layer: Layer, dtype: str, device: str) -> str | None:
     """None if a tiny `layer` runs forward and backward at `dtype` on `device`, else why not (tried
-    once per process: the answer depends on the device and the build, not on the sizes)."""
+    once per process: the answer depends on the device and the build, not on the sizes). A compiled
+    layer is tried compiled, its input without grad as in every case it runs (torch picks its
+    MKLDNN LSTM kernel on a CPU only then)."""
     import torch
 
     try:
         module = getattr(torch.nn, layer.module)(2, 2, **dict(layer.options)).to(
             device=device, dtype=_torch.torch_dtype(dtype)
         )
-        out, _ = module(torch.ones(3, 1, 2, device=device, dtype=_torch.torch_dtype(dtype)))
-        out.sum().backward()
+
+        def run(x):
+            return module(x)[0].sum()
+
+        if layer.compiled:
+            run = _torch_compile.compiled(run, dynamo_config={"allow_rnn": True})[0]
+        run(torch.ones(3, 1, 2, device=device, dtype=_torch.torch_dtype(dtype))).backward()
     except Exception as exc:  # the layer's own refusal is the answer
-        return f"{layer.label} at {dtype} on {device} failed when tried: {type(exc).__name__}: {exc}"[:300]
+        how = f"torch.compile of {layer.label}" if layer.compiled else layer.label
+        return f"{how} at {dtype} on {device} failed when tried: {type(exc).__name__}: {exc}"[:300]
     return None
 
 
+_LSTM = Layer("lstm", "LSTM", 4)
+_GRU = Layer("gru", "GRU", 3, biases=("b_ih", "b_hh"))
+# The compiled LSTM runs float64 everywhere; float32 (and bfloat16) where a compile of it runs when
+# tried: on a CPU with MKLDNN, torch's compiled backward of its MKLDNN LSTM kernel gets a null
+# workspace (pytorch#185163, not fixed in torch 2.13.0), an error torch raises, not a wrong value.
 DRIVERS = tuple(
-    anchor(name, _torch.TORCH, summary, prepare=prepare, layer=layer, try_dtype=functools.partial(try_dtype, layer))
-    for name, summary, layer in (
-        ("torch_nn_lstm", "anchor: torch.nn.LSTM", Layer("lstm", "LSTM", 4)),
-        ("torch_nn_rnn", "anchor: torch.nn.RNN(tanh)", Layer("elman_tanh", "RNN", 1, (("nonlinearity", "tanh"),))),
-        ("torch_nn_gru", "anchor: torch.nn.GRU", Layer("gru", "GRU", 3, biases=("b_ih", "b_hh"))),
+    anchor(
+        name, _torch.TORCH, summary, prepare=prepare, layer=layer, try_dtype=functools.partial(try_dtype, layer), **f
+    )
+    for name, summary, layer, f in (
+        ("torch_nn_lstm", "anchor: torch.nn.LSTM", _LSTM, {}),
+        (
+            "torch_nn_rnn",
+            "anchor: torch.nn.RNN(tanh)",
+            Layer("elman_tanh", "RNN", 1, (("nonlinearity", "tanh"),)),
+            {},
+        ),
+        ("torch_nn_gru", "anchor: torch.nn.GRU", _GRU, {}),
+        (
+            "torch_nn_lstm_compiled",
+            "torch.compile(inductor, allow_rnn) of torch.nn.LSTM",
+            dataclasses.replace(_LSTM, compiled=True),
+            {"compiled": True, "dtypes": ("float64",)},
+        ),
+        (
+            "torch_nn_gru_compiled",
+            "torch.compile(inductor, allow_rnn) of torch.nn.GRU",
+            dataclasses.replace(_GRU, compiled=True),
+            {"compiled": True},
+        ),
     )
 )
