@@ -177,12 +177,6 @@ def total(x: Array) -> Array:
     return Dual(total(x.value), sum_axes(x.tangent, tuple(range(1, x.ndim + 1))), x.level)
 
 
-def mean_last(x: Array) -> Array:
-    """Mean over the last axis, kept with size 1: (..., 1)."""
-    shape = np.shape(primal(x))
-    return reshape(sum_axes(x, (len(shape) - 1,)), shape[:-1] + (1,)) / shape[-1]
-
-
 def _joined(xs: Sequence[Array], axis: int, join: Callable, *, base: Callable, new_axis: bool) -> Array:
     """xs joined along `axis` by `join` (stack or concatenate: `base` is numpy's, `new_axis` when it
     adds one) at the highest level among them: the tangents joined alike, one axis further (a
@@ -478,9 +472,8 @@ def _constant_like(like: Any, make: Callable[[Any], np.ndarray]) -> np.ndarray:
 
 
 def dual_ops() -> Any:
-    """rnnbench.ops.Ops over Dual (and the base arrays under it). Every field has its rule here;
-    tests/test_dual.py derives its closed-form checks from the Ops fields, so an op added to Ops
-    without a rule fails there."""
+    """rnnbench.ops.Ops over Dual (and the base arrays under it), a rule for every field: tests/test_dual.py
+    derives its closed-form checks from the Ops fields, so an op added to Ops without a rule fails there."""
     import sys
 
     return named_ops(
@@ -495,7 +488,7 @@ def dual_ops() -> Any:
         unstack=lambda x: tuple(x[t] for t in range(np.shape(primal(x))[0])),
         concat=lambda xs, axis=0: concatenate(list(xs), axis),
         sum=total,
-        mean=mean_last,
+        mean=lambda x: sum(split(x, np.shape(primal(x))[-1])) / np.shape(primal(x))[-1],  # (..., 1) columns summed
         flip=lambda x: flip(x, 0),
         zeros=lambda shape, like: _constant_like(like, lambda dt: np.zeros(shape, dtype=dt)),
         zeros_like=lambda x: _constant_like(x, lambda dt: np.zeros(np.shape(primal(x)), dtype=dt)),
