@@ -95,6 +95,7 @@ MODELS = (
         loss=lstm.loss,
         prologue=lstm.prologue,
         cotangent_consts=lambda dys, dcarry: {"wy": dys, "wh": dcarry[0], "wc": dcarry[1]},
+        oracle_kind="dual",  # the oracle ladder: dual numbers over this step
         kind="lstm_layernorm",
         flops=flops,
     ),

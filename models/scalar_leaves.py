@@ -75,6 +75,7 @@ MODELS = (
         make_case=make_case,
         step=step,
         loss=loss,
+        oracle_kind="dual",  # the oracle ladder: dual numbers over this step
         flops=flops,
     ),
 )
