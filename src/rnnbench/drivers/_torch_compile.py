@@ -24,6 +24,13 @@ def compiles_kept() -> Iterator[None]:
         _KEEP_COMPILED.reset(token)
 
 
+def fresh_dynamo_state() -> None:
+    """dynamo's state reset unless the caller keeps its compiles (compiles_kept): a row starts clean whatever ran
+    before it in the process (torch's eager scan traces its body with dynamo too)."""
+    if not _KEEP_COMPILED.get():
+        reset_dynamo()
+
+
 def reset_dynamo() -> None:
     """A clean dynamo state (compiled code and recompile counts dropped): Framework.reset_compiles."""
     import torch
@@ -45,8 +52,7 @@ def compiled(
     timed alone never waits on the backward of the call before it)."""
     import torch
 
-    if not _KEEP_COMPILED.get():
-        torch._dynamo.reset()
+    fresh_dynamo_state()
     settings: dict[str, Any] = {"backend": "inductor", "fullgraph": True}
     settings.update({f"torch._dynamo.config.{key}": value for key, value in dynamo_config.items()})
     fn = torch.compile(loss_fn, backend="inductor", fullgraph=True, **({"mode": mode} if mode else {}))

@@ -104,6 +104,9 @@ def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: st
     if config.reverse:
         mechanism["reverse"] = True
     if not config.compiled:
+        # eager scan traces its body with dynamo: without a clean state, a second size in one process retraces it
+        # with dynamic shapes (a row's verdict would depend on the rows before it; docs/bugs.md#unregistered)
+        _torch_compile.fresh_dynamo_state()
         loss_fn = scan_loss(model, case, consts, checkpoint=config.checkpoint, reverse=config.reverse)
         settings = {"mode": "eager", **mechanism}
         return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings, second_order=True)
