@@ -272,6 +272,25 @@ reference = None
 """
 
 
+# Where a jax program's gradient can go wrong: traced and run op by op (jax.disable_jit), or
+# compiled by XLA (what every jax row runs): Framework.layers.
+JIT_LAYERS = ("no_jit", "jit")
+
+
+@contextmanager
+def at_jit_layer(name: str) -> Iterator[None]:
+    """Within it, jax runs jitted functions as JIT_LAYERS' `name` says (no_jit: op by op)."""
+    if name not in JIT_LAYERS:
+        raise ValueError(f"jax layer {name!r} is not one of {', '.join(JIT_LAYERS)}")
+    if name == "jit":
+        yield
+        return
+    import jax
+
+    with jax.disable_jit():
+        yield
+
+
 JAX = Framework(
     name="jax",
     module="jax",
@@ -284,6 +303,8 @@ JAX = Framework(
     keep_settings=keep_jax_settings,
     # func is torch.func: jax's transforms are its one API, which the vjp and jvp rows already check
     modes_missing={"func": "func is torch's functional API (torch.func); jax has no other API to compare"},
+    layers=JIT_LAYERS,
+    at_layer=at_jit_layer,
     **_CACHES,
 )
 # flax runs on jax's runtime (its threads, devices and compile caches); the GEMM peak and the

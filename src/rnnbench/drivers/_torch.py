@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.drivers._torch_compile import compiles_kept, reset_dynamo
+from rnnbench.drivers._torch_compile import BACKENDS, at_backend, compiles_kept, reset_dynamo
 from rnnbench.drivers._torch_settings import keep_torch_settings, set_threads, threads_in_use
 from rnnbench.drivers.base import DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
 from rnnbench.model import Case, Model, Recur, is_integer
@@ -238,6 +238,8 @@ TORCH = Framework(
     repro=ReproScript("torch", REPRO_HEAD, REPRO_RUN, REPRO_EDGE_OPS),
     device=DeviceQueries(identity=cuda_identity, reset_peak=reset_cuda_peak, read_peak=read_cuda_peak, gemm=cuda_gemm),
     op_profile=op_profile,
+    layers=BACKENDS,
+    at_layer=at_backend,
 )
 
 

@@ -1,6 +1,7 @@
 """torch.compile as the torch mechanisms run it (part of the torch framework layer,
 drivers/_torch.py): inductor, fullgraph, the settings rows record, and dynamo's state reset before
-each compile or kept across several (Framework.compiles_kept, Framework.reset_compiles)."""
+each compile or kept across several (Framework.compiles_kept, Framework.reset_compiles); another
+backend for the compiles made under at_backend (Framework.at_layer: where a wrong gradient appears)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,24 @@ from typing import Any
 # compiled() resets dynamo first (see there), but not under compiles_kept() (Framework.compiles_kept):
 # a caller keeping several compiles alive at once resets between groups itself (reset_dynamo).
 _KEEP_COMPILED: ContextVar[bool] = ContextVar("rnnbench_keep_compiled", default=False)
+
+
+# The backends a compile passes through, each a complete way to run it: dynamo's graph run eagerly,
+# then AOTAutograd's joint graph run eagerly, then inductor's kernels (Framework.layers).
+BACKENDS = ("eager", "aot_eager", "inductor")
+_BACKEND: ContextVar[str] = ContextVar("rnnbench_compile_backend", default=BACKENDS[-1])
+
+
+@contextlib.contextmanager
+def at_backend(name: str) -> Iterator[None]:
+    """Within it, compiled() compiles with torch.compile's backend `name` (one of BACKENDS)."""
+    if name not in BACKENDS:
+        raise ValueError(f"torch.compile backend {name!r} is not one of {', '.join(BACKENDS)}")
+    token = _BACKEND.set(name)
+    try:
+        yield
+    finally:
+        _BACKEND.reset(token)
 
 
 @contextlib.contextmanager
@@ -41,7 +60,8 @@ def reset_dynamo() -> None:
 def compiled(
     loss_fn: Callable[[dict[str, Any]], Any], dynamo_config: Mapping[str, Any] = {}, mode: str | None = None
 ) -> tuple[Callable, dict[str, Any]]:
-    """(torch.compile(loss_fn) with inductor, the settings to record). Starts from a clean dynamo
+    """(torch.compile(loss_fn) with inductor, or the backend at_backend chose, the settings to record).
+    Starts from a clean dynamo
     state: dynamo caches compiled code per code object, so without a reset the second model
     compiled in one process would hit the recompile limit and silently run eager. fullgraph=True
     turns any graph break into an error instead of a silent eager fallback. dynamo_config: values
@@ -49,13 +69,16 @@ def compiled(
     compiled function only (dynamo traces at the first call, and again at any recompile), then put
     back, so no other compile in the process sees them. mode: torch.compile's mode
     ("reduce-overhead": CUDA graphs; each call then starts a new cudagraph step, so a forward
-    timed alone never waits on the backward of the call before it)."""
+    timed alone never waits on the backward of the call before it; inductor's alone, so another
+    backend compiles without it)."""
     import torch
 
     fresh_dynamo_state()
-    settings: dict[str, Any] = {"backend": "inductor", "fullgraph": True}
+    backend = _BACKEND.get()
+    mode = mode if backend == "inductor" else None
+    settings: dict[str, Any] = {"backend": backend, "fullgraph": True}
     settings.update({f"torch._dynamo.config.{key}": value for key, value in dynamo_config.items()})
-    fn = torch.compile(loss_fn, backend="inductor", fullgraph=True, **({"mode": mode} if mode else {}))
+    fn = torch.compile(loss_fn, backend=backend, fullgraph=True, **({"mode": mode} if mode else {}))
     if dynamo_config:
         fn = _under_dynamo_config(fn, dynamo_config)
     if mode is None:

@@ -150,6 +150,12 @@ class Framework:
     refuses(exc): the exception a mode other than vjp raised is the framework declining that
         composition (an op with no forward-mode formula, a transform it does not trace), not a
         failure of it: the row is unavailable with the framework's own words (rows.pair).
+    layers: the layers a compiled driver's program passes through, each a complete way to run it,
+        from the least transformed to the one its rows run (torch: torch.compile's backends eager,
+        aot_eager, inductor; jax: without jit, with jit): where a wrong gradient first appears
+        (rnnbench.rows.layers). Empty where the framework has no such layers.
+    at_layer(name): a context manager under which its compiled drivers prepare and run at that
+        layer (one of `layers`); the last layer is what they do outside it.
     """
 
     name: str
@@ -176,6 +182,8 @@ class Framework:
     op_profile: Callable[[Callable[[], Any], Callable[[Any], None], int], dict[str, float]] | None = None
     modes_missing: Mapping[str, str] = field(default_factory=dict)
     refuses: Callable[[BaseException], bool] = lambda exc: False
+    layers: tuple[str, ...] = ()
+    at_layer: Callable[[str], AbstractContextManager[Any]] = lambda name: nullcontext()
 
     def available(self) -> str | None:
         """None, or the reason the framework cannot be used in this Python environment."""

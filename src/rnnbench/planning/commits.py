@@ -16,13 +16,14 @@ compare are removed, and git's record of them pruned, by the next compare.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from rnnbench.errors import InputError
@@ -47,29 +48,31 @@ class RunFailed(RuntimeError):
     """A commit's `rnnbench run` ended without results: not the user's bad input, exit 1 (cli.compare)."""
 
 
-def _git(repo: Path, *args: str) -> str:
+def git(repo: Path, *args: str) -> str:
     proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise InputError(f"git {' '.join(args)}: {(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
     return proc.stdout.strip()
 
 
-def repository() -> Path:
-    """The git checkout this rnnbench runs from (--commits needs one)."""
-    here = Path(__file__).resolve().parents[3]
+def repository(path: Path | None = None, *, what: str = "--commits") -> Path:
+    """The git checkout at `path` (None: the one this rnnbench runs from); `what` needs one."""
+    here = Path(__file__).resolve().parents[3] if path is None else Path(path)
     if shutil.which("git") is None:  # not the checkout's fault: say what is missing
-        raise InputError("--commits needs git, and there is none on PATH")
+        raise InputError(f"{what} needs git, and there is none on PATH")
     try:
-        return Path(_git(here, "rev-parse", "--show-toplevel"))
+        return Path(git(here, "rev-parse", "--show-toplevel"))
     except (InputError, OSError):
-        raise InputError(f"--commits needs rnnbench run from a git checkout ({here} is not one)") from None
+        if path is None:
+            raise InputError(f"{what} needs rnnbench run from a git checkout ({here} is not one)") from None
+        raise InputError(f"{what}: {here} is not a git checkout") from None
 
 
-def resolve(repo: Path, revision: str) -> str:
+def resolve(repo: Path, revision: str, *, what: str = "--commits") -> str:
     """The full hash of a commit (HEAD~1, a branch, a hash); bad input when git knows no such commit."""
     if revision.startswith("-"):
-        raise InputError(f"--commits: {revision!r} is not a commit")
-    return _git(repo, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+        raise InputError(f"{what}: {revision!r} is not a commit")
+    return git(repo, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
 
 
 def run_arguments(options: Mapping[str, str | bool]) -> list[str]:
@@ -117,6 +120,32 @@ def run_once(tree: Path, arguments: list[str], out: Path, log: Path) -> int:
     return code
 
 
+def fresh_tag(out_dir: Path) -> str:
+    """"" or "-N": what this run's file names end in, so a re-run into `out_dir` keeps the earlier files."""
+    tags = itertools.chain([""], (f"-{n}" for n in itertools.count(2)))
+    return next(tag for tag in tags if not any(out_dir.glob(f"*-run[0-9]*{tag}.log")))
+
+
+@contextlib.contextmanager
+def checked_out(repo: Path, shas: Sequence[str], names: Sequence[str]) -> Iterator[list[Path]]:
+    """Each commit of `shas` checked out (`git worktree add --detach`) into this process's temporary
+    directory as `names[i]`; removed, and git's record of them pruned, on leaving however it is left.
+    A killed process's checkouts are removed, and pruned, by the next one's entry (module docstring)."""
+    tmpdirs.remove_stale_tmpdirs()  # a killed compare's checkouts among them; git forgets them:
+    subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=300)
+    trees = [tmpdirs.run_tmpdir() / name for name in names]
+    try:
+        for tree, sha in zip(trees, shas, strict=True):
+            git(repo, "worktree", "add", "--detach", "--quiet", str(tree), sha)
+        yield trees
+    finally:  # the checkouts, then git's record of them
+        for tree in trees:
+            # not routed through rnnbench.processes.owned: `git worktree add` made this path, inside this
+            # process's own run directory (an owned folder), and refuses to make it where anything is
+            shutil.rmtree(tree, ignore_errors=True)
+        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=300)
+
+
 def run_commits(
     base: str,
     new: str,
@@ -135,26 +164,15 @@ def run_commits(
     arguments = run_arguments(options)
     files: tuple[list[Path], list[Path]] = ([], [])
     started = time.perf_counter()
-    tmpdirs.remove_stale_tmpdirs()  # a killed compare's checkouts among them; git forgets them:
-    subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=300)
-    tags = itertools.chain([""], (f"-{n}" for n in itertools.count(2)))  # a re-run keeps the earlier files
-    again = next(tag for tag in tags if not any(out_dir.glob(f"*-run[0-9]*{tag}.log")))
-    trees = [tmpdirs.run_tmpdir() / f"{side}-{sha[:10]}" for side, sha in zip(("base", "new"), shas)]
-    try:
-        for tree, sha in zip(trees, shas):
-            _git(repo, "worktree", "add", "--detach", "--quiet", str(tree), sha)
+    again = fresh_tag(out_dir)
+    names = [f"{side}-{sha[:10]}" for side, sha in zip(("base", "new"), shas)]
+    with checked_out(repo, shas, names) as trees:
         for r in range(rounds):
             for side in (0, 1) if r % 2 == 0 else (1, 0):
                 name, t0 = f"{('base', 'new')[side]}-{shas[side][:10]}-run{r + 1}{again}", time.perf_counter()
                 code = run_once(trees[side], arguments, out_dir / f"{name}.jsonl", out_dir / f"{name}.log")
                 files[side].append(out_dir / f"{name}.jsonl")
                 say(f"rnnbench compare: {name}: {time.perf_counter() - t0:.0f} s (exit {code})")
-    finally:  # the checkouts, then git's record of them
-        for tree in trees:
-            # not routed through rnnbench.processes.owned: `git worktree add` made this path, inside this
-            # process's own run directory (an owned folder), and refuses to make it where anything is
-            shutil.rmtree(tree, ignore_errors=True)
-        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, timeout=300)
     say(f"rnnbench compare: {2 * rounds} runs in {time.perf_counter() - started:.0f} s; records and logs in {out_dir}")
     labels = tuple(f"{rev} ({sha[:10]}, {rounds} run{'s' * (rounds > 1)})" for rev, sha in zip((base, new), shas))
     return files[0], files[1], labels  # type: ignore[return-value]
