@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from rnnbench import record, results_file
-from rnnbench.cli import bugs, compare, env, fuzz, options, report, run, sweep, table, versions
+from rnnbench.cli import bisect, bugs, compare, env, fuzz, options, report, run, sweep, table, versions
 from rnnbench.cli import list as list_
 from rnnbench.errors import InputError
 from rnnbench.processes import parent
@@ -26,7 +26,7 @@ from rnnbench.report.escape import terminal
 
 # The subcommands, in the order `rnnbench --help` lists them: each a module with NAME, HELP,
 # add_arguments(parser) and run(args) -> exit code.
-COMMANDS = (run, list_, versions, env, table, sweep, fuzz, report, compare, bugs)
+COMMANDS = (run, list_, versions, env, table, sweep, fuzz, report, compare, bisect, bugs)
 
 
 class _Version(argparse.Action):

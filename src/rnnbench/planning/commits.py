@@ -72,7 +72,10 @@ def resolve(repo: Path, revision: str, *, what: str = "--commits") -> str:
     """The full hash of a commit (HEAD~1, a branch, a hash); bad input when git knows no such commit."""
     if revision.startswith("-"):
         raise InputError(f"{what}: {revision!r} is not a commit")
-    return git(repo, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+    try:
+        return git(repo, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+    except InputError:  # --quiet: git says nothing, so say what it means
+        raise InputError(f"{what}: {revision!r} is not a commit of {repo}") from None
 
 
 def run_arguments(options: Mapping[str, str | bool]) -> list[str]:
@@ -91,7 +94,7 @@ def run_arguments(options: Mapping[str, str | bool]) -> list[str]:
     ]
 
 
-def run_once(tree: Path, arguments: list[str], out: Path, log: Path) -> int:
+def run_once(tree: Path, arguments: list[str], out: Path, log: Path, *, what: str = "--commits") -> int:
     """One `rnnbench run` of the commit checked out at `tree`, records to `out`, its output to
     `log`. Returns its exit code: 0, or 1 for failing rows (a result); RunFailed when it ended
     otherwise, wrote no record, or ended with an error line (`rnnbench: ...error: ...`)."""
@@ -116,12 +119,12 @@ def run_once(tree: Path, arguments: list[str], out: Path, log: Path) -> int:
     last = (log.read_text(errors="replace").strip().splitlines() or [""])[-1]  # its exit line, if any
     failed = last.startswith("rnnbench:") and "error: " in last  # an internal error or a refused write
     if code not in (0, 1) or failed or not (out.exists() and out.stat().st_size):
-        raise RunFailed(f"--commits: the run {out.stem} exited {code} without results; its output: {log}")
+        raise RunFailed(f"{what}: the run {out.stem} exited {code} without results; its output: {log}")
     return code
 
 
 def fresh_tag(out_dir: Path) -> str:
-    """"" or "-N": what this run's file names end in, so a re-run into `out_dir` keeps the earlier files."""
+    """ "" or "-N": what this run's file names end in, so a re-run into `out_dir` keeps the earlier files."""
     tags = itertools.chain([""], (f"-{n}" for n in itertools.count(2)))
     return next(tag for tag in tags if not any(out_dir.glob(f"*-run[0-9]*{tag}.log")))
 

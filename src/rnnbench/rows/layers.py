@@ -94,7 +94,9 @@ def attribute(model: Model, driver: Driver, case: Case, *, dtype: str, device: s
     framework has no layers."""
     layers = driver.framework.layers
     if not driver.compiled or not layers:
-        raise InputError(f"{driver.name} does not compile through layers ({driver.framework.name}): nothing to attribute")
+        raise InputError(
+            f"{driver.name} does not compile through layers ({driver.framework.name}): nothing to attribute"
+        )
     oracle = oracle_grads(model, case)  # one oracle: every layer is judged against the same reference
     plan = PairPlan(oracle=oracle, repeat=False, localize=False)
     checks = []

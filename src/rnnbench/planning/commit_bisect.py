@@ -1,0 +1,225 @@
+"""The first commit between GOOD and BAD where the suite's rows got worse (`rnnbench bisect`, what
+`asv find` does for asv).
+
+The candidates are the commits on BAD's first-parent line since GOOD (git rev-list --first-parent
+--ancestry-path GOOD..BAD), oldest first, GOOD before them. Each probed commit is checked out apart
+and its rows run there as `compare --commits` runs them (rnnbench.planning.commits: its own tree
+first on PYTHONPATH, so a commit's models, drivers and RNNBENCH_PLUGINS modules are its own), in
+`rounds` runs; GOOD's runs are made once, first. The judgement is `compare`'s
+(rnnbench.report.compare_pairs), with its threshold and interval, probe against GOOD:
+
+  BAD is run first; the rows `compare` gates on there (a status regression such as ok ->
+  grad_mismatch, or a decided slowdown) are what is bisected. Where BAD has none, there is nothing
+  to find: bad input, the user's premise.
+  A probe is bad where any of those rows gates again, good where every one of them is decided
+  (same or faster, one status on both sides), and skipped otherwise: its run failed, a row is
+  noisy at the threshold, or a row did not run (as `git bisect skip`; the search probes another).
+
+The search is rnnbench.planning.bisect's: for n commits after GOOD, BAD's run and then at most
+ceil(log2(n)) probes, where nothing is skipped.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rnnbench.errors import InputError
+from rnnbench.planning import commits
+from rnnbench.planning.bisect import Bisection, Step, Verdict, search
+from rnnbench.record import RowKey
+from rnnbench.report import compare_inputs
+from rnnbench.report.compare_format import speedups
+from rnnbench.report.compare_pairs import FASTER, GATING, QUANTITY_LABELS, SAME, Comparison, Pair, compare, side_status
+from rnnbench.report.ratios import speedup_label
+
+WHAT = "bisect"
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The evidence of one probed commit: what each tracked row did against GOOD (row name ->
+    `describe`), or why the commit could not be judged; the runs' records files."""
+
+    changes: dict[str, str] = field(default_factory=dict)
+    why: str = ""
+    files: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        return self.why or "; ".join(f"{row}: {what}" for row, what in self.changes.items())
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """compare's settings: the threshold (and per-row patterns) and the intervals' alpha."""
+
+    threshold: float
+    alpha: float
+    patterns: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class CommitBisection:
+    result: Bisection[Commit]
+    tracked: tuple[str, ...]  # the rows that gate at BAD (row names)
+    out_dir: Path
+    elapsed_s: float
+
+    @property
+    def first_bad(self) -> Commit:
+        return self.result.candidates[self.result.first_bad]
+
+    @property
+    def last_good(self) -> Commit:
+        return self.result.candidates[self.result.last_good]
+
+
+def row_name(key: RowKey) -> str:
+    return f"{key.model}/{key.driver}/{key.dtype}"
+
+
+def describe(pair: Pair) -> str:
+    """What a row did, new side against GOOD: its verdict, the status change or the speed-ups."""
+    if pair.times and not pair.why:
+        times = []
+        for q, t in pair.times.items():
+            value, lo, hi = speedups(t)
+            ci = "" if lo is None else f" [{lo:.2f}-{hi:.2f}]"
+            times.append(f"{QUANTITY_LABELS[q]} {speedup_label(value)}{ci}")
+        return f"{pair.verdict} ({', '.join(times)})"
+    base, new = (side_status(s) if s else "-" for s in (pair.base, pair.new))
+    change = f"{base} -> {new}" if base != new else base
+    return f"{pair.verdict} ({change}{'; ' + pair.why if pair.why else ''})"
+
+
+def commit_range(repo: Path, good: str, bad: str) -> list[Commit]:
+    """GOOD, then the commits on BAD's first-parent line after it, oldest first (BAD last).
+    InputError: an unknown commit, GOOD not an ancestor of BAD, or GOOD and BAD one commit."""
+    good_sha, bad_sha = (commits.resolve(repo, rev, what=WHAT) for rev in (good, bad))
+    if good_sha == bad_sha:
+        raise InputError(f"bisect: GOOD {good} and BAD {bad} are one commit ({good_sha[:10]}): nothing between them")
+    ancestor = subprocess.run(
+        ["git", "-C", str(repo), "merge-base", "--is-ancestor", good_sha, bad_sha], capture_output=True, timeout=300
+    )
+    if ancestor.returncode != 0:
+        raise InputError(f"bisect: GOOD {good} ({good_sha[:10]}) is not an ancestor of BAD {bad} ({bad_sha[:10]})")
+    listed = commits.git(
+        repo, "rev-list", "--reverse", "--first-parent", "--ancestry-path", "--format=%H %s", f"{good_sha}..{bad_sha}"
+    )
+    later = [line.split(" ", 1) for line in listed.splitlines() if not line.startswith("commit ")]
+    subject = commits.git(repo, "log", "-1", "--format=%s", good_sha)
+    out = [Commit(good_sha, subject)] + [Commit(sha, (rest or [""])[0]) for sha, *rest in later]
+    if out[-1].sha != bad_sha:  # GOOD is an ancestor off BAD's first-parent line: the line is not linear
+        raise InputError(f"bisect: GOOD {good} is not on the first-parent line of BAD {bad}")
+    return out
+
+
+class Runner:
+    """Runs the rows at one commit (`rounds` runs in its own checkout) and loads their records."""
+
+    def __init__(
+        self, repo: Path, options: Mapping[str, str], *, rounds: int, out_dir: Path, say: Callable[[str], None]
+    ) -> None:
+        self.repo, self.rounds, self.out_dir, self.say = repo, rounds, out_dir, say
+        self.arguments = commits.run_arguments(options)
+        self.tag = commits.fresh_tag(out_dir)
+
+    def __call__(self, commit: Commit, side: str) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
+        """(the records, their files) of `rounds` runs at `commit`; RunFailed where a run made none."""
+        files = []
+        with commits.checked_out(self.repo, [commit.sha], [f"{side}-{commit.short}"]) as (tree,):
+            for r in range(self.rounds):
+                name, t0 = f"{side}-{commit.short}-run{r + 1}{self.tag}", time.perf_counter()
+                out = self.out_dir / f"{name}.jsonl"
+                code = commits.run_once(tree, self.arguments, out, self.out_dir / f"{name}.log", what=WHAT)
+                files.append(out)
+                self.say(f"rnnbench bisect: {name}: {time.perf_counter() - t0:.0f} s (exit {code})")
+        return compare_inputs.load(files), tuple(str(f) for f in files)
+
+
+def judged(cmp: Comparison, tracked: tuple[str, ...]) -> tuple[Verdict, dict[str, str]]:
+    """A probe's verdict from its comparison with GOOD over the tracked rows (module docstring)."""
+    pairs = {row_name(p.key): p for p in cmp.pairs if row_name(p.key) in tracked}
+    changes = {row: describe(pairs[row]) if row in pairs else "not run" for row in tracked}
+    if any(p.verdict in GATING for p in pairs.values()):
+        return Verdict.BAD, changes
+    decided = len(pairs) == len(tracked) and all(p.verdict in (SAME, FASTER) for p in pairs.values())
+    return (Verdict.GOOD if decided else Verdict.SKIP), changes
+
+
+def bisect_commits(
+    good: str,
+    bad: str,
+    options: Mapping[str, str],
+    *,
+    judgement: Judgement,
+    rounds: int,
+    out_dir: Path,
+    repo: Path | None = None,
+    say: Callable[[str], None] = lambda line: None,
+) -> CommitBisection:
+    """Find the first commit after `good` up to `bad` where the rows got worse (module docstring).
+    repo: the git checkout whose commits are bisected (None: rnnbench's own). RunFailed where
+    GOOD's or BAD's runs failed (ours to report, exit 1); InputError for bad input."""
+    started = time.perf_counter()
+    repo = commits.repository(repo, what=WHAT)
+    candidates = commit_range(repo, good, bad)
+    out_dir = Path(out_dir).resolve()
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"bisect: --out-dir {out_dir} is not a folder")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run = Runner(repo, options, rounds=rounds, out_dir=out_dir, say=say)
+    say(f"rnnbench bisect: {len(candidates) - 1} commits after GOOD {candidates[0].short}; running GOOD and BAD")
+    base, good_files = run(candidates[0], "good")
+
+    def versus_good(records: list[dict[str, Any]]) -> Comparison:
+        return compare(
+            base,
+            records,
+            judgement.threshold,
+            alpha=judgement.alpha,
+            patterns=judgement.patterns,
+            sides=("GOOD", "probe"),
+        )
+
+    bad_records, bad_files = run(candidates[-1], "bad")
+    at_bad = versus_good(bad_records)
+    tracked = tuple(row_name(p.key) for p in at_bad.gating)
+    if not tracked:
+        worst = sorted({p.verdict for p in at_bad.pairs})
+        raise InputError(
+            f"bisect: BAD {bad} ({candidates[-1].short}) is not worse than GOOD {good} by compare's rule "
+            f"(row verdicts: {', '.join(worst)}): nothing to bisect; records in {out_dir}"
+        )
+    ends = (
+        Step(0, candidates[0], Verdict.GOOD, Probe(why="GOOD, given", files=good_files)),
+        Step(len(candidates) - 1, candidates[-1], Verdict.BAD, Probe(judged(at_bad, tracked)[1], files=bad_files)),
+    )
+
+    def probe(commit: Commit) -> tuple[Verdict, Probe]:
+        try:
+            records, files = run(commit, "probe")
+            verdict, changes = judged(versus_good(records), tracked)
+        except (commits.RunFailed, InputError) as exc:  # the commit could not be measured: skip it
+            return Verdict.SKIP, Probe(why=str(exc))
+        return verdict, Probe(changes, files=files)
+
+    def progress(step: Step[Commit]) -> None:
+        say(f"rnnbench bisect: {step.candidate.short} {step.verdict}: {step.evidence.summary()}")
+
+    result = search(candidates, probe, ends=ends, on_step=progress)
+    return CommitBisection(result, tracked, out_dir, time.perf_counter() - started)
