@@ -56,7 +56,8 @@ def prepare(model, case, dtype, device):
     return dataclasses.replace(inner, loss_and_grads=loss_and_grads, forward_backward=forward_backward, forward=forward)
 
 
-DRIVERS = (dataclasses.replace(BASE, name="bisect_plant", summary="a test plugin (tests/test_bisect.py)", prepare=prepare),)
+PLANT = dataclasses.replace(BASE, name="bisect_plant", summary="a test plugin (tests/test_bisect.py)", prepare=prepare)
+DRIVERS = (PLANT,)
 '''
 
 COMMITS = 8  # commits after GOOD; the plant lands at PLANTED (1-based: the PLANTED-th commit after GOOD)
@@ -123,7 +124,7 @@ def test_a_planted_wrong_gradient_is_found_in_log2_steps(plugin, tmp_path: Path,
 @pytest.mark.parametrize("planted", [{"burn": 0.004}])
 def test_a_planted_slowdown_is_found_and_said_with_its_speed_up(plugin, tmp_path: Path, capsys, planted) -> None:
     repo, shas = _scratch(tmp_path, **planted)
-    assert _bisect(repo, shas, tmp_path, "--rounds", "2", "--budget", "0.1") == 0
+    assert _bisect(repo, shas, tmp_path, "--rounds", "1", "--budget", "0.1") == 0
     text = capsys.readouterr().out.splitlines()
     assert text[0].startswith(f'first bad commit: {shas[PLANTED][:10]} "revision {PLANTED} (the plant)"'), text
     assert "rnn/bisect_plant/float64: slower (fwd+bwd " in text[0]

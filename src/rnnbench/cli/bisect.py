@@ -26,7 +26,7 @@ from rnnbench.errors import InputError
 from rnnbench.report.escape import terminal
 
 NAME = "bisect"
-HELP = "find the first commit between GOOD and BAD where rows got worse, or (--layers) the compile layer that breaks a gradient"
+HELP = "the first commit between GOOD and BAD where rows got worse, or (--layers) the compile layer breaking a gradient"
 FORMATS = ("text", "json")
 LAYERS_DTYPE = "float32"  # a row's default dtype (rnnbench.rows.row.Job)
 

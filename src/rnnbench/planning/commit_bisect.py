@@ -11,9 +11,14 @@ first on PYTHONPATH, so a commit's models, drivers and RNNBENCH_PLUGINS modules 
   BAD is run first; the rows `compare` gates on there (a status regression such as ok ->
   grad_mismatch, or a decided slowdown) are what is bisected. Where BAD has none, there is nothing
   to find: bad input, the user's premise.
-  A probe is bad where any of those rows gates again, good where every one of them is decided
-  (same or faster, one status on both sides), and skipped otherwise: its run failed, a row is
-  noisy at the threshold, or a row did not run (as `git bisect skip`; the search probes another).
+  A probe is bad where any of those rows gates against GOOD. It is good where none does and
+  every one of them either is decided against GOOD (same or faster, one status on both sides)
+  or gates at BAD against the probe (BAD decidedly slower than the probe, or its status a
+  regression from the probe's): what BAD shows came after the probe. A row at the probe that
+  is as fast as GOOD is often `noisy` against it on a busy machine, yet decidedly faster than
+  a BAD that is slower by more than the noise; both comparisons are compare's, at its
+  threshold. Otherwise the probe is skipped: its run failed, a row is undecided both ways,
+  or a row did not run (as `git bisect skip`; the search probes another).
 
 The search is rnnbench.planning.bisect's: for n commits after GOOD, BAD's run and then at most
 ceil(log2(n)) probes, where nothing is skipped.
@@ -151,14 +156,28 @@ class Runner:
         return compare_inputs.load(files), tuple(str(f) for f in files)
 
 
-def judged(cmp: Comparison, tracked: tuple[str, ...]) -> tuple[Verdict, dict[str, str]]:
-    """A probe's verdict from its comparison with GOOD over the tracked rows (module docstring)."""
-    pairs = {row_name(p.key): p for p in cmp.pairs if row_name(p.key) in tracked}
-    changes = {row: describe(pairs[row]) if row in pairs else "not run" for row in tracked}
-    if any(p.verdict in GATING for p in pairs.values()):
+def judged(versus_good: Comparison, bad_versus: Comparison, tracked: tuple[str, ...]) -> tuple[Verdict, dict[str, str]]:
+    """A probe's verdict from its comparisons with GOOD (the probe the new side) and with BAD (the
+    probe the base) over the tracked rows (module docstring), and what each row did."""
+    against_good = {row_name(p.key): p for p in versus_good.pairs if row_name(p.key) in tracked}
+    bad_after = {row_name(p.key): p for p in bad_versus.pairs if row_name(p.key) in tracked}
+    changes, verdicts = {}, []
+    for row in tracked:
+        pair, later = against_good.get(row), bad_after.get(row)
+        then = f"; BAD against it: {describe(later)}" if later is not None else ""
+        if pair is None:
+            changes[row], verdict = "not run", Verdict.SKIP
+        elif pair.verdict in GATING:
+            changes[row], verdict = describe(pair), Verdict.BAD
+        elif pair.verdict in (SAME, FASTER):
+            changes[row], verdict = describe(pair), Verdict.GOOD
+        else:
+            changes[row] = f"{describe(pair)}{then}"
+            verdict = Verdict.GOOD if later is not None and later.verdict in GATING else Verdict.SKIP
+        verdicts.append(verdict)
+    if Verdict.BAD in verdicts:
         return Verdict.BAD, changes
-    decided = len(pairs) == len(tracked) and all(p.verdict in (SAME, FASTER) for p in pairs.values())
-    return (Verdict.GOOD if decided else Verdict.SKIP), changes
+    return (Verdict.GOOD if all(v == Verdict.GOOD for v in verdicts) else Verdict.SKIP), changes
 
 
 def bisect_commits(
@@ -186,18 +205,13 @@ def bisect_commits(
     say(f"rnnbench bisect: {len(candidates) - 1} commits after GOOD {candidates[0].short}; running GOOD and BAD")
     base, good_files = run(candidates[0], "good")
 
-    def versus_good(records: list[dict[str, Any]]) -> Comparison:
+    def versus(older: list[dict[str, Any]], newer: list[dict[str, Any]], sides: tuple[str, str]) -> Comparison:
         return compare(
-            base,
-            records,
-            judgement.threshold,
-            alpha=judgement.alpha,
-            patterns=judgement.patterns,
-            sides=("GOOD", "probe"),
+            older, newer, judgement.threshold, alpha=judgement.alpha, patterns=judgement.patterns, sides=sides
         )
 
     bad_records, bad_files = run(candidates[-1], "bad")
-    at_bad = versus_good(bad_records)
+    at_bad = versus(base, bad_records, ("GOOD", "BAD"))
     tracked = tuple(row_name(p.key) for p in at_bad.gating)
     if not tracked:
         worst = sorted({p.verdict for p in at_bad.pairs})
@@ -207,13 +221,20 @@ def bisect_commits(
         )
     ends = (
         Step(0, candidates[0], Verdict.GOOD, Probe(why="GOOD, given", files=good_files)),
-        Step(len(candidates) - 1, candidates[-1], Verdict.BAD, Probe(judged(at_bad, tracked)[1], files=bad_files)),
+        Step(
+            len(candidates) - 1,
+            candidates[-1],
+            Verdict.BAD,
+            Probe({row_name(p.key): describe(p) for p in at_bad.gating}, files=bad_files),
+        ),
     )
 
     def probe(commit: Commit) -> tuple[Verdict, Probe]:
         try:
             records, files = run(commit, "probe")
-            verdict, changes = judged(versus_good(records), tracked)
+            verdict, changes = judged(
+                versus(base, records, ("GOOD", "probe")), versus(records, bad_records, ("probe", "BAD")), tracked
+            )
         except (commits.RunFailed, InputError) as exc:  # the commit could not be measured: skip it
             return Verdict.SKIP, Probe(why=str(exc))
         return verdict, Probe(changes, files=files)
