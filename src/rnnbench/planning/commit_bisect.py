@@ -42,7 +42,7 @@ from rnnbench.report.compare_format import speedups
 from rnnbench.report.compare_pairs import FASTER, GATING, QUANTITY_LABELS, SAME, Comparison, Pair, compare, side_status
 from rnnbench.report.ratios import speedup_label
 
-WHAT = "bisect"
+CALLER = "bisect"
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def describe(pair: Pair) -> str:
 def commit_range(repo: Path, good: str, bad: str) -> list[Commit]:
     """GOOD, then the commits on BAD's first-parent line after it, oldest first (BAD last).
     InputError: an unknown commit, GOOD not an ancestor of BAD, or GOOD and BAD one commit."""
-    good_sha, bad_sha = (commits.resolve(repo, rev, what=WHAT) for rev in (good, bad))
+    good_sha, bad_sha = (commits.resolve(repo, rev, what=CALLER) for rev in (good, bad))
     if good_sha == bad_sha:
         raise InputError(f"bisect: GOOD {good} and BAD {bad} are one commit ({good_sha[:10]}): nothing between them")
     ancestor = subprocess.run(
@@ -150,7 +150,7 @@ class Runner:
             for r in range(self.rounds):
                 name, t0 = f"{side}-{commit.short}-run{r + 1}{self.tag}", time.perf_counter()
                 out = self.out_dir / f"{name}.jsonl"
-                code = commits.run_once(tree, self.arguments, out, self.out_dir / f"{name}.log", what=WHAT)
+                code = commits.run_once(tree, self.arguments, out, self.out_dir / f"{name}.log", what=CALLER)
                 files.append(out)
                 self.say(f"rnnbench bisect: {name}: {time.perf_counter() - t0:.0f} s (exit {code})")
         return compare_inputs.load(files), tuple(str(f) for f in files)
@@ -195,7 +195,7 @@ def bisect_commits(
     repo: the git checkout whose commits are bisected (None: rnnbench's own). RunFailed where
     GOOD's or BAD's runs failed (ours to report, exit 1); InputError for bad input."""
     started = time.perf_counter()
-    repo = commits.repository(repo, what=WHAT)
+    repo = commits.repository(repo, what=CALLER)
     candidates = commit_range(repo, good, bad)
     out_dir = Path(out_dir).resolve()
     if out_dir.exists() and not out_dir.is_dir():
