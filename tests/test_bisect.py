@@ -111,7 +111,7 @@ def test_a_planted_wrong_gradient_is_found_in_log2_steps(plugin, tmp_path: Path,
     found = json.loads(capsys.readouterr().out)
     assert found["first_bad"] == {"sha": shas[PLANTED], "subject": f"revision {PLANTED} (the plant)"}
     assert found["last_good"]["sha"] == shas[PLANTED - 1]
-    assert found["rows"] == ["rnn/bisect_plant/float64"]
+    assert found["rows"] == {"rnn/bisect_plant/float64": "regression"}
     assert "ok -> grad_mismatch" in found["line"] and shas[PLANTED][:10] in found["line"]
     steps = found["steps"]
     assert [s["verdict"] for s in steps[:2]] == ["good", "bad"]
@@ -124,8 +124,15 @@ def test_a_planted_wrong_gradient_is_found_in_log2_steps(plugin, tmp_path: Path,
 @pytest.mark.parametrize("planted", [{"burn": 0.004}])
 def test_a_planted_slowdown_is_found_and_said_with_its_speed_up(plugin, tmp_path: Path, capsys, planted) -> None:
     repo, shas = _scratch(tmp_path, **planted)
-    assert _bisect(repo, shas, tmp_path, "--rounds", "1", "--budget", "0.1") == 0
-    text = capsys.readouterr().out.splitlines()
+    code = _bisect(repo, shas, tmp_path, "--rounds", "1", "--budget", "0.1")
+    said = capsys.readouterr()
+    if code == 2 and "is not worse than GOOD" in said.err and "noisy" in said.err:
+        # compare's rule leaves even a 10x slowdown undecided where the machine's own speed moved
+        # within a run (a loaded machine): nothing to bisect, said as such; the gradient test above
+        # is the one this tier can always decide
+        pytest.skip(f"the machine's load left BAD undecided: {said.err.strip().splitlines()[-1]}")
+    assert code == 0, said.err
+    text = said.out.splitlines()
     assert text[0].startswith(f'first bad commit: {shas[PLANTED][:10]} "revision {PLANTED} (the plant)"'), text
     assert "rnn/bisect_plant/float64: slower (fwd+bwd " in text[0]
     assert text[1].split()[:2] == ["GOOD", shas[0][:10]] and text[2].split()[:2] == ["BAD", shas[-1][:10]]
@@ -171,3 +178,34 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys, argv: list[str
     assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("rnnbench: error:") and says in err[0], err
+
+
+def _pair(verdict: str, base: str = "ok", new: str = "ok"):
+    from rnnbench.report.compare_pairs import Pair
+
+    return Pair(key=None, base=[{"status": base}], new=[{"status": new}], verdict=verdict)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kind", "probe", "bad_against_it", "verdict"),
+    [
+        # a status regression is bisected by the status alone, whatever the times say
+        ("regression", _pair("regression", new="grad_mismatch"), None, "bad"),
+        ("regression", _pair("slower"), None, "good"),
+        ("regression", _pair("noisy"), None, "good"),
+        ("regression", _pair("changed", new="cannot_decide"), None, "skip"),
+        ("regression", None, None, "skip"),
+        # a slowdown by compare's time verdicts, against GOOD, then BAD against the probe
+        ("slower", _pair("slower"), None, "bad"),
+        ("slower", _pair("same"), None, "good"),
+        ("slower", _pair("faster"), None, "good"),
+        ("slower", _pair("noisy"), _pair("slower"), "good"),
+        ("slower", _pair("noisy"), _pair("noisy"), "skip"),
+        ("slower", _pair("noisy"), None, "skip"),
+        ("slower", _pair("regression", new="crash"), None, "skip"),
+    ],
+)
+def test_a_probe_row_is_judged_by_what_it_gated_on_at_bad(kind, probe, bad_against_it, verdict) -> None:
+    from rnnbench.planning.commit_bisect import row_verdict
+
+    assert row_verdict(kind, probe, bad_against_it) == verdict

@@ -133,7 +133,7 @@ def as_dict(found) -> dict:
         "suspects": [{"sha": c.sha, "subject": c.subject} for c in result.suspects],
         "last_good": {"sha": found.last_good.sha, "subject": found.last_good.subject},
         "line": headline(found),
-        "rows": list(found.tracked),
+        "rows": found.tracked,
         "commits_after_good": len(result.candidates) - 1,
         "steps": [
             {

@@ -11,14 +11,15 @@ first on PYTHONPATH, so a commit's models, drivers and RNNBENCH_PLUGINS modules 
   BAD is run first; the rows `compare` gates on there (a status regression such as ok ->
   grad_mismatch, or a decided slowdown) are what is bisected. Where BAD has none, there is nothing
   to find: bad input, the user's premise.
-  A probe is bad where any of those rows gates against GOOD. It is good where none does and
-  every one of them either is decided against GOOD (same or faster, one status on both sides)
-  or gates at BAD against the probe (BAD decidedly slower than the probe, or its status a
-  regression from the probe's): what BAD shows came after the probe. A row at the probe that
-  is as fast as GOOD is often `noisy` against it on a busy machine, yet decidedly faster than
-  a BAD that is slower by more than the noise; both comparisons are compare's, at its
-  threshold. Otherwise the probe is skipped: its run failed, a row is undecided both ways,
-  or a row did not run (as `git bisect skip`; the search probes another).
+  A probe is judged on each of those rows by what it gated on at BAD. A status regression: bad
+  where the probe's status regresses from GOOD's likewise, good where it is GOOD's, skipped
+  otherwise (whatever the times say). A slowdown: bad where the probe is decidedly slower than
+  GOOD, good where it is the same or faster, or where it is noisy against GOOD and BAD is
+  decidedly slower than the probe (what BAD shows came after it: a probe as fast as GOOD is
+  often `noisy` against it on a busy machine, yet decidedly faster than a BAD slower by more
+  than the noise); both comparisons are compare's, at its threshold. The probe is bad where
+  any row is, good where every row is, and skipped otherwise, as is a probe whose run failed or
+  where a row did not run (as `git bisect skip`; the search probes another).
 
 The search is rnnbench.planning.bisect's: for n commits after GOOD, BAD's run and then at most
 ceil(log2(n)) probes, where nothing is skipped.
@@ -39,7 +40,18 @@ from rnnbench.planning.bisect import Bisection, Step, Verdict, search
 from rnnbench.record import RowKey
 from rnnbench.report import compare_inputs
 from rnnbench.report.compare_format import speedups
-from rnnbench.report.compare_pairs import FASTER, GATING, QUANTITY_LABELS, SAME, Comparison, Pair, compare, side_status
+from rnnbench.report.compare_pairs import (
+    FASTER,
+    NOISY,
+    QUANTITY_LABELS,
+    REGRESSION,
+    SAME,
+    SLOWER,
+    Comparison,
+    Pair,
+    compare,
+    side_status,
+)
 from rnnbench.report.ratios import speedup_label
 
 CALLER = "bisect"
@@ -80,7 +92,7 @@ class Judgement:
 @dataclass(frozen=True)
 class CommitBisection:
     result: Bisection[Commit]
-    tracked: tuple[str, ...]  # the rows that gate at BAD (row names)
+    tracked: dict[str, str]  # the rows that gate at BAD: row name -> regression or slower
     out_dir: Path
     elapsed_s: float
 
@@ -156,25 +168,40 @@ class Runner:
         return compare_inputs.load(files), tuple(str(f) for f in files)
 
 
-def judged(versus_good: Comparison, bad_versus: Comparison, tracked: tuple[str, ...]) -> tuple[Verdict, dict[str, str]]:
+def row_verdict(kind: str, pair: Pair | None, later: Pair | None) -> Verdict:
+    """One tracked row's verdict at a probe (module docstring). kind: what it gated on at BAD
+    (REGRESSION or SLOWER); pair: the probe against GOOD; later: BAD against the probe."""
+    if pair is None:
+        return Verdict.SKIP
+    if kind == REGRESSION:  # a status regression is bisected by the status alone
+        if pair.verdict == REGRESSION:
+            return Verdict.BAD
+        return Verdict.GOOD if side_status(pair.base) == side_status(pair.new) else Verdict.SKIP
+    if pair.verdict == SLOWER:
+        return Verdict.BAD
+    if pair.verdict in (SAME, FASTER) or (pair.verdict == NOISY and later is not None and later.verdict == SLOWER):
+        return Verdict.GOOD
+    return Verdict.SKIP
+
+
+def judged(
+    versus_good: Comparison, bad_versus: Comparison, tracked: Mapping[str, str]
+) -> tuple[Verdict, dict[str, str]]:
     """A probe's verdict from its comparisons with GOOD (the probe the new side) and with BAD (the
-    probe the base) over the tracked rows (module docstring), and what each row did."""
-    against_good = {row_name(p.key): p for p in versus_good.pairs if row_name(p.key) in tracked}
-    bad_after = {row_name(p.key): p for p in bad_versus.pairs if row_name(p.key) in tracked}
+    probe the base) over the tracked rows (row name -> what it gated on at BAD), and what each
+    row did."""
+    against_good = {row_name(p.key): p for p in versus_good.pairs}
+    bad_after = {row_name(p.key): p for p in bad_versus.pairs}
     changes, verdicts = {}, []
-    for row in tracked:
+    for row, kind in tracked.items():
         pair, later = against_good.get(row), bad_after.get(row)
-        then = f"; BAD against it: {describe(later)}" if later is not None else ""
+        verdicts.append(row_verdict(kind, pair, later))
         if pair is None:
-            changes[row], verdict = "not run", Verdict.SKIP
-        elif pair.verdict in GATING:
-            changes[row], verdict = describe(pair), Verdict.BAD
-        elif pair.verdict in (SAME, FASTER):
-            changes[row], verdict = describe(pair), Verdict.GOOD
+            changes[row] = "not run"
+        elif kind == SLOWER and pair.verdict == NOISY and later is not None:
+            changes[row] = f"{describe(pair)}; BAD against it: {describe(later)}"
         else:
-            changes[row] = f"{describe(pair)}{then}"
-            verdict = Verdict.GOOD if later is not None and later.verdict in GATING else Verdict.SKIP
-        verdicts.append(verdict)
+            changes[row] = describe(pair)
     if Verdict.BAD in verdicts:
         return Verdict.BAD, changes
     return (Verdict.GOOD if all(v == Verdict.GOOD for v in verdicts) else Verdict.SKIP), changes
@@ -212,7 +239,7 @@ def bisect_commits(
 
     bad_records, bad_files = run(candidates[-1], "bad")
     at_bad = versus(base, bad_records, ("GOOD", "BAD"))
-    tracked = tuple(row_name(p.key) for p in at_bad.gating)
+    tracked = {row_name(p.key): p.verdict for p in at_bad.gating}
     if not tracked:
         worst = sorted({p.verdict for p in at_bad.pairs})
         raise InputError(
