@@ -224,9 +224,9 @@ def bisect_commits(
     started = time.perf_counter()
     repo = commits.repository(repo, what=CALLER)
     candidates = commit_range(repo, good, bad)
-    out_dir = Path(out_dir).resolve()
+    given, out_dir = Path(out_dir), Path(out_dir).resolve()  # said as given; the runs get it whole
     if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(f"bisect: --out-dir {out_dir} is not a folder")
+        raise InputError(f"bisect: --out-dir {given} is not a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
     run = Runner(repo, options, rounds=rounds, out_dir=out_dir, say=say)
     say(f"rnnbench bisect: {len(candidates) - 1} commits after GOOD {candidates[0].short}; running GOOD and BAD")
@@ -244,7 +244,7 @@ def bisect_commits(
         worst = sorted({p.verdict for p in at_bad.pairs})
         raise InputError(
             f"bisect: BAD {bad} ({candidates[-1].short}) is not worse than GOOD {good} by compare's rule "
-            f"(row verdicts: {', '.join(worst)}): nothing to bisect; records in {out_dir}"
+            f"(row verdicts: {', '.join(worst)}): nothing to bisect; records in {given}"
         )
     ends = (
         Step(0, candidates[0], Verdict.GOOD, Probe(why="GOOD, given", files=good_files)),
@@ -270,4 +270,4 @@ def bisect_commits(
         say(f"rnnbench bisect: {step.candidate.short} {step.verdict}: {step.evidence.summary()}")
 
     result = search(candidates, probe, ends=ends, on_step=progress)
-    return CommitBisection(result, tracked, out_dir, time.perf_counter() - started)
+    return CommitBisection(result, tracked, given, time.perf_counter() - started)
