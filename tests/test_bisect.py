@@ -133,9 +133,21 @@ def test_a_planted_slowdown_is_found_and_said_with_its_speed_up(plugin, tmp_path
         pytest.skip(f"the machine's load left BAD undecided: {said.err.strip().splitlines()[-1]}")
     assert code == 0, said.err
     text = said.out.splitlines()
-    assert text[0].startswith(f'first bad commit: {shas[PLANTED][:10]} "revision {PLANTED} (the plant)"'), text
-    assert "rnn/bisect_plant/float64: slower (fwd+bwd " in text[0]
     assert text[1].split()[:2] == ["GOOD", shas[0][:10]] and text[2].split()[:2] == ["BAD", shas[-1][:10]]
+    assert "rnn/bisect_plant/float64: slower (fwd+bwd " in text[0]
+    if text[0].startswith("first bad commit: one of "):
+        # a probe of the unplanted code that the load left undecided both ways is skipped, and said:
+        # the range holds the plant, and every commit in it before the first bad one was skipped
+        first_bad = text[0].split(": at ")[1].split(":")[0]
+        suspects = text[0].removeprefix("first bad commit: one of ").split(" (after")[0].split(", ")
+        assert first_bad == shas[PLANTED][:10] and shas[PLANTED][:10] in suspects, text
+        skipped = {line.split()[2] for line in text[3:-1] if ": skip: " in line}
+        assert set(suspects) - {first_bad} <= skipped, text
+    else:
+        assert text[0].startswith(f'first bad commit: {shas[PLANTED][:10]} "revision {PLANTED} (the plant)"'), text
+    for line in text[3:-1]:  # every decided probe is right about the plant
+        position = shas.index(next(sha for sha in shas if sha.startswith(line.split()[2])))
+        assert ": skip: " in line or (": bad: " in line) == (position >= PLANTED), line
 
 
 def test_bad_is_not_worse_than_good_is_bad_input(plugin, tmp_path: Path, capsys) -> None:
