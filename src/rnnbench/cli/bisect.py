@@ -127,13 +127,16 @@ def lines(found) -> list[str]:
 
 
 def as_dict(found) -> dict:
+    # lazy: cli: --help and bad input answer without importing the run machinery
+    from rnnbench.planning.commit_bisect import row_name
+
     result = found.result
     return {
         "first_bad": None if not result.exact else {"sha": found.first_bad.sha, "subject": found.first_bad.subject},
         "suspects": [{"sha": c.sha, "subject": c.subject} for c in result.suspects],
         "last_good": {"sha": found.last_good.sha, "subject": found.last_good.subject},
         "line": headline(found),
-        "rows": found.tracked,
+        "rows": {row_name(key): kind for key, kind in found.tracked.items()},
         "commits_after_good": len(result.candidates) - 1,
         "steps": [
             {

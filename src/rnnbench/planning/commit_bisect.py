@@ -92,7 +92,7 @@ class Judgement:
 @dataclass(frozen=True)
 class CommitBisection:
     result: Bisection[Commit]
-    tracked: dict[str, str]  # the rows that gate at BAD: row name -> regression or slower
+    tracked: dict[RowKey, str]  # the rows that gate at BAD -> what they gated on: regression or slower
     out_dir: Path
     elapsed_s: float
 
@@ -106,7 +106,11 @@ class CommitBisection:
 
 
 def row_name(key: RowKey) -> str:
-    return f"{key.model}/{key.driver}/{key.dtype}"
+    """model/driver/dtype, then what else sets the row apart where it is not the default (its mode,
+    loss form, environment): how lines and JSON name a row."""
+    extras = [key.mode if key.mode != "vjp" else "", key.loss_form if key.loss_form != "model" else ""]
+    extras.append(key.environment if key.environment not in ("", "main") else "")
+    return "/".join([key.model, key.driver, key.dtype, *filter(None, extras)])
 
 
 def describe(pair: Pair) -> str:
@@ -185,23 +189,23 @@ def row_verdict(kind: str, pair: Pair | None, later: Pair | None) -> Verdict:
 
 
 def judged(
-    versus_good: Comparison, bad_versus: Comparison, tracked: Mapping[str, str]
+    versus_good: Comparison, bad_versus: Comparison, tracked: Mapping[RowKey, str]
 ) -> tuple[Verdict, dict[str, str]]:
     """A probe's verdict from its comparisons with GOOD (the probe the new side) and with BAD (the
-    probe the base) over the tracked rows (row name -> what it gated on at BAD), and what each
+    probe the base) over the tracked rows (row key -> what it gated on at BAD), and what each
     row did."""
-    against_good = {row_name(p.key): p for p in versus_good.pairs}
-    bad_after = {row_name(p.key): p for p in bad_versus.pairs}
+    against_good = {p.key: p for p in versus_good.pairs}
+    bad_after = {p.key: p for p in bad_versus.pairs}
     changes, verdicts = {}, []
-    for row, kind in tracked.items():
-        pair, later = against_good.get(row), bad_after.get(row)
+    for key, kind in tracked.items():
+        pair, later, name = against_good.get(key), bad_after.get(key), row_name(key)
         verdicts.append(row_verdict(kind, pair, later))
         if pair is None:
-            changes[row] = "not run"
+            changes[name] = "not run"
         elif kind == SLOWER and pair.verdict == NOISY and later is not None:
-            changes[row] = f"{describe(pair)}; BAD against it: {describe(later)}"
+            changes[name] = f"{describe(pair)}; BAD against it: {describe(later)}"
         else:
-            changes[row] = describe(pair)
+            changes[name] = describe(pair)
     if Verdict.BAD in verdicts:
         return Verdict.BAD, changes
     return (Verdict.GOOD if all(v == Verdict.GOOD for v in verdicts) else Verdict.SKIP), changes
@@ -239,7 +243,7 @@ def bisect_commits(
 
     bad_records, bad_files = run(candidates[-1], "bad")
     at_bad = versus(base, bad_records, ("GOOD", "BAD"))
-    tracked = {row_name(p.key): p.verdict for p in at_bad.gating}
+    tracked = {p.key: p.verdict for p in at_bad.gating}
     if not tracked:
         worst = sorted({p.verdict for p in at_bad.pairs})
         raise InputError(
