@@ -189,11 +189,18 @@ SLOW_TESTS: dict[str, str] = {
     "tests/test_plants.py": "every plant through run rows, the fuzzer and check_recurrence, at two dtypes",
     "tests/test_faults.py": "real rnnbench processes signalled, killed and resumed",
     "tests/test_lifetimes.py": "compare --commits runs and the peak measurement, ended mid-way",
-    "tests/test_bisect.py::test_a_planted": "rnnbench bisect: a real run of the rows at each probed commit",
-    "tests/test_bisect.py::test_bad_is_not_worse_than_good": "rnnbench bisect: real runs at GOOD and BAD",
-    "tests/test_bisect_layers.py::test_a_gradient_bug_in_inductor": "inductor compiles, its caches off",
-    "tests/test_bisect_layers.py::test_without_the_plant": "an inductor compile",
-    "tests/test_bisect_layers.py::test_jax_layers": "jax with and without jit",
+    "tests/test_bisect.py::test_a_planted_wrong_gradient_is_found_in_log2_steps": (
+        "rnnbench bisect: a real run of the rows at each probed commit"
+    ),
+    "tests/test_bisect.py::test_a_planted_slowdown_is_found_and_said_with_its_speed_up": (
+        "rnnbench bisect: a real run of the rows at each probed commit"
+    ),
+    "tests/test_bisect.py::test_bad_is_not_worse_than_good_is_bad_input": "rnnbench bisect: real runs at GOOD and BAD",
+    "tests/test_bisect_layers.py::test_a_gradient_bug_in_inductor_alone_is_attributed_to_inductor": (
+        "inductor compiles, its caches off"
+    ),
+    "tests/test_bisect_layers.py::test_without_the_plant_every_torch_layer_is_ok": "an inductor compile",
+    "tests/test_bisect_layers.py::test_jax_layers_run_the_step_op_by_op_then_under_jit": "jax with and without jit",
     "tests/test_isolation.py": "workers crashed and hung on purpose, waiting out deadlines",
     "tests/test_html_offline.py": "the site rendered in headless Chromium",
     "tests/test_published_charts.py::test_redraw_writes_every_output": "every published chart redrawn",
