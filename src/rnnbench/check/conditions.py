@@ -15,6 +15,9 @@ from rnnbench.model import Case, Model, is_integer, loop_recur, rollout, run_for
 from rnnbench.ops import forward_pass, numpy_ops, torch_ops
 from rnnbench.status import OracleKind, Status
 
+# The loss forms (rnnbench.losses) that weight every step's output, so the cotangent of ys crosses every step.
+OUTPUT_WEIGHTING_LOSSES = ("model", "weighted", "ys_only", "mean", "sum_squares")
+
 CONDITIONS: dict[str, Callable[[Model, Case, str], bool]] = {
     # Some initial-carry leaf is not differentiated (docs/bugs.md §1's trigger in torch 2.9.0's scan).
     "carry0_without_grad": lambda model, case, dtype: not all(case.carry0_requires_grad or (False,)),
@@ -48,6 +51,13 @@ CONDITIONS: dict[str, Callable[[Model, Case, str], bool]] = {
     # The carry cotangent crosses a step of the backward loop: two or more steps, or a differentiated
     # initial carry (whose gradient is the loop's last carried value).
     "carry_cotangent_crosses_a_step": lambda model, case, dtype: case.length >= 2 or any(case.carry0_requires_grad),
+    # torch's while_loop cuts, between iterations, the chain of every carried leaf whose initial value lacks grad:
+    # the zero ys buffer the loop carries, which matters when the loss weights the outputs, and an initial-carry
+    # leaf without grad whose chain matters (docs/bugs.md#torch-while-loop-drops-carry-cotangent).
+    "while_loop_chain_of_leaf_without_grad_matters": lambda model, case, dtype: (
+        case.loss in OUTPUT_WEIGHTING_LOSSES and (case.length >= 2 or any(case.carry0_requires_grad))
+    )
+    or _carry_chain_cut_matters(model, case, dtype),
     # Some final-carry leaf reaches the loss only through an unweighted sum, so the backward seeds the
     # scan with an expanded (stride-0) cotangent: the trigger itself, whatever the loss is called
     # (docs/bugs.md#torch-inductor-scan-expanded-carry-cotangent).
