@@ -35,10 +35,18 @@ def test_readme_example_agrees_on_every_driver() -> None:
     assert report.known_wrong == {
         "torch_scan": ("torch-scan-double-backward-drops-saved-values",),
         "torch_scan_compiled": ("torch-inductor-scan-expanded-carry-cotangent",),
+        # the bug-class configurations of the same mechanisms (issue 52) and the while loop
+        "torch_scan_checkpoint": ("torch-scan-double-backward-drops-saved-values",),
+        "torch_scan_reverse": ("torch-scan-double-backward-drops-saved-values",),
+        "torch_scan_checkpoint_compiled": ("torch-inductor-scan-expanded-carry-cotangent",),
+        "torch_loop_expanded_index_put_compiled": ("torch-inductor-index-put-expanded-self",),
+        "torch_while_loop": ("torch-while-loop-drops-carry-cotangent",),
+        "torch_while_loop_compiled": ("torch-while-loop-drops-carry-cotangent",),
     }, str(report)
     assert {"torch_loop", "jax_lax_scan", "jax_loop"} <= set(report.trusted_drivers)
     assert not set(report.trusted_drivers) & set(report.known_wrong)
-    assert "known wrong (registered upstream bugs): torch_scan (" in str(report)
+    assert "known wrong (registered upstream bugs): " in str(report)
+    assert "torch_scan (torch-scan-double-backward-drops-saved-values)" in str(report)
     ran = {r.driver for r in report.results if r.status == "ok"}
     assert {"torch_loop", "jax_lax_scan", "jax_loop"} <= ran
     # eager torch scan: gradients right, H v the registered second-order bug, under every loss form

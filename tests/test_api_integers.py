@@ -44,7 +44,9 @@ def test_a_language_model_step_on_every_default_driver(dtype: str) -> None:
     assert {r.driver for r in ran} >= {"torch_loop", "torch_scan", "jax_loop", "jax_lax_scan", "flax_scan"}
     # ok, or a registered upstream issue (eager torch scan's double backward, any step)
     assert report.as_registered and all(r.status == Status.OK or is_known(r.status) for r in ran), str(report)
-    assert all(r.status == Status.OK for r in ran if not r.driver.startswith("torch_scan")), str(report)
+    assert all(r.status == Status.OK for r in ran if not r.driver.startswith(("torch_scan", "torch_while_loop"))), str(
+        report
+    )
     assert report.integer == ("xs",)
     assert "integer leaves (indices; kept integer, no gradient by definition): xs" in str(report)
 

@@ -233,7 +233,8 @@ def _structural(ops: Ops, a, b):
     eye = ops.eye(3, b) + ops.zeros((3, 3), b) + ops.zeros_like(joined)[:3] + ops.ones_like(b) * 0.5
     with ops.fp32_island():
         tail = ops.cast_like(joined[1:, ::-1], b) @ eye @ b
-    return ops.sum(m) + ops.sum(parts[0]) * b[0] + ops.sum(tail) + ops.sum(ops.transpose(a) @ a[:, 1:2] + a.T)
+    mean = ops.sum(ops.mean(a)) * b[1]  # mean over the last axis: (2,)
+    return ops.sum(m) + ops.sum(parts[0]) * b[0] + ops.sum(tail) + ops.sum(ops.transpose(a) @ a[:, 1:2] + a.T) + mean
 
 
 def _polynomial_derivatives(f: Callable, z: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -19,7 +19,7 @@ from rnnbench.check.compare import verdict
 from rnnbench.check.judge import failure_report
 from rnnbench.check.oracle import finite_difference_oracle
 from rnnbench.rows.pair import check_gradients, unavailable_reason
-from rnnbench.status import Status
+from rnnbench.status import Status, is_known
 
 TORCH_LOOP = registry.get_driver("torch_loop")
 
@@ -36,6 +36,12 @@ def user_step_drivers() -> list[str]:
 
 
 DRIVERS = user_step_drivers()
+
+
+def unregistered_statuses(report: rnnbench.RecurrenceReport) -> set[str]:
+    """The statuses of the rows no registered upstream bug explains (a bug-class driver's known issue, e.g. the
+    while loop's cut carry chain, is the registry's claim, not the judge's on a correct driver)."""
+    return {r.status for r in report.results if not is_known(r.status)}
 
 
 def temperature(ops, params, carry, x):
@@ -156,7 +162,7 @@ def test_where_finite_differences_cannot_decide_the_verdict_says_so() -> None:
     assert {r.status for r in report.results} == {Status.CANNOT_DECIDE}, str(report)
     assert "cannot decide" in report.results[0].report
     exact = rnnbench.check_recurrence(aliased, **args)
-    assert {r.status for r in exact.results} == {Status.OK} and exact.oracle_kind in ("dual", "dual_mp"), str(exact)
+    assert unregistered_statuses(exact) == {Status.OK} and exact.oracle_kind in ("dual", "dual_mp"), str(exact)
 
 
 def chaotic(ops, params, carry, x):
@@ -184,11 +190,11 @@ def test_a_loss_not_smooth_at_the_step_cannot_be_decided(dtype: str) -> None:
         losses=["weighted", "sum_carry"],
     )  # the forms the chaotic final carry reaches (mean, last_y: ok)
     exact = rnnbench.check_recurrence(chaotic, **args)
-    assert {r.status for r in exact.results} == {Status.CANNOT_DECIDE} and exact.oracle_kind == "dual_mp", str(exact)
-    assert all("rounding alone" in r.report for r in exact.results), str(exact)
+    assert unregistered_statuses(exact) == {Status.CANNOT_DECIDE} and exact.oracle_kind == "dual_mp", str(exact)
+    assert all("rounding alone" in r.report for r in exact.results if not is_known(r.status)), str(exact)
     report = rnnbench.check_recurrence(chaotic, oracle="finite_differences", **args)
-    assert {r.status for r in report.results} == {Status.CANNOT_DECIDE}, str(report)
-    for r in report.results:
+    assert unregistered_statuses(report) == {Status.CANNOT_DECIDE}, str(report)
+    for r in (r for r in report.results if not is_known(r.status)):
         by_name = {e.name: e for e in r.grad_errors}
         assert by_name["p"].oracle_error == np.inf and "not smooth" in by_name["p"].detail
         assert by_name["W"].status == "ok" and np.isfinite(by_name["W"].oracle_error)

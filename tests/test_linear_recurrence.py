@@ -43,15 +43,16 @@ def test_the_declaration_is_the_step(name: str) -> None:
     xp = model.prologue(ops, case.params, case.xs) if model.prologue else case.xs
     a, b = model.linear_recurrence(ops, case.params, xp)
     h = case.carry0[0]
-    for t in range(case.length):
+    order = range(case.length - 1, -1, -1) if model.reverse else range(case.length)  # a reversed model runs T-1 .. 0
+    for t in order:
         (new,), y = model.step(ops, case.params, (h,), xp[t])
         np.testing.assert_allclose(a[t] * h + b[t], new, rtol=1e-14, atol=1e-14)
         np.testing.assert_array_equal(y, new)
         h = new
     # the folded form the associative drivers scan: the running composition gives h_t
     a, b = linear_recurrence_inputs(ops, model, case.params, carry0=case.carry0, xs=case.xs)
-    acc = np.zeros_like(b[0])  # h0 is folded into b_0
-    for t in range(case.length):
+    acc = np.zeros_like(b[0])  # h0 is folded into the first pair of the model's order
+    for t in order:
         acc = a[t] * acc + b[t]
     np.testing.assert_allclose(acc, h, rtol=1e-13, atol=1e-13)
 

@@ -112,7 +112,8 @@ SUITES = {s.name: s for s in (
     # sizes people train at (docs/cli.md#the-realistic-suite); no unrolled loop: its compile grows with T
     Suite("realistic", "rnn, lstm, lstm2 at T=128,512 x I=H=256,512, B=32: one driver per mechanism and the "
           "vendor layers", models=("rnn", "lstm", "lstm2"),
-          drivers=("torch_loop", "torch_scan_compiled", "jax_lax_scan", "flax_scan", *VENDOR_DRIVERS),
+          drivers=("torch_loop", "torch_scan_compiled", "jax_lax_scan", "flax_scan", *VENDOR_DRIVERS,
+                   "torch_nn_lstm_compiled", "flax_nnx_lstm_cell"),  # the compiled and the NNX vendor LSTMs
           environments=("main",),
           sizes=tuple({"T": t, "B": 32, "I": h, "H": h} for t in (128, 512) for h in (256, 512))),
     # Real sizes on one CUDA GPU, ordered so that a call of a few minutes leaves a useful table with

@@ -15,9 +15,6 @@ from rnnbench.model import Case, Model, is_integer, loop_recur, rollout, run_for
 from rnnbench.ops import forward_pass, numpy_ops, torch_ops
 from rnnbench.status import OracleKind, Status
 
-# The loss forms (rnnbench.losses) that weight every step's output, so the cotangent of ys crosses every step.
-OUTPUT_WEIGHTING_LOSSES = ("model", "weighted", "ys_only", "mean", "sum_squares")
-
 CONDITIONS: dict[str, Callable[[Model, Case, str], bool]] = {
     # Some initial-carry leaf is not differentiated (docs/bugs.md §1's trigger in torch 2.9.0's scan).
     "carry0_without_grad": lambda model, case, dtype: not all(case.carry0_requires_grad or (False,)),
@@ -54,10 +51,9 @@ CONDITIONS: dict[str, Callable[[Model, Case, str], bool]] = {
     # torch's while_loop cuts, between iterations, the chain of every carried leaf whose initial value lacks grad:
     # the zero ys buffer the loop carries, which matters when the loss weights the outputs, and an initial-carry
     # leaf without grad whose chain matters (docs/bugs.md#torch-while-loop-drops-carry-cotangent).
-    "while_loop_chain_of_leaf_without_grad_matters": lambda model, case, dtype: (
-        case.loss in OUTPUT_WEIGHTING_LOSSES and (case.length >= 2 or any(case.carry0_requires_grad))
-    )
-    or _carry_chain_cut_matters(model, case, dtype),
+    "while_loop_chain_of_leaf_without_grad_matters": lambda model, case, dtype: _carry_chain_cut_matters(
+        model, case, dtype, buffer=True
+    ),
     # Some final-carry leaf reaches the loss only through an unweighted sum, so the backward seeds the
     # scan with an expanded (stride-0) cotangent: the trigger itself, whatever the loss is called
     # (docs/bugs.md#torch-inductor-scan-expanded-carry-cotangent).
@@ -271,23 +267,27 @@ def _body_grad_numel_shared_upstream(model: Model, case: Case) -> bool:
     return any(nb == nu for b, nb in body.items() for u, nu in upstream.items() if b != u)
 
 
-def _carry_chain_cut_matters(model: Model, case: Case, dtype: str) -> bool:
+def _carry_chain_cut_matters(model: Model, case: Case, dtype: str, buffer: bool = False) -> bool:
     """Eager torch loops in float64 at the case's values: would the gradient with the carry chain of
     each leaf whose initial value lacks grad cut between steps be judged wrong at `dtype` against the
-    true one (check/compare.py, the judge's rule with the true gradient as its oracle)?"""
-    if all(case.carry0_requires_grad or (False,)):
+    true one (check/compare.py, the judge's rule with the true gradient as its oracle)? buffer: a zero ys
+    buffer is carried too (a while loop's), so every output but the last loses its cotangent as well."""
+    if all(case.carry0_requires_grad or (False,)) and not buffer:
         return False
     loss, full = _loop_gradient(model, case, cut=False)
-    _, cut = _loop_gradient(model, case, cut=True)
+    _, cut = _loop_gradient(model, case, cut=True, cut_outputs=buffer)
     names = list(full)
     tol = at_loss_scale(tolerance(dtype, OracleKind.DUAL), loss)
     return verdict(0.0, compare_grads(cut, full, names, tol=tol), tol) in (Status.GRAD_MISMATCH, Status.MISSING_GRAD)
 
 
-def _loop_gradient(model: Model, case: Case, cut: bool) -> tuple[float, dict[str, np.ndarray]]:
+def _loop_gradient(
+    model: Model, case: Case, cut: bool, cut_outputs: bool = False
+) -> tuple[float, dict[str, np.ndarray]]:
     """(loss, {compared input: gradient}) of the model's eager torch loops in float64; cut: every
     recurrence detaches, before each step after the first, the carry leaves whose initial value has
-    no grad (a model of several recurrences cuts each by its own initial carry)."""
+    no grad (a model of several recurrences cuts each by its own initial carry); cut_outputs: every
+    step's output but the last is detached too (what a cut ys buffer leaves)."""
     import torch
 
     ops = torch_ops()
@@ -305,7 +305,7 @@ def _loop_gradient(model: Model, case: Case, cut: bool) -> tuple[float, dict[str
             if cut and t > 0:
                 carry = tuple(c if k else c.detach() for c, k in zip(carry, keep))
             carry, y = step(ops, params, carry, inputs[t])
-            ys.append(y)
+            ys.append(y.detach() if cut_outputs and t < length - 1 else y)
         return ops.stack(ys), carry
 
     ys, carry = run_forward(ops, model, params, carry0=carry0, xs=xs, length=case.length, recur=recur)
