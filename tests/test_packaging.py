@@ -205,7 +205,7 @@ def test_the_framework_extras_are_the_frameworks_of_the_main_environment() -> No
     for family in families:
         packages = {re.sub(r"\[.*\]", "", p).lower().replace("_", "-") for p in extras[family]}
         assert packages and packages <= main, (family, packages)
-        frameworks = {f for f in registry.frameworks().values() if f.family == family}
+        frameworks = [f for f in registry.frameworks().values() if f.family == family]
         assert all(f.module.replace("_", "-") in packages or f.module not in main for f in frameworks), family
     (everything,) = extras["all"]
     assert set(re.fullmatch(r"rnnbench\[(.*)\]", everything).group(1).split(",")) >= families
