@@ -16,6 +16,7 @@ import rnnbench.api
 from rnnbench import registry
 from rnnbench.api.report import DriverResult, RecurrenceReport
 from rnnbench.api.validate import Inputs, driver_selection, left_out_by_default
+from rnnbench.status import is_known
 
 
 def tanh_step(ops, params, carry, x):
@@ -263,7 +264,12 @@ def test_pytrees_on_every_driver(dtype: str, losses: list[str]) -> None:
         drivers="all",
     )
     ran = [r for r in report.results if r.status != "unavailable"]
-    assert len({r.driver for r in ran}) >= 8 and report.as_registered, str(report)
+    # Found, not registered yet (docs/bugs.md#unregistered): torch's scan with a checkpointed step raises on this tree
+    # step; pinned here so a change shows, and left out of the registered-or-ok check below.
+    found = [r for r in ran if r.driver == "torch_scan_checkpoint"]
+    assert all(r.status == "error" and "selective activation checkpoint has been mutated" in r.report for r in found)
+    ran = [r for r in ran if r.driver != "torch_scan_checkpoint"]
+    assert len({r.driver for r in ran}) >= 8 and all(r.status == "ok" or is_known(r.status) for r in ran), str(report)
     names = {e.name for r in ran for e in r.grad_errors}
     assert names == {"layer.W", "b.0", "b.1", "carry0.h", "xs"}
 
