@@ -159,6 +159,12 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize(("model_name", "driver_name", "gradient_dtype"), model_driver_pairs(GRADIENT_DTYPES))
     elif {"model_name", "driver_name"} <= names:
         metafunc.parametrize(("model_name", "driver_name"), model_driver_pairs())
+    elif "hand_oracle_model_name" in names:  # the core models with a hand-derived gradient (Model.oracle)
+        core = [m for m in registry.models().values() if m.suite == "core" and m.oracle is not None]
+        metafunc.parametrize(
+            "hand_oracle_model_name",
+            [pytest.param(m.name, marks=[] if m.name in QUICK.models else [SLOW], id=m.name) for m in core],
+        )
     elif "core_model_name" in names:
         core = [m for m in registry.models().values() if m.suite == "core"]
         metafunc.parametrize(

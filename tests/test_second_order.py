@@ -43,9 +43,9 @@ def small_case(model):
     return model.make_case(model.sizes_with_defaults(sizes), seed=1)
 
 
-def test_hvp_oracles_agree(core_model_name: str) -> None:
+def test_hvp_oracles_agree(hand_oracle_model_name: str) -> None:
     """Loss differences (forward only) and gradient differences (hand-derived gradient) agree."""
-    model = registry.get_model(core_model_name)
+    model = registry.get_model(hand_oracle_model_name)
     case = small_case(model)
     v = direction(model, case, seed=1)
     names = case.wrt_names(model.carry_names)
