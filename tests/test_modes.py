@@ -150,6 +150,29 @@ FAST_EDGES = {"relu_pair_at_kink", "safe_sqrt_at_zero"}
 LOSS_OVERFLOWS_IN_FLOAT32 = {"float32_overflow"}
 
 
+# Found by these tests (torch 2.13.0 and jax 0.10.2 alike). Forward mode has no where trap: at the where-trap
+# edges (and the LRU at decay 1.0) both frameworks' jvp is right, where their reverse mode is NaN (grad_mismatch,
+# tests/test_edges.py). At a square root's pole the frameworks' forward mode (one unit tangent per input entry)
+# multiplies the pole's infinite derivative by a zero tangent, so their jvp is NaN in columns whose exact derivative is
+# finite: grad_mismatch on both, "not finite where the oracle's derivative is finite" (a framework behaviour).
+JVP_RIGHT_AT_TRAPS = {
+    "lru_decay_one", "where_trap_division_by_zero", "where_trap_exp_overflow", "where_trap_fractional_power_at_zero",
+    "where_trap_log_at_zero", "where_trap_sqrt_of_negative",
+}  # fmt: skip
+JVP_NAN_AT_POLES = {
+    "sqrt_abs_pole", "sqrt_at_domain_boundary", "sqrt_max_pole", "sqrt_pole_beside_smooth", "sqrt_pole_upstream",
+}  # fmt: skip
+
+
+def expected(edge: Edge, mode: str, dtype: str) -> set[str]:
+    """The verdict the frameworks' rows get at the edge in `mode` (reverse mode's, but for jvp at traps and poles)."""
+    if mode == "jvp" and edge.name in JVP_RIGHT_AT_TRAPS:
+        return {"ok"}
+    if mode == "jvp" and edge.name in JVP_NAN_AT_POLES:
+        return {"grad_mismatch"}
+    return set(edge.expected[dtype])
+
+
 def undecidable(edge: Edge, mode: str, dtype: str) -> bool:
     return mode == "jvp" and dtype == "float32" and edge.name in LOSS_OVERFLOWS_IN_FLOAT32
 
@@ -185,7 +208,7 @@ def test_each_edge_gets_its_verdict_in_each_mode(edge: Edge, mode: str, dtype: s
     report = check(edge, dtype, mode)
     assert ran(report, "torch_loop"), str(report)
     for driver in ("torch_loop", "jax_loop"):
-        assert all(r.status in edge.expected[dtype] for r in ran(report, driver)), str(report)
+        assert all(r.status in expected(edge, mode, dtype) for r in ran(report, driver)), str(report)
 
 
 @pytest.mark.parametrize(("edge", "mode", "dtype"), edge_cases())
@@ -195,7 +218,7 @@ def test_a_planted_wrong_derivative_is_a_mismatch_in_each_mode(edge: Edge, mode:
     report = check(edge, dtype, mode, functools.partial(edge.step, plant=torch_only(first_order)))
     wanted = {"cannot_decide"} if undecidable(edge, mode, dtype) else WRONG
     assert ran(report, "torch_loop") and all(r.status in wanted for r in ran(report, "torch_loop")), str(report)
-    assert all(r.status in edge.expected[dtype] for r in ran(report, "jax_loop")), str(report)
+    assert all(r.status in expected(edge, mode, dtype) for r in ran(report, "jax_loop")), str(report)
 
 
 def nan_tangent(ops, c):
@@ -243,12 +266,12 @@ def test_a_planted_nan_derivative_is_a_mismatch_in_each_mode(edge: Edge, mode: s
         assert any(e.status == "mismatch" and not np.isfinite(e.got) for e in r.grad_errors), r.report
 
 
-@pytest.mark.parametrize("edge", EDGE_PARAMS)
+@pytest.mark.parametrize("edge", [p for p in EDGE_PARAMS if p.values[0].name not in JVP_NAN_AT_POLES])
 def test_forward_mode_has_no_where_trap(edge: Edge) -> None:
     """The where trap that makes reverse mode NaN leaves forward mode right: torch's jvp row gets the
     edge's own verdict (the judge calls a right forward mode right)."""
     report = check(edge, "float64", "jvp", functools.partial(edge.step, plant=torch_only(nan_derivative)))
-    assert all(r.status in edge.expected["float64"] for r in ran(report, "torch_loop")), str(report)
+    assert all(r.status in expected(edge, "jvp", "float64") for r in ran(report, "torch_loop")), str(report)
 
 
 def test_a_mode_a_driver_cannot_run_is_unavailable_with_its_reason() -> None:
