@@ -538,7 +538,7 @@ _case(
     "config_mistyped_key",
     (*R, *OUT, "--config", "{t}/c.toml"),
     2,
-    "unknown key(s) modles (did you mean 'models'?)",
+    "unknown key(s) modles (did you mean 'modes' or 'models'?)",
     ("config_mistyped_key",),
 )
 for fmt, words in [

@@ -31,8 +31,6 @@ FAST = {("taylor_exp", "torch_loop"), ("rnn", "jax_lax_scan")}  # cheap to trace
 # torch raises. A strict xfail each, so a fix shows; to be registered by mechanism (docs/bugs.md).
 UNREGISTERED = {
     ("torch_scan", "func"): ("taylor_exp", "newton_sqrt"),
-    ("torch_scan_compiled", "jvp"): QUICK.models,
-    ("torch_scan_compiled", "func"): QUICK.models,
 }
 UNREGISTERED_WHY = "torch raises AssertionError: Expected FakeTensor (torch.func over the scan higher-order op)"
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.drivers._torch_compile import BACKENDS, at_backend, compiles_kept, reset_dynamo
+from rnnbench.drivers._torch_compile import BACKENDS, at_backend, compiles_kept, fresh_dynamo_state, reset_dynamo
 from rnnbench.drivers._torch_settings import keep_torch_settings, set_threads, threads_in_use
 from rnnbench.drivers.base import DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
 from rnnbench.model import Case, Model, Recur, is_integer
@@ -397,12 +397,19 @@ def functional_modes(
 
     def built(transform: Callable[..., Any]) -> Callable[..., Any]:
         fn = transform(pure, argnums=argnums, has_aux=True)
-        return fn if eager is None else torch.compile(fn, backend="inductor", fullgraph=True)
+        if eager is None:
+            return fn
+        # dynamo's state from earlier compiles changed how it fails on a scan under a transform (Unsupported in a
+        # fresh process, an AssertionError after other compiles): the mode's row starts clean, as compiled() does
+        fresh_dynamo_state()
+        return torch.compile(fn, backend="inductor", fullgraph=True)
 
     made: dict[str, Callable[..., Any]] = {}  # built on first call: a compile belongs to the mode's row
 
     def run(mode: str, transform: Callable[..., Any]) -> tuple[float, dict[str, np.ndarray | None]]:
-        fn = made.setdefault(mode, built(transform))
+        if mode not in made:
+            made[mode] = built(transform)
+        fn = made[mode]
         grads, loss = fn(*(inputs[n].detach() for n in wrt))
         if isinstance(loss, tuple):  # grad_and_value's value is (output, aux)
             loss = loss[1]
