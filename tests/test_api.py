@@ -15,7 +15,8 @@ import rnnbench
 import rnnbench.api
 from rnnbench import registry
 from rnnbench.api.report import DriverResult, RecurrenceReport
-from rnnbench.api.validate import Inputs, driver_selection, left_out_by_default
+from rnnbench.api.selection import driver_selection, left_out_by_default
+from rnnbench.api.validate import Inputs
 from rnnbench.status import is_known
 
 
@@ -62,18 +63,23 @@ def test_readme_example_agrees_on_every_driver() -> None:
     assert report.oracle_kind == "dual"  # exact: dual numbers over the numpy step (check/oracle.py)
 
 
-def test_the_default_drivers_leave_out_only_the_slow_compiles_and_the_report_names_them() -> None:
-    """drivers=None runs every driver but the torch.compile ones (seconds of C++ compiles per loss
-    form); the report lists those it left out, so a default check never reads as a check of all."""
+def test_the_default_drivers_are_the_core_ones_that_compile_fast_and_the_report_names_the_rest() -> None:
+    """drivers=None runs the core drivers but the torch.compile ones (seconds of C++ compiles per loss form); the
+    bug-class configurations and the compiled drivers are listed under "not run", by reason, so a default check never
+    reads as a check of all."""
     every = registry.drivers()
-    slow = {n for n, d in every.items() if d.slow_to_compile}
-    assert slow and driver_selection(None) == [n for n in every if n not in slow]
+    default = [n for n, d in every.items() if d.suite == "core" and not d.slow_to_compile]
+    assert driver_selection(None) == default and "torch_loop" in default and "jax_lax_scan" in default
     assert driver_selection("all") == list(every)
-    assert set(left_out_by_default(None)) == {n for n in slow if every[n].available() is None}
+    assert set(left_out_by_default(None)) == {n for n in every if n not in default and every[n].available() is None}
     assert left_out_by_default(["torch_loop"]) == left_out_by_default("all") == ()
     row = DriverResult("torch_loop", "ok", 0.0, "", loss="weighted")
-    shown = str(RecurrenceReport("float64", "dual", [row], ("torch_loop_compiled", "torch_scan_compiled")))
-    assert "not run (slow to compile; drivers='all' runs them): torch_loop_compiled, torch_scan_compiled" in shown
+    left_out = ("torch_loop_compiled", "torch_loop_checkpoint", "torch_scan_compiled", "jax_lax_scan_reverse")
+    shown = str(RecurrenceReport("float64", "dual", [row], left_out))
+    assert (
+        "not run by default (drivers='all' runs them): slow to compile: torch_loop_compiled, torch_scan_compiled; "
+        "bug-class configurations (--suite bugs): torch_loop_checkpoint, jax_lax_scan_reverse" in shown
+    ), shown
     assert "not run" not in str(RecurrenceReport("float64", "dual", [row]))
 
 

@@ -12,7 +12,7 @@ not resolve the gradient, finite differences only where a step has no derivative
 
     report = rnnbench.check_recurrence(
         step, params={"w": np.array([0.5, -0.3])}, carry0=(np.zeros(2),), xs=np.ones((6, 2)),
-        drivers=["torch_loop", "jax_lax_scan"])   # None (default): all but torch.compile ones; "all"
+        drivers=["torch_loop", "jax_lax_scan"])   # None (default): the core drivers but torch.compile's; "all"
     print(report)            # one row per (driver, loss form): status, max relative error, the
     assert report.ok         # oracle's own error bound, and the Hessian-vector product's verdict
 
@@ -34,8 +34,9 @@ from rnnbench import losses as loss_forms
 from rnnbench import registry
 from rnnbench.api.process_state import keeps_callers_settings
 from rnnbench.api.report import DriverResult, RecurrenceReport
+from rnnbench.api.selection import left_out_by_default
 from rnnbench.api.trees import Tree, flatten, is_flat, leaf_name
-from rnnbench.api.validate import DTYPES, Checked, Inputs, left_out_by_default, validate
+from rnnbench.api.validate import DTYPES, Checked, Inputs, validate
 from rnnbench.model import Case, Model, is_integer
 from rnnbench.status import OracleKind, Status
 
@@ -91,9 +92,10 @@ def check_recurrence(
         xs_requires_grad: whether xs gets a gradient (needs xs). Default: `False`.
         dtype: one of DTYPES; inputs are rounded to it and the oracle uses the rounded values.
             Default: `"float64"`.
-        drivers: driver names (duplicates run once); None: every driver but the torch.compile
-            ones, whose C++ compiles take seconds per loss form (the report names them); "all":
-            every one. Default: `None`.
+        drivers: driver names (duplicates run once); None: the core drivers (`rnnbench list`: suite
+            core) but the torch.compile ones, whose C++ compiles take seconds per loss form; the report
+            names those left out, with the bug-class configurations (remat, native reverse, while loops,
+            buffer writes); "all": every one. Default: `None`.
         device: where the drivers run: "cpu", or "cuda" for the drivers that run there.
             Default: `"cpu"`.
         seed: seeds the loss form's random weights and the H v direction. Default: `0`.

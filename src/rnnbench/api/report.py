@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rnnbench import registry
 from rnnbench.check import known_issues
 from rnnbench.model import promotion_note
 from rnnbench.status import KNOWN_PREFIX, WRONG_GRADIENT, Status, is_known
@@ -45,7 +46,7 @@ class RecurrenceReport:
     dtype: str
     oracle_kind: str
     results: list[DriverResult]
-    left_out: tuple[str, ...] = ()  # drivers the default selection did not run (torch.compile ones)
+    left_out: tuple[str, ...] = ()  # drivers the default selection did not run (api.validate.runs_by_default)
     integer: tuple[str, ...] = ()  # integer leaves of carry0 and xs (indices): kept integer, no gradient
 
     @property
@@ -122,11 +123,19 @@ class RecurrenceReport:
                 lines.append(f"\n== {r.driver} under loss {r.loss}{how}: {r.status}\n{r.report}")
         return "\n".join(lines)
 
+    def _left_out_by_reason(self) -> str:
+        """The drivers the default left out, grouped by why: inductor's C++ compiles, or a bug-class configuration."""
+        every = registry.drivers()
+        slow = [n for n in self.left_out if n not in every or every[n].slow_to_compile]
+        bugs = [n for n in self.left_out if n not in slow]
+        groups = [("slow to compile", slow), ("bug-class configurations (--suite bugs)", bugs)]
+        return "; ".join(f"{why}: {', '.join(names)}" for why, names in groups if names)
+
     def verdict(self) -> str:
         """The three answers in words, under the table: ok, the trusted drivers, the known wrong ones."""
         wrong = "; ".join(f"{d} ({', '.join(ids)})" for d, ids in self.known_wrong.items())
         not_run = (
-            f"\nnot run (slow to compile; drivers='all' runs them): {', '.join(self.left_out)}" if self.left_out else ""
+            f"\nnot run by default (drivers='all' runs them): {self._left_out_by_reason()}" if self.left_out else ""
         )
         integer = (
             f"\ninteger leaves (indices; kept integer, no gradient by definition): {', '.join(self.integer)}"

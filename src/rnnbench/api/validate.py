@@ -11,17 +11,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rnnbench import registry
 from rnnbench.api.linear import check_declaration
-from rnnbench.api.messages import label, problem, text
+from rnnbench.api.messages import label, problem
+from rnnbench.api.selection import driver_selection, loss_forms, mode_selection
 from rnnbench.api.trees import Tree, flatten, is_flat, leaf_name, rebuild
-from rnnbench.losses import CHECKED, MODEL_LOSS, form_named
 from rnnbench.model import (
     DTYPES,  # the dtypes check_recurrence runs at (rnnbench.api.DTYPES: the one list, its order)
     is_integer,
     numpy_dtype,
 )
-from rnnbench.modes import VJP, rows_and_hvp
 from rnnbench.ops import numpy_ops
 
 
@@ -115,19 +113,6 @@ def functions(step: Any, loss: Any) -> None:
         raise problem("loss", type=type(loss).__name__)
 
 
-def mode_selection(modes: Any, order: Any) -> tuple[tuple[str, ...], bool]:
-    """(the first-order modes that get a row each, whether vjp rows check H v) from `modes`
-    (rnnbench.modes.rows_and_hvp) and `order`; None: vjp, with H v where order is 2."""
-    if modes is None:
-        return (VJP,), order == 2
-    if not isinstance(modes, (str, list, tuple)):
-        raise problem("modes", error=f"expected 'all', a comma-separated str or a list of names, got {modes!r}")
-    try:
-        return rows_and_hvp(modes)
-    except ValueError as exc:
-        raise problem("modes", error=str(exc)) from None
-
-
 def options(dtype: Any, order: Any, oracle: Any = None) -> None:
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
     from rnnbench.check.oracle import CHOICES
@@ -145,63 +130,6 @@ def xs_flag(flag: Any, xs: Any) -> None:
         raise problem("xs_flag", flag=flag)
     if flag and xs is None:
         raise problem("xs_flag_no_xs")
-
-
-def names(value: Any, argument: str, example: str) -> list:
-    """A list of names, duplicates once, in the order given."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        raise problem("names_type", argument=argument, value=value, example=example)
-    if not value:
-        raise problem("names_empty", argument=argument)
-    if not all(isinstance(n, str) for n in value):
-        raise problem("names_str", argument=argument, value=list(value))
-    return list(dict.fromkeys(value))
-
-
-ALL_DRIVERS = "all"
-
-
-def driver_selection(drivers: Any) -> list[str]:
-    """The drivers to run: for None, every registered one but those slow to compile (torch inductor:
-    seconds of C++ compiles per loss form; the report names them, left_out_by_default); "all": every one."""
-    if drivers is None:
-        return [n for n, d in registry.drivers().items() if not d.slow_to_compile]
-    if drivers == ALL_DRIVERS:
-        return list(registry.drivers())
-    selected = names(drivers, "drivers", "'torch_loop'")
-    for name in selected:
-        try:
-            registry.get_driver(name)
-        except registry.UnknownName as exc:
-            raise registry.UnknownName(text("unknown_driver", error=exc)) from None
-    return selected
-
-
-def left_out_by_default(drivers: Any) -> tuple[str, ...]:
-    """The drivers the default selection leaves out (those installed here; which of them can run
-    the step, the caller asks): for the report, so that a default check never reads as a check of all."""
-    if drivers is not None:
-        return ()
-    return tuple(n for n, d in registry.drivers().items() if d.slow_to_compile and d.available() is None)
-
-
-def loss_forms(loss: Any, losses: Any) -> list[str]:
-    """The loss forms every driver is judged under: ["model"] for a custom loss."""
-    if loss is not None:
-        if losses is not None:
-            raise problem("loss_and_losses")
-        return [MODEL_LOSS]
-    if losses is None:
-        return list(CHECKED)
-    selected = names(losses, "losses", "'weighted'")
-    for name in selected:
-        if name == MODEL_LOSS:
-            raise problem("model_loss")
-        try:
-            form_named(name)
-        except ValueError as exc:
-            raise problem("unknown_loss", error=exc) from None
-    return selected
 
 
 def real_array(value: Any, where: str, floats: bool = False) -> np.ndarray:
