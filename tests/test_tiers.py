@@ -59,6 +59,25 @@ def test_unrolled_xla_lstm_programs_are_slow_and_those_drivers_keep_fast_pairs()
         assert any(not slow for (model, d), slow in pairs.items() if d == driver), f"{driver} left the fast tier"
 
 
+def test_second_order_thinning_keeps_every_driver_on_the_quick_models_it_runs() -> None:
+    """conftest.thinned_second_order_pair: only bug-class drivers lose models, never a quick one; each keeps H v on
+    every quick model it supports; the core drivers keep every model."""
+    from conftest import second_order_pairs, thinned_second_order_pair
+
+    models, drivers = registry.models().values(), [d for d in registry.drivers().values() if d.second_order]
+    thinned = {(m.name, d.name) for m in models for d in drivers if thinned_second_order_pair(m, d)}
+    assert thinned, "the rule thins nothing: remove it and its docs"
+    assert all(registry.get_driver(d).suite == "bugs" and m not in QUICK.models for m, d in thinned)
+    kept = {(p.values[0], p.values[1]) for p in second_order_pairs()}
+    for d in drivers:
+        if not runs(d, current()):
+            continue
+        quick = {m.name for m in map(registry.get_model, QUICK.models) if m.suite == "core" and d.supports(m) is None}
+        assert {(m, d.name) for m in quick} <= kept, d.name
+        if d.suite == "core":
+            assert not any(name == d.name for _, name in thinned), d.name
+
+
 def test_thinned_pairs_are_named_and_every_mechanism_stays() -> None:
     """The thinning of the generated pairs (conftest.thinned_pair): only its two families, never a quick-suite
     model; each variant kind still meets the compiled loop on two or more models, each compiled bug-class
