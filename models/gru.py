@@ -27,7 +27,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from rnnbench.model import Case, Model
+from rnnbench.model import Case, Model, time_major_batch
 from rnnbench_models._common import rng_for, uniform
 from rnnbench_models._flops import count
 
@@ -271,7 +271,13 @@ def _cotangents(dys, dcarry):
 
 # What the three models share: one hidden state h, the family's sizes, loss, hand BPTT oracles and cotangents.
 _gru_family = functools.partial(
-    Model, carry_names=("h",), default_sizes=SIZES, loss=loss, oracle_kind="hand_bptt", cotangent_consts=_cotangents
+    Model,
+    carry_names=("h",),
+    default_sizes=SIZES,
+    loss=loss,
+    oracle_kind="hand_bptt",
+    cotangent_consts=_cotangents,
+    batch_axes=time_major_batch(("h",), step_consts=("wy",), leaf_consts=("wh",)),
 )
 
 MODELS = (

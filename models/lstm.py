@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from rnnbench.model import Case, Model
+from rnnbench.model import Case, Model, time_major_batch
 from rnnbench_models._common import rng_for, uniform
 from rnnbench_models._flops import count
 
@@ -151,5 +151,6 @@ MODELS = (
         cotangent_consts=lambda dys, dcarry: {"wy": dys, "wh": dcarry[0], "wc": dcarry[1]},
         kind="lstm",
         flops=flops,
+        batch_axes=time_major_batch(("h", "c"), step_consts=("wy",), leaf_consts=("wh", "wc")),
     ),
 )

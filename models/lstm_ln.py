@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from rnnbench.model import Case, Model
+from rnnbench.model import Case, Model, time_major_batch
 from rnnbench_models import lstm
 from rnnbench_models._common import rng_for, uniform
 from rnnbench_models._flops import count
@@ -98,5 +98,6 @@ MODELS = (
         oracle_kind="dual",  # the oracle ladder: dual numbers over this step
         kind="lstm_layernorm",
         flops=flops,
+        batch_axes=time_major_batch(("h", "c"), step_consts=("wy",), leaf_consts=("wh", "wc")),
     ),
 )

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from rnnbench.model import Case, Model
+from rnnbench.model import Case, Model, time_major_batch
 from rnnbench_models._common import rng_for, uniform
 
 
@@ -86,5 +86,6 @@ MODELS = (
         oracle_kind="hand_bptt",
         cotangent_consts=lambda dys, dcarry: {"wy": dys, "wh": dcarry[0]},
         island_grads=("W_hh", "carry0.h"),
+        batch_axes=time_major_batch(("h",), step_consts=("wy",), leaf_consts=("wh",)),
     ),
 )

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from rnnbench.model import Case, Model
+from rnnbench.model import Case, Model, time_major_batch
 from rnnbench_models._common import rng_for, uniform
 from rnnbench_models._flops import count
 
@@ -115,5 +115,6 @@ MODELS = (
         cotangent_consts=lambda dys, dcarry: {"wy": dys, "wh": dcarry[0]},
         kind="elman_tanh",
         flops=flops,
+        batch_axes=time_major_batch(("h",), step_consts=("wy",), leaf_consts=("wh",)),
     ),
 )

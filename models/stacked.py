@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from rnnbench.model import Case, Model
+from rnnbench.model import Case, Model, time_major_batch
 from rnnbench_models import lstm, rnn
 from rnnbench_models._common import rng_for, uniform
 from rnnbench_models._flops import count
@@ -188,6 +188,7 @@ MODELS = (
         oracle=rnn2_oracle,
         oracle_kind="hand_bptt",
         cotangent_consts=cotangent_consts(RNN2_CARRY),
+        batch_axes=time_major_batch(RNN2_CARRY, step_consts=("wy",), leaf_consts=[f"w_{n}" for n in RNN2_CARRY]),
         kind="elman_tanh_2layer",
         flops=flops_counter(1, 3, len(RNN2_CARRY), False),
     ),
@@ -203,6 +204,7 @@ MODELS = (
         oracle=lstm2_oracle,
         oracle_kind="hand_bptt",
         cotangent_consts=cotangent_consts(LSTM2_CARRY),
+        batch_axes=time_major_batch(LSTM2_CARRY, step_consts=("wy",), leaf_consts=[f"w_{n}" for n in LSTM2_CARRY]),
         kind="lstm_2layer",
         flops=flops_counter(4, 17, len(LSTM2_CARRY), True),
     ),
@@ -218,6 +220,7 @@ MODELS = (
         oracle=birnn_oracle,
         oracle_kind="hand_bptt",
         cotangent_consts=cotangent_consts(BIRNN_CARRY),
+        batch_axes=time_major_batch(BIRNN_CARRY, step_consts=("wy",), leaf_consts=[f"w_{n}" for n in BIRNN_CARRY]),
         kind="elman_tanh_bidirectional",
         flops=flops_counter(1, 3, len(BIRNN_CARRY), True, bidirectional=True),
     ),

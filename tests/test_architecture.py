@@ -31,6 +31,7 @@ FLOORS = {
     "rnnbench.drivers": 2,
     "rnnbench.record": 2,
     "rnnbench.losses": 2,
+    "rnnbench.batch": 2,
     "rnnbench.registry": 3,
     "rnnbench.results_file": 3,
     "rnnbench.check": 3,

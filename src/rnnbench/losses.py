@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rnnbench.errors import did_you_mean
-from rnnbench.model import Case, Loss, Model, rollout
+from rnnbench.model import BatchAxes, Case, Loss, Model, rollout
 from rnnbench.ops import numpy_ops
 
 MODEL_LOSS = "model"  # the model's own loss, as its module defines it
@@ -28,17 +28,31 @@ MODEL_LOSS = "model"  # the model's own loss, as its module defines it
 Cotangents = tuple[np.ndarray, tuple[np.ndarray, ...]]  # (d loss / d ys, d loss / d carry leaves)
 
 
+# example_consts(ys_axis, carry_axes) -> {const: its batch axis}: the axis of the batch in each const a form reads,
+# from where the batch sits in ys and in each carry leaf (None: that leaf has none)
+ExampleConsts = Callable[[int, Sequence[int | None]], dict[str, int | None]]
+
+
 @dataclass(frozen=True)
 class LossForm:
     """name: stable id (records, the known-issues registry, asv). loss(ops, consts, ys, carry).
     weights(rng, ys, carry) -> the consts it reads (fixed random weights). cotangents(consts, ys,
-    carry) -> (dys, dcarry), float64 numpy, exact."""
+    carry) -> (dys, dcarry), float64 numpy, exact.
+
+    How it restricts to one example of a batch (the per_example mode, rnnbench.batch): the form
+    applied to that example's slice of ys, the final carry and its consts (each const sliced on
+    the axis example_consts gives it; a const it gives None is shared). example_weight(B): the
+    batch's loss is example_weight(B) times the sum of its examples' losses (1 for a sum of entries;
+    1/B for a mean, whose slice divides by the example's own number of entries). with_loss puts
+    both in the model's BatchAxes."""
 
     name: str
     summary: str
     loss: Loss
     weights: Callable[[np.random.Generator, np.ndarray, tuple], dict[str, np.ndarray]]
     cotangents: Callable[[Mapping[str, np.ndarray], np.ndarray, tuple], Cotangents]
+    example_consts: ExampleConsts = lambda ys_axis, carry_axes: {}
+    example_weight: Callable[[int], float] = lambda size: 1.0
 
 
 def _uniform(rng: np.random.Generator, like: np.ndarray) -> np.ndarray:
@@ -97,6 +111,14 @@ def sum_squares(ops, consts, ys, carry):
     return total
 
 
+def _ys_axis(ys_axis: int, carry_axes: Sequence[int | None]) -> dict[str, int | None]:
+    return {"wy": ys_axis}
+
+
+def _carry_axes(ys_axis: int, carry_axes: Sequence[int | None]) -> dict[str, int | None]:
+    return {f"wc{i}": axis for i, axis in enumerate(carry_axes)}
+
+
 def _last_cotangent(consts, ys, carry) -> Cotangents:
     dys = np.zeros(np.shape(ys))
     dys[-1] = consts["w_last"]
@@ -112,6 +134,10 @@ FORMS: dict[str, LossForm] = {
             loss=weighted,
             weights=lambda rng, ys, carry: {**_ys_weights(rng, ys, carry), **_carry_weights(rng, ys, carry)},
             cotangents=lambda k, ys, carry: (k["wy"], tuple(k[f"wc{i}"] for i in range(len(carry)))),
+            example_consts=lambda ys_axis, carry_axes: {
+                **_ys_axis(ys_axis, carry_axes),
+                **_carry_axes(ys_axis, carry_axes),
+            },
         ),
         LossForm(
             "ys_only",
@@ -119,6 +145,7 @@ FORMS: dict[str, LossForm] = {
             loss=ys_only,
             weights=_ys_weights,
             cotangents=lambda k, ys, carry: (k["wy"], _zeros(carry)),
+            example_consts=_ys_axis,
         ),
         LossForm(
             "carry_only",
@@ -126,6 +153,7 @@ FORMS: dict[str, LossForm] = {
             loss=carry_only,
             weights=_carry_weights,
             cotangents=lambda k, ys, carry: (np.zeros(np.shape(ys)), tuple(k[f"wc{i}"] for i in range(len(carry)))),
+            example_consts=_carry_axes,
         ),
         LossForm(
             "sum_carry",
@@ -140,6 +168,7 @@ FORMS: dict[str, LossForm] = {
             loss=mean,
             weights=lambda rng, ys, carry: {},
             cotangents=lambda k, ys, carry: (np.full(np.shape(ys), 1.0 / np.size(ys)), _zeros(carry)),
+            example_weight=lambda size: 1.0 / size,
         ),
         LossForm(
             "last_y",
@@ -147,6 +176,7 @@ FORMS: dict[str, LossForm] = {
             loss=last_y,
             weights=lambda rng, ys, carry: {"w_last": _uniform(rng, ys[-1])},
             cotangents=_last_cotangent,
+            example_consts=lambda ys_axis, carry_axes: {"w_last": ys_axis - 1},  # ys[T-1] has no time axis
         ),
         LossForm(
             "sum_squares",
@@ -197,9 +227,23 @@ def with_loss(model: Model, case: Case, name: str) -> tuple[Model, Case]:
     )
     oracle = _through_cotangents(model, form) if expressible else None
     new_model = dataclasses.replace(
-        model, loss=form.loss, oracle=oracle, oracle_kind=model.oracle_kind if oracle else "finite_differences"
+        model,
+        loss=form.loss,
+        oracle=oracle,
+        oracle_kind=model.oracle_kind if oracle else "finite_differences",
+        batch_axes=_example_axes(model, form),
     )
     return new_model, new_case
+
+
+def _example_axes(model: Model, form: LossForm) -> BatchAxes | None:
+    """The model's batch axes with the form's consts' axes and weight in place of its own loss's."""
+    axes = model.batch_axes
+    if axes is None:
+        return None
+    carry_axes = [axes.inputs.get(f"carry0.{n}") for n in model.carry_names]
+    consts = {k: a for k, a in form.example_consts(axes.ys, carry_axes).items() if a is not None}
+    return dataclasses.replace(axes, consts=consts, weight=form.example_weight)
 
 
 def _through_cotangents(model: Model, form: LossForm) -> Callable[[Case], dict[str, np.ndarray]]:

@@ -106,6 +106,71 @@ def numpy_dtype(dtype: str) -> Any:
     return {"float64": np.float64, "float32": np.float32, "float16": np.float16}[dtype]
 
 
+def _each_counts_once(size: int) -> float:
+    return 1.0
+
+
+@dataclass(frozen=True)
+class BatchAxes:
+    """Where the examples of a batched case sit (Model.batch_axes): the axis of the batch in each
+    batched input, by canonical name ("xs" (T, B, ...): 1; "carry0.<leaf>" (B, ...): 0; the final
+    carry leaf has its initial leaf's axis), in ys (T, B, ...), and in each const of the loss. An
+    input or const not named has no batch axis: every example shares it (the parameters).
+    weight(B): the loss is weight(B) times the sum over examples of the same loss on each example's
+    slice alone (1 for a sum; rnnbench.batch checks it on every case before a per_example row
+    runs). A loss form (rnnbench.losses.with_loss) puts its own consts' axes and weight here."""
+
+    inputs: Mapping[str, int]
+    ys: int
+    consts: Mapping[str, int] = field(default_factory=dict)
+    weight: Callable[[int], float] = _each_counts_once
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the examples of one case sit (batch_layout): size B; inputs: {canonical input name:
+    its batch axis}, the batched inputs present; consts: {const name: its batch axis}, the batched
+    consts present; ys: the batch axis of ys; weight: the loss is weight * Σ_b loss(example b)."""
+
+    size: int
+    inputs: Mapping[str, int]
+    consts: Mapping[str, int]
+    ys: int
+    weight: float
+
+
+NO_BATCH = "the model has no batch axis (Model.batch_axes)"
+
+
+def batch_layout(model: Model, case: Case) -> Layout | str:
+    """Where the examples of `case` sit (Model.batch_axes on this case's arrays), or why it has none."""
+    axes = model.batch_axes
+    if axes is None:
+        return NO_BATCH
+    present = {"xs": case.xs, **{f"carry0.{n}": c for n, c in zip(model.carry_names, case.carry0)}}
+    inputs = {n: a for n, a in axes.inputs.items() if present.get(n) is not None}
+    sizes = {n: np.shape(present[n])[a] for n, a in inputs.items()}
+    if not sizes:
+        return "no input of this case has a batch axis"
+    if len(set(sizes.values())) > 1:
+        return f"the batch axes disagree on the number of examples: {sizes}"
+    size = next(iter(sizes.values()))
+    consts = {n: a for n, a in axes.consts.items() if n in case.consts}
+    return Layout(size, inputs=inputs, consts=consts, ys=axes.ys, weight=axes.weight(size))
+
+
+def time_major_batch(
+    carry_names: Sequence[str], *, step_consts: Sequence[str], leaf_consts: Sequence[str]
+) -> BatchAxes:
+    """The batch of a sequence model laid out time-major: xs and ys (T, B, ...), every carry leaf
+    (B, ...), its loss's per-step consts (T, B, ...) and per-leaf consts (B, ...)."""
+    return BatchAxes(
+        inputs={"xs": 1, **{f"carry0.{n}": 0 for n in carry_names}},
+        ys=1,
+        consts={**{c: 1 for c in step_consts}, **{c: 0 for c in leaf_consts}},
+    )
+
+
 Step = Callable[[Ops, Params, Carry, Array | None], tuple[Carry, Array]]
 Loss = Callable[[Ops, Mapping[str, Array], Array, Carry], Array]
 Prologue = Callable[[Ops, Params, Array], Array]
@@ -168,6 +233,9 @@ class Model:
         after step 0. run_forward runs it through a driver's native reverse recurrence where it has
         one (lax.scan's reverse=True), else through its forward one on the flipped sequence. One
         recurrence only (no Model.forward).
+    batch_axes: where each example of its batch sits (BatchAxes), for the per_example mode
+        (rnnbench.modes): each example's gradient on its own. None: the model has no batch axis
+        (a trip-count iteration on one vector, a scalar recurrence), and that mode is unavailable.
     """
 
     name: str
@@ -189,6 +257,7 @@ class Model:
     integer_inputs: tuple[str, ...] = ()
     suite: str = "core"
     reverse: bool = False
+    batch_axes: BatchAxes | None = None
 
     def sizes_with_defaults(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
         """Default sizes updated with the overrides that this model knows; validated positive."""

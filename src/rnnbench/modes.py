@@ -2,7 +2,10 @@
 
 A first-order mode is a road to the loss's gradient that a framework offers besides reverse mode
 through a whole sequence; each produces the same canonical gradients (rnnbench.drivers.base.Grads),
-so the one judge (rnnbench.check.judge) decides every mode against the one oracle. `hvp` is the
+so the one judge (rnnbench.check.judge) decides every mode against the one oracle. `per_example`
+produces each example's gradient of its own loss instead (rnnbench.batch lays them out), judged by
+the same judge once per example against the oracle of that example's own case
+(rnnbench.check.per_example). `hvp` is the
 second-order check of today (Hessian-vector products), run beside the vjp row (its `hvp` field).
 A driver declares the modes its mechanism supports (Driver.mode_missing); a mode it cannot run is an
 `unavailable` row with the reason, never left out.
@@ -28,6 +31,7 @@ class Mode:
 VJP = "vjp"
 JVP = "jvp"
 FUNC = "func"
+PER_EXAMPLE = "per_example"
 HVP = "hvp"
 
 MODES = {m.name: m for m in (
@@ -35,6 +39,8 @@ MODES = {m.name: m for m in (
     Mode(JVP, "forward mode: the framework's jvp along each input entry's unit tangent (jax.jacfwd, "
          "torch.func.jacfwd: vmapped jvp), the gradient column by column, as the dual-number oracle computes it"),
     Mode(FUNC, "torch's functional transforms: torch.func.grad_and_value instead of backward(), eager and compiled"),
+    Mode(PER_EXAMPLE, "per-example gradients: each example's gradient of its own loss by vmap of grad over the batch "
+         "(jax.vmap(jax.grad), torch.func.vmap(torch.func.grad)), each judged against its own case's oracle"),
     Mode(HVP, "second order: a Hessian-vector product along a seeded direction, checked in the vjp row", order=2),
 )}  # fmt: skip
 DEFAULT = (VJP,)

@@ -37,7 +37,7 @@ from rnnbench.api.report import DriverResult, RecurrenceReport
 from rnnbench.api.selection import left_out_by_default
 from rnnbench.api.trees import Tree, flatten, is_flat, leaf_name
 from rnnbench.api.validate import DTYPES, Checked, Inputs, validate
-from rnnbench.model import Case, Model, is_integer
+from rnnbench.model import Case, Model, is_integer, time_major_batch
 from rnnbench.status import OracleKind, Status
 
 __all__ = ["DTYPES", "DriverResult", "RecurrenceReport", "check_recurrence"]
@@ -64,6 +64,7 @@ def check_recurrence(
     oracle: str | None = None,
     linear: Callable | None = None,
     modes: str | Sequence[str] | None = None,
+    batched: bool = False,
 ) -> RecurrenceReport:
     """Run `step` on the drivers and compare its gradients (and Hessian-vector products) with the
     oracle's, computed from the numpy forward (by default the ladder: exact dual numbers).
@@ -116,6 +117,9 @@ def check_recurrence(
             the case before any driver runs (InputError at the first disagreement); None: the
             associative drivers call the step unavailable. Default: `None`.
         modes: None (vjp; H v per `order`), "all" or mode names: docs/checking.md#modes. Default: `None`.
+        batched: every leaf of carry0, x_t and y_t holds B examples on its first axis (xs, ys: (T, B,
+            ...)), so per_example judges each example's gradient of its own loss (a custom loss: the sum
+            of its examples', consts shared; checked); False: per_example is unavailable. Default: `False`.
 
     Bad input raises before any driver runs (rnnbench.api.validate; docs/api.md, "Input validation"):
     TypeError for a wrong type, rnnbench.errors.InputError (a ValueError) for a bad value.
@@ -151,21 +155,20 @@ def _check(given: Inputs) -> RecurrenceReport:
 def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
     """The user's recurrence as a suite model on flat arrays, and its one case rounded to dtype:
     params and carry leaves by name, x_t and y_t packed into one vector per step (T, total)."""
-    T = checked.length
+    T, batched = checked.length, checked.batch is not None
     params_tree, carry_tree = Tree(given.params), Tree(checked.carry0)
-    xs_tree = None if given.xs is None else Tree(given.xs, per_step=True)
+    xs_tree = None if given.xs is None else Tree(given.xs, per_step=True, batched=batched)
     # a tuple of arrays keeps its names c0, c1, ...; any other tree is named by its paths
     flat = is_flat(checked.carry0)
     carry_names = tuple(f"c{i}" for i in range(len(carry_tree.leaves))) if flat else tuple(carry_tree.names())
-    y_tree = Tree(checked.example_y)  # the shape of one step's output
+    y_tree = Tree(checked.example_y, batched=batched)  # the shape of one step's output (of one example's)
 
     def step(ops, flat_params, carry, x):
         """The user's step on trees, run on the suite's flat params, carry leaves and packed x."""
         tree_params = params_tree.unflatten([flat_params[n] for n in params_tree.names()])
-        x_t = None if x is None else xs_tree.unpack(ops, x)
+        x_t = None if x is None else xs_tree.unpack(ops, x, leading=tuple(x.shape[:-1]))
         new, y = given.step(ops, tree_params, carry_tree.unflatten(carry), x_t)
-        packed = y if y_tree.single else ops.concat([ops.reshape(leaf, (-1,)) for _, leaf in flatten(y)], axis=0)
-        return tuple(leaf for _, leaf in flatten(new)), packed
+        return tuple(leaf for _, leaf in flatten(new)), y_tree.pack(ops, [leaf for _, leaf in flatten(y)])
 
     linear = None
     if given.linear is not None:
@@ -180,14 +183,16 @@ def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
 
         def loss(ops, consts, ys, carry):
             """The user's loss on the trees: ys (T, total) unpacked to (T, ...) per output leaf."""
-            return given.loss(ops, consts, y_tree.unpack(ops, ys, leading=(ys.shape[0],)), carry_tree.unflatten(carry))
+            return given.loss(
+                ops, consts, y_tree.unpack(ops, ys, leading=tuple(ys.shape[:-1])), carry_tree.unflatten(carry)
+            )
 
     # an integer leaf (token ids, a counter) stays integer and has no gradient (RecurrenceReport.integer)
     carry0 = tuple(_canonical(c) for c in carry_tree.leaves)
     xs = None if xs_tree is None else xs_tree.pack_sequence()
     case = Case(
         model="user",
-        sizes={"T": T},
+        sizes={"T": T, **({"B": checked.batch} if batched else {})},
         seed=given.seed,
         params={n: np.asarray(v, dtype=np.float64) for n, v in zip(params_tree.names(), params_tree.leaves)},
         carry0=carry0,
@@ -206,6 +211,8 @@ def _user_model(given: Inputs, checked: Checked) -> tuple[Model, Case]:
         step=step,
         loss=loss or loss_forms.weighted,
         linear_recurrence=linear,
+        # the batch on its own axis of every carry leaf, of xs and ys after T (Tree keeps it packed apart)
+        batch_axes=time_major_batch(carry_names, step_consts=(), leaf_consts=()) if batched else None,
         integer_inputs=tuple(
             name
             for name, a in (("xs", case.xs), *((f"carry0.{n}", c) for n, c in zip(carry_names, case.carry0)))
@@ -278,7 +285,8 @@ def _run_drivers(
     drivers (`oracle`: a forced rung, None for the ladder), in each differentiation mode of `modes`
     (H v by `order` in the vjp results): (results, the least exact oracle kind used)."""
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
-    from rnnbench.check.oracle import oracle_grads, weakest
+    from rnnbench.check.oracle import once, oracle_grads, weakest
+    from rnnbench.check.per_example import example_oracles
     from rnnbench.machine.caches import cache_root
     from rnnbench.rows.pair import PairPlan, unavailable_reason
 
@@ -298,7 +306,10 @@ def _run_drivers(
             for form, (model, form_case) in judged.items():
                 if form not in plans:
                     first = oracle_grads(model, form_case, oracle)
-                    plans[form] = PairPlan(order=order, seed=seed, oracle=first, oracle_choice=oracle, repeat=False)
+                    each = once(lambda m=model, c=form_case: example_oracles(m, c, oracle))  # per_example's, if asked
+                    plans[form] = PairPlan(
+                        order=order, seed=seed, oracle=first, example_oracles=each, oracle_choice=oracle, repeat=False
+                    )
                 for mode in modes:
                     plan = dataclasses.replace(plans[form], mode=mode)
                     results.append(_result(model, driver, form_case, dtype=dtype, device=device, plan=plan, form=form))

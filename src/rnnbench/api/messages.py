@@ -16,6 +16,7 @@ TYPE_PROBLEMS: dict[str, str] = {
     "names_type": "{argument} is {value!r}; expected a list of names, e.g. [{example}]",
     "names_str": "{argument}: every name must be a str, got {value!r}",
     "xs_flag": "xs_requires_grad is {flag!r}; expected a bool",
+    "batched_type": "batched is {batched!r}; expected a bool",
     "carry_flags_type": "{where} is {flags!r} ({type}); expected a bool (or a tree of bools shaped like carry0)",
     "unreadable": "{where} is a {type} that numpy cannot read; expected a numpy array",
     "not_real": "{where} is {what}; expected a real numeric array",
@@ -35,6 +36,11 @@ VALUE_PROBLEMS: dict[str, str] = {
     "order": "order must be 1 (gradients) or 2 (also Hessian-vector products), got {order!r}",
     "oracle": "oracle must be one of {known}; got {oracle!r}",
     "modes": "modes: {error}",
+    "batch_axis": (
+        "batched=True, but {where} has shape {shape}: no axis {axis} to hold the batch (every carry leaf and y_t "
+        "leaf is (B, ...), every xs leaf (T, B, ...))"
+    ),
+    "batch_sizes": "batched=True, but the batch axes disagree on the number of examples: {sizes}",
     "names_empty": "{argument}=[] selects nothing; leave it None for the default",
     "unknown_driver": "drivers: {error}",  # raised as registry.UnknownName, an InputError
     "loss_and_losses": "give either a loss function (`loss`) or loss forms (`losses`), not both",

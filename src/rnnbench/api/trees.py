@@ -40,15 +40,18 @@ class Tree:
     """A user's pytree (nested dicts, tuples, lists of arrays) as the flat arrays the suite runs:
     leaf names joined from the path ("layer.W"), and packing of per-step trees into one vector per
     step (xs, ys) so every driver's loop or scan sees single arrays. Shapes: a packed sequence is
-    (T, total), total = the sum of the leaves' per-step sizes."""
+    (T, total), total = the sum of the leaves' per-step sizes; batched (every leaf holds a batch of
+    examples after T: (T, B, ...)), (T, B, total), total the sum of one example's sizes, so the batch
+    stays an axis of its own (the per_example mode slices it)."""
 
-    def __init__(self, tree: Any, per_step: bool = False) -> None:
+    def __init__(self, tree: Any, per_step: bool = False, batched: bool = False) -> None:
         items = flatten(tree)
         self.template = tree
         self.paths = [path for path, _ in items]
         self.leaves = [leaf for _, leaf in items]
         self.single = not isinstance(tree, (dict, tuple, list))  # a bare array: nothing to pack
-        self.shapes = [np.shape(leaf)[1:] if per_step else np.shape(leaf) for leaf in self.leaves]
+        self.batched = batched
+        self.shapes = [np.shape(leaf)[int(per_step) + int(batched) :] for leaf in self.leaves]
         self.sizes = [int(np.prod(s)) for s in self.shapes]
 
     def names(self, prefix: str = "") -> list[str]:
@@ -64,11 +67,20 @@ class Tree:
         dtype = np.int64 if integer else np.float64
         if self.single:
             return np.asarray(self.leaves[0], dtype=dtype)
-        T = len(self.leaves[0])
-        return np.concatenate([np.asarray(leaf, dtype).reshape(T, -1) for leaf in self.leaves], axis=1)
+        lead = np.shape(self.leaves[0])[: 2 if self.batched else 1]
+        return np.concatenate([np.asarray(leaf, dtype).reshape(*lead, -1) for leaf in self.leaves], axis=-1)
+
+    def pack(self, ops, leaves: list) -> Any:
+        """One step's leaves (each (B, ...) where batched) -> one packed array ((B, total) or (total,))."""
+        if self.single:
+            return leaves[0]
+        return ops.concat(
+            [ops.reshape(leaf, (*tuple(leaf.shape[: int(self.batched)]), -1)) for leaf in leaves], axis=-1
+        )
 
     def unpack(self, ops, packed, leading: tuple = ()) -> Any:
-        """One packed vector (leading = ()) or a packed sequence (leading = (T,)) -> the tree."""
+        """A packed array -> the tree; leading: its axes before the packed one (() for one step's
+        vector, (T,) for a sequence, with B after each where batched)."""
         if self.single:
             return packed
         out, start = [], 0

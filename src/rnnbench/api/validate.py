@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rnnbench.api.batched import batch_size
 from rnnbench.api.linear import check_declaration
 from rnnbench.api.messages import label, problem
 from rnnbench.api.selection import driver_selection, loss_forms, mode_selection
@@ -45,6 +46,7 @@ class Inputs:
     oracle: Any = None
     linear: Callable | None = None
     modes: Any = None
+    batched: Any = False
 
 
 class Checked(NamedTuple):
@@ -59,6 +61,7 @@ class Checked(NamedTuple):
     # the first-order differentiation modes checked (rnnbench.modes), and whether vjp rows check H v
     modes: tuple = ("vjp",)
     hvp: bool = True
+    batch: int | None = None  # B, the examples of a batched recurrence (check_recurrence's batched); None: none
 
 
 def validate(given: Inputs) -> Checked:
@@ -77,7 +80,7 @@ def validate(given: Inputs) -> Checked:
     if given.linear is not None and not callable(given.linear):
         raise problem("linear_type", type=type(given.linear).__name__)
     options(given.dtype, given.order, given.oracle)
-    row_modes, hvp = mode_selection(given.modes, given.order)
+    modes, hvp = mode_selection(given.modes, given.order)
     xs_flag(given.xs_requires_grad, given.xs)
     driver_names = driver_selection(given.drivers)
     forms = loss_forms(given.loss, given.losses)
@@ -103,7 +106,8 @@ def validate(given: Inputs) -> Checked:
         check_declaration(
             given.step, given.linear, params=given.params, carry=carry, xs=given.xs, T=T, np_dtype=np_dtype
         )
-    return Checked(carry, T, flags, driver_names, forms=forms, example_y=example_y, modes=row_modes, hvp=hvp)
+    size = batch_size(given.batched, carry=carry, xs=given.xs, example_y=example_y)  # after the forward: y_t's shape
+    return Checked(carry, T, flags, driver_names, forms=forms, example_y=example_y, modes=modes, hvp=hvp, batch=size)
 
 
 def functions(step: Any, loss: Any) -> None:

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.drivers.base import DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
+from rnnbench.drivers._jax_per_example import per_example_mode
+from rnnbench.drivers.base import Batch, DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
 from rnnbench.model import Case, Model, is_integer, numpy_dtype
 from rnnbench.ops import numpy_ops
 
@@ -401,10 +402,17 @@ def model_arrays(model: Model, case: Case, dtype: str, device: str):
 
 
 def prepared_from_loss(
-    loss_fn: Callable[[dict, dict], Any], diff: dict, rest: dict, settings: Mapping[str, Any]
+    loss_fn: Callable[[dict, dict], Any],
+    diff: dict,
+    rest: dict,
+    settings: Mapping[str, Any],
+    *,
+    batch: Batch | None = None,
 ) -> Prepared:
     """Prepared for loss_fn(diff, rest) -> scalar: jit of the loss (forward) and of
-    value_and_grad w.r.t. `diff` (forward+backward). The first call traces and compiles."""
+    value_and_grad w.r.t. `diff` (forward+backward). The first call traces and compiles.
+    batch: where the examples sit and the consts dict loss_fn reads, for the per_example mode;
+    None: no such mode."""
     import jax
 
     forward_jit = jax.jit(loss_fn)
@@ -434,7 +442,10 @@ def prepared_from_loss(
         block=jax.block_until_ready,
         settings={**SETTINGS, **settings},
         hvp=hvp,
-        modes={"jvp": forward_mode(loss_fn, diff, rest)},
+        modes={
+            "jvp": forward_mode(loss_fn, diff, rest),
+            **({"per_example": per_example_mode(loss_fn, diff, rest, batch)} if batch else {}),
+        },
         memory_analysis=lambda: compiled_memory(value_and_grad, diff, rest),
         cost_analysis=lambda: compiled_cost(value_and_grad, diff, rest),
         saved_for_backward=lambda: residual_bytes(loss_fn, diff, rest),

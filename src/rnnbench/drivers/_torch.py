@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from rnnbench.drivers._torch_compile import BACKENDS, at_backend, compiles_kept, fresh_dynamo_state, reset_dynamo
+from rnnbench.drivers._torch_per_example import per_example_mode
 from rnnbench.drivers._torch_settings import keep_torch_settings, set_threads, threads_in_use
-from rnnbench.drivers.base import DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
+from rnnbench.drivers.base import Batch, DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
 from rnnbench.model import Case, Model, Recur, is_integer
 
 
@@ -309,6 +310,7 @@ def prepared_from_loss(
     settings: Mapping[str, Any],
     second_order: bool = False,
     pure_loss: Callable[[dict[str, Any]], Any] | None = None,
+    batch: Batch | None = None,
 ) -> Prepared:
     """Prepared for a torch loss function of the inputs dict; gradients are read from `.grad`, where
     None means the input does not reach the loss (the judge reads it as a zero gradient: a true
@@ -319,7 +321,8 @@ def prepared_from_loss(
     forward_backward builds the graph and back-propagates.
     second_order: also provide hvp (double backward; eager drivers only). pure_loss: the same loss
     reading every compared input from its argument, for torch.func's modes, where loss_fn reads some
-    from elsewhere (a vendor layer's module parameters); None: loss_fn is pure."""
+    from elsewhere (a vendor layer's module parameters); None: loss_fn is pure. batch: where the
+    examples sit and the consts dict loss_fn reads, for the per_example mode; None: no such mode."""
     import torch
 
     def forward_backward():
@@ -368,7 +371,10 @@ def prepared_from_loss(
         block=block,
         settings=dict(settings),
         hvp=hvp if second_order else None,
-        modes=functional_modes(pure_loss or loss_fn, inputs, wrt),
+        modes={
+            **functional_modes(pure_loss or loss_fn, inputs, wrt),
+            **({"per_example": per_example_mode(pure_loss or loss_fn, inputs, wrt, batch)} if batch else {}),
+        },
         saved_for_backward=lambda: saved_bytes(loss_fn, inputs),
         computed_dtype=lambda: computed[0] if computed else None,
     )

@@ -31,7 +31,7 @@ TORCH_XLA = Framework(
     # its Prepared offers backward() only: torch.func's transforms on the lazy device are not wired here
     modes_missing={
         m: "not offered on the lazy XLA device (drivers/_torch_xla.py passes no torch.func modes)"
-        for m in ("jvp", "func")
+        for m in ("jvp", "func", "per_example")
     },
 )
 

@@ -36,7 +36,9 @@ class Prepared:
     framework gives no such count.
     modes: {mode: callable} for the first-order modes other than vjp (rnnbench.modes): the same
     (loss, gradients) by another road (forward mode, functional transforms); a mode absent here is
-    one the driver cannot run (Driver.mode_missing says why).
+    one the driver cannot run (Driver.mode_missing says why). per_example's call returns (each
+    example's loss (B,), {name: each example's gradient of its own loss, (B, *shape in one
+    example's case)}) instead (rnnbench.batch's layout).
     computed_dtype() -> the dtype name ("float32", "float64", ...) the last loss_and_grads' loss came
     back in: a step that promotes (a float64 constant, a numpy float64 scalar under jax's x64) computes
     wider than the row's dtype, and says so here; None where the driver cannot tell.
@@ -56,6 +58,18 @@ class Prepared:
     cost_analysis: Callable[[], dict[str, float]] | None = None
     # the first-order modes besides vjp (rnnbench.modes), each with loss_and_grads' contract
     modes: Mapping[str, Callable[[], tuple[float, Grads]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What a driver's per_example mode (rnnbench.modes) needs besides its loss function: the model
+    and case (where each example sits: rnnbench.batch.layout), and the consts dict its loss function
+    reads at each call (the framework's arrays of case.consts), which the mode fills with one
+    example's slices while it evaluates that example's loss."""
+
+    model: Model
+    case: Case
+    consts: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ plain arrays passed to the scanned function, so jax returns canonical gradients.
 from __future__ import annotations
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import Driver, Prepared, unflatten
+from rnnbench.drivers.base import Batch, Driver, Prepared, unflatten
 from rnnbench.model import BY_PRECISION, Case, Model, run_forward, scan_inputs
 from rnnbench.ops import jax_ops
 
@@ -33,7 +33,9 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
         ys, carry = run_forward(ops, run_model, params, carry0=carry0, xs=xs, length=case.length, recur=recur)
         return model.loss(ops, consts, ys, carry)
 
-    return _jax.prepared_from_loss(loss_fn, diff, rest, {"flax": "nnx.scan", **projection})
+    return _jax.prepared_from_loss(
+        loss_fn, diff, rest, {"flax": "nnx.scan", **projection}, batch=Batch(model, case, consts)
+    )
 
 
 DRIVERS = (

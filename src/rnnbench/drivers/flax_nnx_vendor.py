@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import Prepared, anchor, unflatten
+from rnnbench.drivers.base import Batch, Prepared, anchor, unflatten
 from rnnbench.drivers.flax_vendor import flax_lstm_params
 from rnnbench.model import Case, Model
 from rnnbench.ops import jax_ops
@@ -51,7 +51,7 @@ def prepare(cell: Cell, model: Model, case: Case, dtype: str, device: str) -> Pr
         (c_T, h_T), ys = nnx.merge(graphdef, layer_state)(xs, initial_carry=(c0, h0))
         return model.loss(ops, consts, ys, (h_T, c_T))
 
-    return _jax.prepared_from_loss(loss_fn, diff, rest, {"layer": cell.label})
+    return _jax.prepared_from_loss(loss_fn, diff, rest, {"layer": cell.label}, batch=Batch(model, case, consts))
 
 
 DRIVERS = (

@@ -7,7 +7,7 @@ tree *is* the canonical dict."""
 from __future__ import annotations
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import Driver, Prepared, unflatten
+from rnnbench.drivers.base import Batch, Driver, Prepared, unflatten
 from rnnbench.model import BY_PRECISION, Case, Model, run_forward, scan_inputs
 from rnnbench.ops import jax_ops
 
@@ -60,7 +60,9 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
         carry, ys = module.apply({"params": params}, carry0, xs)
         return model.loss(ops, consts, ys, carry)
 
-    return _jax.prepared_from_loss(loss_fn, diff, rest, {"flax": "linen nn.scan", **projection})
+    return _jax.prepared_from_loss(
+        loss_fn, diff, rest, {"flax": "linen nn.scan", **projection}, batch=Batch(model, case, consts)
+    )
 
 
 DRIVERS = (

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import Prepared, anchor, unflatten
+from rnnbench.drivers.base import Batch, Prepared, anchor, unflatten
 from rnnbench.model import Case, Model
 from rnnbench.ops import jax_ops
 
@@ -79,7 +79,7 @@ def prepare(cell: Cell, model: Model, case: Case, dtype: str, device: str) -> Pr
         carry_T, ys = layer.apply(cell.variables(p, H), xs, initial_carry=to_flax(carry0))
         return model.loss(ops, consts, ys, from_flax(carry_T))
 
-    return _jax.prepared_from_loss(loss_fn, diff, rest, {"layer": cell.label})
+    return _jax.prepared_from_loss(loss_fn, diff, rest, {"layer": cell.label}, batch=Batch(model, case, consts))
 
 
 DRIVERS = tuple(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import Prepared, configured, unflatten
+from rnnbench.drivers.base import Batch, Prepared, configured, unflatten
 from rnnbench.model import BY_PRECISION, Case, Model, linear_recurrence_states, supports_linear_recurrence
 from rnnbench.ops import jax_ops
 
@@ -42,7 +42,7 @@ def prepare(config: AssociativeConfig, model: Model, case: Case, dtype: str, dev
     settings = {"jit": True, "loop": "lax.associative_scan"}
     if config.reverse:  # the default row's settings stay as its records have them
         settings["reverse"] = True
-    return _jax.prepared_from_loss(loss_fn, diff, rest, settings)
+    return _jax.prepared_from_loss(loss_fn, diff, rest, settings, batch=Batch(model, case, consts))
 
 
 DRIVERS = (

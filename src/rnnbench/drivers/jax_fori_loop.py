@@ -7,7 +7,7 @@ shape of a while loop written by hand, not a scan over xs."""
 from __future__ import annotations
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import Driver, Prepared, unflatten
+from rnnbench.drivers.base import Batch, Driver, Prepared, unflatten
 from rnnbench.model import BY_PRECISION, Case, Model, run_forward
 from rnnbench.ops import jax_ops
 
@@ -40,7 +40,9 @@ def prepare(model: Model, case: Case, dtype: str, device: str) -> Prepared:
         ys, carry = run_forward(ops, run_model, params, carry0=carry0, xs=xs, length=case.length, recur=recur)
         return model.loss(ops, consts, ys, carry)
 
-    return _jax.prepared_from_loss(loss_fn, diff, rest, {"jit": True, "loop": "lax.fori_loop", **projection})
+    return _jax.prepared_from_loss(
+        loss_fn, diff, rest, {"jit": True, "loop": "lax.fori_loop", **projection}, batch=Batch(model, case, consts)
+    )
 
 
 DRIVERS = (

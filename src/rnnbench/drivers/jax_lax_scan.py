@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import Prepared, configured, unflatten
+from rnnbench.drivers.base import Batch, Prepared, configured, unflatten
 from rnnbench.model import BY_PRECISION, Case, Model, flipped, run_forward
 from rnnbench.ops import jax_ops
 
@@ -90,7 +90,7 @@ def prepare(config: LaxScanConfig, model: Model, case: Case, dtype: str, device:
         settings["remat"] = config.remat
     if config.remat3 is not None:
         settings["remat3"] = config.remat3
-    return _jax.prepared_from_loss(loss_fn, diff, rest, settings)
+    return _jax.prepared_from_loss(loss_fn, diff, rest, settings, batch=Batch(model, case, consts))
 
 
 DRIVERS = (

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rnnbench.drivers import _jax
-from rnnbench.drivers.base import Prepared, configured, unflatten
+from rnnbench.drivers.base import Batch, Prepared, configured, unflatten
 from rnnbench.model import BY_PRECISION, Case, Model, rollout
 from rnnbench.ops import jax_ops
 
@@ -57,7 +57,7 @@ def loop_loss(
 def prepare(ys: str, model: Model, case: Case, dtype: str, device: str) -> Prepared:
     diff, rest, consts = _jax.model_arrays(model, case, dtype, device)
     loss_fn, settings = loop_loss(model, case, consts, dtype=dtype, ys=ys)
-    return _jax.prepared_from_loss(loss_fn, diff, rest, settings)
+    return _jax.prepared_from_loss(loss_fn, diff, rest, settings, batch=Batch(model, case, consts))
 
 
 DRIVERS = tuple(

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rnnbench.drivers import _torch, _torch_compile
-from rnnbench.drivers.base import Driver, Prepared, configured, unflatten
+from rnnbench.drivers.base import Batch, Driver, Prepared, configured, unflatten
 from rnnbench.model import BY_PRECISION, Case, Model, linear_recurrence_states, supports_linear_recurrence
 from rnnbench.ops import torch_ops
 
@@ -46,14 +46,15 @@ def prepare(config: AssociativeConfig, model: Model, case: Case, dtype: str, dev
         return model.loss(ops, consts, hs, carry)
 
     settings: dict[str, object] = {"combine_mode": config.combine_mode}
+    batch = Batch(model, case, consts)
     if config.reverse:  # the default rows' settings stay as their records have them
         settings["reverse"] = True
     if not config.compiled:
         return _torch.prepared_from_loss(
-            loss_fn, inputs, wrt, settings={"mode": "eager", **settings}, second_order=True
+            loss_fn, inputs, wrt, settings={"mode": "eager", **settings}, second_order=True, batch=batch
         )
     compiled_fn, compiled_settings = _torch_compile.compiled(loss_fn)
-    return _torch.prepared_from_loss(compiled_fn, inputs, wrt, settings={**compiled_settings, **settings})
+    return _torch.prepared_from_loss(compiled_fn, inputs, wrt, settings={**compiled_settings, **settings}, batch=batch)
 
 
 def _row(name: str, summary: str, config: AssociativeConfig, **fields) -> Driver:

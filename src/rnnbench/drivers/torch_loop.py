@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rnnbench.drivers import _torch, _torch_compile
-from rnnbench.drivers.base import Driver, Prepared, configured, unflatten
+from rnnbench.drivers.base import Batch, Driver, Prepared, configured, unflatten
 from rnnbench.model import BY_PRECISION, Case, Model, loop_recur, rollout, run_forward
 from rnnbench.ops import torch_ops
 
@@ -126,7 +126,9 @@ def prepare(config: LoopConfig, model: Model, case: Case, dtype: str, device: st
     if config.autocast:
         loss_fn = _torch.under_autocast(loss_fn, device)
         settings.update(autocast="bfloat16", params="float32")
-    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings, second_order=config.second_order)
+    return _torch.prepared_from_loss(
+        loss_fn, inputs, wrt, settings=settings, second_order=config.second_order, batch=Batch(model, case, consts)
+    )
 
 
 def _row(name: str, summary: str, config: LoopConfig, **fields) -> Driver:

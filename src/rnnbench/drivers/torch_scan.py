@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rnnbench.drivers import _torch, _torch_compile
-from rnnbench.drivers.base import Driver, Prepared, configured, supports_only, unflatten
+from rnnbench.drivers.base import Batch, Driver, Prepared, configured, supports_only, unflatten
 from rnnbench.model import BY_PRECISION, Case, Model, Recur, flipped, run_forward, scan_inputs
 from rnnbench.ops import torch_ops
 
@@ -109,7 +109,9 @@ def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: st
         _torch_compile.fresh_dynamo_state()
         loss_fn = scan_loss(model, case, consts, checkpoint=config.checkpoint, reverse=config.reverse)
         settings = {"mode": "eager", **mechanism}
-        return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings, second_order=True)
+        return _torch.prepared_from_loss(
+            loss_fn, inputs, wrt, settings=settings, second_order=True, batch=Batch(model, case, consts)
+        )
     loss_fn, settings = _torch_compile.compiled(
         scan_loss(
             model, case, consts, clone_carry=config.clone_carry, checkpoint=config.checkpoint, reverse=config.reverse
@@ -119,7 +121,7 @@ def prepare(config: ScanConfig, model: Model, case: Case, dtype: str, device: st
     )
     settings["clone_carry"] = config.clone_carry
     settings.update(mechanism)
-    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings)
+    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings, batch=Batch(model, case, consts))
 
 
 def supports_carry(model: Model) -> str | None:

@@ -24,7 +24,7 @@ import functools
 from dataclasses import dataclass
 
 from rnnbench.drivers import _torch, _torch_compile
-from rnnbench.drivers.base import Prepared, anchor
+from rnnbench.drivers.base import Batch, Prepared, anchor
 from rnnbench.model import Case, Model
 from rnnbench.ops import torch_ops
 
@@ -88,11 +88,18 @@ def prepare(layer: Layer, model: Model, case: Case, dtype: str, device: str) -> 
 
     settings: dict = {"layer": layer.label}
     if not layer.compiled:
-        return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings, pure_loss=pure_loss)
+        return _torch.prepared_from_loss(
+            loss_fn, inputs, wrt, settings=settings, pure_loss=pure_loss, batch=Batch(model, case, consts)
+        )
     compiled_loss, compile_settings = _torch_compile.compiled(loss_fn, dynamo_config={"allow_rnn": True})
     compiled_pure = _torch_compile.compiled(pure_loss, dynamo_config={"allow_rnn": True})[0]
     return _torch.prepared_from_loss(
-        compiled_loss, inputs, wrt, settings={**settings, **compile_settings}, pure_loss=compiled_pure
+        compiled_loss,
+        inputs,
+        wrt,
+        settings={**settings, **compile_settings},
+        pure_loss=compiled_pure,
+        batch=Batch(model, case, consts),
     )
 
 

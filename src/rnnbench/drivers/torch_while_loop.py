@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from rnnbench.drivers import _torch, _torch_compile
-from rnnbench.drivers.base import Driver, Prepared, configured, unflatten
+from rnnbench.drivers.base import Batch, Driver, Prepared, configured, unflatten
 from rnnbench.model import BY_PRECISION, Case, Model, is_integer, loop_recur, run_forward, scan_inputs
 from rnnbench.ops import forward_pass, numpy_ops, torch_ops
 
@@ -89,7 +89,7 @@ def prepare(config: WhileConfig, model: Model, case: Case, dtype: str, device: s
     if config.compiled:
         loss_fn, compiled_settings = _torch_compile.compiled(loss_fn)
         settings = {"loop": "while_loop", **compiled_settings}
-    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings)
+    return _torch.prepared_from_loss(loss_fn, inputs, wrt, settings=settings, batch=Batch(model, case, consts))
 
 
 def _row(name: str, summary: str, config: WhileConfig) -> Driver:

@@ -16,15 +16,17 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from rnnbench import batch
 from rnnbench.check.judge import Check, judge
 from rnnbench.check.localize import Localization, localize
 from rnnbench.check.oracle import Oracle, oracle_grads
+from rnnbench.check.per_example import ExampleOracles, example_oracles, judge_examples
 from rnnbench.check.second_order import HvpOracle, check_second_order
 from rnnbench.check.tolerance import tolerance
 from rnnbench.drivers.base import Driver, Prepared, derivatives
 from rnnbench.machine import environments
 from rnnbench.model import Case, Model, promoted, promotion_note
-from rnnbench.modes import VJP
+from rnnbench.modes import PER_EXAMPLE, VJP
 from rnnbench.processes.compile_budget import budget
 from rnnbench.rows.timing import timed_call
 from rnnbench.status import Status, is_fixed, is_known
@@ -44,7 +46,9 @@ class PairPlan:
     path). seed: that direction's seed. oracle: the case's first-order oracle when the caller
     computed it once for several drivers (None: computed here); hvp_oracle: gives the case's H v
     oracle, asked only when H v is checked (the fuzzer caches it per body; None: computed here).
-    oracle_choice: a rung of the oracle ladder to force (None: the ladder). compile_budget_s:
+    oracle_choice: a rung of the oracle ladder to force (None: the ladder). example_oracles: gives
+    the oracle of each example's own case, asked only in the per_example mode (None: computed here).
+    compile_budget_s:
     prepare + first call raise CompileBudgetExceeded after this long. repeat: call the driver a
     second time and record whether the gradients are bit-identical. localize: walk an unexplained
     wrong gradient to its first step (the fuzzer localizes only its shrunk bodies). fresh_compiles:
@@ -56,6 +60,7 @@ class PairPlan:
     seed: int = 0
     oracle: Oracle | None = None
     hvp_oracle: Callable[[], HvpOracle] | None = None
+    example_oracles: Callable[[], ExampleOracles] | None = None
     oracle_choice: str | None = None
     compile_budget_s: float | None = None
     repeat: bool = True
@@ -101,6 +106,7 @@ def check_pair(model: Model, driver: Driver, case: Case, *, dtype: str, device: 
         budget_s=plan.compile_budget_s,
         fresh_compiles=plan.fresh_compiles,
         mode=plan.mode,
+        examples=plan.example_oracles,
     )
     out = PairCheck(chk, prepared, chk.status, chk.report)
     if chk.status == Status.UNAVAILABLE:
@@ -111,8 +117,9 @@ def check_pair(model: Model, driver: Driver, case: Case, *, dtype: str, device: 
         out.hvp = second_order(model, driver, case, dtype=dtype, prepared=prepared if agrees(chk) else None, plan=plan)
         if hvp_decides(chk.status, out.hvp_status):
             out.status, out.report = out.hvp["status"], out.hvp["report"]
-    if plan.localize and chk.status in LOCALIZED and not driver.anchor:
-        # not on a vendor layer: it does not run the model's step, so there is no step to blame
+    if plan.localize and chk.status in LOCALIZED and not driver.anchor and plan.mode != PER_EXAMPLE:
+        # not on a vendor layer: it does not run the model's step, so there is no step to blame; a per_example
+        # row's lines already name the example and entry, and the suffix walk compares whole-batch gradients
         out.localization = localize(
             model, driver, case, dtype=dtype, device=device, budget_s=LOCALIZE_BUDGET_S, mode=plan.mode
         )
@@ -173,29 +180,34 @@ def check_gradients(
     budget_s: float | None = None,
     fresh_compiles: bool = True,
     mode: str = VJP,
+    examples: Callable[[], ExampleOracles] | None = None,
 ) -> tuple[Check, Prepared | None]:
     """The first-order stage: prepare the driver, run loss_and_grads once (timing both: the first
     call compiles) and ask the judge (rnnbench.check.judge). Never raises for driver failures:
     they become the status. oracle: the case's oracle when the caller has it; choice: a forced
     rung of the ladder; budget_s: prepare + first call stop with CompileBudgetExceeded after this
     long; fresh_compiles: PairPlan.fresh_compiles; mode: the differentiation mode the gradients come
-    by (rnnbench.modes): one the driver cannot run is Status.UNAVAILABLE with its reason, unjudged."""
-    if (missing := driver.mode_missing(mode)) is not None:
+    by (rnnbench.modes): one the driver cannot run is Status.UNAVAILABLE with its reason, unjudged;
+    so is per_example on a case without examples (rnnbench.batch.unavailable). examples: gives the
+    oracle of each example's own case (per_example; None: computed here)."""
+    missing = driver.mode_missing(mode)
+    if missing is None and mode == PER_EXAMPLE:
+        missing = batch.unavailable(model, case)
+    if missing is not None:
         tol = tolerance(dtype, "", device)
         return Check(status=Status.UNAVAILABLE, oracle_kind="", tolerance=tol, report=missing, raw_status=""), None
-    oracle = oracle if oracle is not None else oracle_grads(model, case, choice)
-    verdict = partial(
-        judge,
-        model,
-        case,
-        dtype,
-        device=device,
-        driver_name=driver.name,
-        compiled=driver.compiled,
-        autocast=driver.autocast is not None,
-        oracle=oracle,
-        mode=mode,
-    )
+    common = {
+        "device": device,
+        "driver_name": driver.name,
+        "compiled": driver.compiled,
+        "autocast": driver.autocast is not None,
+    }
+    if mode == PER_EXAMPLE:
+        each = examples() if examples is not None else example_oracles(model, case, choice)
+        verdict = partial(judge_examples, model, case, dtype, **common, oracles=each)
+    else:
+        oracle = oracle if oracle is not None else oracle_grads(model, case, choice)
+        verdict = partial(judge, model, case, dtype, **common, oracle=oracle, mode=mode)
     try:
         with budget(budget_s), nullcontext() if fresh_compiles else driver.framework.compiles_kept():
             prepared, prepare_s = timed_call(lambda: driver.prepare(model, case, dtype, device))
@@ -269,7 +281,8 @@ def repeatability(prepared: Prepared, chk: Check, *, mode: str = VJP) -> dict[st
     except Exception as exc:
         return {"bitwise": False, "why": f"second call raised {type(exc).__name__}"}
     loss1, grads1 = chk.loss, chk.grads
-    pairs = [(np.asarray(loss1), np.asarray(loss2))]
+    # a per_example call gives each example's loss, the row keeps the batch's: its gradients are compared
+    pairs = [] if mode == PER_EXAMPLE else [(np.asarray(loss1), np.asarray(loss2))]
     pairs += [(grads1[k], grads2.get(k)) for k in grads1 if grads1[k] is not None and grads2.get(k) is not None]
     same = all(np.array_equal(a, b, equal_nan=True) for a, b in pairs)
     out: dict[str, Any] = {"bitwise": bool(same)}
