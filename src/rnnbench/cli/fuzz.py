@@ -55,14 +55,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--plant",
         default="",
-        help="grad:<framework>, jvp:<framework>, func:<framework> or hvp:<framework> (torch, jax): a known wrong "
-        "derivative in that framework's body, judged in reverse mode, forward mode, torch.func or H v; every "
-        "planted outcome must be flagged (a miss fails the run)",
+        help="grad:<framework>, jvp:<framework>, func:<framework>, per_example:<framework> or hvp:<framework> "
+        "(torch, jax): a known wrong derivative in that framework's body, judged in reverse mode, forward mode, "
+        "torch.func, per-example gradients or H v; every planted outcome must be flagged (a miss fails the run)",
     )
     p.add_argument(
         "--mode",
-        help="the differentiation mode every outcome is checked in: vjp (default), jvp or func (rnnbench.modes; "
-        "H v only in vjp); default with --plant jvp:/func:<framework>: that mode",
+        help="the differentiation mode every outcome is checked in: vjp (default), jvp, func or per_example "
+        "(rnnbench.modes; H v only in vjp; per_example runs each body on a batch of examples); default with "
+        "--plant jvp:/func:/per_example:<framework>: that mode",
     )
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--no-second-order", dest="second_order", action="store_false", help="skip the H v check")
@@ -161,11 +162,11 @@ def _grammar(args: argparse.Namespace) -> Any:
 
 
 def fuzz_mode(given: str | None, plant: str) -> str:
-    """--mode checked (a first-order mode of rnnbench.modes), else the mode a jvp / func plant is
-    judged in, else vjp."""
+    """--mode checked (a first-order mode of rnnbench.modes), else the mode a jvp / func / per_example
+    plant is judged in, else vjp."""
     if given is None:
         kind = plant.partition(":")[0]
-        return kind if kind in ("jvp", "func") else "vjp"
+        return kind if kind in ("jvp", "func", "per_example") else "vjp"
     if given not in differentiation_modes.FIRST_ORDER:
         raise options.UsageError(
             f"--mode: unknown mode {given!r}; known: {', '.join(differentiation_modes.FIRST_ORDER)}"

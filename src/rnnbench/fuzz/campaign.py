@@ -18,11 +18,11 @@ from rnnbench import record, registry, results_file
 from rnnbench.errors import InputError
 from rnnbench.fuzz import linear
 from rnnbench.fuzz.edges import parse_plant
-from rnnbench.fuzz.grammar import Body, Grammar
+from rnnbench.fuzz.grammar import EXAMPLES, Body, Grammar
 from rnnbench.fuzz.outcome import Outcome, kind_of
 from rnnbench.fuzz.summary import FuzzSummary
 from rnnbench.machine import environments
-from rnnbench.modes import FUNC, JVP, VJP
+from rnnbench.modes import FUNC, JVP, PER_EXAMPLE, VJP
 from rnnbench.status import Status
 
 ILL_DRIVER = "-"  # the driver of an ill-conditioned body's record: the numpy forward decided, for every driver
@@ -84,7 +84,9 @@ class Campaign:
         return self.cases * len(self.losses)
 
     def body(self, index: int) -> Body:
-        return linear.body_for(self.seed, index, self.losses, self.grammar)
+        body = linear.body_for(self.seed, index, self.losses, self.grammar)
+        # per_example judges each example of a batch: the same body on EXAMPLES examples (example 0's data its own)
+        return dataclasses.replace(body, examples=EXAMPLES) if self.mode == PER_EXAMPLE else body
 
     def identity(self, index: int, driver: str, body: Body | None = None) -> dict[str, Any]:
         body = body or self.body(index)
@@ -193,7 +195,7 @@ def check_plant(campaigns: Sequence[Campaign]) -> None:
     if not plant:
         return
     kind, framework = parse_plant(plant)
-    if kind in (JVP, FUNC) and not any(c.mode == kind for c in campaigns):
+    if kind in (JVP, FUNC, PER_EXAMPLE) and not any(c.mode == kind for c in campaigns):
         raise InputError(
             f"--plant {plant}: judged in {kind} rows, and the campaign checks {campaigns[0].mode}: add --mode {kind}"
         )

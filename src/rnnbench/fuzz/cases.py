@@ -1,23 +1,27 @@
 """A fuzzed body as a Model and a Case the drivers run, and its oracle (the ladder of
 check/oracle.py: dual numbers over the numpy step, 50 digits where float64 may not resolve the
 gradient, finite differences with error bounds only where no derivative exists) computed once per
-body."""
+body. A batched body (Body.examples, a per_example campaign's) runs its step on each example's
+carry and x, (B, n) each, the parameters shared; example 0 has the unbatched body's data, each other
+example data of its own stream (batched_case)."""
 
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from rnnbench.check.oracle import Oracle, oracle_grads
+from rnnbench.check.per_example import ExampleOracles, example_oracles
 from rnnbench.check.second_order import HvpOracle, hvp_oracle
 from rnnbench.fuzz import linear
 from rnnbench.fuzz.edges import SNAP_VALUES
 from rnnbench.fuzz.grammar import EMBEDDING, PARAM_VECTORS, Body, body_wrt
 from rnnbench.losses import weighted, with_loss
-from rnnbench.model import Case, Model, reference_loss
+from rnnbench.model import Case, Model, Step, reference_loss, time_major_batch
 from rnnbench.status import OracleKind
 
 NEAR_ZERO_PROBABILITY = 0.15  # parameter entries set to +-1e-3, where wrong rules show (docs/bugs.md §4)
@@ -104,11 +108,45 @@ def snap(
     return out, masks
 
 
+def batched_case(body: Body, name: str) -> Case:
+    """The body's case on body.examples examples: example b's carry, xs and loss weights on the batch
+    axis (carry (B, n), xs and wy (T, B, n), wc_i (B, n)), drawn as body_case draws an unbatched body's
+    (example 0 from the body's data seed, example b from a seed of its own stream); the parameters
+    are example 0's, shared by every example."""
+    seeds = np.random.default_rng([body.data_seed, 0x42415443]).integers(2**31, size=body.examples)
+    each = [
+        body_case(dataclasses.replace(body, data_seed=int(s) if b else body.data_seed), name)
+        for b, s in enumerate(seeds)
+    ]
+    first = each[0]
+    return dataclasses.replace(
+        first,
+        sizes={**first.sizes, "B": body.examples},
+        carry0=tuple(np.stack([c.carry0[i] for c in each]) for i in range(len(first.carry0))),
+        xs=None if first.xs is None else np.stack([c.xs for c in each], axis=1),
+        consts={k: np.stack([c.consts[k] for c in each], axis=1 if k == "wy" else 0) for k in first.consts},
+    )
+
+
+def batched_step(step: Step) -> Step:
+    """`step` run on each example of a batched carry and x (B, n) apart, its results stacked."""
+
+    def run(ops, params, carry, x):
+        leaves = [ops.unstack(leaf) for leaf in carry]
+        xs = [None] * len(leaves[0]) if x is None else ops.unstack(x)
+        outs = [step(ops, params, tuple(leaf[b] for leaf in leaves), xs[b]) for b in range(len(leaves[0]))]
+        new = tuple(ops.stack([out[0][i] for out in outs]) for i in range(len(carry)))
+        return new, ops.stack([out[1] for out in outs])
+
+    return run
+
+
 @dataclass
 class FuzzCase:
     """A body ready to run: model, case (rounded to the dtype the drivers run at), its first-order
-    oracle (check/oracle.py; None when ill-conditioned), and `ill_conditioned`
-    (None, or why the numpy forward itself cannot be checked on this draw)."""
+    oracle (check/oracle.py; None when ill-conditioned, and for a batched body, whose rows are
+    per_example's), and `ill_conditioned` (None, or why the numpy forward itself cannot be checked on
+    this draw). example_oracles(): a batched body's per-example oracles, computed once."""
 
     body: Body
     model: Model
@@ -116,6 +154,13 @@ class FuzzCase:
     ill_conditioned: str | None
     oracle: Oracle | None = None
     _hvp: HvpOracle | None = None
+    _examples: ExampleOracles | None = None
+
+    def example_oracles(self) -> ExampleOracles:
+        """Each example's oracle (check/per_example.example_oracles), computed once."""
+        if self._examples is None:
+            self._examples = example_oracles(self.model, self.case)
+        return self._examples
 
     def hvp_oracle(self) -> HvpOracle:
         """H v along a direction seeded by the body (check/second_order.hvp_oracle), computed once."""
@@ -128,21 +173,27 @@ def build(body: Body, name: str = "fuzz", dtype: str = "float64") -> FuzzCase:
     """The body's model and case at `dtype`, and its oracle. Where the oracle cannot pin a gradient
     down, its bounds say so and the judge answers cannot_decide; only a forward that overflows or
     raises a floating-point exception is skipped as ill-conditioned."""
-    case = body_case(body, name).rounded_to(dtype)
+    drawn = batched_case if body.examples else body_case
+    case = drawn(body, name).rounded_to(dtype)
+    step = compile_step(body.source())
+    carry_consts = [f"wc{i}" for i in range(len(body.carry_names))]
     model = Model(
         name=name,
         summary="fuzzed body",
         carry_names=body.carry_names,
         default_sizes={"T": body.length, "n": body.n},
         make_case=lambda sizes, seed: case,
-        step=compile_step(body.source()),
+        step=batched_step(step) if body.examples else step,
         loss=weighted,
         oracle_kind=OracleKind.FINITE_DIFFERENCES,
-        linear_recurrence=linear.declared(body, compile_step),
+        linear_recurrence=linear.declared(body, compile_step),  # elementwise in x: a batch's x as well
         integer_inputs=("xs",) if body.tokens and body.has_xs else (),
+        batch_axes=time_major_batch(body.carry_names, step_consts=("wy",), leaf_consts=carry_consts)
+        if body.examples
+        else None,
     )
     if body.loss != "weighted":  # "weighted" keeps the body's own weights (the stream before loss forms)
-        model, case = with_loss(model, body_case(body, name), body.loss)
+        model, case = with_loss(model, drawn(body, name), body.loss)
         case = case.rounded_to(dtype)
     try:
         with np.errstate(all="raise"):
@@ -153,4 +204,6 @@ def build(body: Body, name: str = "fuzz", dtype: str = "float64") -> FuzzCase:
         return FuzzCase(body, model, case, f"floating-point exception in the numpy forward: {exc}")
     # outside errstate: a tangent that overflows is not an exception but a non-finite entry, which
     # the ladder hands to finite differences
-    return FuzzCase(body, model=model, case=case, ill_conditioned=None, oracle=oracle_grads(model, case))
+    # a batched body's rows are per_example's: each example's oracle (FuzzCase.example_oracles), asked for there
+    oracle = None if body.examples else oracle_grads(model, case)
+    return FuzzCase(body, model=model, case=case, ill_conditioned=None, oracle=oracle)

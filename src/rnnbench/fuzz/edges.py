@@ -10,8 +10,9 @@ Their kinks, ties and domain boundaries lie at 0, at the clip bounds +-CLIP and 
 are equal: rnnbench.fuzz.cases snaps input entries exactly onto SNAP_VALUES at the body's snap rate,
 the same value for every input at one entry index, so two snapped operands tie.
 
-A planted body (Body.plant "grad:<framework>", "hvp:<framework>", or "jvp:" / "func:<framework>":
-the grad plant judged in that differentiation mode's rows) adds, for that framework only,
+A planted body (Body.plant "grad:<framework>", "hvp:<framework>", or "jvp:" / "func:" /
+"per_example:<framework>": the grad plant judged in that differentiation mode's rows; per_example's
+inside each example's step, so each example's own gradient is wrong) adds, for that framework only,
 PLANT_K * sum(L - stop_gradient(L)) (first-order error, value unchanged) or
 PLANT_K * sum((L - stop_gradient(L)) ** 2) (H v error only) to every update and the output, L the
 first input the check compares: the framework's derivative is off by a known amount, and every such
@@ -77,10 +78,10 @@ EDGE_PROBABILITY = 0.35  # of an inner node of an edge-grammar body
 LEAF_OPERANDS = 0.5  # an edge op's operands are plain leaves this often: snapped data lands on its kink
 DEFAULT_SNAP_RATE = 0.25
 
-# grad: wrong first derivatives, judged in reverse mode; jvp / func: the same wrong derivatives, judged in
-# that mode's rows (a campaign planted so runs in that mode); hvp: wrong second derivatives only
-PLANTS = ("grad", "jvp", "func", "hvp")
-FIRST_ORDER_PLANTS = ("grad", "jvp", "func")
+# grad: wrong first derivatives, judged in reverse mode; jvp / func / per_example: the same wrong derivatives,
+# judged in that mode's rows (a campaign planted so runs in that mode); hvp: wrong second derivatives only
+PLANTS = ("grad", "jvp", "func", "per_example", "hvp")
+FIRST_ORDER_PLANTS = ("grad", "jvp", "func", "per_example")
 PLANT_K = 0.5
 
 

@@ -63,7 +63,9 @@ class Body:
     (rnnbench.fuzz.edges).
     linear: (decay, drive) expressions a linear body declares (rnnbench.fuzz.linear), else ().
     tokens: 0, or the vocabulary size of integer token ids xs holds (edge2): the step reads x as
-    E[x], a learned embedding E (tokens,) compared like a parameter; xs itself has no gradient."""
+    E[x], a learned embedding E (tokens,) compared like a parameter; xs itself has no gradient.
+    examples: 0, or the batch of a per_example campaign's body (EXAMPLES): the step runs on each
+    example's carry and x, (examples, n) each, the parameters shared (rnnbench.fuzz.cases)."""
 
     updates: tuple
     output: tuple
@@ -79,6 +81,7 @@ class Body:
     plant: str = ""
     linear: tuple = ()
     tokens: int = 0
+    examples: int = 0
 
     @property
     def carry_names(self) -> tuple[str, ...]:
@@ -245,6 +248,8 @@ def _expr(rng: random.Random, leaves: list[str], depth: int, edge: tuple[str, ..
     return ("matvec", sub())
 
 
+# a per_example campaign's bodies run on this many examples (each its own data, the parameters shared)
+EXAMPLES = 2
 GRAMMARS = ("smooth", "edge", "edge2", "linear")  # linear: rnnbench.fuzz.linear's stream
 # each snapping grammar's stream name and the edge ops it draws; edge2 has its own stream, so the
 # edge stream's bodies are unchanged by its ops

@@ -17,7 +17,12 @@ from rnnbench.model import reference_loss
 def explain_failure(
     out: Outcome, fc: FuzzCase, driver: Driver, *, dtype: str, repro_dir: Path | None, seed: int, device: str = "cpu"
 ) -> None:
-    """Fill out.localization and out.repro for the minimal body `fc` of a failing outcome."""
+    """Fill out.localization and out.repro for the minimal body `fc` of a failing outcome. A batched
+    body's (per_example) gets neither: the suffix walk and the repro templates run whole-batch
+    reverse mode, where its per-example failure does not show; its report names example and entry."""
+    if fc.body.examples:
+        out.repro = "no standalone repro for a per_example outcome (the templates run reverse mode)"
+        return
     second_order = out.kind not in ERRORS and out.first_order_ok
     if not second_order and out.kind not in ERRORS:
         out.localization = localize(fc.model, driver, fc.case, dtype=dtype, device=device, budget_s=30.0).format()

@@ -43,6 +43,7 @@ def run_driver(
         order=2 if second_order else 1,
         oracle=fc.oracle,
         hvp_oracle=fc.hvp_oracle,
+        example_oracles=fc.example_oracles,
         repeat=False,
         localize=False,
         mode=mode,
