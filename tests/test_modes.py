@@ -2,7 +2,10 @@
 against the one oracle, with the same edge rules (kinks, ties, NaN, float32 rounding); a mode a
 driver cannot run is unavailable with its reason; a planted wrong derivative is caught in each mode,
 through check_recurrence and the fuzzer. The matrix is generated from the registry (quick suite x
-core drivers x modes x dtypes); its compiled and slow-to-trace rows are in the slow tier."""
+core drivers x modes x dtypes); its compiled and slow-to-trace rows are in the slow tier. per_example
+judges each example against its own case's oracle: the edges run it on a batch of two copies of the
+edge (check_recurrence(batched=True)), the fuzzer on its bodies' batches (tests/test_per_example.py:
+the batch and the oracle themselves)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import numpy as np
 import pytest
 
 import rnnbench
-from rnnbench import modes, record, registry
+from rnnbench import batch, modes, record, registry
 from rnnbench.check.known_issues import expect_ok
 from rnnbench.fuzz.campaign import Campaign
 from rnnbench.fuzz.grammar import Grammar
@@ -27,12 +30,19 @@ from test_edges_planted import WRONG, first_order, nan_derivative, torch_only
 SLOW = pytest.mark.slow
 NEW_MODES = tuple(m for m in modes.FIRST_ORDER if m != modes.VJP)
 FAST = {("taylor_exp", "torch_loop"), ("rnn", "jax_lax_scan")}  # cheap to trace: the fast tier's rows
-# Framework failures the checks found that no registry entry covers yet: (driver, mode, models) -> what
-# torch raises. A strict xfail each, so a fix shows; to be registered by mechanism (docs/bugs.md).
+# Framework failures the checks found that no registry entry covers yet: (driver, mode) -> (models, what torch
+# raises). A strict xfail each, so a fix shows; to be registered by mechanism (docs/bugs.md).
 UNREGISTERED = {
-    ("torch_scan", "func"): ("taylor_exp", "newton_sqrt"),
+    ("torch_scan", "func"): (
+        ("taylor_exp", "newton_sqrt"),
+        "torch raises AssertionError: Expected FakeTensor (torch.func over the scan higher-order op)",
+    ),
+    ("torch_scan", "per_example"): (
+        ("rnn", "lstm", "lstm2"),
+        "torch raises AssertionError: False != True (dynamo's meta conversion of a vmapped tensor, is_leaf, under "
+        "torch.func.vmap(torch.func.grad) over the eager scan higher-order op)",
+    ),
 }
-UNREGISTERED_WHY = "torch raises AssertionError: Expected FakeTensor (torch.func over the scan higher-order op)"
 
 
 # The matrix's thinning (docs/testing.md#tiers): a compiled row of a new mode is an inductor compile of a
@@ -65,8 +75,9 @@ def _matrix() -> list:
                     if (model_name, driver.name) not in FAST and _thinned_out(model_name, driver, dtype):
                         continue
                     marks = [] if (model_name, driver.name) in FAST else [SLOW]
-                    if model_name in UNREGISTERED.get((driver.name, mode), ()):
-                        marks.append(pytest.mark.xfail(strict=True, reason=UNREGISTERED_WHY))
+                    models, why = UNREGISTERED.get((driver.name, mode), ((), ""))
+                    if model_name in models:
+                        marks.append(pytest.mark.xfail(strict=True, reason=why))
                     out.append(pytest.param(model_name, driver.name, mode, dtype, marks=marks))
     return out
 
@@ -83,7 +94,8 @@ def test_every_quick_pair_has_a_verdict_in_every_mode(
     pair = check_pair(model, driver, case, dtype=dtype, device="cpu", plan=PairPlan(repeat=False, mode=mode))
     if pair.status == "unavailable":
         assert pair.report.strip(), "an unavailable mode says why"
-        assert driver.mode_missing(mode) or "the framework declines it" in pair.report, pair.report
+        declared = driver.mode_missing(mode) or (mode == modes.PER_EXAMPLE and batch.unavailable(model, case))
+        assert declared or "the framework declines it" in pair.report, pair.report
         return
     expect_ok(pair.status, pair.report)
     assert pair.check.errors, "no gradient was compared"
@@ -122,18 +134,22 @@ def test_a_registry_entry_without_modes_covers_vjp_only() -> None:
 
 # ---- the edge rules, per mode, through check_recurrence ----
 def check(edge: Edge, dtype: str, mode: str, step=None) -> rnnbench.RecurrenceReport:
+    """The edge through check_recurrence in `mode`; per_example's on a batch of two copies of the edge (its
+    steps are elementwise: each example meets the edge, and is judged against its own case's oracle)."""
+    batched = mode == modes.PER_EXAMPLE
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # sqrt / log at the domain boundary, as numpy says
         return rnnbench.check_recurrence(
             step or edge.step,
             params=edge.params,
-            carry0=edge.carry0,
-            xs=edge.xs,
+            carry0=tuple(np.stack([c, c]) for c in edge.carry0) if batched else edge.carry0,
+            xs=np.stack([edge.xs, edge.xs], axis=1) if batched else edge.xs,
             drivers=["torch_loop", "jax_loop"],
             losses=["weighted"],
             dtype=dtype,
             modes=mode,
             carry0_requires_grad=edge.carry0_requires_grad,
+            batched=batched,
         )
 
 
@@ -248,7 +264,7 @@ def nan_tangent(ops, c):
 
 # a NaN derivative per mode: the where trap (0 * inf in a where's backward) is reverse mode's; forward mode
 # selects the tangent of the taken branch, so its NaN is planted in the forward-mode formula itself
-NAN_PLANTS = {"jvp": nan_tangent, "func": nan_derivative}
+NAN_PLANTS = {"jvp": nan_tangent, "func": nan_derivative, "per_example": nan_derivative}
 
 
 @pytest.mark.parametrize(("edge", "mode", "dtype"), edge_cases(nan=True))
@@ -300,10 +316,36 @@ def test_the_fuzzer_catches_planted_wrong_func_gradients() -> None:
     assert planted and summary.plant_verdicts() == {"caught": len(planted)}, summary.format()
 
 
-def test_a_mode_plant_needs_its_mode() -> None:
+@pytest.mark.parametrize(
+    "plant, dtype",
+    [
+        ("per_example:torch", "float64"),
+        pytest.param("per_example:torch", "float32", marks=SLOW),
+        pytest.param("per_example:jax", "float64", marks=SLOW),
+        ("per_example:jax", "float32"),
+    ],
+)
+def test_the_fuzzer_catches_planted_wrong_per_example_gradients(plant: str, dtype: str) -> None:
+    """Each body on a batch of examples, the plant wrong in each example's own gradient on one framework:
+    caught on every planted outcome; the other framework's rows, judged per example too, all agree."""
+    grammar = Grammar("smooth", 0.0, plant)
+    campaign = Campaign(
+        cases=3, seed=4, drivers=("torch_loop", "jax_loop"), dtype=dtype, grammar=grammar, shrink_per_kind=0,
+        mode="per_example", second_order=False,
+    )  # fmt: skip
+    summary = fuzz(campaign)
+    planted = [o for o in summary.outcomes if summary.is_planted(o)]
+    assert planted and summary.plant_verdicts() == {"caught": len(planted)} and not summary.misses, summary.format()
+    assert not summary.failures, summary.format()
+    assert all(o.body.examples == 2 for o in summary.outcomes)
+    assert all("per example (each against the oracle of its own case" in o.report for o in planted), planted[0].report
+
+
+@pytest.mark.parametrize("mode", ["jvp", "per_example"])
+def test_a_mode_plant_needs_its_mode(mode: str) -> None:
     from rnnbench.errors import InputError
     from rnnbench.fuzz.campaign import check_plant
 
-    campaign = Campaign(cases=1, seed=0, drivers=("torch_loop",), grammar=Grammar("smooth", 0.0, "jvp:torch"))
-    with pytest.raises(InputError, match="add --mode jvp"):
+    campaign = Campaign(cases=1, seed=0, drivers=("torch_loop",), grammar=Grammar("smooth", 0.0, f"{mode}:torch"))
+    with pytest.raises(InputError, match=f"add --mode {mode}"):
         check_plant([campaign])

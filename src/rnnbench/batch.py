@@ -52,7 +52,10 @@ def unavailable(model: Model, case: Case) -> str | None:
         return lay
     with np.errstate(all="ignore"):
         whole = reference_loss(model, case)
-        parts = [reference_loss(model, c) for c in examples(model, case, lay)]
+        try:
+            parts = [reference_loss(model, c) for c in examples(model, case, lay)]
+        except Exception as exc:  # a step or loss that indexes across the batch has no one-example form
+            return f"the loss cannot be computed on one example alone: {type(exc).__name__}: {exc}"
     summed = lay.weight * sum(parts)
     if whole == summed or not np.isfinite(whole) and not np.isfinite(summed):
         return None
