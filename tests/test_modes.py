@@ -39,8 +39,8 @@ UNREGISTERED = {
     ),
     ("torch_scan", "per_example"): (
         ("rnn", "lstm", "lstm2"),
-        "torch raises AssertionError: False != True (dynamo's meta conversion of a vmapped tensor, is_leaf, under "
-        "torch.func.vmap(torch.func.grad) over the eager scan higher-order op)",
+        "torch raises AssertionError inside dynamo (False != True in its meta conversion of a vmapped tensor, or "
+        "Expected FakeTensor) under torch.func.vmap(torch.func.grad) over the eager scan higher-order op",
     ),
 }
 
