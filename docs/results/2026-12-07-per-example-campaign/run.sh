@@ -13,6 +13,9 @@ uptime
 fuzz --grammar edge --snap-rate 0.25 --cases 300 --drivers torch_loop,jax_loop,jax_lax_scan --shrink 1 \
     --out "$OUT/unplanted-edge-float64.jsonl"
 uptime
+fuzz --grammar smooth --cases 300 --dtypes float32 --drivers torch_loop,jax_loop,jax_lax_scan,flax_scan --shrink 1 \
+    --out "$OUT/unplanted-smooth-float32.jsonl"
+uptime
 fuzz --grammar smooth --cases 100 --plant per_example:torch --drivers torch_loop,jax_loop --shrink 0 \
     --out "$OUT/planted-torch-float64.jsonl"
 uptime
