@@ -92,6 +92,7 @@ def test_check_recurrence_without_a_batch_says_so_and_validates_one() -> None:
         step, carry0=(np.zeros((2, 2)),), xs=np.ones((3, 2, 2)), modes="per_example", batched=True, **args
     )
     assert [r.status for r in report.results] == ["ok"], str(report)
+
     def two_leaves(ops, params, carry, x):
         return (ops.tanh(params["w"] * carry[0] + x), carry[1]), carry[0]
 
