@@ -77,14 +77,14 @@ def judge_examples(
     if raised is not None or produced is None:
         return judge(model, case, dtype, **common, raised=raised, oracle=Oracle({}, oracles.kind), mode=PER_EXAMPLE)
     losses, grads = produced
-    names = case.wrt_names(model.carry_names)
+    names, size = case.wrt_names(model.carry_names), len(oracles.cases)
     each = [
         judge(
             model,
             c,
             dtype,
             **common,
-            produced=(float(losses[b]), {n: None if grads.get(n) is None else grads[n][b] for n in names}),
+            produced=(float(np.ravel(losses)[b]), {n: _of_example(grads.get(n), b, size) for n in names}),
             oracle=oracles.oracles[b],
             mode=PER_EXAMPLE,
         )
@@ -149,6 +149,15 @@ def _combined(
         kinks_only=all(c.kinks_only or c.raw_status == Status.OK for c in each) and status != Status.OK,
         oracle_source=chosen.oracle_source,
     )
+
+
+def _of_example(g: np.ndarray | None, b: int, size: int) -> np.ndarray | None:
+    """Example b's gradient from a driver's (B, ...) array; an array without that leading axis goes to the
+    judge whole, which reports its shape against the oracle's (a driver's wrong layout, not a crash here)."""
+    if g is None:
+        return None
+    g = np.asarray(g)
+    return g[b] if g.ndim and g.shape[0] == size else g
 
 
 def _rel(err) -> float:
