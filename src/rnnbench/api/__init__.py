@@ -93,10 +93,9 @@ def check_recurrence(
         xs_requires_grad: whether xs gets a gradient (needs xs). Default: `False`.
         dtype: one of DTYPES; inputs are rounded to it and the oracle uses the rounded values.
             Default: `"float64"`.
-        drivers: driver names (duplicates run once); None: the core drivers (`rnnbench list`: suite
-            core) but the torch.compile ones, whose C++ compiles take seconds per loss form; the report
-            names those left out, with the bug-class configurations (remat, native reverse, while loops,
-            buffer writes); "all": every one. Default: `None`.
+        drivers: driver names (duplicates run once); None: the core drivers but the torch.compile ones
+            (C++ compiles: seconds per loss form); the report names those left out and the bug-class
+            configurations (remat, reverse, while loops, buffer writes); "all": every one. Default: `None`.
         device: where the drivers run: "cpu", or "cuda" for the drivers that run there.
             Default: `"cpu"`.
         seed: seeds the loss form's random weights and the H v direction. Default: `0`.
