@@ -101,9 +101,9 @@ ASV_BASE ?= HEAD~1
 
 # Redraw every chart published under docs/ from its committed records (docs/charts.toml).
 charts: venv
-	$(BIN)/python -m rnnbench.report.published docs/charts.toml
+	$(BIN)/python -m rnnbench.report.site.published docs/charts.toml
 
-# The site, one folder readable offline (docs/site.toml, rnnbench.report.site): a results index,
+# The site, one folder readable offline (docs/site.toml, rnnbench.report.site.build): a results index,
 # the report page of each committed records set and of the newest results/run-*.jsonl (after
 # `make bench`), every docs/results page, and the asv history when .asv/results holds some
 # (published and vendored first). Not committed: it is rebuilt from what is. `make check-html`

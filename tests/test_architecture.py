@@ -46,6 +46,16 @@ FLOORS = {
     "rnnbench.__main__": 10,  # `python -m rnnbench`: above the command line it runs
     "rnnbench": 9,
 }
+# A package split into subpackages has floors inside it, by the same rule: its own modules are its
+# floor 0 (what every subpackage shares), and a subpackage imports only from lower ones.
+SUBFLOORS = {
+    "rnnbench.report": {
+        "rnnbench.report": 0,  # the text pieces every view shares: table, labels, marks, escape, ...
+        "rnnbench.report.compare": 1,
+        "rnnbench.report.charts": 1,
+        "rnnbench.report.site": 2,  # the HTML page shows the charts
+    },
+}
 FRAMEWORK_NAMES = {"torch", "jax", "flax", "torch_xla", "jaxlib"}
 
 
@@ -70,16 +80,46 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
+def _imported_modules(path: Path) -> set[str]:
+    """The rnnbench modules (or packages) `path` imports, by their full names: `from rnnbench.report
+    import charts` and `from rnnbench.report.charts.style import X` are rnnbench.report.charts(.style)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "rnnbench":
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.split(".")[0] == "rnnbench")
+    return out
+
+
+def _subunit(module: str) -> str:
+    """rnnbench.report.charts.style -> rnnbench.report.charts (its subpackage), rnnbench.report.table
+    -> rnnbench.report (the package's own modules); a name inside a module counts as the module."""
+    parts = module.split(".")
+    return ".".join(parts[:3]) if len(parts) > 2 and SRC.joinpath(*parts[1:3]).is_dir() else ".".join(parts[:2])
+
+
 SOURCES = sorted(SRC.rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(SRC)))
 def test_no_upward_import(path: Path) -> None:
-    unit = _unit(_module_name(path))
+    module = _module_name(path)
+    unit = _unit(module)
     assert unit in FLOORS, f"{unit} has no floor in FLOORS: add it (and to docs/architecture.md)"
     upward = [m for m in _imports(path) if m != unit and FLOORS.get(m, 99) >= FLOORS[unit] and unit != "rnnbench"]
     assert not upward, (
         f"{path.relative_to(SRC)} (floor {FLOORS[unit]}) imports from the same or a higher floor: {upward}"
+    )
+    if unit not in SUBFLOORS:
+        return
+    floors, here = SUBFLOORS[unit], _subunit(module)
+    assert here in floors, f"{here} has no floor in SUBFLOORS[{unit!r}]: add it (and to docs/architecture.md)"
+    inner = {_subunit(m) for m in _imported_modules(path) if _unit(m) == unit} - {here}
+    upward = sorted(m for m in inner if floors.get(m, 99) >= floors[here])
+    assert not upward, (
+        f"{path.relative_to(SRC)} ({here}, floor {floors[here]} of {unit}) imports from the same or a higher "
+        f"floor of {unit}: {upward}"
     )
 
 

@@ -193,7 +193,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys, argv: list[str
 
 
 def _pair(verdict: str, base: str = "ok", new: str = "ok"):
-    from rnnbench.report.compare_pairs import Pair
+    from rnnbench.report.compare.pairs import Pair
 
     return Pair(key=None, base=[{"status": base}], new=[{"status": new}], verdict=verdict)  # type: ignore[arg-type]
 

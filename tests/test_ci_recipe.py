@@ -1,5 +1,5 @@
 """The CI recipe (docs/ci.md): `compare --format github` and its exit codes, where a slower row's
-time went (rnnbench.rows.profile, rnnbench.report.profile_diff), and the recipe's steps
+time went (rnnbench.rows.profile, rnnbench.report.compare.profile_diff), and the recipe's steps
 (docs/ci/rnnbench-ci.sh) run end to end with GitHub's environment variables set, on a scratch
 repository whose two commits differ by a plant (tests/plugins/rnnbench_ci_plant.py)."""
 
@@ -17,9 +17,9 @@ import pytest
 
 from rnnbench import record_fields, registry
 from rnnbench.cli import main
-from rnnbench.report import profile_diff
-from rnnbench.report.compare_format import GITHUB_MARKER, as_github, where_time_went
-from rnnbench.report.compare_pairs import NOTHING_MEASURED, compare
+from rnnbench.report.compare import profile_diff
+from rnnbench.report.compare.format import GITHUB_MARKER, as_github, where_time_went
+from rnnbench.report.compare.pairs import NOTHING_MEASURED, compare
 from rnnbench.rows import row as row_module
 from rnnbench.rows.profile import least
 from rnnbench.rows.row import Job, run_row

@@ -14,8 +14,8 @@ from rnnbench import record, results_file
 from rnnbench.cli import main
 from rnnbench.record import SAMPLES_KEPT, kept_samples
 from rnnbench.report import ratios
-from rnnbench.report.compare_inputs import from_pytest_benchmark, trim
-from rnnbench.report.compare_pairs import NOTHING_MEASURED, REGRESSION, compare, status_verdict
+from rnnbench.report.compare.inputs import from_pytest_benchmark, trim
+from rnnbench.report.compare.pairs import NOTHING_MEASURED, REGRESSION, compare, status_verdict
 
 DATA = Path(__file__).parent / "data" / "compare"
 MACHINE = {"hostname": "planted-host", "cpu": "planted cpu", "cores": 2, "platform": "Linux"}

@@ -1,14 +1,14 @@
 """`compare` on a busy machine: the clock that decides, and `noisy` where the evidence cannot
-support slower or faster (rnnbench.report.compare_evidence). Planted samples only, never timed."""
+support slower or faster (rnnbench.report.compare.evidence). Planted samples only, never timed."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from rnnbench.report.compare_evidence import clock_of
-from rnnbench.report.compare_pairs import NOTHING_MEASURED, compare
-from rnnbench.report.compare_stats import _weighted_quantiles
+from rnnbench.report.compare.evidence import clock_of
+from rnnbench.report.compare.pairs import NOTHING_MEASURED, compare
+from rnnbench.report.compare.stats import _weighted_quantiles
 
 MACHINE = {"hostname": "planted-host", "cpu": "planted cpu", "cores": 2, "platform": "Linux"}
 
@@ -118,7 +118,7 @@ def test_thresholds_per_pattern_take_the_largest_match(tmp_path, capsys) -> None
     from rnnbench.cli.compare import thresholds
     from rnnbench.cli.main import main
     from rnnbench.record import row_key
-    from rnnbench.report.compare_pairs import threshold_of
+    from rnnbench.report.compare.pairs import threshold_of
     from rnnbench.results_file import dumps
 
     default, patterns = thresholds(["jax_*=20%", "10%", "lstm/*=15%"])
@@ -147,7 +147,7 @@ def test_compare_recomputes_the_quartiles_a_record_holds(n: int) -> None:
     """One quartile function (rnnbench.stats.quartiles): a CPU side's quartiles recomputed from its
     kept samples are bit for bit the ones rows.timing.Timing records, and both are numpy's percentiles
     as each computed them before they shared it (ties and short runs included)."""
-    from rnnbench.report.compare_evidence import side_of
+    from rnnbench.report.compare.evidence import side_of
     from rnnbench.rows.timing import Timing
 
     rng = np.random.default_rng(n)

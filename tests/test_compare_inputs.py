@@ -15,9 +15,9 @@ import pytest
 
 from rnnbench import record, results_file
 from rnnbench.cli import main
-from rnnbench.report import compare_stats
-from rnnbench.report.compare_evidence import RUNS_CAP
-from rnnbench.report.compare_pairs import NOTHING_MEASURED, compare
+from rnnbench.report.compare import stats as compare_stats
+from rnnbench.report.compare.evidence import RUNS_CAP
+from rnnbench.report.compare.pairs import NOTHING_MEASURED, compare
 from test_compare import _record
 
 MACHINE = {"hostname": "history-host", "cpu": "history cpu", "cores": 2, "platform": "Linux"}
@@ -235,7 +235,7 @@ def test_the_bootstrap_is_bounded_by_a_cap_on_runs_and_chunks_of_resamples(tmp_p
     new = [dict(r, run_id="new") for r in long[:2]]
     result = compare(long, new, 0.10, alpha=0.01)
     assert {p.times["fwd_bwd"].estimate.runs for p in result.pairs} == {(RUNS_CAP, 1)}
-    from rnnbench.report.compare_format import header_lines
+    from rnnbench.report.compare.format import header_lines
 
     header = "\n".join(header_lines(result))
     assert f"at most {RUNS_CAP} per row" in header and f"2 row(s) have more than {RUNS_CAP} runs" in header

@@ -1,5 +1,5 @@
 """`compare` relative to each run's machine-speed reference (rnnbench.machine.reference; the ratio of
-ratios in rnnbench.report.compare_evidence), and measure() timing that reference beside each call.
+ratios in rnnbench.report.compare.evidence), and measure() timing that reference beside each call.
 Planted samples and a fake clock only, never timed."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 
 from rnnbench import record_fields
 from rnnbench.machine import reference
-from rnnbench.report import compare_format
-from rnnbench.report.compare_evidence import REF_MOVED
-from rnnbench.report.compare_pairs import compare
+from rnnbench.report.compare import format as compare_format
+from rnnbench.report.compare.evidence import REF_MOVED
+from rnnbench.report.compare.pairs import compare
 from rnnbench.rows.timing import Clocks, TimingConfig, measure
 from test_compare_clocks import _record as clock_record
 

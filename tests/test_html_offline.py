@@ -193,7 +193,7 @@ def test_rnnbench_report_renders_offline(tmp_path: Path, chromium: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# the site (`make site`, rnnbench.report.site): one folder, every link inside it, rendered offline
+# the site (`make site`, rnnbench.report.site.build): one folder, every link inside it, rendered offline
 
 RENDER_PROBE = """<!doctype html><html><head><meta charset="utf-8"></head><body><pre id="out">pending</pre><script>
 const pages = %s, results = {};
@@ -232,7 +232,7 @@ def _rendered(site: Path, pages: list[str]) -> dict:
 def site(tmp_path_factory, asv_site: Path) -> Path:
     """`make site`'s build from the committed records, with a real (demo) asv page vendored as
     `make asv-publish` leaves it."""
-    from rnnbench.report import site as site_mod
+    from rnnbench.report.site import build as site_mod
 
     offline_html.vendor(asv_site)
     out = tmp_path_factory.mktemp("site") / "site"
@@ -241,7 +241,7 @@ def site(tmp_path_factory, asv_site: Path) -> Path:
 
 
 def test_site_links_all_resolve_inside_it(site: Path) -> None:
-    from rnnbench.report import site as site_mod
+    from rnnbench.report.site import build as site_mod
 
     assert site_mod.broken_links(site) == []
     (site / "reports" / "gone.html").write_text('<a href="nowhere/index.html">x</a><img src="missing.png">')
@@ -255,7 +255,7 @@ def test_site_renders_offline_charts_drawn_tables_filled(chromium: str, site: Pa
     each report; the asv page's script listed its benchmarks. Screenshots of the index and the
     first report are not blank (many colours, mostly not white) and are kept in
     RNNBENCH_SCREENSHOTS when that is set."""
-    from rnnbench.report import site as site_mod
+    from rnnbench.report.site import build as site_mod
 
     reports = [f"reports/{r.name}/index.html" for r in site_mod.load(ROOT / "docs" / "site.toml")]
     drawn = _rendered(site, ["index.html", *reports])

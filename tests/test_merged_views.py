@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from rnnbench import results_file
-from rnnbench.report import charts, heatmap
-from rnnbench.report.html import write_report
+from rnnbench.report.charts import heatmap
+from rnnbench.report.charts import overview as charts
+from rnnbench.report.site.html import write_report
 from rnnbench.report.table import failure_reports, format_table
 
 # Hostnames deliberately not in sorted order; files are later given in yet another order.

@@ -1,5 +1,5 @@
 """Every chart published under docs/ has its records committed beside it and a command that redraws it
-(docs/charts.toml, rnnbench.report.published); the check itself catches what it is for."""
+(docs/charts.toml, rnnbench.report.site.published); the check itself catches what it is for."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rnnbench.report import published
+from rnnbench.report.site import published
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "docs" / "charts.toml"

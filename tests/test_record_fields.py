@@ -115,7 +115,7 @@ class _Pyplot:
         pass
 
 
-# The chart plumbing (rnnbench.report.style) as the stand-in: no figure, no file; `readable_log_y`
+# The chart plumbing (rnnbench.report.charts.style) as the stand-in: no figure, no file; `readable_log_y`
 # reads the drawn axis' limits, so it goes too.
 _PLUMBING = {"pyplot": _Pyplot, "save_png": lambda fig, path: path, "readable_log_y": lambda ax: None}
 
@@ -126,10 +126,11 @@ def _read_everything(records: list[dict[str, Any]], tmp: Path) -> None:
     charts would take the test's time without reading a field more)."""
     from unittest import mock
 
-    from rnnbench.report import bug_table, charts  # noqa: F401 (charts: its modules loaded for the stand-in)
-    from rnnbench.report.html import write_report
+    from rnnbench.report import bug_table
+    from rnnbench.report.charts import overview  # noqa: F401 (its modules loaded for the stand-in)
     from rnnbench.report.marks import contention_legend
     from rnnbench.report.progress import Progress
+    from rnnbench.report.site.html import write_report
     from rnnbench.report.table import failure_reports, format_table
 
     format_table(records, include_unavailable=True)
@@ -189,7 +190,7 @@ def test_the_base_records_are_read_whole(base_records, tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in base_records))
     loaded = results_file.load([path])
     _read_everything(loaded, tmp_path)
-    from rnnbench.report.html import write_report
+    from rnnbench.report.site.html import write_report
 
     assert len(list(write_report(loaded, tmp_path).parent.glob("*.png"))) >= 2  # the charts drawn for real
 

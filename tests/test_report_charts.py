@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from rnnbench import results_file  # noqa: E402
-from rnnbench.report import bars, heatmap, style  # noqa: E402
-from rnnbench.report.html import write_report  # noqa: E402
+from rnnbench.report.charts import bars, heatmap, style  # noqa: E402
+from rnnbench.report.site.html import write_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RUN = ROOT / "docs" / "results" / "2026-11-25-default-run.jsonl"
@@ -267,7 +267,7 @@ def test_a_wide_spread_is_a_log_axis_with_the_ratios_printed() -> None:
 def test_the_idiomatic_chart_faceted_by_mechanism_with_a_legend_per_style(tmp_path: Path, monkeypatch) -> None:
     """One panel per mechanism: its driver solid, its idiomatic family dashed in the same colour, and
     every line in the panel's legend."""
-    from rnnbench.report import growth
+    from rnnbench.report.charts import growth
     from rnnbench.suites import MECHANISMS
 
     figs = []

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from rnnbench.report import escape
-from rnnbench.report import site as site_mod
+from rnnbench.report.site import build as site_mod
 from rnnbench.report.table import format_as
 from test_html_offline import _need_chromium, offline_html, report
 
@@ -134,8 +134,8 @@ def test_markdown_table_a_pipe_does_not_shift_the_status_column() -> None:
 
 
 def test_compare_markdown_a_pipe_does_not_shift_the_verdict() -> None:
-    from rnnbench.report.compare_format import as_markdown
-    from rnnbench.report.compare_pairs import compare
+    from rnnbench.report.compare.format import as_markdown
+    from rnnbench.report.compare.pairs import compare
 
     ok, bad = _mismatch_rows()
     base = [dict(ok, driver=bad["driver"], env_label=bad["env_label"], model=bad["model"])]

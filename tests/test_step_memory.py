@@ -104,7 +104,7 @@ def test_csv_and_json_hold_the_count_as_a_number() -> None:
 
 
 def test_the_html_table_shows_the_count_beside_the_workers_high_water_mark() -> None:
-    from rnnbench.report.html import COLUMNS, table_rows
+    from rnnbench.report.site.html import COLUMNS, table_rows
 
     at = COLUMNS.index("saved for bwd MiB")
     assert [cells[at] for cells in table_rows(_planted())] == ["2.25", "-"]

@@ -134,7 +134,7 @@ def test_csv_and_json_tables_hold_numbers_and_marks_in_their_own_fields() -> Non
 
 
 def test_the_html_note_column_says_contended_and_unstable() -> None:
-    from rnnbench.report.html import COLUMNS, table_rows
+    from rnnbench.report.site.html import COLUMNS, table_rows
 
     rec = _row(1, STEADY, STEADY, fwd_scale=1.3, notes=["load"])
     rec |= {"environment_name": "main", "env_label": "torch 2.13.0", "sizes": {"T": 8}}

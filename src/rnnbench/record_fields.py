@@ -100,7 +100,7 @@ FIELDS: dict[str, str] = {
     # take an absent field as "not judged".
     "timing": "dict|null",
     # where a row's time went (`run --profile`, rnnbench.rows.profile): per view, {name: ms per call} (ops,
-    # python) or the compiled program's cost (hlo); compare lines two sides' up (rnnbench.report.profile_diff)
+    # python) or the compiled program's cost (hlo); compare lines two sides' up (rnnbench.report.compare.profile_diff)
     "profile": "dict|null",
     "profile.calls": "int",
     "profile.passes": "int",

@@ -1,5 +1,5 @@
 """The order statistics a timed quantity is summarized by, in one place: rows.timing records them
-(Timing, instability) and report recomputes them from kept samples (compare_pairs, compare_stats),
+(Timing, instability) and report recomputes them from kept samples (compare.pairs, compare.stats),
 so a quartile read back is the one a record would hold."""
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ BUG_CLASSES = (
 )
 # fmt: on
 CHART_BASELINE = "torch_loop"  # the plain Python loop every speed-up chart is relative to
-# The order drivers take the charts' palette (rnnbench.report.style.driver_style): each mechanism and
+# The order drivers take the charts' palette (rnnbench.report.charts.style.driver_style): each mechanism and
 # the vendor layers first (distinct colours), then asv's list. It only grows, as ASV: a driver keeps
 # its colour in every chart and every version.
 CHART_ORDER = tuple(dict.fromkeys((*CURATED.drivers, *ASV.drivers)))

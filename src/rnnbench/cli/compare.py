@@ -7,7 +7,7 @@ versions, two machines), and a gate that fails only on what is real.
     rnnbench compare --commits BASE NEW [run options]  run the selection at both commits, then compare
 
 BASE and NEW are results files (JSON Lines records) or pytest-benchmark JSON files. Pairing,
-verdicts and the exit code: rnnbench.report.compare_pairs; the interval: compare_stats; running two
+verdicts and the exit code: rnnbench.report.compare.pairs; the interval: compare.stats; running two
 commits: rnnbench.planning.commits. Exit codes: 1 on a status regression, a row slower beyond the
 threshold, or a --commits run that crashed (one line naming it and its kept log); 3 when it
 measured nothing (a side without any row, or no row judged on both sides: every one noisy, one-sided
@@ -29,9 +29,9 @@ from typing import Protocol
 from rnnbench.cli import options
 from rnnbench.errors import InputError
 from rnnbench.planning import commits
-from rnnbench.report import compare_inputs
-from rnnbench.report.compare_format import FORMATS, nothing_measured, render
-from rnnbench.report.compare_pairs import NOTHING_MEASURED, NothingMeasured, compare
+from rnnbench.report.compare import inputs as compare_inputs
+from rnnbench.report.compare.format import FORMATS, nothing_measured, render
+from rnnbench.report.compare.pairs import NOTHING_MEASURED, NothingMeasured, compare
 from rnnbench.report.escape import terminal
 
 NAME = "compare"

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(terminal(warning), file=sys.stderr)
     # lazy: cli: --help and bad input answer without importing the page's chart modules
-    from rnnbench.report.html import write_report
+    from rnnbench.report.site.html import write_report
 
     out_dir = options.writable_dir(Path(args.out_dir), "--out-dir")
     page = write_report(records, out_dir)

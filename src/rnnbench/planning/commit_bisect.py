@@ -6,7 +6,7 @@ The candidates are the commits on BAD's first-parent line since GOOD (git rev-li
 and its rows run there as `compare --commits` runs them (rnnbench.planning.commits: its own tree
 first on PYTHONPATH, so a commit's models, drivers and RNNBENCH_PLUGINS modules are its own), in
 `rounds` runs; GOOD's runs are made once, first. The judgement is `compare`'s
-(rnnbench.report.compare_pairs), with its threshold and interval, probe against GOOD:
+(rnnbench.report.compare.pairs), with its threshold and interval, probe against GOOD:
 
   BAD is run first; the rows `compare` gates on there (a status regression such as ok ->
   grad_mismatch, or a decided slowdown) are what is bisected. Where BAD has none, there is nothing
@@ -38,9 +38,9 @@ from rnnbench.errors import InputError
 from rnnbench.planning import commits
 from rnnbench.planning.bisect import Bisection, Step, Verdict, search
 from rnnbench.record import RowKey
-from rnnbench.report import compare_inputs
-from rnnbench.report.compare_format import speedups
-from rnnbench.report.compare_pairs import (
+from rnnbench.report.compare import inputs as compare_inputs
+from rnnbench.report.compare.format import speedups
+from rnnbench.report.compare.pairs import (
     FASTER,
     NOISY,
     QUANTITY_LABELS,

@@ -11,7 +11,7 @@ Three views, each one a {name: number} table:
           (jax: XLA's HLO cost analysis, flops and bytes accessed; Prepared.cost_analysis)
 The op and Python views are taken PASSES times and each entry keeps its least value over the passes
 (other work on a busy machine only adds to an entry, as it only adds to a timed call's CPU time);
-each table keeps its TOP largest entries. rnnbench.report.profile_diff lines two sides' tables up.
+each table keeps its TOP largest entries. rnnbench.report.compare.profile_diff lines two sides' tables up.
 """
 
 from __future__ import annotations

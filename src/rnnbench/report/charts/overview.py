@@ -18,12 +18,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from rnnbench.report.bars import bar_chart
-from rnnbench.report.growth import idiomatic_t_growth_chart, t_growth_chart
-from rnnbench.report.heatmap import grad_error_heatmap
-from rnnbench.report.labels import machine_of, several_machines
-from rnnbench.report.ratios import speedup, speedup_label
-from rnnbench.report.style import (
+from rnnbench.report.charts.bars import bar_chart
+from rnnbench.report.charts.growth import t_growth_chart
+from rnnbench.report.charts.heatmap import grad_error_heatmap
+from rnnbench.report.charts.style import (
     VENDOR_HATCH,
     Series,
     chart_styles,
@@ -34,6 +32,8 @@ from rnnbench.report.style import (
     series_namer,
     wrap,
 )
+from rnnbench.report.labels import machine_of, several_machines
+from rnnbench.report.ratios import speedup, speedup_label
 from rnnbench.suites import CHART_BASELINE
 
 LENGTH_KEYS, HIDDEN_KEYS = ("T", "K"), ("H", "n")
@@ -276,13 +276,3 @@ def all_charts(records: list[dict], out: Path) -> list[Path]:
     paths.append(roofline_chart(records, out))
     paths.append(grad_error_heatmap(records, out))
     return [p for p in paths if p is not None]
-
-
-if __name__ == "__main__":  # python -m rnnbench.report.charts idiomatic-tgrowth RECORDS.jsonl OUT.png
-    import sys
-
-    from rnnbench import results_file
-
-    if len(sys.argv) != 4 or sys.argv[1] != "idiomatic-tgrowth":
-        sys.exit("usage: python -m rnnbench.report.charts idiomatic-tgrowth RECORDS.jsonl OUT.png")
-    idiomatic_t_growth_chart(results_file.load([Path(sys.argv[2])]), Path(sys.argv[3]))

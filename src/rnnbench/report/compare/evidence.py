@@ -1,5 +1,5 @@
-"""The evidence of one row's times in `rnnbench compare` (rnnbench.report.compare_pairs): each
-side's timed runs read from its records as a compare_stats.Side, on which clock, relative to the
+"""The evidence of one row's times in `rnnbench compare` (rnnbench.report.compare.pairs): each
+side's timed runs read from its records as a stats.Side, on which clock, relative to the
 machine's reference or raw, and what that evidence cannot support.
 
 Which clock: CPU time where every record of the row on both sides was decided by it (its
@@ -12,7 +12,7 @@ Relative to the machine's speed: where every timed record of a quantity on both 
 reference samples of one kernel (rnnbench.machine.reference, timed after each call on the same
 clocks), each run's times are divided by its own reference statistic (the same quantile, the
 same clock) before the ratio is taken: a ratio of ratios, so a process that got a slower machine
-moves neither; the raw ratio is kept beside it (compare_pairs.Timed.raw_ratio). A side's halves are then
+moves neither; the raw ratio is kept beside it (pairs.Timed.raw_ratio). A side's halves are then
 compared relative to their own halves' reference, and a run whose reference moved by more than
 REF_MOVED within it is `noisy`. Records without a reference (older ones, GPU rows) are judged on
 their raw times, as before.
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.report.compare_stats import CPU_QUANTILE, Side
+from rnnbench.report.compare.stats import CPU_QUANTILE, Side
 from rnnbench.report.marks import contention
 from rnnbench.stats import quartiles
 from rnnbench.status import Status

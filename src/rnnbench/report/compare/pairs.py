@@ -4,8 +4,8 @@ differ in, and the exit code.
 A row's key is its record.row_key: model, driver, sizes, dtype, loss form, device, seed and
 environment (when the two sides are two environments, `--environments`, the environment is what
 they differ in, so it leaves the key). Several records of one key on one side (the rounds of `--commits`) are that
-side's runs of the row, pooled by the statistics (rnnbench.report.compare_stats), the last
-compare_evidence.RUNS_CAP of them.
+side's runs of the row, pooled by the statistics (rnnbench.report.compare.stats), the last
+evidence.RUNS_CAP of them.
 
 What is compared is what the header says: a run is identified by its record's `run_id` (one per
 process that wrote it) and row, or, for a record without one (older rnnbench, pytest-benchmark
@@ -25,10 +25,10 @@ Verdicts. A status change is a verdict of its own, whatever the time says:
   unavailable        the row ran on one side and was unavailable or skipped on the other
   only_base, only_new  the row is in one file only
 Rows ok on both sides get a time verdict per quantity (fwd+bwd, fwd): slower, faster, same or
-noisy (compare_stats.verdict); the row's is the worst (slower, then noisy, then faster, then
+noisy (stats.verdict); the row's is the worst (slower, then noisy, then faster, then
 same). Rows with one status on both sides and nothing timed are `same`.
 Which clock decides a time verdict, relative to what, and what its evidence cannot support
-(`noisy`): rnnbench.report.compare_evidence.
+(`noisy`): rnnbench.report.compare.evidence.
 The exit code is 1 on any regression or slower row; else NOTHING_MEASURED (3) when no row was
 judged (every row noisy, one-sided or not run on a side: the gate measured nothing, which a CI
 must not read as a pass); else 0. A row is judged when it ran on both sides and its status changed,
@@ -49,8 +49,8 @@ import numpy as np
 
 from rnnbench.errors import InputError
 from rnnbench.record import RowKey, row_key
-from rnnbench.report.compare_evidence import clock_of, is_relative, side_of, timed_runs, unsupported
-from rnnbench.report.compare_stats import (
+from rnnbench.report.compare.evidence import clock_of, is_relative, side_of, timed_runs, unsupported
+from rnnbench.report.compare.stats import (
     FASTER,
     NOISY,
     SAME,

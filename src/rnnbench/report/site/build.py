@@ -28,7 +28,7 @@ from rnnbench import results_file
 from rnnbench.errors import InputError
 from rnnbench.processes import owned
 from rnnbench.report import escape
-from rnnbench.report.html import write_report
+from rnnbench.report.site.html import write_report
 
 STYLE = """body { font-family: sans-serif; margin: 1.5em; max-width: 70em; }
 table { border-collapse: collapse; font-size: 13px; } td, th { border: 1px solid #ccc; padding: 2px 6px; }
@@ -273,7 +273,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rnnbench: broken link: {line}", file=sys.stderr)
     print(f"rnnbench: site -> {index}")
     return 1 if bad else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -181,8 +181,8 @@ def trim(source: Path, target: Path) -> int:
     return len(doc["benchmarks"])
 
 
-if __name__ == "__main__":  # python -m rnnbench.report.compare_inputs trim IN.json OUT.json
+if __name__ == "__main__":  # python -m rnnbench.report.compare.inputs trim IN.json OUT.json
     if len(sys.argv) == 4 and sys.argv[1] == "trim":
         print(f"{trim(Path(sys.argv[2]), Path(sys.argv[3]))} benchmarks -> {sys.argv[3]}")
     else:
-        sys.exit("usage: python -m rnnbench.report.compare_inputs trim BENCHMARK.json OUT.json")
+        sys.exit("usage: python -m rnnbench.report.compare.inputs trim BENCHMARK.json OUT.json")

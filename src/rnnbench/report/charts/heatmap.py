@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from rnnbench.report.style import Series, pyplot, save_png, series_namer
+from rnnbench.report.charts.style import Series, pyplot, save_png, series_namer
 
 
 class HeatmapCells(NamedTuple):

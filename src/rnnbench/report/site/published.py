@@ -2,8 +2,8 @@
 command that draws it (docs/charts.toml). `make charts` redraws them all; the check (a test runs it)
 holds every published chart to having its data committed beside it.
 
-    python -m rnnbench.report.published docs/charts.toml            # redraw every chart
-    python -m rnnbench.report.published docs/charts.toml --check    # data present and valid, no stray chart
+    python -m rnnbench.report.site.published docs/charts.toml            # redraw every chart
+    python -m rnnbench.report.site.published docs/charts.toml --check    # data present and valid, no stray chart
 
 A manifest entry:
 
@@ -104,7 +104,9 @@ def redraw(manifest: Path, root: Path) -> None:
 
 
 def main(args: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rnnbench.report.published", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m rnnbench.report.site.published", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("manifest", type=Path)
     parser.add_argument("--check", action="store_true", help="check data and outputs; draw nothing")
     parsed = parser.parse_args(args)

@@ -13,7 +13,7 @@ another panel of the same model but no record in this one is a gap too ("no reco
 reason a caller knows (gap_why, e.g. a run cut during its first call). Rows that do not apply
 here (unavailable: e.g. a vendor LSTM on an Elman model) are counted under the panel, not drawn.
 A row timed under contention (marks.contention) carries CONTENDED_MARK. Sweep records are drawn
-by the time-vs-size charts instead (charts.py). Each driver has its look in every chart
+by the time-vs-size charts instead (overview.py). Each driver has its look in every chart
 (style.driver_style).
 """
 
@@ -27,10 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from rnnbench import results_file
-from rnnbench.report.labels import saved_mb
-from rnnbench.report.marks import CONTENDED_MARK, contention
-from rnnbench.report.ratios import speedup, speedup_label
-from rnnbench.report.style import (
+from rnnbench.report.charts.style import (
     DPI,
     VENDOR_HATCH,
     Series,
@@ -43,6 +40,9 @@ from rnnbench.report.style import (
     styles,
     wrap,
 )
+from rnnbench.report.labels import saved_mb
+from rnnbench.report.marks import CONTENDED_MARK, contention
+from rnnbench.report.ratios import speedup, speedup_label
 
 GAP_COLOR = "#b00000"
 
@@ -350,9 +350,9 @@ def figure(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """python -m rnnbench.report.bars OUT.png RECORDS... --sizes T=512,H=512 --models lstm,rnn --title TEXT:
+    """python -m rnnbench.report.charts.bars OUT.png RECORDS... --sizes T=512,H=512 --models lstm,rnn --title TEXT:
     the panels of the given models whose sizes include the given ones (a README chart)."""
-    parser = argparse.ArgumentParser(prog="python -m rnnbench.report.bars")
+    parser = argparse.ArgumentParser(prog="python -m rnnbench.report.charts.bars")
     parser.add_argument("out", type=Path)
     parser.add_argument("records", type=Path, nargs="+")
     parser.add_argument("--models", required=True)

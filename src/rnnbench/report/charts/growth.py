@@ -14,8 +14,8 @@ import textwrap
 from collections import defaultdict
 from pathlib import Path
 
-from rnnbench.report.bars import timed
-from rnnbench.report.style import (
+from rnnbench.report.charts.bars import timed
+from rnnbench.report.charts.style import (
     DPI,
     MARKERS,
     Style,

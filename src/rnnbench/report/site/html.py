@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from rnnbench.report import bug_table, escape
-from rnnbench.report.charts import all_charts
+from rnnbench.report.charts.overview import all_charts
+from rnnbench.report.charts.style import latest_rows
 from rnnbench.report.labels import env_label, loss_label, machine_of, saved_mb, several_machines
 from rnnbench.report.marks import contention, unstable
 from rnnbench.report.ratios import speedup
-from rnnbench.report.style import latest_rows
 from rnnbench.report.table import number
 
 COLUMNS = (

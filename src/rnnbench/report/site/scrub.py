@@ -2,7 +2,7 @@
 compile-cache directories, tracebacks' file names) is shortened to what says something without
 naming that machine's layout. Everything else, numbers included, is left as written.
 
-    python -m rnnbench.report.scrub IN.jsonl OUT.jsonl
+    python -m rnnbench.report.site.scrub IN.jsonl OUT.jsonl
 
 A path under site-packages keeps its package-relative part ("<site-packages>/torch/_dynamo/x.py"),
 one inside a checkout of this repository keeps its repository-relative part ("src/rnnbench/x.py"),
@@ -62,5 +62,5 @@ def scrub_file(src: Path, dst: Path) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
-        sys.exit("usage: python -m rnnbench.report.scrub IN.jsonl OUT.jsonl")
+        sys.exit("usage: python -m rnnbench.report.site.scrub IN.jsonl OUT.jsonl")
     print(f"{scrub_file(Path(sys.argv[1]), Path(sys.argv[2]))} records -> {sys.argv[2]}")

@@ -4,7 +4,7 @@ in, the threshold and interval, and end with the verdicts that decide the exit c
 
 Every ratio shown is a speed-up of the new side over the base (rnnbench.report.ratios: base time /
 new time, above 1 faster), the direction of the rest of rnnbench; the statistics underneath
-(compare_stats) work in times, new / base, and are inverted here, interval ends swapped."""
+(stats) work in times, new / base, and are inverted here, interval ends swapped."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import json
 from collections import Counter
 from typing import Any
 
-from rnnbench.report import profile_diff
-from rnnbench.report.compare_evidence import RUNS_CAP, clock_of
-from rnnbench.report.compare_pairs import (
+from rnnbench.report.compare import profile_diff
+from rnnbench.report.compare.evidence import RUNS_CAP, clock_of
+from rnnbench.report.compare.pairs import (
     FASTER_OR_SAME,
     FIXED,
     GATING,
@@ -30,7 +30,7 @@ from rnnbench.report.compare_pairs import (
     not_run,
     side_status,
 )
-from rnnbench.report.compare_stats import CPU_QUANTILE, NOISY, SLOWER
+from rnnbench.report.compare.stats import CPU_QUANTILE, NOISY, SLOWER
 from rnnbench.report.escape import md_cell, terminal
 from rnnbench.report.labels import env_label
 from rnnbench.report.ratios import DIRECTION, speedup_label, speedup_of_time_ratio
@@ -434,7 +434,7 @@ def as_github(cmp: Comparison) -> str:
 
 
 def nothing_measured(why: str, sides: tuple[str, str], fmt: str) -> str:
-    """What `compare` prints for sides that hold no row (compare_pairs.NothingMeasured), per format."""
+    """What `compare` prints for sides that hold no row (pairs.NothingMeasured), per format."""
     if fmt == "json":
         return json.dumps({"base": sides[0], "new": sides[1], "exit_code": NOTHING_MEASURED, "why": why, "rows": []})
     if fmt in ("github", "markdown"):
