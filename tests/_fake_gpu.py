@@ -1,6 +1,6 @@
 """A fake CUDA device for tests on machines without one: torch.cuda's device queries and allocator
 statistics, jax's device object and the driver tool's (nvidia-smi) answers are monkeypatched, so
-the real query code of the framework layer (drivers/_torch.py, drivers/_jax.py) and of
+the real query code of the framework layer (drivers/torch/_framework.py, drivers/jax/_framework.py) and of
 rnnbench.machine.accelerator runs against them. Tensors stay on the CPU: a fake driver runs its
 mechanism on "cpu" while its row says "cuda"."""
 
@@ -11,7 +11,7 @@ import os
 from types import SimpleNamespace
 from typing import Any
 
-from rnnbench.drivers import _torch
+from rnnbench.drivers.torch import _framework as _torch
 
 UUID = "GPU-5e1f0a2b-0000-4000-8000-123456789abc"
 NAME = "Fake H100 80GB HBM3"

@@ -44,7 +44,7 @@ if current() == "xla":
 
 
 # XLA programs of an unrolled loop whose carry has an elementwise-only path from step to step (the LSTM
-# cell state): XLA's fusion makes them grow as T^2 (drivers/jax_loop.py), tens of seconds to compile
+# cell state): XLA's fusion makes them grow as T^2 (drivers/jax/loop.py), tens of seconds to compile
 # each. The fast tier keeps these drivers on the quick suite's other models.
 UNROLLED_XLA_DRIVERS = {"jax_loop", "jax_lax_scan_unroll8"}
 CELL_STATE_MODELS = {"lstm", "lstm2"}

@@ -1,5 +1,5 @@
 """check_recurrence keeps jax's compiled programs on disk for the length of one check
-(Framework.keep_compiles; drivers/_jax.py keep_jax_compiles): entries written under the cache root
+(Framework.keep_compiles; drivers/jax/_framework.py keep_jax_compiles): entries written under the cache root
 and read back by the next check with the same verdicts, jax's settings and its cache state as they
 were after the check, a process's own cache directory left alone."""
 
@@ -13,7 +13,7 @@ import rnnbench
 jax = pytest.importorskip("jax")
 from jax._src import compilation_cache as jax_cache  # noqa: E402  (jax's own once-per-process state)
 
-from rnnbench.drivers._jax import JAX_CACHE_SETTINGS, keep_jax_compiles  # noqa: E402
+from rnnbench.drivers.jax._framework import JAX_CACHE_SETTINGS, keep_jax_compiles  # noqa: E402
 
 
 def step(ops, params, carry, x):

@@ -71,7 +71,7 @@ def test_check_recurrence_leaves_the_callers_settings_as_they_were() -> None:
 
 
 def test_each_framework_puts_back_what_its_drivers_change() -> None:
-    """Every setting the framework layers change (drivers/_jax.py configure, drivers/_torch_compile.py
+    """Every setting the framework layers change (drivers/jax/_framework.py configure, drivers/torch/_compile.py
     compiled's dynamo flags, the intra-op threads of set_threads), and any other change to those
     settings in the block, undone on exit, also when the block raises: jax first loaded inside the
     block too. (torch fixes the inter-op pool's size once it is set: check_recurrence never sets it,
@@ -81,7 +81,8 @@ def test_each_framework_puts_back_what_its_drivers_change() -> None:
             """
         import numpy as np
         from rnnbench.api.process_state import callers_settings_kept
-        from rnnbench.drivers import _jax, _torch
+        from rnnbench.drivers.jax import _framework as _jax
+        from rnnbench.drivers.torch import _framework as _torch
         with callers_settings_kept():
             _jax.configure()  # jax loaded here for the first time: put back to its defaults
         import jax

@@ -55,6 +55,12 @@ SUBFLOORS = {
         "rnnbench.report.charts": 1,
         "rnnbench.report.site": 2,  # the HTML page shows the charts
     },
+    "rnnbench.drivers": {
+        "rnnbench.drivers": 0,  # base: the types every framework package shares
+        "rnnbench.drivers.torch": 1,
+        "rnnbench.drivers.jax": 1,  # jax and flax: flax shares jax's layer
+        "rnnbench.drivers.torch_xla": 2,  # torch on the XLA device: torch's and jax's layers, torch's loop
+    },
 }
 FRAMEWORK_NAMES = {"torch", "jax", "flax", "torch_xla", "jaxlib"}
 
@@ -306,78 +312,111 @@ def _top_level(tree: ast.Module) -> tuple[set[str], list[str], list[str]]:
     return assigned, prepares, frameworks
 
 
+FRAMEWORK_LAYER = "_framework.py"  # in each framework package: builds its Framework object(s)
+
+
 def _framework_of_part(path: Path) -> Path | None:
-    """The framework module drivers/_<framework>.py that `path` (drivers/_<framework>_<part>.py) is a
-    part of: one whose name prefixes path's, that builds a Framework and imports path's module; None
-    if there is none (a framework layer split at a seam stays one layer, named after its framework)."""
-    stem = path.stem
-    for cut in (i for i in range(len(stem) - 1, 1, -1) if stem[i] == "_"):
-        owner = path.with_name(stem[:cut] + ".py")
-        if not owner.exists():
-            continue
-        tree = ast.parse(owner.read_text())
-        imported = {
-            f"{node.module}.{a.name}" if isinstance(node, ast.ImportFrom) else a.name
-            for node in ast.walk(tree)
-            if isinstance(node, (ast.Import, ast.ImportFrom))
-            for a in node.names
-        } | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-        if _top_level(tree)[2] and f"rnnbench.drivers.{stem}" in imported:
-            return owner
+    """The framework module drivers/<framework>/_framework.py that `path` (drivers/<framework>/_<part>.py)
+    is a part of: the one beside it, if it builds a Framework and imports path's module; None if
+    not (a framework layer split at a seam stays one layer, in its framework's package)."""
+    owner = path.with_name(FRAMEWORK_LAYER)
+    if path.name == FRAMEWORK_LAYER or not owner.exists():
+        return None
+    tree = ast.parse(owner.read_text())
+    imported = {
+        f"{node.module}.{a.name}" if isinstance(node, ast.ImportFrom) else a.name
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for a in node.names
+    } | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    if _top_level(tree)[2] and f"rnnbench.drivers.{path.parent.name}.{path.stem}" in imported:
+        return owner
     return None
 
 
 def test_the_part_finder_wants_an_owner_that_imports_it(tmp_path: Path) -> None:
     """The rule above is the test: a part no framework module imports is not a part."""
-    (tmp_path / "_fw.py").write_text("from rnnbench.drivers._fw_a import x\nFW = Framework(name='fw')\n")
-    (tmp_path / "_plain.py").write_text("from rnnbench.drivers import _plain_b\n")
-    parts = ("_fw_a.py", "_fw_b.py", "_plain_b.py", "_nowhere_a.py")
-    for name in parts:
-        (tmp_path / name).write_text("x = 1\n")
-    found = {name: _framework_of_part(tmp_path / name) for name in parts}
-    assert found == {"_fw_a.py": tmp_path / "_fw.py", "_fw_b.py": None, "_plain_b.py": None, "_nowhere_a.py": None}
+    fw, plain = tmp_path / "fw", tmp_path / "plain"
+    fw.mkdir(), plain.mkdir()
+    (fw / FRAMEWORK_LAYER).write_text(
+        "from rnnbench.drivers.fw import _a\nfrom rnnbench.drivers.fw._c import x\nFW = Framework(name='fw')\n"
+    )
+    (plain / FRAMEWORK_LAYER).write_text("from rnnbench.drivers.plain import _a\n")
+    parts = (fw / "_a.py", fw / "_b.py", fw / "_c.py", plain / "_a.py", tmp_path / "_nowhere.py")
+    for path in parts:
+        path.write_text("x = 1\n")
+    found = {str(path.relative_to(tmp_path)): _framework_of_part(path) for path in parts}
+    assert found == {
+        "fw/_a.py": fw / FRAMEWORK_LAYER,
+        "fw/_b.py": None,
+        "fw/_c.py": fw / FRAMEWORK_LAYER,
+        "plain/_a.py": None,
+        "_nowhere.py": None,
+    }
 
 
 DRIVERS_TYPES = "base.py"  # Prepared, Framework, Driver and the helpers every layer shares
+DRIVERS_DIR = SRC / "drivers"
 
 
-def test_drivers_package_holds_only_mechanisms_and_framework_layers() -> None:
-    """What a module of drivers/ holds, not how many there are: a mechanism module (no underscore)
-    has one `prepare(..., model, case, dtype, device)` and a DRIVERS table of its configurations and
-    builds no Framework; a framework-layer module (underscore) builds its Framework object(s), or is
-    a part of one that imports it, and holds no DRIVERS or prepare; base.py holds the types. Nothing
-    else lives there."""
-    drivers = SRC / "drivers"
-    subpackages = [p.name for p in drivers.iterdir() if p.is_dir() and p.name != "__pycache__"]
-    assert not subpackages, f"drivers/ holds mechanism and framework modules only, not packages: {subpackages}"
-    for path in sorted(drivers.glob("*.py")):
-        if path.name in ("__init__.py", DRIVERS_TYPES):
+def _framework_packages() -> list[Path]:
+    return sorted(p for p in DRIVERS_DIR.iterdir() if p.is_dir() and p.name != "__pycache__")
+
+
+def test_drivers_package_holds_only_framework_packages() -> None:
+    """drivers/ holds base.py (the types) and one package per framework, nothing else: a mechanism
+    or a layer module belongs to its framework's package."""
+    modules = sorted(p.name for p in DRIVERS_DIR.glob("*.py") if p.name not in ("__init__.py", DRIVERS_TYPES))
+    assert not modules, f"drivers/ holds base.py and framework packages only; move into a package: {modules}"
+    assert _framework_packages(), "drivers/ holds no framework package"
+    for package in _framework_packages():
+        nested = [p.name for p in package.iterdir() if p.is_dir() and p.name != "__pycache__"]
+        assert not nested, f"drivers/{package.name}/ holds modules, not packages: {nested}"
+        assert (package / "__init__.py").exists(), f"drivers/{package.name}/ is not a package (no __init__.py)"
+
+
+@pytest.mark.parametrize("package", _framework_packages(), ids=lambda p: p.name)
+def test_framework_package_holds_its_layer_its_parts_and_its_mechanisms(package: Path) -> None:
+    """What a module of a framework package drivers/<framework>/ holds, not how many there are:
+    _framework.py builds its Framework object(s); a part (_<part>.py) is imported by it; neither holds
+    DRIVERS or prepare. A mechanism module (no underscore) has one `prepare(..., model, case, dtype,
+    device)` and a DRIVERS table of its configurations and builds no Framework. Nothing else lives there."""
+    where = f"drivers/{package.name}"
+    layer = package / FRAMEWORK_LAYER
+    assert layer.exists() and _top_level(ast.parse(layer.read_text()))[2], (
+        f"{where}/{FRAMEWORK_LAYER} builds the framework's Framework(...) object(s)"
+    )
+    for path in sorted(package.glob("*.py")):
+        if path.name == "__init__.py":
             continue
         tree = ast.parse(path.read_text())
         assigned, prepares, frameworks = _top_level(tree)
         if path.name.startswith("_"):
-            assert frameworks or _framework_of_part(path) is not None, (
-                f"drivers/{path.name}: a framework-layer module builds its Framework(...) object, or is a "
-                "part of one (drivers/_<framework>_<part>.py, imported by drivers/_<framework>.py)"
+            assert path == layer or _framework_of_part(path) is not None, (
+                f"{where}/{path.name}: a private module of a framework package is a part of its layer, "
+                f"imported by {where}/{FRAMEWORK_LAYER}"
+            )
+            assert path == layer or not frameworks, (
+                f"{where}/{path.name} builds a Framework {frameworks}: that belongs in {where}/{FRAMEWORK_LAYER}"
             )
             assert "DRIVERS" not in assigned and not prepares, (
-                f"drivers/{path.name}: a framework-layer module holds no DRIVERS table or prepare: "
-                "mechanisms go in their own drivers/<framework>_<mechanism>.py"
+                f"{where}/{path.name}: a framework-layer module holds no DRIVERS table or prepare: "
+                f"mechanisms go in their own {where}/<mechanism>.py"
             )
             continue
         assert "DRIVERS" in assigned, (
-            f"drivers/{path.name} defines no DRIVERS table (configurations are rows, not files)"
+            f"{where}/{path.name} defines no DRIVERS table (configurations are rows, not files)"
         )
         assert len(prepares) == 1, (
-            f"drivers/{path.name}: a mechanism module has exactly one prepare, found {len(prepares)}"
+            f"{where}/{path.name}: a mechanism module has exactly one prepare, found {len(prepares)}"
         )
         assert not frameworks, (
-            f"drivers/{path.name} builds a Framework {frameworks}: that belongs in a drivers/_<framework>.py"
+            f"{where}/{path.name} builds a Framework {frameworks}: that belongs in {where}/{FRAMEWORK_LAYER}"
         )
         prepare = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "prepare")
         params = [a.arg for a in prepare.args.args][-4:]
         assert params == ["model", "case", "dtype", "device"], (
-            f"drivers/{path.name}: prepare ends with (model, case, dtype, device), not {params}"
+            f"{where}/{path.name}: prepare ends with (model, case, dtype, device), not {params}"
         )
 
 
@@ -402,14 +441,14 @@ def _framework_string_tests(path: Path) -> list[int]:
 
 
 def _outside_the_framework_layer() -> list[Path]:
-    """Every source of src/ and benchmarks/ but the framework layer (drivers/_<framework>.py) and
-    ops.py (one op namespace per framework)."""
-    layer = {p for p in (SRC / "drivers").glob("_*.py") if p.name != "__init__.py"} | {SRC / "ops.py"}
+    """Every source of src/ and benchmarks/ but the framework layer (drivers/<framework>/_*.py: its
+    _framework.py and parts) and ops.py (one op namespace per framework)."""
+    layer = {p for p in DRIVERS_DIR.glob("*/_*.py") if p.name != "__init__.py"} | {SRC / "ops.py"}
     return [p for p in [*SOURCES, *sorted(BENCHMARKS.rglob("*.py"))] if p not in layer]
 
 
 def test_framework_names_are_data_only_in_the_framework_layer() -> None:
-    """A framework fact outside drivers/_<framework>.py and ops.py is a place that "add a framework"
+    """A framework fact outside drivers/<framework>/_*.py and ops.py is a place that "add a framework"
     would have to touch: ask the driver's Framework instead."""
     found = [
         f"{path.relative_to(SRC.parents[1])}:{line}"
@@ -453,11 +492,10 @@ def test_driver_names_are_data_only_in_drivers_and_the_suites_module() -> None:
     """Which drivers a suite, a curated selection or a study means is data in rnnbench.suites; a
     fact of one driver is a field of its row in drivers/. Nowhere else in src/ or benchmarks/."""
     names = set(registry.drivers())
-    drivers = SRC / "drivers"
     found = [
         f"{path.relative_to(SRC.parents[1])}:{line}"
         for path in [*SOURCES, *sorted(BENCHMARKS.rglob("*.py"))]
-        if drivers not in path.parents and path != SUITES_MODULE
+        if DRIVERS_DIR not in path.parents and path != SUITES_MODULE
         for line in _driver_name_literals(path, names)
     ]
     assert not found, f"driver names outside drivers/ and src/rnnbench/suites.py: {', '.join(found)}"
@@ -480,9 +518,10 @@ def test_the_driver_name_scanner_finds_each_kind_of_use(tmp_path: Path) -> None:
 
 
 def test_mechanisms_do_not_test_framework_names() -> None:
-    for path in (SRC / "drivers").glob("*.py"):
-        if not path.name.startswith("_") and path.name != "base.py":
-            assert not _framework_string_tests(path), path.name
+    mechanisms = [p for p in DRIVERS_DIR.glob("*/*.py") if not p.name.startswith("_")]
+    assert mechanisms
+    for path in mechanisms:
+        assert not _framework_string_tests(path), str(path.relative_to(DRIVERS_DIR))
 
 
 def test_models_do_not_import_the_checking_code() -> None:
@@ -731,8 +770,9 @@ def _diagram_problems(lines: list[tuple[int, str]]) -> list[str]:
                 if not _resolve_path(token, context):
                     problems.append(f"docs/architecture.md:{number}: {token} does not exist")
                     continue
-                base = next(b for b in (ROOT, SRC, context) if b and next(b.glob(token.rstrip("/")), None))
-                where += sorted(base.glob(token.rstrip("/")))
+                pattern = re.sub(r"<[^>]*>", "*", token.rstrip("/"))  # drivers/*/<mechanism>.py: any module
+                base = next(b for b in (ROOT, SRC, context) if b and next(b.glob(pattern), None))
+                where += sorted(base.glob(pattern))
                 if token.endswith("/") and token.startswith("src/"):
                     context = ROOT / token
         description = " ".join(tokens)
@@ -798,7 +838,7 @@ def test_the_doc_check_finds_missing_and_misplaced_names() -> None:
             "floor 2  src/rnnbench/drivers/     HOW it is run",
             "           base.py                 Prepared, Framework, Driver, see rows/nowhere.py",
             "```",
-            "`rows.row.run_row` then `rows.row.no_such_function`, `Driver.prepare`, `drivers/torch_scan.py`,",
+            "`rows.row.run_row` then `rows.row.no_such_function`, `Driver.prepare`, `drivers/torch/scan.py`,",
             "`drivers/no_such.py`, `NoSuchClass(...)`, `ok`, `rnnbench run`",
         ]
     )

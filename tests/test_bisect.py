@@ -24,7 +24,7 @@ PLANT = '''"""A test plugin: the eager torch loop, at revision {revision} of its
 import dataclasses
 import time
 
-from rnnbench.drivers import torch_loop
+from rnnbench.drivers.torch import loop as torch_loop
 
 REVISION = {revision}
 GRADIENT_SCALE = {scale}  # 1.0: right; anything else: every gradient wrong by that factor

@@ -4,7 +4,7 @@ in one line with each layer's error.
 
 A gradient bug planted where only inductor runs (its decomposition table, which neither dynamo's
 eager backend nor aot_eager applies) is attributed to inductor through the real backend selection
-(Framework.at_layer -> drivers/_torch_compile.compiled); jax's layers run the step traced by jit
+(Framework.at_layer -> drivers/torch/_compile.compiled); jax's layers run the step traced by jit
 and, without jit, op by op."""
 
 from __future__ import annotations

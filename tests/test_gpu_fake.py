@@ -100,7 +100,7 @@ def test_a_cuda_graph_row_compiles_in_reduce_overhead_mode(monkeypatch) -> None:
 
 def test_jax_reports_its_device_kind_and_the_compiled_steps_memory(monkeypatch) -> None:
     pytest.importorskip("jax")
-    from rnnbench.drivers import _jax
+    from rnnbench.drivers.jax import _framework as _jax
 
     model = registry.get_model("rnn")
     case = model.make_case(model.sizes_with_defaults(), 0)
@@ -148,7 +148,7 @@ def test_a_gpu_row_is_contended_by_another_gpu_process_or_a_starved_launch_threa
 
 def test_vendor_layer_dtypes_are_decided_by_trying_once(monkeypatch) -> None:
     torch = pytest.importorskip("torch")
-    from rnnbench.drivers import torch_vendor
+    from rnnbench.drivers.torch import vendor as torch_vendor
 
     lstm, model = registry.get_driver("torch_nn_lstm"), registry.get_model("lstm")
     assert "bfloat16" not in lstm.dtypes and lstm.try_dtype is not None

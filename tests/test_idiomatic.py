@@ -100,7 +100,8 @@ def test_the_study_keeps_its_compiles_by_a_plan_not_a_global(monkeypatch) -> Non
     compile starts from a reset one; the study resets it per point (Framework.reset_compiles).
     Nothing compiles here: torch.compile only wraps until called."""
     torch = pytest.importorskip("torch")
-    from rnnbench.drivers import _torch, _torch_compile
+    from rnnbench.drivers.torch import _compile as _torch_compile
+    from rnnbench.drivers.torch import _framework as _torch
     from rnnbench.rows.pair import PairPlan, check_pair
 
     resets: list[int] = []
@@ -148,7 +149,8 @@ def _autograd_nodes(loss) -> Counter:
 @pytest.mark.parametrize("name", ["lstm", "rnn"])
 def test_torch_loop_backward_grows_linearly_without_index_nodes(name: str) -> None:
     pytest.importorskip("torch")
-    from rnnbench.drivers import _torch, torch_loop
+    from rnnbench.drivers.torch import _framework as _torch
+    from rnnbench.drivers.torch import loop as torch_loop
 
     model = registry.get_model(name)
     counts = {}
@@ -170,7 +172,8 @@ def test_torch_loop_backward_grows_linearly_without_index_nodes(name: str) -> No
 def _jax_loop_optimized_hlo(model_name: str, T: int) -> str:
     import jax
 
-    from rnnbench.drivers import _jax, jax_loop
+    from rnnbench.drivers.jax import _framework as _jax
+    from rnnbench.drivers.jax import loop as jax_loop
 
     model = registry.get_model(model_name)
     case = model.make_case(model.sizes_with_defaults({**TINY, "T": T}), 0).rounded_to("float32")
@@ -183,7 +186,7 @@ def _jax_loop_optimized_hlo(model_name: str, T: int) -> str:
 @pytest.mark.parametrize("name", ["lstm", "rnn"])
 def test_jax_loop_optimized_program_has_no_pad(name: str, projection: str, monkeypatch) -> None:
     pytest.importorskip("jax")
-    from rnnbench.drivers import _jax
+    from rnnbench.drivers.jax import _framework as _jax
 
     if projection == "per step":  # the input projection inside the step, as large sizes run it
         monkeypatch.setattr(_jax, "PROJECTION_PER_STEP_BYTES", 0)

@@ -89,18 +89,18 @@ PLUGINS = {
         MODELS = (_RNN[0],)  # a model name the package defines already
     """,
     "driver_twice": """
-        from rnnbench.drivers.torch_loop import DRIVERS as _LOOP
+        from rnnbench.drivers.torch.loop import DRIVERS as _LOOP
         DRIVERS = (_LOOP[0],)
     """,
     "model_string": "MODELS = ['my_lstm']\n",  # a name where the Model belongs
-    "drivers_not_a_list": "from rnnbench.drivers.torch_loop import DRIVERS as _LOOP\nDRIVERS = _LOOP[0]\n",
+    "drivers_not_a_list": "from rnnbench.drivers.torch.loop import DRIVERS as _LOOP\nDRIVERS = _LOOP[0]\n",
 }
 PLUGIN_WORDS = {
     "raises": "plugin module 'p_raises' named in RNNBENCH_PLUGINS raised RuntimeError at import (",
     "syntax": "plugin module 'p_syntax' named in RNNBENCH_PLUGINS raised SyntaxError at import",
     "imports_missing": "cannot import plugin module 'p_imports_missing' named in RNNBENCH_PLUGINS",
     "model_twice": "model name 'rnn' is defined in rnnbench_models.rnn and p_model_twice",
-    "driver_twice": "driver name 'torch_loop' is defined in rnnbench.drivers.torch_loop and p_driver_twice",
+    "driver_twice": "driver name 'torch_loop' is defined in rnnbench.drivers.torch.loop and p_driver_twice",
     "model_string": "p_model_string.MODELS holds str 'my_lstm'; it must be a list of rnnbench.model.Model",
     "drivers_not_a_list": "p_drivers_not_a_list.DRIVERS is Driver ",
 }

@@ -68,7 +68,7 @@ def _eager_residual_bytes(loss_fn, diff: dict, rest: dict) -> int:
 def test_the_traced_jax_count_is_the_eager_vjps_residuals(monkeypatch, model: str, driver: str) -> None:
     """jax's count reads the residuals off the traced vjp instead of running it: the same bytes."""
     pytest.importorskip("jax")
-    from rnnbench.drivers import _jax
+    from rnnbench.drivers.jax import _framework as _jax
 
     seen = []
     traced = _jax.residual_bytes

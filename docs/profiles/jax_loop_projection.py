@@ -1,6 +1,6 @@
 """jax_loop with the model's input projection hoisted (as the model is written; what jax_loop does
 since 2026-11-26) vs run per step inside the unrolled loop (what the scans' 2 MiB rule,
-rnnbench.drivers._jax.input_projection, chose before), vs the hand-written jit loop over
+rnnbench.drivers.jax._framework.input_projection, chose before), vs the hand-written jit loop over
 jnp.unstack of the idiomatic comparison. Elman RNN, float32, fwd+bwd, this process pinned to one
 CPU; each round times 5 calls of each and keeps the fastest; prints medians over the rounds.
 
@@ -14,7 +14,8 @@ import time
 os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[-1]})
 
 from rnnbench import registry  # noqa: E402
-from rnnbench.drivers import _jax, jax_loop  # noqa: E402
+from rnnbench.drivers.jax import _framework as _jax  # noqa: E402
+from rnnbench.drivers.jax import loop as jax_loop  # noqa: E402
 from rnnbench.run import idiomatic  # noqa: E402
 
 model = registry.get_model(os.environ.get("MODEL", "rnn"))

@@ -1,5 +1,5 @@
 """Finds models (`MODELS` of every module of `rnnbench_models`) and drivers (`DRIVERS` of every
-mechanism module of `rnnbench.drivers`).
+mechanism module of `rnnbench.drivers`' framework packages: rnnbench.drivers.torch.loop, ...).
 
 Adding a model or a driver is adding a file: the CLI, the tests and the asv benchmarks all read
 these lists. Modules named in the environment variable RNNBENCH_PLUGINS (comma-separated import
@@ -26,9 +26,15 @@ class UnknownName(InputError):
 
 
 def _modules(package: str):
+    """Every public module of `package` and of its subpackages (drivers/ holds one per framework), by
+    name; private ones (`_x`: a framework layer and its parts) and `base` (the interfaces) are not scanned."""
     pkg = importlib.import_module(package)
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if not info.name.startswith("_") and info.name != "base":
+        if info.name.startswith("_") or info.name == "base":
+            continue
+        if info.ispkg:
+            yield from _modules(f"{package}.{info.name}")
+        else:
             yield importlib.import_module(f"{package}.{info.name}")
 
 

@@ -11,8 +11,8 @@ import dataclasses
 import os
 from typing import Any
 
-from rnnbench.drivers import torch_loop
 from rnnbench.drivers.base import Prepared
+from rnnbench.drivers.torch import loop as torch_loop
 
 PLANT = ""  # a scratch commit rewrites this line; RNNBENCH_CI_PLANT, where set, wins
 EXTRA = 12  # matrix products of EXTRA_N x EXTRA_N added to each call: several times a default row's time

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rnnbench.drivers import _torch, torch_loop
 from rnnbench.drivers.base import unflatten
+from rnnbench.drivers.torch import _framework as _torch
+from rnnbench.drivers.torch import loop as torch_loop
 from rnnbench.model import run_forward
 from rnnbench.ops import torch_ops
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rnnbench.drivers import _torch, torch_loop
 from rnnbench.drivers.base import Driver, unflatten
+from rnnbench.drivers.torch import _framework as _torch
+from rnnbench.drivers.torch import loop as torch_loop
 from rnnbench.model import run_forward
 from rnnbench.ops import torch_ops
 

@@ -16,7 +16,7 @@ one whose first call, extrapolated from the sweep, exceeds Plan.point_first_call
 run. Its record says "skipped" and why.
 
 Each candidate is checked by rnnbench.rows.pair.check_pair (Candidate.as_driver), as a row is.
-Compiled torch candidates: rnnbench.drivers._torch_compile.compiled resets dynamo before each compile,
+Compiled torch candidates: rnnbench.drivers.torch._compile.compiled resets dynamo before each compile,
 which would drop the code of the candidates compiled before it (they would recompile in the
 warm-up); the worker checks them with PairPlan(fresh_compiles=False) and resets each framework's
 compile state once per point instead (Framework.compiles_kept, Framework.reset_compiles).

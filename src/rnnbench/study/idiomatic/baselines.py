@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rnnbench.drivers import _jax, _torch, _torch_compile
 from rnnbench.drivers.base import Prepared
+from rnnbench.drivers.jax import _framework as _jax
+from rnnbench.drivers.torch import _compile as _torch_compile
+from rnnbench.drivers.torch import _framework as _torch
 from rnnbench.model import Case, Model
 from rnnbench.study.idiomatic.plan import DEVICE, DTYPE
 

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rnnbench import registry
-from rnnbench.drivers import _jax, _torch
 from rnnbench.drivers.base import Driver, Framework, Prepared
+from rnnbench.drivers.jax import _framework as _jax
+from rnnbench.drivers.torch import _framework as _torch
 from rnnbench.model import Case, Model
 from rnnbench.study.idiomatic.baselines import jax_jit_loop, jax_lax_scan, torch_hand_scan, torch_unbind_loop
 from rnnbench.study.idiomatic.plan import DEVICE, DTYPE, MODELS, Plan

@@ -23,8 +23,9 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
-from rnnbench.drivers import _torch, _torch_compile
 from rnnbench.drivers.base import Batch, Prepared, anchor
+from rnnbench.drivers.torch import _compile as _torch_compile
+from rnnbench.drivers.torch import _framework as _torch
 from rnnbench.model import Case, Model
 from rnnbench.ops import torch_ops
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rnnbench.drivers import _jax, _torch, _torch_settings
 from rnnbench.drivers.base import Framework, Prepared
+from rnnbench.drivers.jax import _framework as _jax
+from rnnbench.drivers.torch import _framework as _torch
+from rnnbench.drivers.torch import _settings as _torch_settings
 from rnnbench.model import Case, Model
 
 TORCH_XLA = Framework(
@@ -30,7 +32,7 @@ TORCH_XLA = Framework(
     collect_after_failure=True,
     # its Prepared offers backward() only: torch.func's transforms on the lazy device are not wired here
     modes_missing={
-        m: "not offered on the lazy XLA device (drivers/_torch_xla.py passes no torch.func modes)"
+        m: "not offered on the lazy XLA device (drivers/torch_xla/_framework.py passes no torch.func modes)"
         for m in ("jvp", "func", "per_example")
     },
 )

@@ -4,9 +4,9 @@ shape and cached by graph hash; every call re-traces it."""
 
 from __future__ import annotations
 
-from rnnbench.drivers import _torch_xla
 from rnnbench.drivers.base import Driver, Prepared
-from rnnbench.drivers.torch_loop import loop_loss
+from rnnbench.drivers.torch.loop import loop_loss
+from rnnbench.drivers.torch_xla import _framework as _torch_xla
 from rnnbench.model import Case, Model
 
 

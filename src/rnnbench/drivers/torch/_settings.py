@@ -1,4 +1,4 @@
-"""torch's process-wide settings (part of the torch framework layer, drivers/_torch.py): the thread
+"""torch's process-wide settings (part of the torch framework layer, drivers/torch/_framework.py): the thread
 pools rows run with, what rnnbench changed and what it was before (UNTOUCHED), and putting them back
 after a check (Framework.keep_settings)."""
 

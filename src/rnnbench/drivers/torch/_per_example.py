@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.drivers._torch_compile import fresh_dynamo_state
 from rnnbench.drivers.base import Batch
+from rnnbench.drivers.torch._compile import fresh_dynamo_state
 from rnnbench.model import batch_layout
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rnnbench.drivers import _jax
 from rnnbench.drivers.base import Batch, Prepared, configured, unflatten
+from rnnbench.drivers.jax import _framework as _jax
 from rnnbench.model import BY_PRECISION, Case, Model, linear_recurrence_states, supports_linear_recurrence
 from rnnbench.ops import jax_ops
 

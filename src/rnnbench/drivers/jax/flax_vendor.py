@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rnnbench.drivers import _jax
 from rnnbench.drivers.base import Batch, Prepared, anchor, unflatten
+from rnnbench.drivers.jax import _framework as _jax
 from rnnbench.model import Case, Model
 from rnnbench.ops import jax_ops
 

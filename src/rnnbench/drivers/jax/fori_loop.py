@@ -6,8 +6,8 @@ shape of a while loop written by hand, not a scan over xs."""
 
 from __future__ import annotations
 
-from rnnbench.drivers import _jax
 from rnnbench.drivers.base import Batch, Driver, Prepared, unflatten
+from rnnbench.drivers.jax import _framework as _jax
 from rnnbench.model import BY_PRECISION, Case, Model, run_forward
 from rnnbench.ops import jax_ops
 

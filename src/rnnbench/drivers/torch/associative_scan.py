@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rnnbench.drivers import _torch, _torch_compile
 from rnnbench.drivers.base import Batch, Driver, Prepared, configured, unflatten
+from rnnbench.drivers.torch import _compile as _torch_compile
+from rnnbench.drivers.torch import _framework as _torch
 from rnnbench.model import BY_PRECISION, Case, Model, linear_recurrence_states, supports_linear_recurrence
 from rnnbench.ops import torch_ops
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.drivers._jax_per_example import per_example_mode
 from rnnbench.drivers.base import Batch, DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
+from rnnbench.drivers.jax._per_example import per_example_mode
 from rnnbench.model import Case, Model, is_integer, numpy_dtype
 from rnnbench.ops import numpy_ops
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rnnbench.drivers import _jax
 from rnnbench.drivers.base import Batch, Prepared, configured, unflatten
+from rnnbench.drivers.jax import _framework as _jax
 from rnnbench.model import BY_PRECISION, Case, Model, rollout
 from rnnbench.ops import jax_ops
 

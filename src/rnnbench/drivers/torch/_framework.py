@@ -1,6 +1,6 @@
 """The torch framework layer: the Framework object, canonical numpy <-> tensors, the Prepared every
-torch mechanism returns, autocast. Its parts: the process-wide settings (drivers/_torch_settings.py)
-and torch.compile with the settings rows record (drivers/_torch_compile.py)."""
+torch mechanism returns, autocast. Its parts: the process-wide settings (drivers/torch/_settings.py)
+and torch.compile with the settings rows record (drivers/torch/_compile.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.drivers._torch_compile import BACKENDS, at_backend, compiles_kept, fresh_dynamo_state, reset_dynamo
-from rnnbench.drivers._torch_per_example import per_example_mode
-from rnnbench.drivers._torch_settings import keep_torch_settings, set_threads, threads_in_use
 from rnnbench.drivers.base import Batch, DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
+from rnnbench.drivers.torch._compile import BACKENDS, at_backend, compiles_kept, fresh_dynamo_state, reset_dynamo
+from rnnbench.drivers.torch._per_example import per_example_mode
+from rnnbench.drivers.torch._settings import keep_torch_settings, set_threads, threads_in_use
 from rnnbench.model import Case, Model, Recur, is_integer
 
 

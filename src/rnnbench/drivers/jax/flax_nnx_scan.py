@@ -1,11 +1,11 @@
 """Mechanism: flax NNX (flax's current module API): the model's step lifted with nnx.scan (carry,
-broadcast parameters, scanned xs); flax.linen's nn.scan is drivers/flax_scan.py. The parameters are
+broadcast parameters, scanned xs); flax.linen's nn.scan is drivers/jax/flax_scan.py. The parameters are
 plain arrays passed to the scanned function, so jax returns canonical gradients."""
 
 from __future__ import annotations
 
-from rnnbench.drivers import _jax
 from rnnbench.drivers.base import Batch, Driver, Prepared, unflatten
+from rnnbench.drivers.jax import _framework as _jax
 from rnnbench.model import BY_PRECISION, Case, Model, run_forward, scan_inputs
 from rnnbench.ops import jax_ops
 

@@ -18,8 +18,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from rnnbench.drivers import _jax
 from rnnbench.drivers.base import Batch, Prepared, configured, unflatten
+from rnnbench.drivers.jax import _framework as _jax
 from rnnbench.model import BY_PRECISION, Case, Model, flipped, run_forward
 from rnnbench.ops import jax_ops
 

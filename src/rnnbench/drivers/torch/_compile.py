@@ -1,5 +1,5 @@
 """torch.compile as the torch mechanisms run it (part of the torch framework layer,
-drivers/_torch.py): inductor, fullgraph, the settings rows record, and dynamo's state reset before
+drivers/torch/_framework.py): inductor, fullgraph, the settings rows record, and dynamo's state reset before
 each compile or kept across several (Framework.compiles_kept, Framework.reset_compiles); another
 backend for the compiles made under at_backend (Framework.at_layer: where a wrong gradient appears)."""
 

@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rnnbench.drivers import _torch, _torch_compile
 from rnnbench.drivers.base import Batch, Driver, Prepared, configured, unflatten
+from rnnbench.drivers.torch import _compile as _torch_compile
+from rnnbench.drivers.torch import _framework as _torch
 from rnnbench.model import BY_PRECISION, Case, Model, loop_recur, rollout, run_forward
 from rnnbench.ops import torch_ops
 

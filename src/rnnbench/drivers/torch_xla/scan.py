@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rnnbench.drivers import _torch_xla
 from rnnbench.drivers.base import Prepared, configured, unflatten
+from rnnbench.drivers.torch_xla import _framework as _torch_xla
 from rnnbench.model import Case, Model, Recur, run_forward, scan_inputs
 from rnnbench.ops import torch_ops
 

@@ -28,8 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rnnbench.drivers import _torch, _torch_compile
 from rnnbench.drivers.base import Batch, Driver, Prepared, configured, supports_only, unflatten
+from rnnbench.drivers.torch import _compile as _torch_compile
+from rnnbench.drivers.torch import _framework as _torch
 from rnnbench.model import BY_PRECISION, Case, Model, Recur, flipped, run_forward, scan_inputs
 from rnnbench.ops import torch_ops
 

@@ -1,7 +1,7 @@
 """Mechanism: flax NNX's vendor recurrent cell (anchor), nnx.RNN(nnx.LSTMCell), on the canonical
-parameters (flax.linen's cells are drivers/flax_vendor.py).
+parameters (flax.linen's cells are drivers/jax/flax_vendor.py).
 
-Layout: flax.linen's LSTM cell's (drivers/flax_vendor.py, flax_lstm_params: ii/if_/ig/io kernels
+Layout: flax.linen's LSTM cell's (drivers/jax/flax_vendor.py, flax_lstm_params: ii/if_/ig/io kernels
 without bias, h* kernels with one; nnx names the forget input kernel if_); its carry is (c, h),
 canonical is (h, c). The module is split once (nnx.split) and merged inside the differentiated
 function from a pure dict built from the canonical parameters (nnx.replace_by_pure_dict), so jax
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rnnbench.drivers import _jax
 from rnnbench.drivers.base import Batch, Prepared, anchor, unflatten
-from rnnbench.drivers.flax_vendor import flax_lstm_params
+from rnnbench.drivers.jax import _framework as _jax
+from rnnbench.drivers.jax.flax_vendor import flax_lstm_params
 from rnnbench.model import Case, Model
 from rnnbench.ops import jax_ops
 

@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.drivers import _torch, _torch_compile
 from rnnbench.drivers.base import Batch, Driver, Prepared, configured, unflatten
+from rnnbench.drivers.torch import _compile as _torch_compile
+from rnnbench.drivers.torch import _framework as _torch
 from rnnbench.model import BY_PRECISION, Case, Model, is_integer, loop_recur, run_forward, scan_inputs
 from rnnbench.ops import forward_pass, numpy_ops, torch_ops
 
