@@ -81,22 +81,46 @@ def compiled(
     fn = torch.compile(loss_fn, backend=backend, fullgraph=True, **({"mode": mode} if mode else {}))
     if dynamo_config:
         fn = _under_dynamo_config(fn, dynamo_config)
-    if mode is None:
-        return fn, settings
+    if mode is not None:
+        settings["mode"] = mode
+        fn = _stepped(fn)
+    return remembered(fn, eager=loss_fn, compile_like=lambda other: compiled(other, dynamo_config, mode)[0]), settings
 
-    def stepped(inputs):
+
+def remembered(fn: Callable, *, eager: Callable, compile_like: Callable[[Callable], Callable]) -> Callable:
+    """fn, carrying the eager function it computes and how to compile another function as it was compiled
+    (eager_and_compile_like reads them back); a wrapper of fn passes them on by calling this again."""
+    fn._rnnbench_eager = eager  # type: ignore[attr-defined]
+    fn._rnnbench_compile_like = compile_like  # type: ignore[attr-defined]
+    return fn
+
+
+def eager_and_compile_like(loss_fn: Callable) -> tuple[Callable, Callable[[Callable], Callable] | None]:
+    """(the eager function a compiled() callable computes, a compile of another function with its settings), or
+    (loss_fn, None) for an eager one. A torch.func transform (the jvp, func and per_example modes) is applied to the
+    eager function and the transform compiled as the driver compiles (its backend, dynamo settings, mode; a clean
+    dynamo state): dynamo refuses a transform of a compiled function ("Unsupported functorch tracing attempt"),
+    and compiling the transform is how users compose the two (pytorch#136662's composition)."""
+    return getattr(loss_fn, "_rnnbench_eager", loss_fn), getattr(loss_fn, "_rnnbench_compile_like", None)
+
+
+def _stepped(fn: Callable) -> Callable:
+    """fn with a new CUDA graph step begun before each call."""
+    import torch
+
+    def stepped(*args: Any, **kwargs: Any) -> Any:
         torch.compiler.cudagraph_mark_step_begin()
-        return fn(inputs)
+        return fn(*args, **kwargs)
 
-    return stepped, {**settings, "mode": mode}
+    return stepped
 
 
 def _under_dynamo_config(fn: Callable, dynamo_config: Mapping[str, Any]) -> Callable:
     """fn called with torch._dynamo.config patched to `dynamo_config`, restored after each call."""
     import torch
 
-    def patched(inputs):
+    def patched(*args: Any, **kwargs: Any) -> Any:
         with torch._dynamo.config.patch(**dynamo_config):
-            return fn(inputs)
+            return fn(*args, **kwargs)
 
     return patched

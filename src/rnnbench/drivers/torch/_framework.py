@@ -11,7 +11,14 @@ from typing import Any
 import numpy as np
 
 from rnnbench.drivers.base import Batch, DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
-from rnnbench.drivers.torch._compile import BACKENDS, at_backend, compiles_kept, fresh_dynamo_state, reset_dynamo
+from rnnbench.drivers.torch._compile import (
+    BACKENDS,
+    at_backend,
+    compiles_kept,
+    eager_and_compile_like,
+    remembered,
+    reset_dynamo,
+)
 from rnnbench.drivers.torch._per_example import per_example_mode
 from rnnbench.drivers.torch._settings import keep_torch_settings, set_threads, threads_in_use
 from rnnbench.model import Case, Model, Recur, is_integer
@@ -392,8 +399,7 @@ def functional_modes(
     transform is how users compose the two (pytorch#136662's composition)."""
     import torch
 
-    eager = getattr(loss_fn, "_torchdynamo_orig_callable", None)  # set by torch.compile on what it returns
-    plain = eager if eager is not None else loss_fn
+    plain, compile_like = eager_and_compile_like(loss_fn)
     held = {k: v.detach() if torch.is_tensor(v) else v for k, v in inputs.items()}
     argnums = tuple(range(len(wrt)))
 
@@ -403,12 +409,7 @@ def functional_modes(
 
     def built(transform: Callable[..., Any]) -> Callable[..., Any]:
         fn = transform(pure, argnums=argnums, has_aux=True)
-        if eager is None:
-            return fn
-        # dynamo's state from earlier compiles changed how it fails on a scan under a transform (Unsupported in a
-        # fresh process, an AssertionError after other compiles): the mode's row starts clean, as compiled() does
-        fresh_dynamo_state()
-        return torch.compile(fn, backend="inductor", fullgraph=True)
+        return fn if compile_like is None else compile_like(fn)
 
     made: dict[str, Callable[..., Any]] = {}  # built on first call: a compile belongs to the mode's row
 
@@ -463,7 +464,10 @@ def under_autocast(loss_fn: Callable[[dict], Any], device: str) -> Callable[[dic
         with torch.autocast(device, dtype=torch.bfloat16):
             return loss_fn(inputs).float()
 
-    return wrapped
+    eager, compile_like = eager_and_compile_like(loss_fn)
+    if compile_like is None:
+        return wrapped
+    return remembered(wrapped, eager=under_autocast(eager, device), compile_like=compile_like)
 
 
 def supports_autocast(model: Model) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from rnnbench.drivers.base import Batch
-from rnnbench.drivers.torch._compile import fresh_dynamo_state
+from rnnbench.drivers.torch._compile import eager_and_compile_like
 from rnnbench.model import batch_layout
 
 
@@ -24,8 +24,7 @@ def per_example_mode(
     one example)}). Under a compiled driver the transform is compiled, as functional_modes does."""
     import torch
 
-    eager = getattr(loss_fn, "_torchdynamo_orig_callable", None)
-    plain = eager if eager is not None else loss_fn
+    plain, compile_like = eager_and_compile_like(loss_fn)
     made: list[Callable[..., Any]] = []  # built on first call: a compile belongs to the mode's row
 
     def call() -> tuple[np.ndarray, dict[str, np.ndarray | None]]:
@@ -50,9 +49,8 @@ def per_example_mode(
             fn = torch.func.vmap(
                 torch.func.grad_and_value(one, argnums=tuple(range(len(wrt))), has_aux=True), in_dims=tuple(axes)
             )
-            if eager is not None:
-                fresh_dynamo_state()
-                fn = torch.compile(fn, backend="inductor", fullgraph=True)
+            if compile_like is not None:
+                fn = compile_like(fn)
             made.append(fn)
         grads, (losses, _) = made[0](*args)
         return _numpy(losses), {n: _numpy(g) for n, g in zip(wrt, grads)}
