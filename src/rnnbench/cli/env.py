@@ -1,4 +1,4 @@
-"""`rnnbench env list | create NAME... | lock NAME...`: the Python environments rows run in."""
+"""`rnnbench env list | create NAME... | remove NAME... | lock NAME...`: the Python environments rows run in."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ from rnnbench.machine import env_create, environments
 from rnnbench.planning import plan
 
 NAME = "env"
-HELP = "the Python environments rows run in (src/rnnbench/environments.toml): list, create, lock"
+HELP = "the Python environments rows run in (src/rnnbench/environments.toml): list, create, remove, lock"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "action",
-        choices=("list", "create", "lock"),
-        help="list: every environment and its state; create: make the named ones; lock: pin their packages",
+        choices=("list", "create", "remove", "lock"),
+        help="list: every environment and its state; create: make the named ones; remove: delete the named "
+        "ones from rnnbench's cache; lock: pin their packages",
     )
     p.add_argument(
         "names",
@@ -43,6 +44,11 @@ def run(args: argparse.Namespace) -> int:
 
         for name in names:
             write_lock(name, log=lambda line: print(f"rnnbench: {line}", flush=True))
+        return 0
+    if args.action == "remove":
+        for name in names:
+            if not env_create.remove(name, log=lambda line: print(f"rnnbench: {line}", flush=True)):
+                print(f"{name}: not created, nothing to remove")
         return 0
     for name in names:
         env = env_create.create(name, log=lambda line: print(f"rnnbench: {line}", flush=True))

@@ -143,6 +143,41 @@ def create(name: str, log: Callable[[str], None] = print) -> Environment:
     return get(name)
 
 
+def remove(name: str, log: Callable[[str], None] = print) -> bool:
+    """Remove environment `name`'s folder in rnnbench's cache (under its lock, so never while another
+    process builds it); False where there was none. An environment at a path of its own (main, xla)
+    is refused with InputError: its folder is the checkout's, made by `make`."""
+    env = get(name)
+    if env.prefix.parent != cache_root():
+        raise InputError(f"environment {name!r} lives at {env.prefix}, outside rnnbench's cache: remove it by hand")
+    if not env.prefix.exists():
+        return False
+    with open(_lock_path(env.prefix), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        owned.remove_owned(env.prefix, ENV_KIND, f"environment {name!r}")
+    _lock_path(env.prefix).unlink(missing_ok=True)
+    package_versions.cache_clear()
+    log(f"removed environment {name} ({env.prefix.name})")
+    return True
+
+
+def size_bytes(path: Path) -> int:
+    """The apparent size of the files under `path`, each hardlinked file once (uv links an
+    environment's files from its cache, so this is what the environment holds, not what it adds)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                st = os.lstat(os.path.join(root, f))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+    return total
+
+
 def _lock_path(prefix: Path) -> Path:
     """The lock held while `prefix` is built: beside it in rnnbench's cache; for an environment at
     a path of its own (xla's .venv-xla), in the cache too, named by a hash of that path, so a
