@@ -529,14 +529,21 @@ def test_expanded_carry_cotangent_entries_follow_the_measured_scope(
 # --- the registry's version ranges are the measured ones (docs/results/*-bug-versions.md) ---
 
 BUG_VERSIONS = sorted((known_issues.REGISTRY_PATH.parents[2] / "docs" / "results").glob("*-bug-versions.jsonl"))
+# `versions --bisect` probes (releases outside the matrix), which extend the latest table
+BISECT_PROBES = sorted((known_issues.REGISTRY_PATH.parents[2] / "docs" / "results").glob("*-bug-versions-bisect.jsonl"))
+
+
+def _records() -> list:
+    from rnnbench import results_file
+
+    return results_file.load([BUG_VERSIONS[-1], *BISECT_PROBES])
 
 
 def _measured() -> dict:
-    from rnnbench import results_file
     from rnnbench.report import bug_table
 
     assert BUG_VERSIONS, "no committed bug x version records (docs/results/<date>-bug-versions.jsonl)"
-    return bug_table.reproduced_versions(results_file.load([BUG_VERSIONS[-1]]))
+    return bug_table.reproduced_versions(_records())
 
 
 def test_every_entry_was_measured_on_at_least_three_versions_or_all_there_are() -> None:
@@ -573,10 +580,9 @@ def test_version_ranges_and_measured_on_agree_with_the_measured_table() -> None:
 def test_witness_versions_agree_with_the_measured_table() -> None:
     """On every measured version the entry claims, a witness reproduces it unambiguously on every
     driver exactly where the witness's own `versions` (default: the entry's) hold."""
-    from rnnbench import results_file
     from rnnbench.report import bug_table
 
-    measured = bug_table.witness_outcomes(results_file.load([BUG_VERSIONS[-1]]))
+    measured = bug_table.witness_outcomes(_records())
     for issue in known_issues.registry():
         for k, witness in enumerate(issue.witnesses):
             for package, spec in issue.versions.items():
