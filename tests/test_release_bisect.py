@@ -200,8 +200,8 @@ def test_an_issue_without_held_releases_is_one_line_exit_2(monkeypatch, capsys) 
 
 @pytest.mark.slow
 def test_bisect_creates_probes_and_removes_a_release_environment(tmp_path) -> None:
-    """The upper edge of the index-put entry from 2.13.0 (its fix, measured in 2.14.1): creates the
-    CUDA torch builds it probes (gigabytes each) and removes them."""
+    """The upper edge of the index-put entry above 2.13.0: creates the CUDA torch builds it probes
+    (gigabytes each), finds the fix in 2.14.0, and removes what it made."""
     out = tmp_path / "bisect.jsonl"
     proc = subprocess.run(
         [sys.executable, "-m", "rnnbench.cli", "versions", "--bisect", "torch-inductor-index-put-expanded-self"]
@@ -212,5 +212,7 @@ def test_bisect_creates_probes_and_removes_a_release_environment(tmp_path) -> No
         env={**os.environ},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "through 2.13.0; fixed in 2.14.0" in proc.stdout or "fixed in 2.14.1" in proc.stdout, proc.stdout
+    # measured 2026-12-07 (docs/results/2026-12-07-bug-versions-bisect.md): 2.14.1 right, then 2.14.0 right
+    want = "torch-inductor-index-put-expanded-self: reproduces from 2.11.0 (no held release older than it from 2.11.0) "
+    assert want + "through 2.13.0; fixed in 2.14.0 (2 probes," in proc.stdout, proc.stdout
     assert out.stat().st_size > 0
