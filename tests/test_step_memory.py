@@ -39,7 +39,7 @@ def test_no_count_is_not_measured_with_the_reason() -> None:
     )
 
 
-@pytest.mark.parametrize("driver", ["torch_loop", "jax_lax_scan"])
+@pytest.mark.parametrize("driver", ["torch_loop", "torch_scan", "jax_lax_scan"])
 def test_a_step_saves_at_least_its_states_and_grows_with_T(driver: str) -> None:
     """An Elman step's backward needs each step's state (tanh' is read from it): at least T*B*H
     float32 values are kept, and twice the steps keep about twice the bytes (a weight saved at
@@ -51,6 +51,17 @@ def test_a_step_saves_at_least_its_states_and_grows_with_T(driver: str) -> None:
     assert states <= short < 8 * states
     # every step adds the same bytes (a weight saved once, not per step): exactly linear in T
     assert longer - long == long - short > 0
+
+
+def test_eager_torch_scan_counts_what_its_autograd_node_keeps() -> None:
+    """torch's eager scan keeps its forward's intermediates on its autograd node, past the
+    saved-tensor hooks, and clones every carry it keeps (scan's CLONE policy): for an Elman step each
+    step's input state (for h @ W's weight gradient) and its tanh output are two stacked (T, B, H)
+    tensors, at least 2 T B H float32 values. The count once held only what the ops around the scan
+    saved (T B H values: the stacked ys the loss reads)."""
+    pytest.importorskip("torch")
+    states = SIZES["T"] * SIZES["B"] * SIZES["H"] * 4
+    assert step_memory(_prepared("torch_scan", SIZES))["saved_mb"] * 2**20 >= 2 * states
 
 
 def _eager_residual_bytes(loss_fn, diff: dict, rest: dict) -> int:

@@ -433,7 +433,8 @@ def saved_bytes(loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any]
     one training forward (torch.autograd.graph.saved_tensors_hooks sees each saved tensor; a
     storage saved at every step, e.g. a weight's, counts once). A compiled step's saved tensors
     are those of its compiled forward; the placeholders a higher-order op traces its body with
-    hold no memory and are not counted."""
+    hold no memory and are not counted. Eager scan keeps its forward's intermediates on its autograd
+    node, past the hooks (scan_kept): those are counted too."""
     import torch
 
     own = {t.untyped_storage().data_ptr() for t in inputs.values() if torch.is_tensor(t)}
@@ -451,8 +452,31 @@ def saved_bytes(loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any]
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         loss = loss_fn(inputs)
+    for t in scan_kept(loss.grad_fn):
+        pack(t)
     del loss  # frees the graph and what it saved
     return sum(saved.values())
+
+
+def scan_kept(grad_fn: Any) -> list[Any]:
+    """The tensors eager torch scan keeps for its backward where saved_tensors_hooks do not see them:
+    its autograd node (ScanAutogradOp's) holds them on the node, as its ScanAutogradImpl's saved
+    forward intermediates, xs and additional inputs. Every node of the graph from `grad_fn` is visited."""
+    import torch
+
+    kept: list[Any] = []
+    seen: set[int] = set()
+    stack = [grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        impl = getattr(node, "_scan_impl", None)
+        for name in ("saved_intermediates", "saved_fw_xs", "saved_fw_additional_inputs"):
+            kept += [t for t in getattr(impl, name, None) or () if torch.is_tensor(t)]
+        stack += [fn for fn, _ in node.next_functions]
+    return kept
 
 
 def under_autocast(loss_fn: Callable[[dict], Any], device: str) -> Callable[[dict], Any]:
