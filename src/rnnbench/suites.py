@@ -1,7 +1,7 @@
 """What each selection means, as data: the suites of `rnnbench run --suite`, the curated selection
 (asv's `Curated`, the default of `compare --commits`), asv's full matrix, the idiomatic study's
-mechanisms, the bug classes of `rnnbench versions` and the charts' baseline. Outside drivers/ this
-is the one module that names drivers (tests/test_architecture.py): a new driver configuration is a
+mechanisms, the bug classes of `rnnbench versions`, the charts' baseline and the remat pairs (REMAT).
+Outside drivers/ this is the one module that names drivers (tests/test_architecture.py): a new driver configuration is a
 row of its mechanism's DRIVERS table and joins a selection here only when someone adds it.
 
 It imports nothing from rnnbench: asv loads this file by its path in the checkout, not from the
@@ -170,6 +170,17 @@ BUG_CLASSES = (
 )
 # fmt: on
 CHART_BASELINE = "torch_loop"  # the plain Python loop every speed-up chart is relative to
+# Each remat mechanism (its step recomputed in the backward) and the plain driver it is a setting of:
+# the pairs whose time and step memory rnnbench.report.charts.remat_price sets side by side.
+REMAT = {
+    "jax_lax_scan_remat_nothing": "jax_lax_scan",
+    "jax_lax_scan_remat_dots": "jax_lax_scan",
+    "jax_lax_scan_remat3_nothing": "jax_lax_scan",
+    "jax_lax_scan_remat3_dots": "jax_lax_scan",
+    "torch_loop_checkpoint": "torch_loop",
+    "torch_scan_checkpoint": "torch_scan",
+    "torch_scan_checkpoint_compiled": "torch_scan_compiled",
+}
 # The order drivers take the charts' palette (rnnbench.report.charts.style.driver_style): each mechanism and
 # the vendor layers first (distinct colours), then asv's list. It only grows, as ASV: a driver keeps
 # its colour in every chart and every version.

@@ -4,6 +4,10 @@ slower ("2.0x" takes half the reference's time; "0.5x" twice it). docs/measuring
 
 from __future__ import annotations
 
+from typing import Any
+
+from rnnbench.status import Status
+
 DIRECTION = "x faster than the reference (reference time / time): above 1 is faster, below 1 slower"
 
 
@@ -25,3 +29,11 @@ def speedup_of_time_ratio(time_ratio: float) -> float:
     if time_ratio <= 0:
         raise ValueError(f"a ratio of times must be above 0, got {time_ratio}")
     return 1.0 / time_ratio
+
+
+def clock_of(records: list[dict[str, Any]]) -> str:
+    """ "cpu" when every timed record (both sides) was decided by its CPU time and carries CPU
+    samples, else "wall" (records older than the timing field are wall)."""
+    timed = [r for r in records if r.get("fwd_bwd") and str(r["status"]) == Status.OK]
+    cpu = all((r.get("timing") or {}).get("clock") == "cpu" and r["fwd_bwd"].get("cpu_samples") for r in timed)
+    return "cpu" if timed and cpu else "wall"

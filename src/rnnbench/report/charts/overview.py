@@ -22,6 +22,7 @@ from rnnbench.report.charts.bars import bar_chart
 from rnnbench.report.charts.growth import t_growth_chart
 from rnnbench.report.charts.heatmap import grad_error_heatmap
 from rnnbench.report.charts.style import (
+from rnnbench.report.charts.remat_price import remat_price_chart
     VENDOR_HATCH,
     Series,
     chart_styles,
@@ -264,8 +265,9 @@ def roofline_chart(records: list[dict], out: Path) -> Path | None:
 
 def all_charts(records: list[dict], out: Path) -> list[Path]:
     """Every chart the records hold, in reading order: per model its bar chart (rows of `run`) and
-    T-growth chart, then per swept model its time, speedup and hidden-size charts, then the
-    roofline and the gradient-error heatmap."""
+    T-growth chart, then per swept model its time, speedup and hidden-size charts, then remat's
+    price (where remat mechanisms ran beside their plain drivers), the roofline and the
+    gradient-error heatmap."""
     paths: list[Path | None] = []
     for model in sorted({r["model"] for r in records}):
         paths += [bar_chart(records, model, out), t_growth_chart(records, model, out)]
@@ -273,6 +275,7 @@ def all_charts(records: list[dict], out: Path) -> list[Path]:
         paths.append(time_chart(records, model, "length", out))
         paths.append(speedup_chart(records, model, out))
         paths.append(time_chart(records, model, "hidden", out))
+    paths.append(remat_price_chart(records, out))
     paths.append(roofline_chart(records, out))
     paths.append(grad_error_heatmap(records, out))
     return [p for p in paths if p is not None]

@@ -40,14 +40,6 @@ def timed_runs(records: list[dict[str, Any]], quantity: str) -> list[dict[str, A
     return [r for r in records if r.get(quantity) and str(r["status"]) == Status.OK][-RUNS_CAP:]
 
 
-def clock_of(records: list[dict[str, Any]]) -> str:
-    """ "cpu" when every timed record (both sides) was decided by its CPU time and carries CPU
-    samples, else "wall" (records older than the timing field are wall)."""
-    timed = [r for r in records if r.get("fwd_bwd") and str(r["status"]) == Status.OK]
-    cpu = all((r.get("timing") or {}).get("clock") == "cpu" and r["fwd_bwd"].get("cpu_samples") for r in timed)
-    return "cpu" if timed and cpu else "wall"
-
-
 def side_of(records: list[dict[str, Any]], quantity: str, clock: str = "wall") -> Side | None:
     timed = [r[quantity] for r in timed_runs(records, quantity)]
     if not timed:

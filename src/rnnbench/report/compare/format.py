@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 from rnnbench.report.compare import profile_diff
-from rnnbench.report.compare.evidence import RUNS_CAP, clock_of
+from rnnbench.report.compare.evidence import RUNS_CAP
 from rnnbench.report.compare.pairs import (
     FASTER_OR_SAME,
     FIXED,
@@ -33,7 +33,7 @@ from rnnbench.report.compare.pairs import (
 from rnnbench.report.compare.stats import CPU_QUANTILE, NOISY, SLOWER
 from rnnbench.report.escape import md_cell, terminal
 from rnnbench.report.labels import env_label
-from rnnbench.report.ratios import DIRECTION, speedup_label, speedup_of_time_ratio
+from rnnbench.report.ratios import DIRECTION, clock_of, speedup_label, speedup_of_time_ratio
 
 FORMATS = ("text", "markdown", "json", "github")
 RAW_SHOWN = 0.05  # a raw speed-up this far from the relative one is shown beside it

@@ -49,7 +49,7 @@ import numpy as np
 
 from rnnbench.errors import InputError
 from rnnbench.record import RowKey, row_key
-from rnnbench.report.compare.evidence import clock_of, is_relative, side_of, timed_runs, unsupported
+from rnnbench.report.compare.evidence import is_relative, side_of, timed_runs, unsupported
 from rnnbench.report.compare.stats import (
     FASTER,
     NOISY,
@@ -61,6 +61,7 @@ from rnnbench.report.compare.stats import (
 )
 from rnnbench.report.labels import env_label, machine_of
 from rnnbench.report.marks import contention
+from rnnbench.report.ratios import clock_of
 from rnnbench.status import Status, is_failing, is_fixed, is_known
 
 QUANTITIES = ("fwd_bwd", "fwd")
