@@ -87,9 +87,10 @@ def test_the_chart_draws_the_numbers_with_a_gap_and_its_reason(tmp_path: Path, m
     for ax, want in ((ax_t, 10.0 / 12.5), (ax_m, 0.25)):
         line = next(ln for ln in ax.get_lines() if str(ln.get_label()).startswith("jax_lax_scan_remat_nothing"))
         assert list(line.get_xdata()) == [64] and list(line.get_ydata()) == pytest.approx([want])
-        legend = " ".join(" ".join(t.get_text() for t in ax.get_legend().get_texts()).split())
-        assert "none at T=256: remat: known_issue:x" in legend and "none at T=1024: no plain row" in legend
         assert any(ln.get_marker() == "x" for ln in ax.get_lines())  # where the line stops
+    (row_legend,) = fig.subfigs[0].legends  # one a row, below both panels
+    legend = " ".join(" ".join(t.get_text() for t in row_legend.get_texts()).split())
+    assert "none at T=256: remat: known_issue:x" in legend and "none at T=1024: no plain row" in legend
     remat_price.pyplot().close(fig)
 
 

@@ -459,14 +459,9 @@ def saved_bytes(loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any]
 
 
 def scan_kept(grad_fn: Any) -> list[Any]:
-    """The tensors eager torch scan keeps for its backward where saved_tensors_hooks do not see them:
-    its autograd node (ScanAutogradOp's) holds them on the node, as its ScanAutogradImpl's saved
-    forward intermediates, xs and additional inputs. Every node of the graph from `grad_fn` is visited."""
-    import torch
-
-    kept: list[Any] = []
-    seen: set[int] = set()
-    stack = [grad_fn]
+    """What eager torch scan keeps for its backward on its autograd node (its ScanAutogradImpl's saved
+    forward intermediates, xs and additional inputs), past saved_tensors_hooks; every node from `grad_fn`."""
+    kept, seen, stack = [], set(), [grad_fn]
     while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
@@ -474,7 +469,7 @@ def scan_kept(grad_fn: Any) -> list[Any]:
         seen.add(id(node))
         impl = getattr(node, "_scan_impl", None)
         for name in ("saved_intermediates", "saved_fw_xs", "saved_fw_additional_inputs"):
-            kept += [t for t in getattr(impl, name, None) or () if torch.is_tensor(t)]
+            kept += [t for t in getattr(impl, name, None) or () if hasattr(t, "untyped_storage")]
         stack += [fn for fn, _ in node.next_functions]
     return kept
 

@@ -12,7 +12,7 @@ Two numbers a pair, each from the two rows' own records:
 
 A pair without a number says why (a row not ok, not timed, not counted, or absent). remat_price_chart
 draws them: per panel (model, other sizes, dtype, device, loss form) the speed-up beside the memory
-kept, x = T, one line per mechanism.
+kept, x = T, one line per mechanism (torch's dashed), one legend a row.
 """
 
 from __future__ import annotations
@@ -78,7 +78,17 @@ def _marked(rec: dict) -> bool:
 def _price(remat: dict, plain: dict | None, *, env: str) -> Price:
     mechanism, T = remat["driver"], remat["sizes"]["T"]
     if plain is None:
-        return Price(mechanism, REMAT[mechanism], env, T, None, None, "", "no plain row", False)
+        return Price(
+            mechanism,
+            REMAT[mechanism],
+            env,
+            T,
+            speedup=None,
+            memory=None,
+            clock="",
+            why="no plain row",
+            contended=False,
+        )
     why = [f"{name}: {r['status']}" for name, r in (("remat", remat), ("plain", plain)) if r["status"] != "ok"]
     ratio = memory = None
     clock = ""
@@ -91,7 +101,17 @@ def _price(remat: dict, plain: dict | None, *, env: str) -> Price:
     if not why:  # both rows ok: a number is missing only where a row was not timed or not counted
         why += ["not timed"] * (ratio is None) + ["step memory not counted"] * (memory is None)
     marked = _marked(remat) or _marked(plain)
-    return Price(mechanism, plain["driver"], env, T, ratio, memory, clock, "; ".join(why), marked)
+    return Price(
+        mechanism,
+        plain["driver"],
+        env,
+        T,
+        speedup=ratio,
+        memory=memory,
+        clock=clock,
+        why="; ".join(why),
+        contended=marked,
+    )
 
 
 def remat_prices(records: list[dict]) -> dict[Panel, list[Price]]:
@@ -116,31 +136,43 @@ def remat_prices(records: list[dict]) -> dict[Panel, list[Price]]:
     return {k: sorted(v, key=lambda p: (p.mechanism, p.env, p.T)) for k, v in sorted(out.items())}
 
 
+def _legend_label(line: list[Price]) -> str:
+    """A line's legend entry: the pair, and where it has no number, at which T and why."""
+    label = f"{line[0].mechanism} vs {line[0].plain} ({line[0].env})"
+    reasons: dict[str, list[str]] = defaultdict(list)
+    for p in line:
+        if p.speedup is None or p.memory is None:
+            reasons[p.why or "no number"].append(str(p.T))
+    if reasons:
+        text = "; ".join(f"none at T={','.join(ts)}: {why}" for why, ts in reasons.items())
+        label += "\n" + textwrap.fill(f"({text})", 90)
+    return label
+
+
 def _draw(ax, prices: list[Price], *, value: str, look: dict) -> None:
-    """One line per (mechanism, env) of the `value` numbers ("speedup" or "memory"); an x where a
-    line has no number, its reason in the legend; hollow markers where a time is marked."""
+    """One line per (mechanism, env) of the `value` numbers ("speedup" or "memory"), torch's dashed;
+    an x where a line stops for want of a number; hollow markers where a time is marked. Each number
+    is printed once per point (lines that meet share a label)."""
     by_line: dict[tuple[str, str], list[Price]] = defaultdict(list)
     for p in prices:
         by_line[(p.mechanism, p.env)].append(p)
+    printed: set[tuple[int, str]] = set()
     for (mechanism, env), line in sorted(by_line.items()):
         style = look[mechanism]
         have = [p for p in line if getattr(p, value) is not None]
         gaps = [p for p in line if getattr(p, value) is None]
-        label = f"{mechanism} vs {line[0].plain} ({env})"
-        if gaps:
-            reasons = defaultdict(list)
-            for p in gaps:
-                reasons[p.why or "no number"].append(str(p.T))
-            text = "; ".join(f"none at T={','.join(ts)}: {why}" for why, ts in reasons.items())
-            label += "\n" + textwrap.fill(f"({text})", 60)
         xs, ys = [p.T for p in have], [getattr(p, value) for p in have]
-        ax.plot(xs, ys, color=style.color, marker=style.marker, ms=6, lw=1.6, label=label)
+        ls = "--" if env.startswith("torch") else "-"
+        ax.plot(xs, ys, color=style.color, marker=style.marker, ms=6, lw=1.6, ls=ls, label=_legend_label(line))
         hollow = [(p.T, getattr(p, value)) for p in have if value == "speedup" and p.contended]
         if hollow:  # a marked time: drawn open, so the eye weighs it less
             hx, hy = zip(*hollow)
             ax.plot(hx, hy, ls="", marker=style.marker, ms=6, mfc="white", mec=style.color)
         for x, y in zip(xs, ys):
-            ax.annotate(speedup_label(y), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=6.5)
+            text = speedup_label(y)
+            if (x, text) not in printed:
+                printed.add((x, text))
+                ax.annotate(text, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=6.5)
         if gaps and have:
             ax.plot([gaps[0].T], [ys[-1]], "x", color=style.color, ms=9, mew=2)
 
@@ -153,25 +185,26 @@ def remat_price_chart(records: list[dict], out: Path) -> Path | None:
     if not panels:
         return None
     look = styles(p.mechanism for ps in panels.values() for p in ps)
-    fig, axes = pyplot().subplots(
-        len(panels), 2, figsize=(14, 5.6 * len(panels)), squeeze=False, layout="constrained", dpi=DPI
-    )
-    for (ax_t, ax_m), ((model, rest, dtype, device, loss), prices) in zip(axes, panels.items()):
+    fig = pyplot().figure(figsize=(14, 6.4 * len(panels)), layout="constrained", dpi=DPI)
+    rows = fig.subfigures(len(panels), 1, squeeze=False)[:, 0]
+    for row, ((model, rest, dtype, device, loss), prices) in zip(rows, panels.items()):
+        ax_t, ax_m = row.subplots(1, 2)
         where = f"{model}  {rest}  {dtype}  {device}" + ("" if loss == "model" else f"  loss {loss}")
-        for ax, value, title in (
-            (ax_t, "speedup", "speed-up of remat over plain, fwd+bwd (plain time / remat time; below 1: slower)"),
-            (ax_m, "memory", "step memory kept: remat / plain (saved for backward; below 1: less)"),
+        for ax, value, title, ylabel in (
+            (ax_t, "speedup", "speed-up of remat over plain, fwd+bwd", "plain time / remat time (below 1: slower)"),
+            (ax_m, "memory", "step memory kept by remat", "remat / plain, saved for backward (below 1: less)"),
         ):
             _draw(ax, prices, value=value, look=look)
             ax.axhline(1.0, color="black", lw=1)
             ts = sorted({p.T for p in prices})
-            ax.set(xscale="log", yscale="log", xlabel="T (steps)")
+            ax.set(xscale="log", yscale="log", xlabel="T (steps)", ylabel=ylabel)
             ax.set_xticks(ts, [str(t) for t in ts])
             ax.minorticks_off()
             readable_log_y(ax)
             ax.grid(True, which="both", alpha=0.3)
-            ax.set_title(wrap(f"{where}\n{title}", 6.5, fontsize=9), fontsize=9)
-            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1)
+            ax.set_title(f"{where}: {title}", fontsize=9)
+        # one legend a row, below both panels: the lines are the same pairs in each
+        row.legend(*ax_t.get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncol=2)
     clocks = sorted({p.clock for ps in panels.values() for p in ps if p.clock})
     fig.suptitle(
         wrap(
