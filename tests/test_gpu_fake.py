@@ -59,10 +59,9 @@ def test_a_cuda_row_record_says_what_ran_it(monkeypatch, tmp_path) -> None:
     assert rec["gpu_contention"]["parent_used_mb"] == 500  # what the parent holds is said, not counted
     assert "gpu_shared" in rec["cpu"]["notes"] and "host_notes" in rec["cpu"]
 
-    shapes = [
-        (256, 256, 256),
-        (512, 512, 512),
-    ]  # the fake device computes on this CPU: shapes whose GEMM rate is far above the small row's, so its fraction stays below 1 under load
+    # the fake device computes on this CPU: squares whose GEMM rate is far above the small row's (its fraction
+    # below 1 under load; 64 and 128 squares once measured a peak below the row's rate)
+    shapes = [(256, 256, 256), (512, 512, 512)]
 
     def measured(dtype, device, sizes):
         return device_peak.summary(device_peak.measure(dtype, device, shapes, [fake.FAKE_TORCH]), dtype, device)

@@ -21,8 +21,8 @@ from typing import Any
 from rnnbench.report.charts.bars import bar_chart
 from rnnbench.report.charts.growth import t_growth_chart
 from rnnbench.report.charts.heatmap import grad_error_heatmap
-from rnnbench.report.charts.style import (
 from rnnbench.report.charts.remat_price import remat_price_chart
+from rnnbench.report.charts.style import (
     VENDOR_HATCH,
     Series,
     chart_styles,
