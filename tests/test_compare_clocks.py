@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rnnbench.report.compare.evidence import clock_of
 from rnnbench.report.compare.pairs import NOTHING_MEASURED, compare
 from rnnbench.report.compare.stats import _weighted_quantiles
+from rnnbench.report.ratios import clock_of
 
 MACHINE = {"hostname": "planted-host", "cpu": "planted cpu", "cores": 2, "platform": "Linux"}
 
