@@ -287,3 +287,16 @@ def test_the_idiomatic_chart_faceted_by_mechanism_with_a_legend_per_style(tmp_pa
     own, idiom = lines["torch_loop"], lines[f"idiomatic: {MECHANISMS[0].idiom}"]
     assert own.get_color() == idiom.get_color() and own.get_linestyle() == "-" and idiom.get_linestyle() == "--"
     style.pyplot().close(fig)
+
+
+def test_every_drawn_chart_has_a_place_on_the_page() -> None:
+    """A chart the page's SECTIONS do not name is shown under "Other charts", never dropped (the
+    remat-price chart was drawn and left off the page before it had a section)."""
+    from rnnbench.report.site import html as page
+
+    charts = [Path(f"{prefix or 'new_kind_'}x.png") for prefix, _ in page.SECTIONS] + [Path("new_kind.png")]
+    shown = page.chart_sections(charts)
+    for chart in charts:
+        assert f'src="{chart.name}"' in shown, chart
+    assert shown.count("<img") == len(charts)
+    assert 'id="other"' in shown and 'id="remat_price"' in shown

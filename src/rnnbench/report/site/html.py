@@ -202,19 +202,22 @@ SECTIONS = (  # chart file prefix -> the heading of its section, in page order
     ("length_", "Sweeps: time vs trip count"),
     ("speedup_", "Sweeps: speed-up over the torch Python loop"),
     ("hidden_", "Sweeps: time vs hidden size"),
+    ("remat_price", "The price of remat (speed-up over the plain driver)"),
     ("roofline", "Fraction of the GEMM peak"),
     ("grad_error_heatmap", "Gradient error"),
 )
+OTHER_CHARTS = ("", "Other charts")  # a chart kind SECTIONS does not name is still shown, never dropped
 
 
 def chart_sections(charts: list[Path]) -> str:
-    """The charts under one heading per kind (SECTIONS), a contents line first."""
-    parts, contents = [], []
-    for prefix, heading in SECTIONS:
-        mine = [p for p in charts if p.name.startswith(prefix)]
+    """The charts under one heading per kind (SECTIONS, then OTHER_CHARTS), a contents line first."""
+    parts, contents, shown = [], [], set()
+    for prefix, heading in (*SECTIONS, OTHER_CHARTS):
+        mine = [p for p in charts if p.name.startswith(prefix) and p not in shown]
         if not mine:
             continue
-        ident = prefix.strip("_")
+        shown.update(mine)
+        ident = prefix.strip("_") or "other"
         contents.append(f'<a href="#{ident}">{escape.text(heading)}</a>')
         parts.append(f'<h2 id="{ident}">{escape.text(heading)}</h2>')
         parts += [
