@@ -90,6 +90,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # lazy: cli: --help and bad input answer without importing the run machinery
     from rnnbench.machine.caches import warm_cache_env
+    from rnnbench.machine.ceilings import Ceilings
     from rnnbench.machine.device_peak import roofline_for
     from rnnbench.report.progress import Progress
     from rnnbench.rows.runner import Runner
@@ -124,8 +125,10 @@ def run(args: argparse.Namespace) -> int:
                 for dtype in sorted({j.dtype for j in selected})
             }
         )
-        roofline = roofline_for(s.device, s.threads, timed)
-        roofline.measure(warn=lambda message: print(message, flush=True))
+        # and the memory and dispatch ceilings beside it: every timed row gets its binding ceiling
+        roofline = Ceilings(roofline_for(s.device, s.threads, timed), s.device, s.threads)
+        if timed:
+            roofline.measure(warn=lambda message: print(message, flush=True))
         progress = Progress(len(selected), unavailable=plan.unavailable_here(selected))
         # Compile caches persist across runs (caches.warm_cache_env, called where the rows run): a
         # repeated run recompiles nothing it compiled before; `sweep` and the idiomatic comparison

@@ -82,12 +82,16 @@ class DeviceQueries:
     read_peak(device, prepared): the device memory figures since reset_peak, with what they mean,
         or None where the framework keeps none.
     gemm(dtype, m, k, n, device): a callable computing one (m, k) @ (k, n) product on `device` to
-        completion, at the precision the rows use, or None where it has no such dtype."""
+        completion, at the precision the rows use, or None where it has no such dtype.
+    stream(nbytes, device): a callable copying one buffer of nbytes / 2 bytes into another on
+        `device`, to completion (nbytes moved: read and written): what the device memory's bandwidth
+        is measured with (rnnbench.machine.bandwidth); None where it has none."""
 
     identity: Callable[[str], dict[str, Any]] = lambda device: {}
     reset_peak: Callable[[str], None] = lambda device: None
     read_peak: Callable[[str, Any], dict[str, Any] | None] = lambda device, prepared: None
     gemm: Callable[[str, int, int, int, str], Callable[[], Any] | None] = lambda dtype, m, k, n, device: None
+    stream: Callable[[int, str], Callable[[], Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,11 @@ class Framework:
     refuses(exc): the exception a mode other than vjp raised is the framework declining that
         composition (an op with no forward-mode formula, a transform it does not trace), not a
         failure of it: the row is unavailable with the framework's own words (rows.pair).
+    dispatch_count(fn, block): {floor name: dispatches of that kind one blocked call of fn makes},
+        counted (torch: the profiler's outer aten ops and compiled programs; jax: the top-level
+        equations of its jaxpr), or None where it has no count (rnnbench.rows.counts).
+    dispatch_floors(device): {floor name: µs per dispatch of that kind}, measured on a trivial op
+        (rnnbench.machine.dispatch_floor); the names dispatch_count uses. None: no floor.
     layers: the layers a compiled driver's program passes through, each a complete way to run it,
         from the least transformed to the one its rows run (torch: torch.compile's backends eager,
         aot_eager, inductor; jax: without jit, with jit): where a wrong gradient first appears
@@ -196,6 +205,8 @@ class Framework:
     op_profile: Callable[[Callable[[], Any], Callable[[Any], None], int], dict[str, float]] | None = None
     modes_missing: Mapping[str, str] = field(default_factory=dict)
     refuses: Callable[[BaseException], bool] = lambda exc: False
+    dispatch_count: Callable[[Callable[[], Any], Callable[[Any], None]], dict[str, int]] | None = None
+    dispatch_floors: Callable[[str], dict[str, float]] | None = None
     layers: tuple[str, ...] = ()
     at_layer: Callable[[str], AbstractContextManager[Any]] = lambda name: nullcontext()
 

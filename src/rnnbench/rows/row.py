@@ -16,6 +16,7 @@ from rnnbench.machine import environments, reference
 from rnnbench.machine.accelerator import RowDevice
 from rnnbench.machine.cpus import allowed_cpus, cpu_clock, cpu_record, load_average
 from rnnbench.processes.compile_budget import CompileBudgetExceeded
+from rnnbench.rows.counts import counts
 from rnnbench.rows.memory import step_memory
 from rnnbench.rows.pair import PairPlan, check_pair, unavailable_reason
 from rnnbench.rows.profile import profile
@@ -164,6 +165,7 @@ def run_row(job: Job) -> dict[str, Any]:
     spans = []  # (before, after) CPU clock readings around each timed loop
     if rec["status"] == Status.OK and job.time and prepared is not None and job.mode == "vjp":
         spans = time_row(rec, prepared, job, device)  # speed numbers only for rows whose gradients agree
+        rec["counts"] = counts(prepared, driver.framework, case, job.dtype)  # after timing: counting runs a call
         if job.profile:  # a pass of its own, after every timed sample
             rec["profile"] = profile(prepared, driver.framework)
     rec["memory"] = {

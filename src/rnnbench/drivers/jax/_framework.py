@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from rnnbench.drivers.base import Batch, DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
+from rnnbench.drivers.jax._dispatch import dispatch_count, dispatch_floors
 from rnnbench.drivers.jax._per_example import per_example_mode
 from rnnbench.model import Case, Model, is_integer, numpy_dtype
 from rnnbench.ops import numpy_ops
@@ -306,6 +307,8 @@ JAX = Framework(
     modes_missing={"func": "func is torch's functional API (torch.func); jax has no other API to compare"},
     layers=JIT_LAYERS,
     at_layer=at_jit_layer,
+    dispatch_count=dispatch_count,
+    dispatch_floors=dispatch_floors,
     **_CACHES,
 )
 # flax runs on jax's runtime (its threads, devices and compile caches); the GEMM peak and the

@@ -19,6 +19,7 @@ from rnnbench.drivers.torch._compile import (
     remembered,
     reset_dynamo,
 )
+from rnnbench.drivers.torch._dispatch import dispatch_count, dispatch_floors
 from rnnbench.drivers.torch._memory import saved_bytes
 from rnnbench.drivers.torch._per_example import per_example_mode
 from rnnbench.drivers.torch._settings import keep_torch_settings, set_threads, threads_in_use
@@ -89,6 +90,21 @@ def cuda_gemm(dtype: str, m: int, k: int, n: int, device: str) -> Callable[[], A
 
     def call() -> None:
         torch.matmul(a, b)
+        torch.cuda.synchronize(device)
+
+    return call
+
+
+def cuda_stream(nbytes: int, device: str) -> Callable[[], Any]:
+    """One copy of an nbytes / 2 byte buffer into another on `device`, waited for (Tensor.copy_: a
+    plain device-to-device copy kernel)."""
+    import torch
+
+    src = torch.ones(max(nbytes // 8, 1), dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+
+    def call() -> None:
+        dst.copy_(src)
         torch.cuda.synchronize(device)
 
     return call
@@ -245,8 +261,12 @@ TORCH = Framework(
     # eager CPU ops run on the calling thread at --threads 1 (the clock's choice: docs/measuring.md#asv)
     cpu_time_clock=True,
     repro=ReproScript("torch", REPRO_HEAD, REPRO_RUN, REPRO_EDGE_OPS),
-    device=DeviceQueries(identity=cuda_identity, reset_peak=reset_cuda_peak, read_peak=read_cuda_peak, gemm=cuda_gemm),
+    device=DeviceQueries(
+        identity=cuda_identity, reset_peak=reset_cuda_peak, read_peak=read_cuda_peak, gemm=cuda_gemm, stream=cuda_stream
+    ),
     op_profile=op_profile,
+    dispatch_count=dispatch_count,
+    dispatch_floors=dispatch_floors,
     layers=BACKENDS,
     at_layer=at_backend,
 )
