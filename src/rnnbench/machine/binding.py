@@ -103,7 +103,8 @@ def label(bound: Mapping[str, Any]) -> str:
     ops at 2.1 µs (48 %)"."""
     kind, fraction = bound["ceiling"], bound["fraction"]
     if kind == "dispatch":
-        return f"dispatch bound: {_count(bound['ops'])} ops at {bound['us_per_op']:.2g} µs ({_pct(fraction)} %)"
+        ops = "op" if bound["ops"] == 1 else "ops"
+        return f"dispatch bound: {_count(bound['ops'])} {ops} at {bound['us_per_op']:.2g} µs ({_pct(fraction)} %)"
     if kind == "bandwidth":
         return f"{_pct(fraction)} % of {bound['level']} bandwidth"
     return f"{_pct(fraction)} % of GEMM peak"

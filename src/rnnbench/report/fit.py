@@ -40,6 +40,7 @@ def abbreviated_issues(
 FIT_ORDER = (
     "fwd ms [IQR]",
     "fwd+bwd ms [IQR]",
+    "binding ceiling (fwd+bwd)",
     "first call s",
     "saved for bwd MiB",
     "% peak",

@@ -55,6 +55,13 @@ def _peak(rec: dict) -> str:
     return f"{pct:.0f}" if pct >= 10 else f"{pct:.2g}"
 
 
+def _binding(rec: dict) -> str:
+    """The forward+backward's binding ceiling in words (rnnbench.machine.binding): "74 % of L2
+    bandwidth", "dispatch bound: 213 ops at 3.1 µs (61 %)"; "-" where the record has none."""
+    bound = (rec.get("binding") or {}).get("fwd_bwd") or {}
+    return str(bound.get("label") or "-")
+
+
 def _marked(cell: str, rec: dict) -> str:
     """A time cell with its marks: CONTENDED_MARK (other work beside it), UNSTABLE_MARK (its samples disagree)."""
     marks = (CONTENDED_MARK if contention(rec) else "") + (UNSTABLE_MARK if unstable(rec) else "")
@@ -101,6 +108,7 @@ COLUMNS = (
     "max rel err",
     "fwd+bwd ms [IQR]",
     "% peak",
+    "binding ceiling (fwd+bwd)",
     "fwd ms [IQR]",
     "first call s",
     "saved for bwd MiB",
@@ -132,6 +140,7 @@ def rows(
             number(r.get("max_rel_error"), ".1e"),
             (_marked(_ms(r.get("fwd_bwd")), r) if r.get("fwd_bwd") else "-") if ok else "-",
             _peak(r) if ok else "-",
+            _binding(r) if ok else "-",
             (_ms(r.get("fwd")) + (f" {UNSTABLE_MARK}" if "fwd_over_fwd_bwd" in unstable(r) else "")) if ok else "-",
             number(r.get("first_call_s"), ".3g") if ok else "-",
             number(saved_mb(r), ".3g"),
@@ -233,6 +242,8 @@ NUMERIC_COLUMNS = (
     "fwd+bwd q1 ms",
     "fwd+bwd q3 ms",
     "% peak",
+    "binding",
+    "% of binding",
     "fwd ms",
     "fwd q1 ms",
     "fwd q3 ms",
@@ -274,6 +285,7 @@ def numeric_data(records: list[dict[str, Any]], include_unavailable: bool = Fals
         fb, fwd = (r.get("fwd_bwd") or {}) if ok else {}, (r.get("fwd") or {}) if ok else {}
         roof = ((r.get("roofline") or {}).get("fwd_bwd") or {}) if ok else {}
         pct = _number(roof.get("fraction_of_peak"))
+        bound = ((r.get("binding") or {}).get("fwd_bwd") or {}) if ok else {}
         marks = [*contention(r), *unstable(r)] if fb else []
         marks += [f"ran_{r['computed_dtype']}"] if r.get("computed_dtype") and fb else []  # times not its dtype's
         row: dict[str, Any] = {"machine": machine_of(r)} if with_machine else {}
@@ -291,6 +303,8 @@ def numeric_data(records: list[dict[str, Any]], include_unavailable: bool = Fals
             "fwd+bwd q1 ms": _number(fb.get("q1_ms")),
             "fwd+bwd q3 ms": _number(fb.get("q3_ms")),
             "% peak": None if pct is None else 100 * pct,
+            "binding": bound.get("level") or bound.get("ceiling"),
+            "% of binding": None if _number(bound.get("fraction")) is None else 100 * bound["fraction"],
             "fwd ms": _number(fwd.get("median_ms")),
             "fwd q1 ms": _number(fwd.get("q1_ms")),
             "fwd q3 ms": _number(fwd.get("q3_ms")),

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rnnbench.report.charts.bars import bar_chart
+from rnnbench.report.charts.ceilings import ceilings_chart
 from rnnbench.report.charts.growth import t_growth_chart
 from rnnbench.report.charts.heatmap import grad_error_heatmap
 from rnnbench.report.charts.remat_price import remat_price_chart
@@ -266,8 +267,8 @@ def roofline_chart(records: list[dict], out: Path) -> Path | None:
 def all_charts(records: list[dict], out: Path) -> list[Path]:
     """Every chart the records hold, in reading order: per model its bar chart (rows of `run`) and
     T-growth chart, then per swept model its time, speedup and hidden-size charts, then remat's
-    price (where remat mechanisms ran beside their plain drivers), the roofline and the
-    gradient-error heatmap."""
+    price (where remat mechanisms ran beside their plain drivers), the roofline, every row against
+    every ceiling and the gradient-error heatmap."""
     paths: list[Path | None] = []
     for model in sorted({r["model"] for r in records}):
         paths += [bar_chart(records, model, out), t_growth_chart(records, model, out)]
@@ -277,5 +278,6 @@ def all_charts(records: list[dict], out: Path) -> list[Path]:
         paths.append(time_chart(records, model, "hidden", out))
     paths.append(remat_price_chart(records, out))
     paths.append(roofline_chart(records, out))
+    paths.append(ceilings_chart(records, out))
     paths.append(grad_error_heatmap(records, out))
     return [p for p in paths if p is not None]

@@ -31,6 +31,7 @@ COLUMNS = (
     "fwd first call s",
     "GFLOP/s fwd+bwd",
     "% peak",
+    "binding ceiling (fwd+bwd)",
     "worker peak RSS MiB (high-water mark, imports included)",
     "saved for bwd MiB",
     "note",
@@ -75,6 +76,7 @@ def table_rows(records: list[dict], with_machine: bool = False, with_loss: bool 
             number(r.get("fwd_first_call_s"), ".2f") if ok else "-",
             number(roof and roof["gflops"], ".3g"),
             number(roof and 100 * roof["fraction_of_peak"], ".2g"),
+            ((r.get("binding") or {}).get("fwd_bwd") or {}).get("label", "-") if ok else "-",
             number((r.get("memory") or {}).get("peak_rss_mb"), ".0f"),
             number(saved_mb(r), ".3g"),
             r.get("reason", "") if not ok else _time_note(r),
@@ -187,6 +189,7 @@ def provenance(records: list[dict]) -> str:
             f"{on}float32 GEMM peak: {peak['gflops']:.1f} GFLOP/s ({peak['method']}; by size {peak['by_size']})"
             if peak
             else "",
+            _ceilings_line(on, next((x["ceilings"] for x in recs if x.get("ceilings")), None)),
         ]
     dates = sorted(x["timestamp"] for x in records if x.get("timestamp"))
     parts += [
@@ -194,6 +197,19 @@ def provenance(records: list[dict]) -> str:
         f"memory: {(timed[0].get('memory') or {}).get('method', 'not recorded')}",
     ]
     return "".join(f"<li>{escape.text(p)}</li>" for p in parts if p)
+
+
+def _ceilings_line(on: str, ceilings: dict | None) -> str:
+    """The machine's memory and dispatch ceilings as the rows were held against them, in one line."""
+    if not ceilings:
+        return ""
+    levels = ", ".join(f"{lvl} {gbs:.3g}" for lvl, gbs in ceilings.get("bandwidth_gbs", {}).items())
+    floors = ", ".join(f"{name} {us:.3g}" for name, us in ceilings.get("dispatch_us", {}).items())
+    others = ceilings.get("others_on_cpus")
+    load = f"; measured {ceilings.get('measured')} with {others:.2g} CPUs of other work" if others is not None else ""
+    return (
+        f"{on}ceilings: read bandwidth GB/s ({ceilings.get('threads')} thread(s)) {levels}; dispatch µs {floors}{load}"
+    )
 
 
 SECTIONS = (  # chart file prefix -> the heading of its section, in page order
@@ -204,6 +220,7 @@ SECTIONS = (  # chart file prefix -> the heading of its section, in page order
     ("hidden_", "Sweeps: time vs hidden size"),
     ("remat_price", "The price of remat (speed-up over the plain driver)"),
     ("roofline", "Fraction of the GEMM peak"),
+    ("ceilings", "Every row against every ceiling (GEMM, memory bandwidth, dispatch)"),
     ("grad_error_heatmap", "Gradient error"),
 )
 OTHER_CHARTS = ("", "Other charts")  # a chart kind SECTIONS does not name is still shown, never dropped
