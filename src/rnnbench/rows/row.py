@@ -174,8 +174,7 @@ def run_row(job: Job) -> dict[str, Any]:
         "method": "getrusage ru_maxrss high-water mark of the worker process; rss_before_row_mb is "
         "the mark after importing the framework, before prepare/compile/check/timing",
     }
-    if model.flops is not None:
-        rec["flops"] = model.flops(sizes)
+    rec |= {"flops": model.flops(sizes)} if model.flops is not None else {}
     # Thread counts as the framework reports them (the requested count is in `threads`).
     rec["environment"]["threads_in_use"] = {
         "os_cpus_available": len(allowed_cpus()),

@@ -2,7 +2,7 @@
 of dispatching them, measured on a trivial op (dispatch_floors): Framework.dispatch_count and
 Framework.dispatch_floors, which rnnbench.machine.binding multiplies into a row's dispatch bound.
 
-What is counted: the aten ops torch.profiler records over one blocked call whose parent event is
+What is counted: the aten ops torch's profiler records over one blocked call whose parent event is
 not itself an aten op (an op entered from Python, from the autograd engine or from a compiled
 program's wrapper: each one pays the dispatcher's entry once; an op an aten op calls inside it does
 not pay it again), under "torch_eager"; and the compiled programs the call runs (inductor's
@@ -23,11 +23,14 @@ COMPILED_GRAPH = "## Call CompiledFxGraph"
 
 
 def _events(fn: Callable[[], Any], block: Callable[[Any], None]) -> list[Any]:
-    from torch.profiler import ProfilerActivity, profile
+    """The profiler's events of one blocked call of fn. torch.autograd.profiler's own profile, not
+    torch.profiler's wrapper: the same event tree, and its first use imports no compiler stack (the
+    wrapper's did: seconds in an eager row's worker)."""
+    from torch.autograd.profiler import profile
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with profile(use_cpu=True) as prof:
         block(fn())
-    return list(prof.events())
+    return list(prof.function_events)
 
 
 def dispatch_count(fn: Callable[[], Any], block: Callable[[Any], None]) -> dict[str, int]:
