@@ -138,6 +138,8 @@ FIELDS: dict[str, str] = {
     # a timed row's own counts (rnnbench.rows.counts): bytes a call moves, dispatches it makes; the
     # machine's ceilings it was held against (rnnbench.machine.ceilings) and the one that binds it
     # (rnnbench.machine.binding); absent in records written before them
+    "flops": "dict",  # analytic FLOPs per timed quantity (Model.flops)
+    "flops.*": "num",
     "counts": "dict",
     "counts.bytes": "dict",
     "counts.bytes.per_step": "num",
