@@ -29,6 +29,9 @@ from rnnbench.machine.dispatch_floor import FLOOR_METHOD, measure_floors
 from rnnbench.machine.roofline import PeaksByDtype, in_worker, peak_key, serve
 
 
+ORDER = (*bandwidth.LEVELS, "HBM")
+
+
 def cache_path() -> Path:
     """$XDG_CACHE_HOME/rnnbench/ceilings.json (default ~/.cache/rnnbench/ceilings.json)."""
     return cache_root() / "ceilings.json"
@@ -87,8 +90,12 @@ def summary(entry: dict[str, Any], *, threads: int, cache: str = "") -> dict[str
     ("1", or "all": one thread per CPU given), the levels' and buffers' bytes, the dispatch floors,
     when and under what load they were measured, and how."""
     column = "1" if threads == 1 else "all"
+    rates = entry["bandwidth_gbs"]
     return {
-        "bandwidth_gbs": {lvl: round(r.get(column, r.get("1", 0.0)), 3) for lvl, r in entry["bandwidth_gbs"].items()},
+        "bandwidth_gbs": {  # smallest level first (the cache file keeps its keys sorted by name)
+            lvl: round(rates[lvl].get(column, rates[lvl].get("1", 0.0)), 3)
+            for lvl in sorted(rates, key=lambda lvl: ORDER.index(lvl) if lvl in ORDER else len(ORDER))
+        },
         "threads": column,
         "levels": dict(entry["levels"]),
         "buffers": dict(entry["buffers"]),
