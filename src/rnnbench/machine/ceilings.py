@@ -28,7 +28,6 @@ from rnnbench.machine.cpus import MIN_OTHERS_WALL_S, allowed_cpus, choose_cpus, 
 from rnnbench.machine.dispatch_floor import FLOOR_METHOD, measure_floors
 from rnnbench.machine.roofline import PeaksByDtype, in_worker, peak_key, serve
 
-
 ORDER = (*bandwidth.LEVELS, "HBM")
 
 
