@@ -124,3 +124,26 @@ def ceilings_chart(records: list[dict[str, Any]], out: Path) -> Path | None:
         fontsize=10,
     )
     return save_png(fig, out / "ceilings.png")
+
+
+def main(argv: list[str]) -> int:
+    """`python -m rnnbench.report.charts.ceilings OUT_DIR RECORDS.jsonl...`: OUT_DIR/ceilings.png."""
+    import sys
+
+    from rnnbench import results_file  # lazy: the chart's own command reads records; the report passes them
+
+    if len(argv) < 2:
+        print("usage: python -m rnnbench.report.charts.ceilings OUT_DIR RECORDS.jsonl...", file=sys.stderr)
+        return 2
+    path = ceilings_chart(results_file.load([Path(a) for a in argv[1:]]), Path(argv[0]))
+    if path is None:
+        print("rnnbench: no timed row with a binding ceiling in these records", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))
