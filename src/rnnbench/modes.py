@@ -44,6 +44,45 @@ MODES = {m.name: m for m in (
     Mode(HVP, "second order: a Hessian-vector product along a seeded direction, checked in the vjp row", order=2),
 )}  # fmt: skip
 DEFAULT = (VJP,)
+
+PER_EXAMPLE_LOOP = "per_example_loop"
+PER_EXAMPLE_BATCHED_LOSS = "per_example_batched_loss"
+
+
+@dataclass(frozen=True)
+class Road:
+    """A timed program for derivatives (a row's speed: rnnbench.rows.roads). name: recorded under a
+    row's `roads` and as its timed road; summary: what the program is, in each framework's idiom;
+    checked: what it is held against before it is timed."""
+
+    name: str
+    summary: str
+    checked: str
+
+
+ROADS = {r.name: r for r in (
+    Road(VJP, "reverse mode: loss.backward() / jit(jax.value_and_grad): the whole gradient in one backward pass",
+         "the row's own verdict (vjp rows), or the same driver's vjp row"),
+    Road(JVP, "forward mode along one seeded tangent of every compared input: torch.func.jvp / jit(jax.jvp): "
+         "one directional derivative per pass", "the checked gradient's dot product with the tangent"),
+    Road(FUNC, "torch.func.grad_and_value (compiled as the driver compiles)", "the row's own verdict"),
+    Road(PER_EXAMPLE, "each example's gradient by vmap of grad over the batch: torch.func.vmap(torch.func.grad) / "
+         "jit(jax.vmap(jax.grad))", "the row's own verdict (each example against its own oracle)"),
+    Road(PER_EXAMPLE_LOOP, "a loop over the examples: each example's own B = 1 slice differentiated in turn "
+         "(torch.autograd.grad / a jit(jax.grad) call per example)", "the per_example row's checked gradients"),
+    Road(PER_EXAMPLE_BATCHED_LOSS, "the batched-loss trick: one copy of each shared input per example, the loss "
+         "summed over the examples (the forward vmapped over them), one reverse pass: the gradient w.r.t. "
+         "each copy is that example's (torch.func.vmap forward + backward(); jit(jax.grad) of the vmapped sum)",
+         "the per_example row's checked gradients"),
+)}  # fmt: skip
+# the roads a row of each mode times beside its own (interleaved in one loop, `--roads`): the choices a
+# user of that mode has for the same derivatives
+BESIDE = {
+    VJP: (JVP,),
+    JVP: (VJP,),
+    FUNC: (VJP,),
+    PER_EXAMPLE: (VJP, PER_EXAMPLE_LOOP, PER_EXAMPLE_BATCHED_LOSS),
+}
 FIRST_ORDER = tuple(name for name, m in MODES.items() if m.order == 1)
 
 

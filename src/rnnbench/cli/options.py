@@ -159,7 +159,13 @@ def settings(args: argparse.Namespace) -> RunSettings:
     for key, limits in LIMITS.items():
         if key in where:
             given[key] = number(where[key], given[key], **limits)
-    return _typed(given, timed=not args.no_time, shard=shard(args.shard), profile=getattr(args, "profile", False))
+    return _typed(
+        given,
+        timed=not args.no_time,
+        shard=shard(args.shard),
+        profile=getattr(args, "profile", False),
+        roads=getattr(args, "roads", False),
+    )
 
 
 def _typed(given: dict[str, Any], **flags_only: Any) -> RunSettings:

@@ -72,7 +72,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--modes",
         help="differentiation modes, comma-separated or all: "
         + ", ".join(differentiation_modes.MODES)
-        + " (default: vjp,hvp; a row per first-order mode, H v inside the vjp rows; only vjp rows are timed)",
+        + " (default: vjp,hvp; a row per first-order mode, H v inside the vjp rows; each row's own road is timed)",
+    )
+    p.add_argument(
+        "--roads",
+        action="store_true",
+        help="each timed row also times, interleaved with its own, the other roads to its derivatives once they "
+        "agree with its checked values: jvp beside vjp and vjp beside jvp / func; vjp, a loop over the examples "
+        "and the batched-loss trick beside per_example (docs/measuring.md#speed-by-road)",
     )
     p.add_argument("--no-time", action="store_true", help="check gradients only")
     p.add_argument(

@@ -8,6 +8,7 @@ jax or torch_xla.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -58,6 +59,32 @@ class Prepared:
     cost_analysis: Callable[[], dict[str, float]] | None = None
     # the first-order modes besides vjp (rnnbench.modes), each with loss_and_grads' contract
     modes: Mapping[str, Callable[[], tuple[float, Grads]]] = field(default_factory=dict)
+    # the timed programs of the roads besides vjp's forward_backward (rnnbench.modes.ROADS), by road name
+    roads: Mapping[str, RoadProgram] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RoadProgram:
+    """One timed program for derivatives by one road (rnnbench.modes.ROADS): run() -> the framework's
+    result, which Prepared.block waits on (the timed call); read(result) -> its values as float64 numpy,
+    for the check before it is timed: {"jvp": (1,)} for a JVP along TANGENT_SEED's tangent, {name: (B,
+    *shape in one example)} for per-example gradients (rnnbench.batch's layout)."""
+
+    run: Callable[[], Any]
+    read: Callable[[Any], dict[str, np.ndarray]]
+
+
+TANGENT_SEED = 1234  # the seeded tangent a timed JVP runs along (seeded_tangent)
+
+
+def seeded_tangent(shapes: Mapping[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """The direction a timed JVP runs along: a standard normal entry for every entry of every compared
+    input (shapes: {name: shape}), float64, the same in every framework: each input's entries drawn
+    from its own stream (seeded by its name), so the order of `shapes` does not matter."""
+    return {
+        name: np.random.default_rng([TANGENT_SEED, zlib.crc32(name.encode())]).standard_normal(shape)
+        for name, shape in shapes.items()
+    }
 
 
 @dataclass(frozen=True)

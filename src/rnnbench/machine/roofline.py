@@ -301,6 +301,11 @@ def with_roofline(rec: dict[str, Any], peak: Mapping[str, Any] | None) -> dict[s
             for q in ("fwd", "fwd_bwd")
             if rec.get(q) and flops.get(q)
         }
+        # every road computes the derivative call's matmul FLOPs (forward M, then tangents or cotangents 2M:
+        # docs/measuring.md#speed-by-road), so each road beside the row is held to fwd_bwd's count
+        for road in (rec.get("roads") or {}).values():
+            if isinstance(road, dict) and road.get("fwd_bwd") and flops.get("fwd_bwd"):
+                road["roofline"] = roofline(flops["fwd_bwd"], road["fwd_bwd"]["median_ms"], peak["gflops"])
     return rec
 
 

@@ -179,6 +179,7 @@ def jobs(s: RunSettings) -> list[Job]:
             compile_budget_s=s.compile_budget,
             profile=s.profile,
             mode=mode,
+            roads=s.roads,
         )
         for dtype in s.dtypes
         for m in models

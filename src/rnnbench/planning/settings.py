@@ -39,7 +39,10 @@ class RunSettings:
     compile_budget: float | None = None  # seconds a row's first call may take; None: only the timeout
     timed: bool = True  # False (--no-time): check gradients only
     shard: tuple[int, int] | None = None  # (i, n): only shard i of n of the rows (--shard i/n)
+    roads: bool = False  # --roads: each timed row also times the other roads to its derivatives (rows.roads)
     profile: bool = False  # --profile: each timed row's profile, after its timing (rnnbench.rows.profile)
 
 
-CONFIG_KEYS = tuple(f.name for f in dataclasses.fields(RunSettings) if f.name not in ("timed", "shard", "profile"))
+CONFIG_KEYS = tuple(
+    f.name for f in dataclasses.fields(RunSettings) if f.name not in ("timed", "shard", "profile", "roads")
+)

@@ -10,17 +10,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rnnbench import record, registry
+from rnnbench.check.judge import Check
 from rnnbench.drivers.base import Prepared
 from rnnbench.losses import with_loss
 from rnnbench.machine import environments, reference
 from rnnbench.machine.accelerator import RowDevice
 from rnnbench.machine.cpus import allowed_cpus, cpu_clock, cpu_record, load_average
+from rnnbench.modes import VJP
 from rnnbench.processes.compile_budget import CompileBudgetExceeded
+from rnnbench.rows import roads
 from rnnbench.rows.counts import counts
 from rnnbench.rows.memory import step_memory
 from rnnbench.rows.pair import PairPlan, check_pair, unavailable_reason
 from rnnbench.rows.profile import profile
-from rnnbench.rows.timing import TimingConfig, first_call, judge_timing, measure, peak_rss_mb
+from rnnbench.rows.timing import TimingConfig, first_call, judge_timing, measure, measure_interleaved, peak_rss_mb
 from rnnbench.status import Status
 
 
@@ -40,7 +43,8 @@ class Job:
     environment: str = "main"  # which of the driver's environments runs it (rnnbench.machine.environments)
     loss_form: str = "model"  # the loss the gradients are taken of (rnnbench.losses)
     order: int = 1  # 2: also check the Hessian-vector product (float64 rows; rnnbench.check.second_order)
-    mode: str = "vjp"  # the differentiation mode its gradients come by (rnnbench.modes); only vjp rows are timed
+    mode: str = "vjp"  # the differentiation mode its gradients come by (rnnbench.modes); its road is timed
+    roads: bool = False  # also time the other roads to its derivatives beside it (rnnbench.rows.roads)
     compile_budget_s: float | None = None  # a longer first call is a timeout record (rnnbench.processes.compile_budget)
     profile: bool = False  # after timing, where its time went (rnnbench.rows.profile); not a setting of its numbers
 
@@ -82,6 +86,7 @@ class Job:
             "order": self.order,
             "versions": dict(environments.package_versions(self.environment)),
             **({"compile_budget_s": self.compile_budget_s} if self.compile_budget_s else {}),
+            **({"roads": True} if self.roads else {}),
         }
 
     def fingerprint(self) -> str:
@@ -163,9 +168,10 @@ def run_row(job: Job) -> dict[str, Any]:
     if pair.status == Status.UNAVAILABLE:  # the driver cannot run this mode: the reason, as for any pair
         return {**base, "status": Status.UNAVAILABLE, "reason": pair.report}
     spans = []  # (before, after) CPU clock readings around each timed loop
-    if rec["status"] == Status.OK and job.time and prepared is not None and job.mode == "vjp":
-        spans = time_row(rec, prepared, job, device)  # speed numbers only for rows whose gradients agree
-        rec["counts"] = counts(prepared, driver.framework, case, job.dtype)  # after timing: counting runs a call
+    if rec["status"] == Status.OK and job.time and prepared is not None:
+        spans = time_row(rec, prepared, job, device, chk=chk)  # speed numbers only for rows whose gradients agree
+        if job.mode == VJP:  # the counts are of the vjp program (forward+backward); a mode's road is another program
+            rec["counts"] = counts(prepared, driver.framework, case, job.dtype)  # after timing: counting runs a call
         if job.profile:  # a pass of its own, after every timed sample
             rec["profile"] = profile(prepared, driver.framework)
     rec["memory"] = {
@@ -191,16 +197,33 @@ def run_row(job: Job) -> dict[str, Any]:
     return device.fill(rec) if device else rec
 
 
-def time_row(rec: dict[str, Any], prepared: Prepared, job: Job, device: RowDevice | None) -> list:
-    """Time forward+backward and forward into `rec`; returns the (before, after) CPU clock readings
-    around each timed loop. On a GPU the device memory figure is the timed forward+backward's."""
+def time_row(rec: dict[str, Any], prepared: Prepared, job: Job, device: RowDevice | None, *, chk: Check) -> list:
+    """Time the row's derivative call (forward+backward for vjp, its mode's road otherwise:
+    rnnbench.rows.roads; with job.roads the other roads beside it, interleaved) and the forward into
+    `rec`; returns the (before, after) CPU clock readings around each timed loop. On a GPU the device
+    memory figure is the timed derivative call's."""
     # the machine-speed reference beside every CPU row's calls (rnnbench.machine.reference); a device
     # row's time is the device's, which the kernel does not measure
     ref = None if device else reference.kernel()
+    own = roads.own_program(prepared, job.mode)
+    if own is None:  # a mode whose check the driver offers but no timed program: said, not timed
+        rec["roads"] = {job.mode: {"status": roads.NOT_OFFERED, "reason": f"{job.mode}: no timed program"}}
+        return []
+    others, rec_roads = roads.beside(prepared, job.mode, chk) if job.roads else ({}, {})
     before = cpu_clock()
     if device:
         device.start()
-    rec["fwd_bwd"] = measure(prepared.forward_backward, prepared.block, job.timing, reference=ref).to_dict()
+    if others:
+        timed = measure_interleaved({job.mode: own, **others}, prepared.block, job.timing, reference=ref)
+        for name in others:
+            rec_roads[name]["fwd_bwd"] = timed[name].to_dict()
+        rec["fwd_bwd"] = timed[job.mode].to_dict()
+    else:
+        rec["fwd_bwd"] = measure(own, prepared.block, job.timing, reference=ref).to_dict()
+    if job.mode != VJP or rec_roads:
+        rec["road"] = job.mode
+    if rec_roads:
+        rec["roads"] = rec_roads
     spans = [(before, cpu_clock())]
     if device:
         device.finish(prepared)

@@ -139,6 +139,41 @@ def measure(
     return Timing.of(samples, cpu, [w * 1e3 for w, _ in ref], [c * 1e3 for _, c in ref])
 
 
+def measure_interleaved(
+    fns: Mapping[str, Callable[[], Any]],
+    block: Callable[[Any], None],
+    config: TimingConfig,
+    *,
+    clocks: Clocks = Clocks(),
+    reference: Callable[[], Any] | None = None,
+) -> dict[str, Timing]:
+    """measure() of several callables in one loop: their warm-ups, then rounds that call each once in
+    turn (the order rotated each round, so none always runs after the same one), each call read on both
+    clocks and followed by the reference kernel where given, until every one has min_repeats samples
+    and the rounds spent config.budget_s per callable (or max_repeats rounds). What the machine does
+    over the loop falls on all of them alike: their ratios are the run's most trustworthy comparison."""
+    names = list(fns)
+    for _ in range(config.warmup):
+        for name in names:
+            block(fns[name]())
+            if reference is not None:
+                reference()
+    wall: dict[str, list[float]] = {n: [] for n in names}
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    ref: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    spent, rounds = 0.0, 0
+    while rounds < config.max_repeats and (rounds < config.min_repeats or spent < config.budget_s * len(names)):
+        for name in names[rounds % len(names) :] + names[: rounds % len(names)]:
+            elapsed, cpu_s = _timed_on_both(fns[name], block, clocks)
+            wall[name].append(elapsed * 1e3)
+            cpu[name].append(cpu_s * 1e3)
+            spent += elapsed
+            if reference is not None:
+                ref[name].append(_timed_on_both(reference, _no_block, clocks))
+        rounds += 1
+    return {n: Timing.of(wall[n], cpu[n], [w * 1e3 for w, _ in ref[n]], [c * 1e3 for _, c in ref[n]]) for n in names}
+
+
 def _no_block(result: Any) -> None:
     """The reference kernel computes on this thread: its result is ready when it returns."""
 

@@ -15,7 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.drivers.base import Batch, DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
+from rnnbench.drivers.base import (
+    Batch,
+    DeviceQueries,
+    Framework,
+    Prepared,
+    ReproScript,
+    RoadProgram,
+    flat_inputs,
+    seeded_tangent,
+)
 from rnnbench.drivers.jax._dispatch import dispatch_count, dispatch_floors
 from rnnbench.drivers.jax._per_example import per_example_mode
 from rnnbench.model import Case, Model, is_integer, numpy_dtype
@@ -438,6 +447,7 @@ def prepared_from_loss(
         out = jax.block_until_ready(hvp_jit(diff, rest, direction))
         return {k: np.asarray(h, dtype=np.float64) for k, h in out.items()}
 
+    per_example = per_example_mode(loss_fn, diff, rest, batch) if batch else None
     return Prepared(
         loss_and_grads,
         forward=lambda: forward_jit(diff, rest),
@@ -445,10 +455,8 @@ def prepared_from_loss(
         block=jax.block_until_ready,
         settings={**SETTINGS, **settings},
         hvp=hvp,
-        modes={
-            "jvp": forward_mode(loss_fn, diff, rest),
-            **({"per_example": per_example_mode(loss_fn, diff, rest, batch)} if batch else {}),
-        },
+        modes={"jvp": forward_mode(loss_fn, diff, rest), **({"per_example": per_example[0]} if per_example else {})},
+        roads={"jvp": jvp_road(loss_fn, diff, rest), **(per_example[1] if per_example else {})},
         memory_analysis=lambda: compiled_memory(value_and_grad, diff, rest),
         cost_analysis=lambda: compiled_cost(value_and_grad, diff, rest),
         saved_for_backward=lambda: residual_bytes(loss_fn, diff, rest),
@@ -470,6 +478,20 @@ def forward_mode(
         return float(loss), {k: np.asarray(v, dtype=np.float64) for k, v in grads.items()}
 
     return call
+
+
+def jvp_road(loss_fn: Callable[[dict, dict], Any], diff: dict, rest: dict) -> RoadProgram:
+    """The jvp road (rnnbench.modes.ROADS): jit of one jax.jvp of the loss along the seeded tangent of
+    every compared input (rnnbench.drivers.base.seeded_tangent) -> (loss, d loss along it)."""
+    import jax
+    import jax.numpy as jnp
+
+    tangent = seeded_tangent({k: tuple(v.shape) for k, v in diff.items()})
+    tangents = {k: jnp.asarray(tangent[k], dtype=v.dtype) for k, v in diff.items()}
+    along = jax.jit(lambda d, r, t: jax.jvp(lambda d: loss_fn(d, r), (d,), (t,)))
+    return RoadProgram(
+        lambda: along(diff, rest, tangents), lambda out: {"jvp": np.atleast_1d(np.asarray(out[1], dtype=np.float64))}
+    )
 
 
 def residual_bytes(loss_fn: Callable[[dict, dict], Any], diff: dict, rest: dict) -> int:

@@ -10,7 +10,16 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.drivers.base import Batch, DeviceQueries, Framework, Prepared, ReproScript, flat_inputs
+from rnnbench.drivers.base import (
+    Batch,
+    DeviceQueries,
+    Framework,
+    Prepared,
+    ReproScript,
+    RoadProgram,
+    flat_inputs,
+    seeded_tangent,
+)
 from rnnbench.drivers.torch._compile import (
     BACKENDS,
     at_backend,
@@ -392,6 +401,8 @@ def prepared_from_loss(
             for n, h in zip(wrt, hv)
         }
 
+    modes, roads = functional_modes(pure_loss or loss_fn, inputs, wrt)
+    per_example = per_example_mode(pure_loss or loss_fn, inputs, wrt, batch) if batch else None
     return Prepared(
         loss_and_grads,
         forward=forward,
@@ -399,10 +410,8 @@ def prepared_from_loss(
         block=block,
         settings=dict(settings),
         hvp=hvp if second_order else None,
-        modes={
-            **functional_modes(pure_loss or loss_fn, inputs, wrt),
-            **({"per_example": per_example_mode(pure_loss or loss_fn, inputs, wrt, batch)} if batch else {}),
-        },
+        modes={**modes, **({"per_example": per_example[0]} if per_example else {})},
+        roads={**roads, **(per_example[1] if per_example else {})},
         saved_for_backward=lambda: saved_bytes(loss_fn, inputs),
         computed_dtype=lambda: computed[0] if computed else None,
     )
@@ -410,14 +419,16 @@ def prepared_from_loss(
 
 def functional_modes(
     loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any], wrt: list[str]
-) -> dict[str, Callable[[], tuple[float, dict[str, np.ndarray | None]]]]:
-    """The first-order modes besides backward() (rnnbench.modes), each -> (loss, {name: gradient}):
-    jvp, forward mode column by column (torch.func.jacfwd: jvp vmapped over every input entry's unit
-    tangent); func, torch.func.grad_and_value. Both take the loss as a pure function of the compared
-    inputs (the others held as detached constants), as torch.func requires. Under a compiled driver
-    the transform is compiled (torch.compile(torch.func.grad(f)), with the driver's compile
-    settings): a transform of the compiled function is refused by dynamo, and compiling the
-    transform is how users compose the two (pytorch#136662's composition)."""
+) -> tuple[dict[str, Callable[[], tuple[float, dict[str, np.ndarray | None]]]], dict[str, RoadProgram]]:
+    """(the first-order modes besides backward() (rnnbench.modes), each -> (loss, {name: gradient}),
+    their timed roads (rnnbench.modes.ROADS)). The modes: jvp, forward mode column by column
+    (torch.func.jacfwd: jvp vmapped over every input entry's unit tangent); func,
+    torch.func.grad_and_value. The roads: jvp, one torch.func.jvp along the seeded tangent
+    (rnnbench.drivers.base.seeded_tangent); func, the func mode's program. Both take the loss as a
+    pure function of the compared inputs (the others held as detached constants), as torch.func
+    requires. Under a compiled driver the transform is compiled (torch.compile(torch.func.grad(f)),
+    with the driver's compile settings): a transform of the compiled function is refused by dynamo,
+    and compiling the transform is how users compose the two (pytorch#136662's composition)."""
     import torch
 
     plain, compile_like = eager_and_compile_like(loss_fn)
@@ -443,10 +454,33 @@ def functional_modes(
             loss = loss[1]
         return float(loss), {n: to_numpy(g) for n, g in zip(wrt, grads)}
 
-    return {
+    def jvp() -> Any:
+        """One forward-mode pass along the seeded tangent: (loss, d loss along it)."""
+        if "jvp_road" not in made:
+            primals = tuple(inputs[n].detach() for n in wrt)
+            tangent = seeded_tangent({n: tuple(p.shape) for n, p in zip(wrt, primals)})
+            tangents = tuple(torch.as_tensor(tangent[n], dtype=p.dtype, device=p.device) for n, p in zip(wrt, primals))
+
+            def along(*values: Any) -> Any:
+                return torch.func.jvp(lambda *v: pure(*v)[0], values, tangents)
+
+            made["jvp_road"] = along if compile_like is None else compile_like(along)
+        return made["jvp_road"](*(inputs[n].detach() for n in wrt))
+
+    def func() -> Any:
+        if "func" not in made:
+            made["func"] = built(torch.func.grad_and_value)
+        return made["func"](*(inputs[n].detach() for n in wrt))[0]
+
+    modes = {
         "jvp": lambda: run("jvp", torch.func.jacfwd),
         "func": lambda: run("func", torch.func.grad_and_value),
     }
+    roads = {
+        "jvp": RoadProgram(jvp, lambda out: {"jvp": np.atleast_1d(to_numpy(out[1]))}),
+        "func": RoadProgram(func, lambda grads: {n: to_numpy(g) for n, g in zip(wrt, grads)}),
+    }
+    return modes, roads
 
 
 def under_autocast(loss_fn: Callable[[dict], Any], device: str) -> Callable[[dict], Any]:
