@@ -45,6 +45,7 @@ MODES = {m.name: m for m in (
 )}  # fmt: skip
 DEFAULT = (VJP,)
 
+JVP_DUAL = "jvp_dual"
 PER_EXAMPLE_LOOP = "per_example_loop"
 PER_EXAMPLE_BATCHED_LOSS = "per_example_batched_loss"
 
@@ -53,33 +54,42 @@ PER_EXAMPLE_BATCHED_LOSS = "per_example_batched_loss"
 class Road:
     """A timed program for derivatives (a row's speed: rnnbench.rows.roads). name: recorded under a
     row's `roads` and as its timed road; summary: what the program is, in each framework's idiom;
-    checked: what it is held against before it is timed."""
+    checked: what it is held against before it is timed. mode: the mode whose row checks what it is held
+    against (its own where it is a mode's program)."""
 
     name: str
     summary: str
     checked: str
+    mode: str = ""
+
+    @property
+    def checked_by(self) -> str:
+        return self.mode or self.name
 
 
 ROADS = {r.name: r for r in (
     Road(VJP, "reverse mode: loss.backward() / jit(jax.value_and_grad): the whole gradient in one backward pass",
          "the row's own verdict (vjp rows), or the same driver's vjp row"),
     Road(JVP, "forward mode along one seeded tangent of every compared input: torch.func.jvp / jit(jax.jvp): "
-         "one directional derivative per pass", "the checked gradient's dot product with the tangent"),
+         "one directional derivative per pass", "the checked gradient's dot product with the tangent", JVP),
+    Road(JVP_DUAL, "forward mode along the same tangent by dual tensors: torch.autograd.forward_ad (torch's other "
+         "forward-mode API; jax has one, jax.jvp)", "the checked gradient's dot product with the tangent", JVP),
     Road(FUNC, "torch.func.grad_and_value (compiled as the driver compiles)", "the row's own verdict"),
     Road(PER_EXAMPLE, "each example's gradient by vmap of grad over the batch: torch.func.vmap(torch.func.grad) / "
          "jit(jax.vmap(jax.grad))", "the row's own verdict (each example against its own oracle)"),
     Road(PER_EXAMPLE_LOOP, "a loop over the examples: each example's own B = 1 slice differentiated in turn "
-         "(torch.autograd.grad / a jit(jax.grad) call per example)", "the per_example row's checked gradients"),
+         "(torch.autograd.grad / a jit(jax.grad) call per example)", "the per_example row's checked gradients",
+         PER_EXAMPLE),
     Road(PER_EXAMPLE_BATCHED_LOSS, "the batched-loss trick: one copy of each shared input per example, the loss "
          "summed over the examples (the forward vmapped over them), one reverse pass: the gradient w.r.t. "
          "each copy is that example's (torch.func.vmap forward + backward(); jit(jax.grad) of the vmapped sum)",
-         "the per_example row's checked gradients"),
+         "the per_example row's checked gradients", PER_EXAMPLE),
 )}  # fmt: skip
 # the roads a row of each mode times beside its own (interleaved in one loop, `--roads`): the choices a
 # user of that mode has for the same derivatives
 BESIDE = {
-    VJP: (JVP,),
-    JVP: (VJP,),
+    VJP: (JVP, JVP_DUAL),
+    JVP: (VJP, JVP_DUAL),
     FUNC: (VJP,),
     PER_EXAMPLE: (VJP, PER_EXAMPLE_LOOP, PER_EXAMPLE_BATCHED_LOSS),
 }

@@ -205,11 +205,13 @@ def time_row(rec: dict[str, Any], prepared: Prepared, job: Job, device: RowDevic
     # the machine-speed reference beside every CPU row's calls (rnnbench.machine.reference); a device
     # row's time is the device's, which the kernel does not measure
     ref = None if device else reference.kernel()
-    own = roads.own_program(prepared, job.mode)
-    if own is None:  # a mode whose check the driver offers but no timed program: said, not timed
-        rec["roads"] = {job.mode: {"status": roads.NOT_OFFERED, "reason": f"{job.mode}: no timed program"}}
+    own, checked = roads.own_program(prepared, job.mode, chk)
+    if own is None:  # no timed program, or one that disagrees with the checked values: said, not timed
+        rec["roads"] = {job.mode: checked}
         return []
     others, rec_roads = roads.beside(prepared, job.mode, chk) if job.roads else ({}, {})
+    if checked:
+        rec_roads = {job.mode: checked, **rec_roads}
     before = cpu_clock()
     if device:
         device.start()

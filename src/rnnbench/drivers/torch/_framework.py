@@ -33,6 +33,7 @@ from rnnbench.drivers.torch._memory import saved_bytes
 from rnnbench.drivers.torch._per_example import per_example_mode
 from rnnbench.drivers.torch._settings import keep_torch_settings, set_threads, threads_in_use
 from rnnbench.model import Case, Model, Recur, is_integer
+from rnnbench.modes import JVP_DUAL
 
 
 def device_missing(device: str) -> str | None:
@@ -467,6 +468,22 @@ def functional_modes(
             made["jvp_road"] = along if compile_like is None else compile_like(along)
         return made["jvp_road"](*(inputs[n].detach() for n in wrt))
 
+    def dual() -> Any:
+        """One forward-mode pass along the seeded tangent by torch.autograd.forward_ad's dual tensors
+        (the loss function itself, compiled where the driver compiles): (loss, d loss along it)."""
+        import torch.autograd.forward_ad as fwad
+
+        if "dual_tangents" not in made:
+            tangent = seeded_tangent({n: tuple(inputs[n].shape) for n in wrt})
+            made["dual_tangents"] = {
+                n: torch.as_tensor(tangent[n], dtype=inputs[n].dtype, device=inputs[n].device) for n in wrt
+            }
+        tangents = made["dual_tangents"]
+        with fwad.dual_level():
+            loss = loss_fn({**held, **{n: fwad.make_dual(inputs[n].detach(), tangents[n]) for n in wrt}})
+            primal, along = fwad.unpack_dual(loss)
+        return primal, along
+
     def func() -> Any:
         if "func" not in made:
             made["func"] = built(torch.func.grad_and_value)
@@ -478,6 +495,7 @@ def functional_modes(
     }
     roads = {
         "jvp": RoadProgram(jvp, lambda out: {"jvp": np.atleast_1d(to_numpy(out[1]))}),
+        JVP_DUAL: RoadProgram(dual, lambda out: {"jvp": np.atleast_1d(to_numpy(out[1]))}),
         "func": RoadProgram(func, lambda grads: {n: to_numpy(g) for n, g in zip(wrt, grads)}),
     }
     return modes, roads
