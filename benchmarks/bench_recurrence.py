@@ -10,13 +10,17 @@ only the registry grew. With the checkout's lists the index means the same (mode
 at every commit; a name that the installed rnnbench does not have raises NotImplementedError in
 setup (asv shows n/a). How to edit the lists: rnnbench.suites, above ASV.
 
-Two classes:
+Three classes:
   Curated     one driver per mechanism on rnn and lstm at the small size, time_fwd_bwd only: the
               set for `asv continuous` (select with `-b Curated`, which also selects
               CuratedManyRounds, the drivers that need more processes), minutes a commit
               (measured: docs/measuring.md#asv).
   Recurrence  the full matrix models x drivers x sizes with fwd / fwd+bwd time, peak memory,
               gradient error and cold first call: nightly-style runs.
+  Roads       every other road to the derivatives (rnnbench.modes.ROADS: one JVP, torch's dual
+              tensors, torch.func.grad, per-example gradients by vmap, by a loop over the examples, by
+              the batched-loss trick) on the full matrix's models and drivers, small size: each checked
+              as `rnnbench run --roads` checks it; a road a driver does not offer is n/a with its reason.
 
 setup() prepares the driver and runs the gradient check (a disagreement with the oracle raises
 GradientDisagreement, so that benchmark FAILS instead of timing a wrong computation; an
@@ -44,7 +48,7 @@ try:  # an rnnbench too old for these entry points: every benchmark is n/a, with
     os.environ.update(cold_cache_env())
 
     from rnnbench import registry
-    from rnnbench.rows.checked import prepare_checked
+    from rnnbench.rows.checked import prepare_checked, prepare_road
 
     _MISSING_API = None
 except ImportError as exc:  # pragma: no cover - only on old commits
@@ -68,7 +72,7 @@ SIZES = {
     "small": {},
     "medium": {"T": 64, "B": 16, "I": 64, "H": 128, "n": 32},
 }
-MODELS, DRIVERS = SUITES.ASV.models, SUITES.ASV.drivers
+MODELS, DRIVERS, ROADS = SUITES.ASV.models, SUITES.ASV.drivers, SUITES.ASV_ROADS
 # The curated set: each mechanism once, on the two core recurrences, small size; the vendor layer
 # and the flax cell are the model's own class, so a different driver name per model.
 CURATED = {model: SUITES.curated(model) for model in SUITES.CURATED.models}
@@ -91,6 +95,19 @@ def curated_timer():
     return _clock()
 
 
+def known(model, driver):
+    """Raise NotImplementedError (asv: n/a) where this rnnbench lacks the entry points, the model or
+    the driver; else pin the row's own framework to one thread (importing torch for jax rows would
+    inflate peakmem)."""
+    if _MISSING_API is not None:
+        raise NotImplementedError(_MISSING_API)
+    if model not in registry.models():
+        raise NotImplementedError(f"model {model!r} is not registered in this rnnbench version")
+    if driver not in registry.drivers():
+        raise NotImplementedError(f"driver {driver!r} is not registered in this rnnbench version")
+    registry.drivers()[driver].framework.set_threads(1)
+
+
 def checked(model, driver, size):
     """The gradient-checked, compiled driver for one benchmark, prepared once per process.
 
@@ -99,14 +116,7 @@ def checked(model, driver, size):
     disagree with the oracle."""
     key = (model, driver, size)
     if key not in _checked:
-        if _MISSING_API is not None:
-            raise NotImplementedError(_MISSING_API)
-        if model not in registry.models():
-            raise NotImplementedError(f"model {model!r} is not registered in this rnnbench version")
-        if driver not in registry.drivers():
-            raise NotImplementedError(f"driver {driver!r} is not registered in this rnnbench version")
-        # The row's own framework only: importing torch for jax rows would inflate peakmem.
-        registry.drivers()[driver].framework.set_threads(1)
+        known(model, driver)
         check, prepared = prepare_checked(model, driver, sizes=SIZES[size])
         prepared.block(prepared.forward())  # compile the forward outside the timed region
         _checked[key] = (check, prepared)
@@ -199,3 +209,35 @@ class Recurrence:
         return self.check.first_call_s
 
     track_first_call_s.unit = "seconds"
+
+
+# (model, driver, road) -> (prepared, program), filled by the first setup of this process.
+_roads = {}
+
+
+class Roads:
+    """Every road besides vjp (ROADS) on MODELS x DRIVERS at the small size: the road's timed program,
+    after the row of the mode that checks it and the road's own check against that row
+    (rnnbench.rows.checked.prepare_road). n/a, with the reason, where the driver cannot run the mode
+    or offers no such program (func and dual tensors are torch's; per-example roads need a batch)."""
+
+    params = (list(MODELS), list(DRIVERS), list(ROADS))
+    param_names = ("model", "driver", "road")
+    timeout = 600.0
+    rounds = 2
+    number = 1
+    repeat = (10, 1000, 2.0)
+    min_run_count = 1
+    warmup_time = 0.3
+
+    def setup(self, model, driver, road):
+        key = (model, driver, road)
+        if key not in _roads:
+            known(model, driver)
+            _, prepared, program, _ = prepare_road(model, driver, road, sizes=SIZES["small"])
+            prepared.block(program())  # the program's own compile outside the timed region
+            _roads[key] = (prepared, program)
+        self.prepared, self.program = _roads[key]
+
+    def time_road(self, model, driver, road):
+        self.prepared.block(self.program())

@@ -29,9 +29,11 @@ import pytest
 from _known_issue_marks import known_issue_marks
 from conftest import SLOW, slow_pair
 from rnnbench import registry
+from rnnbench.modes import ROADS, VJP
 from rnnbench.record import machine, rnnbench_version
-from rnnbench.rows.checked import NotApplicable, prepare_checked, verify
+from rnnbench.rows.checked import NotApplicable, prepare_checked, prepare_road, verify
 from rnnbench.rows.profile import profile
+from rnnbench.suites import GATE_ROADS
 
 BENCH_MODELS = ("rnn", "lstm")
 
@@ -105,6 +107,54 @@ def test_fwd_bwd(benchmark, one_torch_thread: int, bench_model: str, bench_drive
         # where the time went (docs/ci.md), in a pass of its own after the timed rounds
         benchmark.extra_info["profile"] = profile(prepared, driver.framework)
     assert judged.status == "ok", judged.report
+
+
+def road_rows() -> list:
+    """(model, driver, road) for every road besides vjp (rnnbench.modes.ROADS: test_fwd_bwd times vjp's)
+    on the gate's rows (rnnbench.suites.GATE_ROADS: the quick suite's cheapest, so CI's benchmark gate
+    grows by seconds; asv's Roads class times every road on its full matrix). A road the driver does not
+    offer is a skip that says why, never left out."""
+    return [
+        pytest.param(m, d, road, id=f"{m}-{d}-{road}")
+        for m in GATE_ROADS.models
+        for d in GATE_ROADS.drivers
+        for road in ROADS
+        if road != VJP
+    ]
+
+
+@pytest.mark.parametrize(("bench_model", "bench_driver", "road"), road_rows())
+def test_road(benchmark, one_torch_thread: int, bench_model: str, bench_driver: str, road: str) -> None:
+    """A road's timed program, checked first as `rnnbench run --roads` checks it (the row of the mode that
+    checks it, then the program against that row's values), timed like test_fwd_bwd's rows."""
+    try:
+        check, prepared, program, kept = prepare_road(bench_model, bench_driver, road)
+    except NotApplicable as exc:
+        pytest.skip(str(exc))
+    driver = registry.get_driver(bench_driver)
+    benchmark.group = f"{bench_model} {road} (float32, default sizes)"
+    benchmark.extra_info.update(
+        model=bench_model,
+        driver=bench_driver,
+        road=road,
+        mode=ROADS[road].checked_by,
+        sizes=registry.get_model(bench_model).sizes_with_defaults(),
+        dtype="float32",
+        first_call_s=check.first_call_s,
+        rnnbench_version=rnnbench_version(),
+        framework=driver.framework.name,
+        framework_versions=driver.versions(),
+        threads=one_torch_thread,
+        threads_in_use=driver.framework.threads_in_use(),
+        machine=machine(),
+        max_rel_error=kept.get("max_rel_error", check.max_rel_error),
+        status=check.status,
+    )
+    benchmark.pedantic(lambda: prepared.block(program()), rounds=ROAD_ROUNDS, iterations=1, warmup_rounds=2)
+    assert check.status == "ok", check.report
+
+
+ROAD_ROUNDS = 30  # the gate's samples of a road: its median's spread at ms-sized calls, within seconds a row
 
 
 def _torch_threads() -> int:

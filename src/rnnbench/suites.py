@@ -154,6 +154,13 @@ ASV = Suite("asv", "asv's full matrix", (
     "torch_nn_gru", "flax_gru_cell", "jax_lax_scan_unroll8", "jax_associative_scan", "torch_associative_scan",
     "torch_associative_scan_compiled", "torch_associative_scan_compiled_pointwise",
 ))
+# asv's roads (rnnbench.modes.ROADS): every road besides vjp's forward+backward (Recurrence times that),
+# each a benchmark of the `Roads` class over ASV's models and drivers; append only, as ASV's lists.
+ASV_ROADS = ("jvp", "jvp_dual", "func", "per_example", "per_example_loop", "per_example_batched_loss")
+# the roads in CI's benchmark gate (tests/test_benchmarks.py): the cheapest rows of the quick suite, one
+# eager driver per framework on the Elman RNN (the gate's cost: docs/testing.md#ci)
+GATE_ROADS = Suite("gate-roads", "each road besides vjp on one eager driver per framework, rnn at its default size",
+                   models=("rnn",), drivers=("torch_loop", "jax_lax_scan"), environments=("main",))
 # Eager torch scan re-traces its body on every call: its time differs from process to process by
 # more than the 10 % a rerun must agree within (docs/measuring.md#asv), so asv times it in more.
 ASV_MANY_ROUNDS = ("torch_scan",)

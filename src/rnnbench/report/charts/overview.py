@@ -18,10 +18,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from rnnbench.modes import VJP
 from rnnbench.report.charts.bars import bar_chart
 from rnnbench.report.charts.ceilings import ceilings_chart
 from rnnbench.report.charts.growth import t_growth_chart
 from rnnbench.report.charts.heatmap import grad_error_heatmap
+from rnnbench.report.charts.mode_speed import mode_speed_chart
 from rnnbench.report.charts.remat_price import remat_price_chart
 from rnnbench.report.charts.style import (
     VENDOR_HATCH,
@@ -268,7 +270,10 @@ def all_charts(records: list[dict], out: Path) -> list[Path]:
     """Every chart the records hold, in reading order: per model its bar chart (rows of `run`) and
     T-growth chart, then per swept model its time, speedup and hidden-size charts, then remat's
     price (where remat mechanisms ran beside their plain drivers), the roofline, every row against
-    every ceiling and the gradient-error heatmap."""
+    every ceiling and the gradient-error heatmap, each of the reverse-mode rows (a row of another mode is the
+    same driver by another road, drawn where roads are compared: the mode-speed chart), then the mode-speed
+    chart."""
+    every, records = records, [r for r in records if r.get("mode", VJP) == VJP]
     paths: list[Path | None] = []
     for model in sorted({r["model"] for r in records}):
         paths += [bar_chart(records, model, out), t_growth_chart(records, model, out)]
@@ -280,4 +285,5 @@ def all_charts(records: list[dict], out: Path) -> list[Path]:
     paths.append(roofline_chart(records, out))
     paths.append(ceilings_chart(records, out))
     paths.append(grad_error_heatmap(records, out))
+    paths.append(mode_speed_chart(every, out))
     return [p for p in paths if p is not None]

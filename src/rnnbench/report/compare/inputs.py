@@ -106,6 +106,9 @@ def _benchmark(bench: Any, where: str) -> dict[str, Any]:
         "device": "cpu",
         "seed": 0,
         "loss_form": "model",
+        # a road's benchmark (tests/test_benchmarks.py::test_road) is a row of its own beside the vjp row of
+        # its pair: keyed by its road (rnnbench.modes.ROADS) where a run row is keyed by its mode
+        "mode": str(info.get("road") or info.get("mode") or "vjp"),
         "status": str(info.get("status") or "error"),
         "framework": str(framework or "?"),
         "rnnbench_version": str(info.get("rnnbench_version", "?")),

@@ -219,6 +219,7 @@ SECTIONS = (  # chart file prefix -> the heading of its section, in page order
     ("speedup_", "Sweeps: speed-up over the torch Python loop"),
     ("hidden_", "Sweeps: time vs hidden size"),
     ("remat_price", "The price of remat (speed-up over the plain driver)"),
+    ("mode_speed", "Speed by road: forward vs reverse mode, per-example gradients"),
     ("roofline", "Fraction of the GEMM peak"),
     ("ceilings", "Every row against every ceiling (GEMM, memory bandwidth, dispatch)"),
     ("grad_error_heatmap", "Gradient error"),
