@@ -260,6 +260,10 @@ def test_asv_parameters_are_the_checkouts_names(bench_module) -> None:
         list(dict.fromkeys(d for ds in curated.values() for d in ds if d not in many)),
     ]
     assert list(bench_module.CuratedManyRounds.params) == [list(curated), list(many)]
+    # every road besides vjp's (Recurrence times that) is a benchmark of Roads: a new road fails here until
+    # it is appended to suites.ASV_ROADS
+    assert set(suites.ASV_ROADS) == set(ROADS) - {VJP} and len(set(suites.ASV_ROADS)) == len(suites.ASV_ROADS)
+    assert list(bench_module.Roads.params) == [list(models), list(drivers), list(suites.ASV_ROADS)]
     assert set(many) <= {d for ds in curated.values() for d in ds} and bench_module.CuratedManyRounds.rounds > 2
     for model, names in curated.items():  # one driver per mechanism, each registered and runnable here
         assert len(names) == 9 and set(names) <= set(registry.drivers()), (model, names)
@@ -272,6 +276,27 @@ def test_a_name_this_rnnbench_lacks_is_not_applicable(bench_module) -> None:
         bench_module.checked("gru_from_the_future", "torch_loop", "small")
     with pytest.raises(NotImplementedError, match="not in the curated set"):
         bench_module.Curated().setup("rnn", "torch_nn_lstm")
+
+
+def test_a_road_the_driver_cannot_run_is_not_applicable_with_its_reason(bench_module) -> None:
+    with pytest.raises(NotImplementedError, match="func is torch's functional API"):
+        bench_module.Roads().setup("rnn", "jax_lax_scan", "func")
+    with pytest.raises(NotImplementedError, match="no batch axis"):
+        bench_module.Roads().setup("taylor_expm", "torch_loop", "per_example_loop")
+
+
+def test_the_gate_times_every_road_of_the_gate_rows() -> None:
+    """test_road's rows are generated: every road besides vjp on each of GATE_ROADS' (model, driver) pairs,
+    each pair one the main environment runs."""
+    rows = {tuple(p.values) for p in road_rows()}
+    want = {(m, d, r) for m in GATE_ROADS.models for d in GATE_ROADS.drivers for r in ROADS if r != VJP}
+    assert rows == want and len(rows) == len(road_rows())
+    for m in GATE_ROADS.models:
+        for d in GATE_ROADS.drivers:
+            assert (
+                registry.get_driver(d).supports(registry.get_model(m)) is None
+                and "main" in registry.get_driver(d).environments
+            )
 
 
 def test_rnnbench_installed_from_a_wheel_runs_a_checked_row(tmp_path: Path) -> None:
