@@ -16,9 +16,7 @@ from rnnbench.drivers.base import (
     Framework,
     Prepared,
     ReproScript,
-    RoadProgram,
     flat_inputs,
-    seeded_tangent,
 )
 from rnnbench.drivers.torch._compile import (
     BACKENDS,
@@ -29,11 +27,11 @@ from rnnbench.drivers.torch._compile import (
     reset_dynamo,
 )
 from rnnbench.drivers.torch._dispatch import dispatch_count, dispatch_floors
+from rnnbench.drivers.torch._functional import functional_modes, to_numpy
 from rnnbench.drivers.torch._memory import saved_bytes
 from rnnbench.drivers.torch._per_example import per_example_mode
 from rnnbench.drivers.torch._settings import keep_torch_settings, set_threads, threads_in_use
 from rnnbench.model import Case, Model, Recur, is_integer
-from rnnbench.modes import JVP_DUAL
 
 
 def device_missing(device: str) -> str | None:
@@ -334,12 +332,6 @@ def block(result: Any) -> None:
         torch.cuda.synchronize()
 
 
-def to_numpy(t) -> np.ndarray | None:
-    # force: a gradient autograd knows is zero comes back as a ZeroTensor (H v through abs or relu), which
-    # refuses a plain .numpy()
-    return None if t is None else t.detach().to("cpu").double().numpy(force=True)
-
-
 def prepared_from_loss(
     loss_fn: Callable[[dict[str, Any]], Any],
     inputs: dict[str, Any],
@@ -416,89 +408,6 @@ def prepared_from_loss(
         saved_for_backward=lambda: saved_bytes(loss_fn, inputs),
         computed_dtype=lambda: computed[0] if computed else None,
     )
-
-
-def functional_modes(
-    loss_fn: Callable[[dict[str, Any]], Any], inputs: dict[str, Any], wrt: list[str]
-) -> tuple[dict[str, Callable[[], tuple[float, dict[str, np.ndarray | None]]]], dict[str, RoadProgram]]:
-    """(the first-order modes besides backward() (rnnbench.modes), each -> (loss, {name: gradient}),
-    their timed roads (rnnbench.modes.ROADS)). The modes: jvp, forward mode column by column
-    (torch.func.jacfwd: jvp vmapped over every input entry's unit tangent); func,
-    torch.func.grad_and_value. The roads: jvp, one torch.func.jvp along the seeded tangent
-    (rnnbench.drivers.base.seeded_tangent); func, the func mode's program. Both take the loss as a
-    pure function of the compared inputs (the others held as detached constants), as torch.func
-    requires. Under a compiled driver the transform is compiled (torch.compile(torch.func.grad(f)),
-    with the driver's compile settings): a transform of the compiled function is refused by dynamo,
-    and compiling the transform is how users compose the two (pytorch#136662's composition)."""
-    import torch
-
-    plain, compile_like = eager_and_compile_like(loss_fn)
-    held = {k: v.detach() if torch.is_tensor(v) else v for k, v in inputs.items()}
-    argnums = tuple(range(len(wrt)))
-
-    def pure(*values: Any) -> tuple[Any, Any]:
-        loss = plain({**held, **dict(zip(wrt, values))})
-        return loss, loss.detach()
-
-    def built(transform: Callable[..., Any]) -> Callable[..., Any]:
-        fn = transform(pure, argnums=argnums, has_aux=True)
-        return fn if compile_like is None else compile_like(fn)
-
-    made: dict[str, Callable[..., Any]] = {}  # built on first call: a compile belongs to the mode's row
-
-    def run(mode: str, transform: Callable[..., Any]) -> tuple[float, dict[str, np.ndarray | None]]:
-        if mode not in made:
-            made[mode] = built(transform)
-        fn = made[mode]
-        grads, loss = fn(*(inputs[n].detach() for n in wrt))
-        if isinstance(loss, tuple):  # grad_and_value's value is (output, aux)
-            loss = loss[1]
-        return float(loss), {n: to_numpy(g) for n, g in zip(wrt, grads)}
-
-    def jvp() -> Any:
-        """One forward-mode pass along the seeded tangent: (loss, d loss along it)."""
-        if "jvp_road" not in made:
-            primals = tuple(inputs[n].detach() for n in wrt)
-            tangent = seeded_tangent({n: tuple(p.shape) for n, p in zip(wrt, primals)})
-            tangents = tuple(torch.as_tensor(tangent[n], dtype=p.dtype, device=p.device) for n, p in zip(wrt, primals))
-
-            def along(*values: Any) -> Any:
-                return torch.func.jvp(lambda *v: pure(*v)[0], values, tangents)
-
-            made["jvp_road"] = along if compile_like is None else compile_like(along)
-        return made["jvp_road"](*(inputs[n].detach() for n in wrt))
-
-    def dual() -> Any:
-        """One forward-mode pass along the seeded tangent by torch.autograd.forward_ad's dual tensors
-        (the loss function itself, compiled where the driver compiles): (loss, d loss along it)."""
-        import torch.autograd.forward_ad as fwad
-
-        if "dual_tangents" not in made:
-            tangent = seeded_tangent({n: tuple(inputs[n].shape) for n in wrt})
-            made["dual_tangents"] = {
-                n: torch.as_tensor(tangent[n], dtype=inputs[n].dtype, device=inputs[n].device) for n in wrt
-            }
-        tangents = made["dual_tangents"]
-        with fwad.dual_level():
-            loss = loss_fn({**held, **{n: fwad.make_dual(inputs[n].detach(), tangents[n]) for n in wrt}})
-            primal, along = fwad.unpack_dual(loss)
-        return primal, along
-
-    def func() -> Any:
-        if "func" not in made:
-            made["func"] = built(torch.func.grad_and_value)
-        return made["func"](*(inputs[n].detach() for n in wrt))[0]
-
-    modes = {
-        "jvp": lambda: run("jvp", torch.func.jacfwd),
-        "func": lambda: run("func", torch.func.grad_and_value),
-    }
-    roads = {
-        "jvp": RoadProgram(jvp, lambda out: {"jvp": np.atleast_1d(to_numpy(out[1]))}),
-        JVP_DUAL: RoadProgram(dual, lambda out: {"jvp": np.atleast_1d(to_numpy(out[1]))}),
-        "func": RoadProgram(func, lambda grads: {n: to_numpy(g) for n, g in zip(wrt, grads)}),
-    }
-    return modes, roads
 
 
 def under_autocast(loss_fn: Callable[[dict], Any], device: str) -> Callable[[dict], Any]:

@@ -6,7 +6,7 @@ batched-loss trick (per-example copies of the shared inputs, one backward of the
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ class _Examples:
 
     names: list[str]
     consts: list[str]
+    _: KW_ONLY
     axes: list[int | None]
     args: list[Any]
     size: int  # B
@@ -41,68 +42,88 @@ def per_example_mode(
     after. The call returns (losses (B,), {name: (B, *shape in one example)}). Under a compiled driver
     the transform is compiled, as functional_modes does. The roads: the same program (per_example), a
     loop over the examples (per_example_loop) and the batched-loss trick (per_example_batched_loss)."""
-    import torch
+    each = _PerExample(loss_fn, inputs, wrt, batch)
+    roads = {
+        PER_EXAMPLE: RoadProgram(lambda: each.vmapped(each.examples())[1], each.read),
+        PER_EXAMPLE_LOOP: RoadProgram(each.loop, each.read),
+        PER_EXAMPLE_BATCHED_LOSS: RoadProgram(each.batched_loss, each.read),
+    }
+    return each.call, roads
 
-    plain, compile_like = eager_and_compile_like(loss_fn)
-    made: dict[str, Callable[..., Any]] = {}  # built on first call: a compile belongs to the row that runs it
 
-    def examples() -> _Examples:
-        lay = batch_layout(batch.model, batch.case)
+class _PerExample:
+    """The per-example programs of one prepared loss (per_example_mode), built on first call: a compile
+    belongs to the row that runs it."""
+
+    def __init__(self, loss_fn: Callable[[dict[str, Any]], Any], inputs: dict, wrt: list[str], batch: Batch):
+        self.plain, self.compile_like = eager_and_compile_like(loss_fn)
+        self.inputs, self.wrt, self.batch = inputs, wrt, batch
+        self.made: dict[str, Callable[..., Any]] = {}
+
+    def examples(self) -> _Examples:
+        lay = batch_layout(self.batch.model, self.batch.case)
         assert not isinstance(lay, str), lay  # rows.pair asks batch.unavailable before it runs this mode
-        rest = [n for n in inputs if n not in wrt]
-        names, consts = [*wrt, *rest], list(lay.consts)
+        rest = [n for n in self.inputs if n not in self.wrt]
+        names, consts = [*self.wrt, *rest], list(lay.consts)
         axes = [lay.inputs.get(n) for n in names] + [lay.consts[k] for k in consts]
-        values = [inputs[n].detach() for n in names] + [batch.consts[k] for k in consts]
+        values = [self.inputs[n].detach() for n in names] + [self.batch.consts[k] for k in consts]
         args = [v if a is None else v.unsqueeze(a + 1) for v, a in zip(values, axes)]
         size = next(v.shape[a] for v, a in zip(values, axes) if a is not None)
-        return _Examples(names, consts, axes, args, size)
+        return _Examples(names, consts, axes=axes, args=args, size=size)
 
-    def one_of(ex: _Examples) -> Callable[..., Any]:
+    def one_of(self, ex: _Examples) -> Callable[..., Any]:
+        """The loss of one example's slice, as a function of every argument of `ex` (inputs, then consts)."""
+
         def one(*given: Any) -> Any:
-            kept = {k: batch.consts[k] for k in ex.consts}
-            batch.consts.update(zip(ex.consts, given[len(ex.names) :]))
+            kept = {k: self.batch.consts[k] for k in ex.consts}
+            self.batch.consts.update(zip(ex.consts, given[len(ex.names) :]))
             try:
-                return plain(dict(zip(ex.names, given[: len(ex.names)])))
+                return self.plain(dict(zip(ex.names, given[: len(ex.names)])))
             finally:
-                batch.consts.update(kept)
+                self.batch.consts.update(kept)
 
         return one
 
-    def vmapped(ex: _Examples) -> Any:
-        if PER_EXAMPLE not in made:
-            one = one_of(ex)
+    def vmapped(self, ex: _Examples) -> Any:
+        import torch
+
+        if PER_EXAMPLE not in self.made:
+            one = self.one_of(ex)
             fn = torch.func.vmap(
                 torch.func.grad_and_value(lambda *g: (lambda loss: (loss, loss.detach()))(one(*g)),
-                                          argnums=tuple(range(len(wrt))), has_aux=True),
+                                          argnums=tuple(range(len(self.wrt))), has_aux=True),
                 in_dims=tuple(ex.axes),
             )  # fmt: skip
-            made[PER_EXAMPLE] = fn if compile_like is None else compile_like(fn)
-        grads, (losses, _) = made[PER_EXAMPLE](*ex.args)
+            self.made[PER_EXAMPLE] = fn if self.compile_like is None else self.compile_like(fn)
+        grads, (losses, _) = self.made[PER_EXAMPLE](*ex.args)
         return losses, grads
 
-    def call() -> tuple[np.ndarray, dict[str, np.ndarray | None]]:
-        losses, grads = vmapped(examples())
-        return _numpy(losses), {n: _numpy(g) for n, g in zip(wrt, grads)}
+    def call(self) -> tuple[np.ndarray, dict[str, np.ndarray | None]]:
+        losses, grads = self.vmapped(self.examples())
+        return _numpy(losses), {n: _numpy(g) for n, g in zip(self.wrt, grads)}
 
-    def loop() -> Any:
+    def loop(self) -> Any:
         """Each example's slice (B = 1, its batch axis kept) differentiated in turn by torch.autograd.grad."""
-        ex = examples()
-        one = one_of(ex)
-        out: list[list[Any]] = [[] for _ in wrt]
+        import torch
+
+        ex = self.examples()
+        one, k = self.one_of(ex), len(self.wrt)
+        out: list[list[Any]] = [[] for _ in self.wrt]
         for b in range(ex.size):
             given = [v if a is None else v.select(a, b) for v, a in zip(ex.args, ex.axes)]
-            leaves = [g.detach().requires_grad_() for g in given[: len(wrt)]]
-            grads = torch.autograd.grad(one(*leaves, *given[len(wrt) :]), leaves, allow_unused=True)
+            leaves = [g.detach().requires_grad_() for g in given[:k]]
+            grads = torch.autograd.grad(one(*leaves, *given[k:]), leaves, allow_unused=True)
             for kept, g, leaf in zip(out, grads, leaves):
                 kept.append(torch.zeros_like(leaf) if g is None else g)
         return [torch.stack(g) for g in out]
 
-    def batched_loss() -> Any:
+    def batched_loss(self) -> Any:
         """Per-example copies of the shared compared inputs (expanded to B), the batched ones as they
         are; the forward vmapped over the examples, their losses summed, one backward."""
-        ex = examples()
-        one = one_of(ex)
-        k = len(wrt)
+        import torch
+
+        ex = self.examples()
+        one, k = self.one_of(ex), len(self.wrt)
         leaves = [
             (v.expand(ex.size, *v.shape) if a is None else v).detach().requires_grad_()
             for v, a in zip(ex.args[:k], ex.axes[:k])
@@ -115,15 +136,8 @@ def per_example_mode(
             for g, leaf, a in zip(grads, leaves, ex.axes[:k])
         ]
 
-    def read(result: Any) -> dict[str, np.ndarray]:
-        return {n: _numpy(g) for n, g in zip(wrt, result)}
-
-    roads = {
-        PER_EXAMPLE: RoadProgram(lambda: vmapped(examples())[1], read),
-        PER_EXAMPLE_LOOP: RoadProgram(loop, read),
-        PER_EXAMPLE_BATCHED_LOSS: RoadProgram(batched_loss, read),
-    }
-    return call, roads
+    def read(self, result: Any) -> dict[str, np.ndarray]:
+        return {n: _numpy(g) for n, g in zip(self.wrt, result)}
 
 
 def _numpy(t) -> np.ndarray:
