@@ -147,7 +147,7 @@ def road_speeds(records: list[dict]) -> dict[Panel, dict[str, list[RoadSpeed]]]:
 
 
 def _bar_label(s: RoadSpeed) -> str:
-    text = f"{speedup_label(s.speedup)}  {s.ms:.3g} ms" if s.speedup is not None and s.ms else ""
+    text = f"{speedup_label(s.speedup)}  {s.ms:.4g} ms" if s.speedup is not None and s.ms else ""
     if s.peak is not None and text:
         text += f", {100 * s.peak:.2g}% peak"
     return text
@@ -174,7 +174,7 @@ def _draw(ax, speeds: list[RoadSpeed], roads: tuple[str, ...]) -> None:
                     label=ROAD_LABELS[road])  # fmt: skip
             ax.text(s.speedup, y, "  " + _bar_label(s), fontsize=6.5, va="center")
     ax.set_yticks(range(len(series)), series, fontsize=7.5)
-    ax.invert_yaxis()
+    ax.set_ylim(len(series) - 0.35, -0.65)  # top to bottom in series order, room for a last gap's note
     ax.set_xscale("log")
     ax.axvline(1.0, color="black", lw=1)
     values = [s.speedup for s in speeds if s.speedup]
