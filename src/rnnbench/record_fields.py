@@ -175,6 +175,17 @@ FIELDS: dict[str, str] = {
     "memory.peak_rss_mb": "num|null",
     "memory.method": "str|null",
     # what the training step saves for backward (rnnbench.rows.memory): saved_mb null = not measured, method says why
+    # a row's roads (rnnbench.rows.roads): the road its fwd_bwd times, and each road timed beside it or why not
+    "road": "str",
+    "roads": "dict",
+    "roads.*": "dict",
+    "roads.*.status": "str",
+    "roads.*.reason": "str",
+    "roads.*.fwd_bwd": "dict",
+    "roads.*.fwd_bwd.median_ms": "ms!",
+    "roads.*.fwd_bwd.cpu_median_ms": "ms",
+    "roads.*.roofline": "dict",
+    "roads.*.roofline.fraction_of_peak": "num!",
     "step_memory": "dict|null",
     "step_memory.saved_mb": "num|null",
     "step_memory.method": "str|null",
