@@ -285,6 +285,16 @@ def test_a_road_the_driver_cannot_run_is_not_applicable_with_its_reason(bench_mo
         bench_module.Roads().setup("taylor_expm", "torch_loop", "per_example_loop")
 
 
+def test_a_road_benchmark_times_its_checked_program(bench_module) -> None:
+    """asv's Roads setup checks the road as `run --roads` does, then its timed method runs the program."""
+    bench = bench_module.Roads()
+    bench.setup("rnn", "torch_loop", "per_example_loop")
+    examples = registry.get_model("rnn").sizes_with_defaults()["B"]
+    grads = bench.program()  # each compared input's per-example gradients, the examples first
+    assert grads and all(g.shape[0] == examples for g in grads)
+    bench.time_road("rnn", "torch_loop", "per_example_loop")
+
+
 def test_the_gate_times_every_road_of_the_gate_rows() -> None:
     """test_road's rows are generated: every road besides vjp on each of GATE_ROADS' (model, driver) pairs,
     each pair one the main environment runs."""
