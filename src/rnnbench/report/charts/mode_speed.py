@@ -222,7 +222,7 @@ def mode_speed_chart(records: list[dict], out: Path) -> Path | None:
                 ax.text(0.5, 0.5, f"no {question} rows", ha="center", va="center", transform=ax.transAxes)
             ax.set_title(f"{where}: {question}", fontsize=9)
             ax.set_xlabel("speed-up over the same driver's vjp (one backward of the batch): above 1 faster")
-    clocks = sorted({s.clock for qs in panels.values() for ss in qs.values() for s in ss if s.clock})
+    clocks = sorted({s.clock for qs in panels.values() for ss in qs.values() for s in ss if s.speedup is not None})
     fig.suptitle(
         wrap(
             "speed by road: each bar against the same row's reverse-mode gradient, both timed in one "
