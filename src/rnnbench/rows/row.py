@@ -158,10 +158,7 @@ def run_row(job: Job) -> dict[str, Any]:
         "report": pair.report,
         "environment": record.environment(job.threads, driver.versions(), dict(prepared.settings) if prepared else {}),
     }
-    if pair.repeatable is not None:
-        rec["repeatable"] = pair.repeatable
-    if pair.hvp is not None:
-        rec["hvp"] = pair.hvp
+    rec |= {key: value for key, value in (("repeatable", pair.repeatable), ("hvp", pair.hvp)) if value is not None}
     if pair.localization is not None:
         loc = pair.localization
         rec["localization"] = {"first_step": loc.first_step, "where": loc.where, "complete": loc.complete}
