@@ -89,9 +89,26 @@ def test_a_range_open_at_both_ends_says_so() -> None:
     result = edges("y", package="torch", releases=RELEASES, measured=["2.9.0", "2.15.1"], probe=probe, since="2.9.0")
     assert result.probes == 0
     assert release_bisect.describe(result) == (
-        "y: reproduces from 2.9.0 (no held release older than it from 2.9.0) through 2.15.1; "
+        "y: reproduces from 2.9.0 (the first measured; nothing older probed: --since 2.9.0) through 2.15.1; "
         "no newer release held (2.15.1 is the newest)"
     )
+
+
+def test_a_since_above_the_measured_start_never_claims_nothing_older_is_held() -> None:
+    """--since 2.11.0 over a range measured from 2.9.0: 2.0.0-2.8.1 are held but were not asked for,
+    so the line says --since stopped the search, never that no older release is held."""
+    probe, probed = _fake(0, len(RELEASES) - 1)
+    result = edges("w", package="torch", releases=RELEASES, measured=["2.9.0", "2.15.1"], probe=probe, since="2.11.0")
+    assert result.lower is None and not probed
+    line = release_bisect.describe(result)
+    assert line.startswith("w: reproduces from 2.9.0 (the first measured; nothing older probed: --since 2.11.0) ")
+    assert "no held release" not in line
+    # --since below the start with no held release between them: that is what the line says
+    key = release_bisect.release_key
+    held = [v for v in RELEASES if v == "2.9.0" or key(v) >= key("2.10.0")]
+    result = edges("w", package="torch", releases=held, measured=["2.9.0"], probe=probe, since="2.5.0")
+    assert result.lower is None
+    assert release_bisect.describe(result).startswith("w: reproduces from 2.9.0 (no held release from 2.5.0 up to it) ")
 
 
 def test_a_release_that_cannot_decide_leaves_a_range_naming_it() -> None:

@@ -163,7 +163,14 @@ def describe(result: Edges) -> str:
     affected" (the costs are the caller's to append)."""
     lower, upper = result.lower, result.upper
     if lower is None:
-        start, unaffected = f"{result.measured[0]} (no held release older than it from {result.since})", ""
+        first = result.measured[0]
+        # --since at or above the measured start asked for nothing older; below it, the index held nothing between
+        why = (
+            f"the first measured; nothing older probed: --since {result.since}"
+            if release_key(result.since) >= release_key(first)
+            else f"no held release from {result.since} up to it"
+        )
+        start, unaffected = f"{first} ({why})", ""
     else:
         first = lower.candidates[lower.first_bad]
         if lower.exact:
