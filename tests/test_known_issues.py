@@ -577,6 +577,32 @@ def test_version_ranges_and_measured_on_agree_with_the_measured_table() -> None:
                 assert listed == reproduced, f"{issue.id}: measured_on and the table disagree on {package} {version}"
 
 
+def test_every_entry_has_both_edges_or_the_reason_one_is_not_known() -> None:
+    """`edges` (docs/results/*-bug-versions-bisect.md): per package, `from` the first release the bug
+    reproduces on and `fixed_in` the first release after its range where it does not, each a release
+    the committed records measured that way with nothing beyond it reproducing, or null with the
+    reason (`from_why`, `fixed_why`): the search's edges, not guesses."""
+    import json
+
+    key = known_issues._release
+    measured = _measured()
+    raw = {e["id"]: e for e in json.loads(known_issues.REGISTRY_PATH.read_text())["issues"]}
+    for issue in known_issues.registry():
+        for package in issue.versions:
+            edge = raw[issue.id].get("edges", {}).get(package)
+            assert edge, f"{issue.id}: no edges for {package}"
+            seen = {v: r for v, r in measured.get(issue.id, {}).get(package, {}).items() if r is not None}
+            first, fixed = edge.get("from"), edge.get("fixed_in")
+            assert first or edge.get("from_why"), f"{issue.id}: no first release and no reason"
+            assert fixed or edge.get("fixed_why"), f"{issue.id}: no fix release and no reason"
+            if first:
+                assert seen.get(first) is True, (issue.id, first, seen)
+                assert not [v for v, r in seen.items() if r and key(v) < key(first)], (issue.id, first, seen)
+            if fixed:
+                assert seen.get(fixed) is False, (issue.id, fixed, seen)
+                assert not [v for v, r in seen.items() if r and key(v) > key(fixed)], (issue.id, fixed, seen)
+
+
 def test_witness_versions_agree_with_the_measured_table() -> None:
     """On every measured version the entry claims, a witness reproduces it unambiguously on every
     driver exactly where the witness's own `versions` (default: the entry's) hold."""
