@@ -44,7 +44,11 @@ class LossForm:
     the axis example_consts gives it; a const it gives None is shared). example_weight(B): the
     batch's loss is example_weight(B) times the sum of its examples' losses (1 for a sum of entries;
     1/B for a mean, whose slice divides by the example's own number of entries). with_loss puts
-    both in the model's BatchAxes."""
+    both in the model's BatchAxes.
+
+    linear: the loss is linear in (ys, carry), so it equals the weighted form at its own cotangents as
+    weights (at_own_weights): one compiled program of the weighted loss, its weights graph inputs,
+    computes every linear form."""
 
     name: str
     summary: str
@@ -53,6 +57,7 @@ class LossForm:
     cotangents: Callable[[Mapping[str, np.ndarray], np.ndarray, tuple], Cotangents]
     example_consts: ExampleConsts = lambda ys_axis, carry_axes: {}
     example_weight: Callable[[int], float] = lambda size: 1.0
+    linear: bool = True
 
 
 def _uniform(rng: np.random.Generator, like: np.ndarray) -> np.ndarray:
@@ -184,6 +189,7 @@ FORMS: dict[str, LossForm] = {
             loss=sum_squares,
             weights=lambda rng, ys, carry: {},
             cotangents=lambda k, ys, carry: (np.asarray(ys), tuple(np.asarray(c) for c in carry)),
+            linear=False,
         ),
     )
 }
@@ -234,6 +240,30 @@ def with_loss(model: Model, case: Case, name: str) -> tuple[Model, Case]:
         batch_axes=_example_axes(model, form),
     )
     return new_model, new_case
+
+
+def at_own_weights(model: Model, case: Case, names: Sequence[str]) -> dict[str, tuple[Model, Case]]:
+    """{name: (model, case)} for each linear form of `names` (LossForm.linear): the weighted form with the form's
+    own cotangents as its weights (wy: d loss/d ys, wc_i: d loss/d carry_i), its case named by the form (the
+    known-issue registry matches on case.loss). A linear loss is <dys, ys> + sum_i <dc_i, c_i>, so the loss and
+    every gradient are the form's own; the forms differ only in the weight tensors, which a compiler takes as
+    inputs, and all of them share one Model object, so one compiled program serves them all. The seed the
+    backward starts from is not the form's own (an unweighted sum's stride-0 cotangent arrives as dense
+    weights), so a driver whose bugs depend on that seed's layout must judge each form's own program."""
+    linear = [n for n in names if n != MODEL_LOSS and form_named(n).linear]
+    if not linear:
+        return {}
+    weighted_model, _ = with_loss(model, case, "weighted")  # its oracle reads case.consts as its weights
+    ys, carry = rollout(numpy_ops(), model, case.params, carry0=case.carry0, xs=case.xs, length=case.length)
+    ys, carry = np.asarray(ys), tuple(np.asarray(c) for c in carry)
+    shared: dict[str, tuple[Model, Case]] = {}
+    for name in linear:
+        _, form_case = with_loss(model, case, name)
+        dys, dcarry = FORMS[name].cotangents(form_case.consts, ys, carry)
+        weights = {"wy": np.array(dys, dtype=np.float64)}
+        weights.update({f"wc{i}": np.array(c, dtype=np.float64) for i, c in enumerate(dcarry)})
+        shared[name] = (weighted_model, dataclasses.replace(form_case, consts=weights))
+    return shared
 
 
 def _example_axes(model: Model, form: LossForm) -> BatchAxes | None:

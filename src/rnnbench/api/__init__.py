@@ -38,6 +38,7 @@ from rnnbench.api.selection import left_out_by_default
 from rnnbench.api.trees import Tree, flatten, is_flat, leaf_name
 from rnnbench.api.validate import DTYPES, Checked, Inputs, validate
 from rnnbench.model import Case, Model, is_integer, time_major_batch
+from rnnbench.modes import VJP
 from rnnbench.status import OracleKind, Status
 
 __all__ = ["DTYPES", "DriverResult", "RecurrenceReport", "check_recurrence"]
@@ -136,10 +137,16 @@ def _check(given: Inputs) -> RecurrenceReport:
     # The loss form's weights come from the float64 forward; a float32 check rounds them too.
     judged = {form: loss_forms.with_loss(base, case, form) for form in checked.forms}
     judged = {form: (model, form_case.rounded_to(given.dtype)) for form, (model, form_case) in judged.items()}
+    # the linear forms as one weighted loss at each form's weights, for the drivers that share one program among them
+    shared = {
+        form: (model, form_case.rounded_to(given.dtype))
+        for form, (model, form_case) in loss_forms.at_own_weights(base, case, checked.forms).items()
+    }
     results, oracle_kind = _run_drivers(
         base,
         judged,
         checked.drivers,
+        shared=shared,
         dtype=given.dtype,
         device=given.device,
         seed=given.seed,
@@ -278,11 +285,15 @@ def _run_drivers(
     order: int,
     oracle: str | None = None,
     modes: tuple[str, ...] = ("vjp",),
+    shared: Mapping[str, tuple[Model, Case]] | None = None,
 ) -> tuple[list[DriverResult], str]:
     """Every driver of `names` under every loss form of `judged` ({form: (model, case)}), each pair
     checked by rnnbench.rows.pair.check_pair against one oracle per form, computed once for all
     drivers (`oracle`: a forced rung, None for the ladder), in each differentiation mode of `modes`
-    (H v by `order` in the vjp results): (results, the least exact oracle kind used)."""
+    (H v by `order` in the vjp results): (results, the least exact oracle kind used). shared: {form: (model,
+    case)} of the linear forms as one weighted loss at each form's weights (rnnbench.losses.at_own_weights): a
+    driver with Driver.shared_loss_program runs its vjp rows of those forms on it with its compiles kept, so the
+    first form's compiled program serves the others (the oracle stays the form's own)."""
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
     from rnnbench.check.oracle import once, oracle_grads, weakest
     from rnnbench.check.per_example import example_oracles
@@ -302,6 +313,9 @@ def _run_drivers(
             if reason is not None:
                 results.append(DriverResult(name, Status.UNAVAILABLE, None, reason, loss="-"))
                 continue
+            shares = driver.shared_loss_program and bool(shared)
+            if shares:  # its first shared form compiles from a clean state, the later ones reuse that program
+                driver.framework.reset_compiles()
             for form, (model, form_case) in judged.items():
                 if form not in plans:
                     first = oracle_grads(model, form_case, oracle)
@@ -311,7 +325,13 @@ def _run_drivers(
                     )
                 for mode in modes:
                     plan = dataclasses.replace(plans[form], mode=mode)
-                    results.append(_result(model, driver, form_case, dtype=dtype, device=device, plan=plan, form=form))
+                    pair_model, pair_case = model, form_case
+                    if shares and mode == VJP and form in shared:
+                        pair_model, pair_case = shared[form]
+                        plan = dataclasses.replace(plan, fresh_compiles=False)
+                    results.append(
+                        _result(pair_model, driver, pair_case, dtype=dtype, device=device, plan=plan, form=form)
+                    )
                     if results[-1].status != Status.UNAVAILABLE:
                         kinds.append(results[-1].oracle_kind)
     return results, weakest(kinds) if kinds else str(oracle or OracleKind.DUAL)

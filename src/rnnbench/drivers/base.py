@@ -295,7 +295,11 @@ class Driver:
         it once (cached by the driver's module): a vendor layer's support depends on the device.
         Only a worker tries (why_not(trying=True)); the parent leaves such rows to it.
     modes_missing: {mode: why} for the differentiation modes (rnnbench.modes) this configuration cannot
-        run beyond its framework's (mode_missing)."""
+        run beyond its framework's (mode_missing).
+    shared_loss_program: a check of several loss forms (check_recurrence) may judge its linear forms with one
+        compiled program, the weighted loss at each form's own weights (rnnbench.losses.at_own_weights), where each
+        form's own program would compile again: set only where no registered bug of the driver depends on the layout
+        of the seed its backward starts from."""
 
     name: str
     framework: Framework
@@ -314,6 +318,7 @@ class Driver:
     try_dtype: Callable[[str, str], str | None] | None = None
     repro: str | None = None
     modes_missing: Mapping[str, str] = field(default_factory=dict)
+    shared_loss_program: bool = False
 
     def available(self) -> str | None:
         return self.unavailable or self.framework.available()

@@ -135,7 +135,18 @@ def prepare(config: LoopConfig, model: Model, case: Case, dtype: str, device: st
 def _row(name: str, summary: str, config: LoopConfig, **fields) -> Driver:
     if config.autocast:
         fields.update(supports=_torch.supports_autocast, dtypes=("bfloat16",), devices=("cpu",), autocast="bfloat16")
-    fields = {"dtypes": BY_PRECISION, "compiled": config.compiled, "second_order": config.second_order, **fields}
+    # A compiled loop's graph holds no higher-order op, and no registered bug of one depends on the layout of the
+    # loss's cotangent (the scan's and while_loop's do: torch-inductor-scan-expanded-carry-cotangent, and the donated
+    # buffers of torch-inductor-scan-body-grad-reuses-donated-buffer, which follow the whole graph), so its linear loss
+    # forms share one program (Driver.shared_loss_program).
+    shared = config.compiled and not config.autocast
+    fields = {
+        "dtypes": BY_PRECISION,
+        "compiled": config.compiled,
+        "second_order": config.second_order,
+        "shared_loss_program": shared,
+        **fields,
+    }
     return configured(name, _torch.TORCH, summary, prepare=prepare, config=config, **fields)
 
 
