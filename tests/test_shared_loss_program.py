@@ -85,6 +85,16 @@ def test_the_compiled_scan_keeps_one_program_per_loss_form() -> None:
     assert graphs == len(losses.CHECKED)
 
 
+def test_no_sharing_driver_has_a_registered_bug_of_some_loss_forms_only() -> None:
+    """A bug the registry scopes to some loss forms (KnownIssue.losses) depends on the form's own program: the
+    weighted loss at another form's weights can show it where that form's program does not (the expanded
+    index_put buffer under last_y did), so a driver it names judges each form's own program."""
+    sharing = {name for name, d in registry.drivers().items() if d.shared_loss_program}
+    for issue in known_issues():
+        if issue.losses is not None:
+            assert not sharing & set(issue.drivers), f"{issue.id} shows under some loss forms only"
+
+
 def test_the_registry_covers_the_same_rows_of_a_sharing_driver_either_way() -> None:
     """A registered bug scoped by the loss's cotangent (its conditions read the eager backward of the loss) covers
     a form's own program and not the weighted loss at its weights: none of its drivers may share; on every other
