@@ -1,5 +1,5 @@
 """pytest marks for the known-issues registry: a (driver, model, case) that an entry covers is a
-strict xfail that only KnownIssueReproduced satisfies (see rnnbench.check.known_issues); where
+strict xfail that only KnownIssueReproduced satisfies (see rnnbench.check.bugs.known_issues); where
 every covering entry is not `certain` (it shows on some covered cases only) the xfail is not
 strict, and the entry's witnesses (tests/test_known_issues.py) keep it from going stale."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rnnbench.check import known_issues
+from rnnbench.check.bugs import known_issues
 from rnnbench.model import Case, Model
 
 

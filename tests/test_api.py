@@ -60,7 +60,7 @@ def test_readme_example_agrees_on_every_driver() -> None:
         )
         and len(scan) == 4
     ), str(report)
-    assert report.oracle_kind == "dual"  # exact: dual numbers over the numpy step (check/oracle.py)
+    assert report.oracle_kind == "dual"  # exact: dual numbers over the numpy step (check/oracles/oracle.py)
 
 
 def test_the_default_drivers_are_the_core_ones_that_compile_fast_and_the_report_names_the_rest() -> None:

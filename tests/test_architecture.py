@@ -61,6 +61,13 @@ SUBFLOORS = {
         "rnnbench.drivers.jax": 1,  # jax and flax: flax shares jax's layer
         "rnnbench.drivers.torch_xla": 2,  # torch on the XLA device: torch's and jax's layers, torch's loop
     },
+    "rnnbench.check": {
+        "rnnbench.check": 0,  # the measure every part shares: tolerance (the one policy), compare
+        "rnnbench.check.differentiation": 1,  # derivatives computed here: dual numbers, differences, float32 tape
+        "rnnbench.check.bugs": 1,  # the known-issues registry and its case predicates
+        "rnnbench.check.oracles": 2,  # what a row is judged against: the ladder, its cache, the bars
+        "rnnbench.check.verdicts": 3,  # a driver's output against the oracles, the registry applied
+    },
 }
 FRAMEWORK_NAMES = {"torch", "jax", "flax", "torch_xla", "jaxlib"}
 
@@ -896,7 +903,7 @@ def _defined_callables(root: Path) -> tuple[set[str], set[str]]:
 def _long_positional_calls(root: Path) -> list[str]:
     """file:line name(n) for each call under `root` (the rnnbench package) that passes more than
     MAX_POSITIONAL arguments by position to a function or class of rnnbench: one its module imports
-    from rnnbench (by name or through a module: check.judge(...)) or defines at its top level. A
+    from rnnbench (by name or through a module: check.verdicts.judge(...)) or defines at its top level. A
     method called on an instance, or a function handed in as a value (a driver's prepare, a recur),
     is not resolved here: a protocol's calls keep their documented positions."""
     defined, varargs = _defined_callables(root)

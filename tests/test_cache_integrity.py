@@ -1,4 +1,4 @@
-"""Caches are evidence, never authority: an entry of the hand-oracle cache (rnnbench.check.oracle_cache)
+"""Caches are evidence, never authority: an entry of the hand-oracle cache (rnnbench.check.oracles.oracle_cache)
 or of a GEMM-peak cache (rnnbench.machine.peak_cache) that was edited, cut short, flipped, of
 another shape or implausible is computed again, with one line on stderr, and replaced; a verdict
 never follows a tampered entry (a planted wrong gradient stays grad_mismatch after the cache is
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from rnnbench import losses, record_fields, registry
-from rnnbench.check import oracle_cache
-from rnnbench.check.judge import judge
-from rnnbench.check.oracle import oracle_grads
+from rnnbench.check.oracles import oracle_cache
+from rnnbench.check.oracles.oracle import oracle_grads
+from rnnbench.check.verdicts.judge import judge
 from rnnbench.machine import device_peak, peak_cache, roofline
 from rnnbench.model import reference_loss
 from rnnbench.status import Status

@@ -1,4 +1,4 @@
-"""The dual-number oracle (rnnbench.check.dual, dual_eval, oracle): every Ops field has a derivative
+"""The dual-number oracle (rnnbench.check.differentiation.dual, dual_eval, oracle): every Ops field has a derivative
 rule, checked against a closed form at float64 and at 50 digits (the cases are generated from the
 Ops dataclass's fields: an op added to Ops without a case here fails); points without a derivative
 are reported; the oracle agrees with every hand oracle of the registry, first and second order; the
@@ -14,13 +14,13 @@ import pytest
 
 from _sizes import halved
 from rnnbench import registry
-from rnnbench.check import dual, kink_log
 from rnnbench.check.compare import compare_grads
-from rnnbench.check.dual_eval import evaluate, to_mp
-from rnnbench.check.hvp import gradient_difference_hvp
-from rnnbench.check.oracle import oracle_grads
-from rnnbench.check.second_order import direction, hvp_oracle
+from rnnbench.check.differentiation import dual, kink_log
+from rnnbench.check.differentiation.dual_eval import evaluate, to_mp
+from rnnbench.check.differentiation.hvp import gradient_difference_hvp
+from rnnbench.check.oracles.oracle import oracle_grads
 from rnnbench.check.tolerance import hvp_tolerance, tolerance
+from rnnbench.check.verdicts.second_order import direction, hvp_oracle
 from rnnbench.model import reference_loss
 from rnnbench.ops import Ops
 
@@ -283,7 +283,7 @@ def test_check_recurrence_takes_an_oracle() -> None:
 def test_fifty_digit_base_arithmetic_meets_domain_edges_as_numpy(name: str, args: tuple) -> None:
     """mpmath raises on 1 / 0 and 0 ** -1 and turns complex on sqrt(-1): the 50-digit rung gives
     numpy's inf / nan there instead, as the float64 rungs do (no ZeroDivisionError, no complex)."""
-    from rnnbench.check.dual_base import base_functions
+    from rnnbench.check.differentiation.dual_base import base_functions
 
     f = base_functions()[name]
     with np.errstate(all="ignore"), mpmath.workdps(50):

@@ -1,4 +1,4 @@
-"""Property tests of the dual numbers (check/dual.py) with Hypothesis: every op and every Python
+"""Property tests of the dual numbers (check/differentiation/dual.py) with Hypothesis: every op and every Python
 operator a step may use (docs/api.md, "The ops a step may use") has its first and second derivative
 checked against mpmath at 50 digits, at random points that include the edges (0, -0, ties,
 subnormals, large magnitudes, poles and domain boundaries).
@@ -28,8 +28,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rnnbench.check import dual, kink_log
-from rnnbench.check.dual_eval import to_mp
+from rnnbench.check.differentiation import dual, kink_log
+from rnnbench.check.differentiation.dual_eval import to_mp
 from rnnbench.ops import Ops
 
 PROPERTY = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))

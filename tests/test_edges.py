@@ -247,7 +247,7 @@ TRAP_V = np.array([0.3, -0.2])
 EDGES = [
     Edge("sigmoid_left_tail", sigmoid_left_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
     Edge("log_sigmoid_tail", log_sigmoid_tail, {"w": np.array([1.0, 0.5])}, {"float64": {"ok"}, "float32": {"ok"}}),
-    # the classes of check/dual.py (1, 2, 3), beside which the planted family goes too
+    # the classes of check/differentiation/dual.py (1, 2, 3), beside which the planted family goes too
     Edge("learned_power", learned_power, {"a": np.array([0.7, 1.3])}, {"float64": {"ok"}, "float32": {"ok"}}),
     Edge("equality_gate", equality_gate, {"w": np.array([1.0, 0.3])}, {"float64": {"ok"}, "float32": {"ok"}}),
     Edge(
@@ -440,7 +440,7 @@ def test_attribution_checks_the_mechanism_predicts_the_values(grads: dict, attri
     of inductor compiles; the registry's own entry is judged here on the two kinds of failure."""
     from types import SimpleNamespace
 
-    from rnnbench.check.known_issues import classify, registry
+    from rnnbench.check.bugs.known_issues import classify, registry
 
     entry = next(i for i in registry() if i.id == "torch-inductor-scan-expanded-carry-cotangent")
     status, note = classify("grad_mismatch", "!! w mismatch", [entry], SimpleNamespace(grads=grads))
@@ -454,8 +454,8 @@ def test_a_nan_oracle_never_passes_a_gradient_or_an_hvp() -> None:
     oracle across a domain boundary) leaves every H v undecided (ill_conditioned), whatever the
     driver says; one NaN entry is undecided while a wrong entry beside it is still a mismatch."""
     from rnnbench.check.compare import compare_grads
-    from rnnbench.check.second_order import HvpOracle, _judged
     from rnnbench.check.tolerance import hvp_tolerance, tolerance
+    from rnnbench.check.verdicts.second_order import HvpOracle, _judged
 
     nan = np.full(3, np.nan)
     oracle = HvpOracle({"w": np.ones(3)}, {"w": nan}, "finite_differences_hvp", None)

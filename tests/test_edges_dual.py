@@ -243,14 +243,14 @@ def test_a_zero_tensor_second_derivative_is_read_not_an_error() -> None:
     assert {r.hvp_status for r in report.results} == {"ok"}, str(report)
 
 
-# ---- interval tangents (check/dual_interval.py): they enclose the kinks' corners ---------------------
+# ---- interval tangents (check/differentiation/dual_interval.py): they enclose the kinks' corners ---------------------
 def test_interval_tangents_enclose_every_corner_on_snapped_edge_bodies() -> None:
     """On edge-grammar bodies snapped onto their kinks and ties, wherever the corners' range exists
-    (at most 8 ties, check/kink_range.py), the one interval pass contains it (sound), and it is
+    (at most 8 ties, check/oracles/kink_range.py), the one interval pass contains it (sound), and it is
     exact on entries no kink reaches; a pass whose bound does not hold says why. A wider body set
     than the hand-written edges, generated from the grammar."""
-    from rnnbench.check.dual_eval import evaluate_hull
-    from rnnbench.check.kink_range import kink_range
+    from rnnbench.check.differentiation.dual_eval import evaluate_hull
+    from rnnbench.check.oracles.kink_range import kink_range
     from rnnbench.fuzz.cases import build
     from rnnbench.fuzz.grammar import Grammar, generate
 

@@ -58,7 +58,7 @@ def test_a_planted_gradient_is_flagged(edge: Edge, dtype: str) -> None:
 def test_a_planted_hvp_is_flagged(edge: Edge) -> None:
     """Where H v is judged (the gradients agree, or differ only at kinks within what their one-sided
     derivatives allow: H v is then judged on the entries whose H v does not depend on a kink, by
-    nested dual numbers, check/kink_range.py, or by differences that agree between step sizes), the
+    nested dual numbers, check/oracles/kink_range.py, or by differences that agree between step sizes), the
     plant is hvp_mismatch. Where it is not (a NaN entry or a pole: first order cannot_decide), the
     row is flagged by its first-order verdict. Never ok."""
     report = check(edge, "float64", functools.partial(edge.step, plant=torch_only(second_order)), order=2)
@@ -178,7 +178,7 @@ def _dead_units_report(name: str, dtype: str, *, planted: bool, loss: str = "wei
 @pytest.mark.parametrize("name", sorted(DEAD))
 def test_a_planted_gradient_through_many_dead_units_is_a_mismatch(name: str, dtype: str, loss: str) -> None:
     """16 ties are beyond the corners' reach (8); interval tangents bound every convention's value in
-    one pass (check/dual_interval.py), so the plant is grad_mismatch (it was cannot_decide: '16 tied
+    one pass (check/differentiation/dual_interval.py), so the plant is grad_mismatch (it was cannot_decide: '16 tied
     entries ... more than the 8 enumerated'), and a correct framework stays within the range."""
     planted = _dead_units_report(name, dtype, planted=True, loss=loss)
     assert [r.status for r in rows(planted, "torch_loop")] == ["grad_mismatch"], str(planted)

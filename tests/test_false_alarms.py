@@ -3,7 +3,7 @@ zero gradient, a stationary point, or a registry entry whose symptom cannot show
 that end those false alarms do not let planted bugs through.
 
 Every case here was a false grad_mismatch / missing_grad / error on correct drivers before the
-finite-difference oracle carried error bounds (check/finite_diff.py)."""
+finite-difference oracle carried error bounds (check/differentiation/finite_diff.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import rnnbench
 from _sizes import halved
 from rnnbench import registry
 from rnnbench.check.compare import verdict
-from rnnbench.check.judge import failure_report
-from rnnbench.check.oracle import finite_difference_oracle
+from rnnbench.check.oracles.oracle import finite_difference_oracle
+from rnnbench.check.verdicts.judge import failure_report
 from rnnbench.rows.pair import check_gradients, unavailable_reason
 from rnnbench.status import Status, is_known
 
@@ -320,7 +320,7 @@ def test_a_compile_error_shows_the_framework_message() -> None:
 def test_localization_hints_only_what_the_case_has() -> None:
     """A wrong xs gradient that no suffix shows was blamed on "an initial carry without grad" on a
     case whose initial carry requires grad; the hint now names what the full problem has."""
-    from rnnbench.check.localize import localize
+    from rnnbench.check.verdicts.localize import localize
 
     def wrong_xs(loss, g):
         return loss, {**g, "xs": g["xs"] * 2.0} if "xs" in g else g  # suffixes do not ask for xs

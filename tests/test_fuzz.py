@@ -11,7 +11,7 @@ import pytest
 from rnnbench_faulty import faulty_loop
 
 from rnnbench import registry
-from rnnbench.check.known_issues import is_known
+from rnnbench.check.bugs.known_issues import is_known
 from rnnbench.cli import main
 from rnnbench.fuzz.campaign import Campaign
 from rnnbench.fuzz.cases import build
@@ -167,8 +167,8 @@ def test_committed_repro_still_reproduces_the_registered_bug() -> None:
     has the bug; once torch fixes it the script exits 0 and this test fails, like a strict xfail."""
     from pathlib import Path
 
-    from rnnbench.check.known_issues import installed_version, version_matches
-    from rnnbench.check.known_issues import registry as known
+    from rnnbench.check.bugs.known_issues import installed_version, version_matches
+    from rnnbench.check.bugs.known_issues import registry as known
 
     entry = next(i for i in known() if i.id == "torch-scan-double-backward-drops-saved-values")
     torch_version = installed_version("torch")

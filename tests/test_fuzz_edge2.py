@@ -46,7 +46,7 @@ def test_edge2_draws_every_op_reproducibly_and_round_trips_through_records() -> 
 def _pole_case(plant: str) -> FuzzCase:
     """c0' = 0.5 c0 + sqrt(p0 x) + tanh(p1 x), y = c0, p0 = [0, 0.5], xs = 1: sqrt at 0 on p0[0] (a
     pole: no finite derivative), the other entries' H v defined once v is held at 0 there."""
-    from rnnbench.check.oracle import oracle_grads
+    from rnnbench.check.oracles.oracle import oracle_grads
 
     body = Body(
         updates=(

@@ -130,7 +130,7 @@ def test_no_planted_edge_body_is_called_right() -> None:
 def _dead_carry_verdicts(op: str, length: int, dtype: str) -> tuple[str, str]:
     """c0' = op(c0) + plant (grad:torch), y = c0, carry0 = -0.5: op(c0) is 0 after step 0, so every later step
     sits on op's kink. (jax_loop's status, torch_loop's status)."""
-    from rnnbench.check.oracle import oracle_grads
+    from rnnbench.check.oracles.oracle import oracle_grads
     from rnnbench.fuzz.cases import FuzzCase
     from rnnbench.fuzz.runner import run_driver
 
@@ -155,7 +155,7 @@ def _dead_carry_verdicts(op: str, length: int, dtype: str) -> tuple[str, str]:
 def test_a_planted_wrong_gradient_beside_a_kink_is_a_mismatch() -> None:
     """The edge campaign's planted miss, shrunk: T = 2, relu by where (step 1 sits on its kink). The kink
     cannot explain torch's value (it is outside every value the kink's one-sided derivatives allow,
-    check/kink_range.py): jax, without the plant, is ok on the same case."""
+    check/oracles/kink_range.py): jax, without the plant, is ok on the same case."""
     assert _dead_carry_verdicts("relu_where", 2, "float64") == ("ok", "grad_mismatch")
 
 
@@ -164,7 +164,7 @@ def test_a_planted_wrong_gradient_beside_a_kink_is_a_mismatch() -> None:
 def test_a_planted_wrong_gradient_through_a_carry_dead_for_16_steps_is_a_mismatch(op: str, dtype: str) -> None:
     """Finding 4's body before shrinking (seed 37, body 40): c0 at 0 for 16 steps, 16 ties on carry0's one
     entry: beyond the 8 corners enumerated, so it was cannot_decide; interval tangents bound the range in
-    one pass (check/dual_interval.py). jax, unplanted, is ok."""
+    one pass (check/differentiation/dual_interval.py). jax, unplanted, is ok."""
     assert _dead_carry_verdicts(op, 17, dtype) == ("ok", "grad_mismatch")
 
 
@@ -186,7 +186,7 @@ def test_a_planted_wrong_hvp_beside_a_tie_is_judged() -> None:
     """The edge campaign's planted-H v body 10, shrunk: maximum(c0, p1) at a tie (c0 = p1), jax's
     H v planted wrong on p0, which the tie does not reach. The whole H v was ill_conditioned (the
     difference oracle disagreed with itself on p1 and c0); now the nested dual numbers judge every
-    entry whose H v does not depend on the tie (check/kink_range.py) and leave the others undecided."""
+    entry whose H v does not depend on the tie (check/oracles/kink_range.py) and leave the others undecided."""
     import rnnbench
 
     def step(ops, params, carry, x):
@@ -221,7 +221,7 @@ def test_a_kink_only_pair_with_a_wrong_hvp_is_classed_as_a_run_row_classes_it(fi
     undecided there only; torch's H v planted wrong. The fuzzer's classes (its outcome, and the one
     rebuilt from its record) are the row's status (rows.pair.check_pair, what rows/row.py records):
     hvp_mismatch, failed, shrunk as that kind."""
-    from rnnbench.check.oracle import oracle_grads
+    from rnnbench.check.oracles.oracle import oracle_grads
     from rnnbench.fuzz.campaign import Campaign, outcome_from_record, shrunk_from_records
     from rnnbench.fuzz.cases import FuzzCase
     from rnnbench.fuzz.outcome import Outcome

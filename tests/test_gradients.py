@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rnnbench import registry
-from rnnbench.check.known_issues import expect_ok
+from rnnbench.check.bugs.known_issues import expect_ok
 from rnnbench.rows.pair import check_gradients, unavailable_reason
 
 

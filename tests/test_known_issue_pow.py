@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from rnnbench import registry
-from rnnbench.check.conditions import CONDITIONS
-from rnnbench.check.known_issues import installed_version, version_matches
-from rnnbench.check.known_issues import registry as issues
+from rnnbench.check.bugs.conditions import CONDITIONS
+from rnnbench.check.bugs.known_issues import installed_version, version_matches
+from rnnbench.check.bugs.known_issues import registry as issues
 from rnnbench.model import Case, Model
 
 POW = CONDITIONS["pow_exponent_exactly_zero"]

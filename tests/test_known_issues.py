@@ -12,8 +12,8 @@ import pytest
 
 from conftest import compile_marks
 from rnnbench import registry
-from rnnbench.check import conditions, known_issues
-from rnnbench.check.known_issues import KnownIssue, RegistryError, classify, parse, version_matches
+from rnnbench.check.bugs import conditions, known_issues
+from rnnbench.check.bugs.known_issues import KnownIssue, RegistryError, classify, parse, version_matches
 from rnnbench.status import is_failing
 
 REQUIRED_IDS = {
@@ -336,7 +336,7 @@ def test_entries_reproduce_on_their_witnesses(
     model, case = with_loss(model, model.make_case(model.sizes_with_defaults(sizes), 0), loss)
     chk, prepared = check_gradients(model, driver, case.rounded_to(dtype), dtype=dtype, device="cpu")
     if issue.order == 2:  # a second-order entry: the H v check of a row whose gradients agree
-        from rnnbench.check.second_order import check_second_order
+        from rnnbench.check.verdicts.second_order import check_second_order
 
         assert chk.status == "ok", chk.report
         chk = check_second_order(model, witness_driver, case.rounded_to(dtype), prepared=prepared)

@@ -7,7 +7,7 @@ import pytest
 from rnnbench_faulty import faulty_loop
 
 from rnnbench import registry
-from rnnbench.check.localize import localize, suffix_problem
+from rnnbench.check.verdicts.localize import localize, suffix_problem
 from rnnbench.model import reference_loss
 
 TORCH_LOOP = registry.get_driver("torch_loop")

@@ -8,7 +8,7 @@ import pytest
 
 from rnnbench import losses, registry
 from rnnbench.check.compare import compare_grads
-from rnnbench.check.oracle import finite_difference_oracle
+from rnnbench.check.oracles.oracle import finite_difference_oracle
 from rnnbench.check.tolerance import tolerance
 from rnnbench.ops import numpy_ops
 from rnnbench.status import InputStatus

@@ -1,4 +1,4 @@
-"""The float32 reference tape (check/low_precision.py) that sets the float32 rounding bound: it must
+"""The float32 reference tape (check/differentiation/low_precision.py) that sets the float32 rounding bound: it must
 compute the right gradient, or its "rounding bound" would hide wrong ones. Generated from the
 registry: every model with an exact oracle, and fuzzed bodies against finite differences."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rnnbench import registry
-from rnnbench.check.low_precision import float32_gradients, rounding_bounds
+from rnnbench.check.differentiation.low_precision import float32_gradients, rounding_bounds
 
 EXACT = [n for n, m in registry.models().items() if m.oracle is not None and m.oracle_kind != "finite_differences"]
 
@@ -111,7 +111,7 @@ def test_every_float32_tape_vjp_agrees_with_float64_autograd() -> None:
     import dataclasses
 
     torch = pytest.importorskip("torch")
-    from rnnbench.check.low_precision import Var, backward, float32_ops
+    from rnnbench.check.differentiation.low_precision import Var, backward, float32_ops
     from rnnbench.ops import Ops, torch_ops
 
     rng = np.random.default_rng(3)
@@ -139,7 +139,7 @@ def test_every_float32_tape_vjp_agrees_with_float64_autograd() -> None:
 
 
 def test_comparisons_on_the_tape_are_plain_boolean_masks() -> None:
-    from rnnbench.check.low_precision import Var
+    from rnnbench.check.differentiation.low_precision import Var
 
     x = Var(np.array([-1.0, 0.0, 2.0]))
     for mask, want in (

@@ -17,7 +17,7 @@ import pytest
 
 import rnnbench
 from rnnbench import batch, modes, record, registry
-from rnnbench.check.known_issues import expect_ok
+from rnnbench.check.bugs.known_issues import expect_ok
 from rnnbench.fuzz.campaign import Campaign
 from rnnbench.fuzz.grammar import Grammar
 from rnnbench.fuzz.runner import fuzz
@@ -130,7 +130,7 @@ def test_a_mode_is_part_of_the_row_key_and_old_records_read_as_vjp() -> None:
 
 
 def test_a_registry_entry_without_modes_covers_vjp_only() -> None:
-    from rnnbench.check import known_issues
+    from rnnbench.check.bugs import known_issues
 
     issue = known_issues.registry()[0]
     assert issue.modes == ("vjp",)

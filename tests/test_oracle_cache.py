@@ -1,4 +1,4 @@
-"""The hand-oracle cache (rnnbench.check.oracle_cache): an answer read back is the one computed, and
+"""The hand-oracle cache (rnnbench.check.oracles.oracle_cache): an answer read back is the one computed, and
 anything the answer depends on (the case's arrays, its seed, the code) is a new key."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from rnnbench import losses, registry
-from rnnbench.check import oracle_cache
-from rnnbench.check.oracle import oracle_grads
+from rnnbench.check.oracles import oracle_cache
+from rnnbench.check.oracles.oracle import oracle_grads
 
 
 @pytest.fixture

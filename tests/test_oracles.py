@@ -11,7 +11,7 @@ import pytest
 from _sizes import halved
 from rnnbench import registry
 from rnnbench.check.compare import compare_grads
-from rnnbench.check.finite_diff import finite_differences
+from rnnbench.check.differentiation.finite_diff import finite_differences
 from rnnbench.check.tolerance import tolerance
 
 

@@ -255,7 +255,7 @@ def _installed(bin_: Path, *args: str) -> subprocess.CompletedProcess:
 def test_the_wheel_without_frameworks_answers_version_list_and_bugs(wheel_venv: Path) -> None:
     """From a wheel, torch and jax absent: --version, list, and every registry entry's ready-to-file
     report (`bugs ID --markdown`, the repro inlined where the report links one)."""
-    from rnnbench.check import known_issues
+    from rnnbench.check.bugs import known_issues
 
     assert _installed(wheel_venv, "bugs", "torch-xla-scan-closure-over-tensors", "--markdown").returncode == 0
     version = _installed(wheel_venv, "--version")

@@ -1,5 +1,5 @@
 """The per_example mode's batch (rnnbench.batch, Model.batch_axes, the loss forms' restriction to one
-example) and its oracle (rnnbench.check.per_example): each example's own case (B = 1) gets the oracle
+example) and its oracle (rnnbench.check.verdicts.per_example): each example's own case (B = 1) gets the oracle
 ladder's gradients, and those sum, with the form's weight, to the whole batch's gradient; a model or
 loss without examples is unavailable with its reason; the registry scopes entries to the mode.
 Generated from the registry: every model that declares a batch, under every loss form."""
@@ -13,9 +13,9 @@ import pytest
 
 import rnnbench
 from rnnbench import batch, losses, modes, registry
-from rnnbench.check import known_issues
-from rnnbench.check.oracle import oracle_grads
-from rnnbench.check.per_example import example_oracles
+from rnnbench.check.bugs import known_issues
+from rnnbench.check.oracles.oracle import oracle_grads
+from rnnbench.check.verdicts.per_example import example_oracles
 from rnnbench.errors import InputError
 from rnnbench.model import NO_BATCH, batch_layout
 from rnnbench.rows.pair import PairPlan, check_pair

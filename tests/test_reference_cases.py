@@ -12,8 +12,8 @@ import pytest
 from _known_issue_marks import known_issue_marks
 from conftest import compile_marks
 from rnnbench import registry
-from rnnbench.check import known_issues
-from rnnbench.check.judge import judge
+from rnnbench.check.bugs import known_issues
+from rnnbench.check.verdicts.judge import judge
 from rnnbench.machine.environments import current
 from rnnbench.model import Case
 from rnnbench.status import is_known

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rnnbench.check import known_issues
+from rnnbench.check.bugs import known_issues
 from rnnbench.machine import environments
 from rnnbench.planning import release_bisect, release_probe
 from rnnbench.planning.release_bisect import AFTER, BEFORE, Release, edges

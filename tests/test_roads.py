@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rnnbench.check.judge import Check
 from rnnbench.check.tolerance import tolerance
+from rnnbench.check.verdicts.judge import Check
 from rnnbench.drivers.base import Prepared, RoadProgram, seeded_tangent
 from rnnbench.rows import roads
 from rnnbench.rows.row import Job, run_row

@@ -12,11 +12,11 @@ import pytest
 
 from _sizes import halved
 from rnnbench import registry
+from rnnbench.check.bugs.known_issues import expect_ok
 from rnnbench.check.compare import compare_grads
-from rnnbench.check.hvp import finite_difference_hvp, gradient_difference_hvp
-from rnnbench.check.known_issues import expect_ok
-from rnnbench.check.second_order import check_second_order, direction, hvp_oracle
+from rnnbench.check.differentiation.hvp import finite_difference_hvp, gradient_difference_hvp
 from rnnbench.check.tolerance import hvp_tolerance
+from rnnbench.check.verdicts.second_order import check_second_order, direction, hvp_oracle
 from rnnbench.model import reference_loss
 from rnnbench.rows.pair import unavailable_reason
 

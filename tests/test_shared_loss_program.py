@@ -11,9 +11,9 @@ import pytest
 
 import rnnbench
 from rnnbench import losses, registry
-from rnnbench.check.known_issues import installed_version
-from rnnbench.check.known_issues import registry as known_issues
-from rnnbench.check.oracle import oracle_grads
+from rnnbench.check.bugs.known_issues import installed_version
+from rnnbench.check.bugs.known_issues import registry as known_issues
+from rnnbench.check.oracles.oracle import oracle_grads
 from rnnbench.model import rollout
 from rnnbench.ops import numpy_ops
 

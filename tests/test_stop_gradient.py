@@ -12,9 +12,9 @@ import pytest
 
 import rnnbench
 from rnnbench import registry
-from rnnbench.check import finite_diff
-from rnnbench.check.finite_diff import derivative, entry_steps, finite_differences
-from rnnbench.check.second_order import check_second_order, hvp_oracle
+from rnnbench.check.differentiation import finite_diff
+from rnnbench.check.differentiation.finite_diff import derivative, entry_steps, finite_differences
+from rnnbench.check.verdicts.second_order import check_second_order, hvp_oracle
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.ops import forward_pass, frozen_stop_gradients, numpy_ops
 

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from rnnbench.check import known_issues
-from rnnbench.check.known_issues import installed_version, version_matches
+from rnnbench.check.bugs import known_issues
+from rnnbench.check.bugs.known_issues import installed_version, version_matches
 from rnnbench.report import bugs
 
 CANNOT_DECIDE = 3  # a repro's exit code when another failure comes first

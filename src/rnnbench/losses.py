@@ -5,7 +5,7 @@ loss on the last output leaves every earlier output's cotangent zero.
 
 Each form is written once against `ops` (so it runs on every driver) and knows its cotangents in
 closed form: the hand oracles, which take output cotangents (Model.cotangent_consts), then give the
-gradient under any form (elsewhere the oracle ladder's dual numbers do, rnnbench.check.oracle).
+gradient under any form (elsewhere the oracle ladder's dual numbers do, rnnbench.check.oracles.oracle).
 Shapes: ys (T, ...), carry a tuple of leaves.
 """
 
@@ -216,7 +216,7 @@ def with_loss(model: Model, case: Case, name: str) -> tuple[Model, Case]:
 
     The form's weights are drawn from the case's seed and the form's name (the same on every
     machine). The oracle: the model's hand oracle fed the form's exact cotangents, where the model
-    can take them (Model.cotangent_consts); else None, i.e. the oracle ladder (rnnbench.check.oracle:
+    can take them (Model.cotangent_consts); else None, i.e. the oracle ladder (rnnbench.check.oracles.oracle:
     dual numbers over the numpy step)."""
     if name == MODEL_LOSS:
         return model, case

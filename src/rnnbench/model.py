@@ -198,7 +198,7 @@ class Model:
     make_case(sizes, seed) -> Case: seeded canonical data.
     oracle(case) -> {name: float64 gradient}: shares no autodiff engine with any driver
         (hand-derived BPTT, closed forms). None: the oracle ladder's exact dual numbers over the
-        numpy step (rnnbench.check.oracle).
+        numpy step (rnnbench.check.oracles.oracle).
     kind: the computation family that vendor layers (anchor drivers) recognise, e.g. "elman_tanh".
     flops(sizes) -> {"fwd": ..., "fwd_bwd": ...}: floating-point operations of one forward and one
         forward+backward pass, counted analytically (models/_flops.py states the convention), for

@@ -2,10 +2,10 @@
 
 A first-order mode is a road to the loss's gradient that a framework offers besides reverse mode
 through a whole sequence; each produces the same canonical gradients (rnnbench.drivers.base.Grads),
-so the one judge (rnnbench.check.judge) decides every mode against the one oracle. `per_example`
+so the one judge (rnnbench.check.verdicts.judge) decides every mode against the one oracle. `per_example`
 produces each example's gradient of its own loss instead (rnnbench.batch lays them out), judged by
 the same judge once per example against the oracle of that example's own case
-(rnnbench.check.per_example). `hvp` is the
+(rnnbench.check.verdicts.per_example). `hvp` is the
 second-order check of today (Hessian-vector products), run beside the vjp row (its `hvp` field).
 A driver declares the modes its mechanism supports (Driver.mode_missing); a mode it cannot run is an
 `unavailable` row with the reason, never left out.

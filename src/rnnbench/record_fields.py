@@ -42,7 +42,7 @@ FIELDS: dict[str, str] = {
     "report": "str",
     "reason": "str",
     "raw_status": "str|null",
-    # where the first-order oracle came from (rnnbench.check.oracle_cache): "computed", "cache:<key>"
+    # where the first-order oracle came from (rnnbench.check.oracles.oracle_cache): "computed", "cache:<key>"
     # (a kept hand oracle that verified) or "recomputed:<key>" (a kept one that failed verification);
     # not required: records written before it have none
     "oracle_source": "str",

@@ -5,9 +5,9 @@ no change.
 
 Row statuses, what each means and whether it fails a run: docs/checking.md#statuses. The staged
 check decides them in the order of the members UNAVAILABLE to CANNOT_DECIDE, then ok.
-Second order (rnnbench.check.second_order): ok, hvp_mismatch, hvp_error, ill_conditioned, unsupported.
+Second order (rnnbench.check.verdicts.second_order): ok, hvp_mismatch, hvp_error, ill_conditioned, unsupported.
 The known-issues registry turns an expected failure into "known_issue:<id>" and a covered row that
-passed into "known_issue_fixed:<id>" (rnnbench.check.known_issues).
+passed into "known_issue_fixed:<id>" (rnnbench.check.bugs.known_issues).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class OracleKind(str, Enum):
     HAND_ADJOINT = "hand_adjoint"  # hand-derived adjoint recurrence
     CLOSED_FORM = "closed_form"
     FORWARD_TANGENTS = "forward_tangents"  # forward-mode tangents of the numpy recurrence
-    DUAL = "dual"  # dual numbers over the numpy step, float64 (check/dual.py)
+    DUAL = "dual"  # dual numbers over the numpy step, float64 (check/differentiation/dual.py)
     DUAL_MP = "dual_mp"  # the same at 50 digits, where float64 cannot resolve the gradient
     DUAL_HVP = "dual_hvp"  # second order: nested dual numbers (forward over forward), float64
     DUAL_MP_HVP = "dual_mp_hvp"  # the same at 50 digits

@@ -105,8 +105,8 @@ def check_recurrence(
             of the outputs, the last output only): a driver bug can hide behind one cotangent
             pattern. Default: `None`.
         order: 2 also checks H v along a seeded direction where the driver has a second-order path
-            (float64 only; rnnbench.check.second_order); 1 skips it. Default: `2`.
-        oracle: None or "auto" (the ladder of rnnbench.check.oracle: exact dual numbers, 50 digits
+            (float64 only; rnnbench.check.verdicts.second_order); 1 skips it. Default: `2`.
+        oracle: None or "auto" (the ladder of rnnbench.check.oracles.oracle: exact dual numbers, 50 digits
             where float64 may not resolve the gradient, finite differences only where no
             derivative exists) or one rung forced: "dual", "dual_mp", "finite_differences".
             Default: `None`.
@@ -130,7 +130,7 @@ def check_recurrence(
 def _check(given: Inputs) -> RecurrenceReport:
     """check_recurrence on its arguments: validated, then run on every driver chosen."""
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
-    from rnnbench.check.oracle import AUTO
+    from rnnbench.check.oracles.oracle import AUTO
 
     checked = validate(given)
     base, case = _user_model(given, checked)
@@ -295,8 +295,8 @@ def _run_drivers(
     driver with Driver.shared_loss_program runs its vjp rows of those forms on it with its compiles kept, so the
     first form's compiled program serves the others (the oracle stays the form's own)."""
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
-    from rnnbench.check.oracle import once, oracle_grads, weakest
-    from rnnbench.check.per_example import example_oracles
+    from rnnbench.check.oracles.oracle import once, oracle_grads, weakest
+    from rnnbench.check.verdicts.per_example import example_oracles
     from rnnbench.machine.caches import cache_root
     from rnnbench.rows.pair import PairPlan, unavailable_reason
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rnnbench import registry
-from rnnbench.check import known_issues
+from rnnbench.check.bugs import known_issues
 from rnnbench.model import promotion_note
 from rnnbench.status import KNOWN_PREFIX, WRONG_GRADIENT, Status, is_known
 

@@ -119,7 +119,7 @@ def functions(step: Any, loss: Any) -> None:
 
 def options(dtype: Any, order: Any, oracle: Any = None) -> None:
     # lazy: `import rnnbench` (every user, every worker) loads the checking machinery only when a check runs
-    from rnnbench.check.oracle import CHOICES
+    from rnnbench.check.oracles.oracle import CHOICES
 
     if not isinstance(dtype, str) or dtype not in DTYPES:
         raise problem("dtype", dtype=dtype, known=", ".join(DTYPES))

@@ -33,7 +33,7 @@ _MAX_REL_ERROR = {
     # see README "Tolerances". 1e-9 leaves ~4 decades of margin; any real bug measured so far
     # (docs/bugs.md §1: 3e-1, §3: 1e-2) is >= 1e-3.
     ("float64", "analytic"): 1e-9,
-    # Finite-difference oracle (check/finite_diff.py: 5-point stencil with a step per entry and one
+    # Finite-difference oracle (check/differentiation/finite_diff.py: 5-point stencil with a step per entry and one
     # Richardson step): ~1e-11 relative on our cases; 1e-6 covers steeper user functions. Where
     # the oracle's own error bound exceeds this, the bound decides (compare.py: cannot_decide).
     ("float64", "finite_differences"): 1e-6,
@@ -41,12 +41,12 @@ _MAX_REL_ERROR = {
     # worst measured case (taylor_expm, K=12, ||A||~2) sits near 1e-5. JAX's check_grads uses 2e-3.
     ("float32", "analytic"): 1e-4,
     ("float32", "finite_differences"): 1e-4,
-    # Finite-difference Hessian-vector products (check/hvp.py: mixed central difference, h=2e-3,
+    # Finite-difference Hessian-vector products (check/differentiation/hvp.py: mixed central difference, h=2e-3,
     # one Richardson step): roundoff ~eps |L| / h^2 ~ 3e-11 |L|, truncation ~h^4 ~ 2e-11 times the
     # fifth derivatives; 1e-5 covers the steeper fuzzed bodies (jax_loop on 150 fuzzed bodies:
     # at most 4.1e-7) and is still 100x under the O(1e-3..1) errors of wrong rules.
     ("float64", "finite_differences_hvp"): 1e-5,
-    # Gradient differences of an analytic oracle along v (check/hvp.py, h=1e-3, one Richardson
+    # Gradient differences of an analytic oracle along v (check/differentiation/hvp.py, h=1e-3, one Richardson
     # step): truncation ~h^4 ~ 1e-12, roundoff ~eps |g| / h ~ 1e-13 relative to g, more relative
     # to a small H v. Correct drivers measured at most 1.5e-9 (rnn, default sizes); 1e-6 leaves a
     # margin of ~700 and is 5 decades under the smallest wrong H v measured (0.26, torch_scan).

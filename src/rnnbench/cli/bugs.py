@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from rnnbench.check import known_issues
+from rnnbench.check.bugs import known_issues
 from rnnbench.errors import InputError, unknown
 from rnnbench.report import bugs
 from rnnbench.report.escape import terminal

@@ -1,5 +1,5 @@
 """`rnnbench fuzz`: random step bodies on every driver, gradients (and H v) against the oracle ladder
-(rnnbench.fuzz, rnnbench.check.oracle), one record per (body, driver, dtype) outcome."""
+(rnnbench.fuzz, rnnbench.check.oracles.oracle), one record per (body, driver, dtype) outcome."""
 
 from __future__ import annotations
 

@@ -121,7 +121,7 @@ def _bisect_plan(args: argparse.Namespace) -> list[tuple]:
     """(issue, package, held releases, measured releases, why it is not bisected or None) of every
     issue --bisect names; InputError for an unknown id, and for one named issue that cannot be bisected."""
     # lazy: cli: --help and bad input answer without importing the run machinery
-    from rnnbench.check import known_issues
+    from rnnbench.check.bugs import known_issues
     from rnnbench.planning import release_bisect
 
     issues = {i.id: i for i in known_issues.registry()}

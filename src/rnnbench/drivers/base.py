@@ -287,7 +287,7 @@ class Driver:
         configuration that exists on a GPU only (CUDA graphs).
     autocast: the autocast dtype the driver runs the loss under (parameters stay float32), or None.
     second_order: its Prepared provides hvp (double backward / forward-over-reverse), checked by
-        rnnbench.check.second_order; compiled torch drivers have no double backward.
+        rnnbench.check.verdicts.second_order; compiled torch drivers have no double backward.
     unavailable: a fixed reason it cannot run anywhere (a test double), else None.
     repro: "loop" or "scan": the shape of the standalone script the fuzzer's repro export writes for
         it (the framework part is Framework.repro); None: no script (the report says so).

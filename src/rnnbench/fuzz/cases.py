@@ -1,5 +1,5 @@
 """A fuzzed body as a Model and a Case the drivers run, and its oracle (the ladder of
-check/oracle.py: dual numbers over the numpy step, 50 digits where float64 may not resolve the
+check/oracles/oracle.py: dual numbers over the numpy step, 50 digits where float64 may not resolve the
 gradient, finite differences with error bounds only where no derivative exists) computed once per
 body. A batched body (Body.examples, a per_example campaign's) runs its step on each example's
 carry and x, (B, n) each, the parameters shared; example 0 has the unbatched body's data, each other
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rnnbench.check.oracle import Oracle, oracle_grads
-from rnnbench.check.per_example import ExampleOracles, example_oracles
-from rnnbench.check.second_order import HvpOracle, hvp_oracle
+from rnnbench.check.oracles.oracle import Oracle, oracle_grads
+from rnnbench.check.verdicts.per_example import ExampleOracles, example_oracles
+from rnnbench.check.verdicts.second_order import HvpOracle, hvp_oracle
 from rnnbench.fuzz import linear
 from rnnbench.fuzz.edges import SNAP_VALUES
 from rnnbench.fuzz.grammar import EMBEDDING, PARAM_VECTORS, Body, body_wrt
@@ -144,7 +144,7 @@ def batched_step(step: Step) -> Step:
 @dataclass
 class FuzzCase:
     """A body ready to run: model, case (rounded to the dtype the drivers run at), its first-order
-    oracle (check/oracle.py; None when ill-conditioned, and for a batched body, whose rows are
+    oracle (check/oracles/oracle.py; None when ill-conditioned, and for a batched body, whose rows are
     per_example's), and `ill_conditioned` (None, or why the numpy forward itself cannot be checked on
     this draw). example_oracles(): a batched body's per-example oracles, computed once."""
 
@@ -157,13 +157,13 @@ class FuzzCase:
     _examples: ExampleOracles | None = None
 
     def example_oracles(self) -> ExampleOracles:
-        """Each example's oracle (check/per_example.example_oracles), computed once."""
+        """Each example's oracle (check/verdicts/per_example.example_oracles), computed once."""
         if self._examples is None:
             self._examples = example_oracles(self.model, self.case)
         return self._examples
 
     def hvp_oracle(self) -> HvpOracle:
-        """H v along a direction seeded by the body (check/second_order.hvp_oracle), computed once."""
+        """H v along a direction seeded by the body (check/verdicts/second_order.hvp_oracle), computed once."""
         if self._hvp is None:
             self._hvp = hvp_oracle(self.model, self.case, seed=self.body.data_seed)
         return self._hvp

@@ -1,12 +1,12 @@
-"""What the fuzzer attaches to a shrunk failure: where it goes wrong (rnnbench.check.localize, first
+"""What the fuzzer attaches to a shrunk failure: where it goes wrong (rnnbench.check.verdicts.localize, first
 order) and a standalone reproducer (rnnbench.fuzz.repro)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from rnnbench.check.localize import localize
 from rnnbench.check.tolerance import at_loss_scale, hvp_tolerance, tolerance
+from rnnbench.check.verdicts.localize import localize
 from rnnbench.drivers.base import Driver
 from rnnbench.fuzz.cases import FuzzCase
 from rnnbench.fuzz.outcome import ERRORS, Outcome

@@ -1,5 +1,5 @@
 """Export a fuzzed failure as a standalone script: only the failing framework and numpy, the exact
-inputs as float64 literals, the expected values from rnnbench's oracle (check/oracle.py: dual numbers,
+inputs as float64 literals, the expected values from rnnbench's oracle (check/oracles/oracle.py: dual numbers,
 exact to rounding, unless the script's ORACLE says otherwise), and
 (for torch scan) the same step in a plain torch loop. It prints got / want per input and exits 1
 while the bug reproduces, 0 once it is fixed: the file to attach to an upstream report."""

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rnnbench.check import known_issues
+from rnnbench.check.bugs import known_issues
 from rnnbench.planning import bisect
 from rnnbench.planning.bisect import Bisection, Step, Verdict
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rnnbench import record, registry
-from rnnbench.check import known_issues
+from rnnbench.check.bugs import known_issues
 from rnnbench.losses import with_loss
 from rnnbench.model import BY_PRECISION
 from rnnbench.report.escape import md_cell

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from rnnbench.check import known_issues
+from rnnbench.check.bugs import known_issues
 from rnnbench.errors import InputError
 
 

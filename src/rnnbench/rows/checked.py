@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rnnbench import registry
-from rnnbench.check.judge import Check, judge
+from rnnbench.check.verdicts.judge import Check, judge
 from rnnbench.drivers.base import Prepared
 from rnnbench.modes import ROADS, VJP
 from rnnbench.rows import roads

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rnnbench.check.oracle import oracle_grads
+from rnnbench.check.oracles.oracle import oracle_grads
 from rnnbench.drivers.base import Driver
 from rnnbench.errors import InputError
 from rnnbench.model import Case, Model

@@ -17,12 +17,12 @@ from functools import partial
 from typing import Any
 
 from rnnbench import batch
-from rnnbench.check.judge import Check, judge
-from rnnbench.check.localize import Localization, localize
-from rnnbench.check.oracle import Oracle, oracle_grads
-from rnnbench.check.per_example import ExampleOracles, example_oracles, judge_examples
-from rnnbench.check.second_order import HvpOracle, check_second_order
+from rnnbench.check.oracles.oracle import Oracle, oracle_grads
 from rnnbench.check.tolerance import tolerance
+from rnnbench.check.verdicts.judge import Check, judge
+from rnnbench.check.verdicts.localize import Localization, localize
+from rnnbench.check.verdicts.per_example import ExampleOracles, example_oracles, judge_examples
+from rnnbench.check.verdicts.second_order import HvpOracle, check_second_order
 from rnnbench.drivers.base import Driver, Prepared, derivatives
 from rnnbench.machine import environments
 from rnnbench.model import Case, Model, promoted, promotion_note
@@ -183,7 +183,7 @@ def check_gradients(
     examples: Callable[[], ExampleOracles] | None = None,
 ) -> tuple[Check, Prepared | None]:
     """The first-order stage: prepare the driver, run loss_and_grads once (timing both: the first
-    call compiles) and ask the judge (rnnbench.check.judge). Never raises for driver failures:
+    call compiles) and ask the judge (rnnbench.check.verdicts.judge). Never raises for driver failures:
     they become the status. oracle: the case's oracle when the caller has it; choice: a forced
     rung of the ladder; budget_s: prepare + first call stop with CompileBudgetExceeded after this
     long; fresh_compiles: PairPlan.fresh_compiles; mode: the differentiation mode the gradients come
@@ -246,7 +246,7 @@ def _clear_frames_of_chain(exc: BaseException | None) -> None:
 def second_order(
     model: Model, driver: Driver, case: Case, *, dtype: str, prepared: Prepared | None, plan: PairPlan
 ) -> dict[str, Any]:
-    """The pair's H v check (rnnbench.check.second_order) as a record: "skipped" with why where it
+    """The pair's H v check (rnnbench.check.verdicts.second_order) as a record: "skipped" with why where it
     is not judged (float32 pairs: the oracle's ~1e-10 error is invisible under float32 rounding;
     first order did not agree), "unsupported" where the driver has no second-order path."""
     if dtype != "float64":

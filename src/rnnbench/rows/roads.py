@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.check.judge import Check
+from rnnbench.check.verdicts.judge import Check
 from rnnbench.drivers.base import Prepared, seeded_tangent
 from rnnbench.modes import BESIDE, JVP, JVP_DUAL, PER_EXAMPLE, ROADS, VJP
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rnnbench import record, registry
-from rnnbench.check.judge import Check
+from rnnbench.check.verdicts.judge import Check
 from rnnbench.drivers.base import Prepared
 from rnnbench.losses import with_loss
 from rnnbench.machine import environments, reference
@@ -42,7 +42,7 @@ class Job:
     time: bool = True  # False: check gradients only
     environment: str = "main"  # which of the driver's environments runs it (rnnbench.machine.environments)
     loss_form: str = "model"  # the loss the gradients are taken of (rnnbench.losses)
-    order: int = 1  # 2: also check the Hessian-vector product (float64 rows; rnnbench.check.second_order)
+    order: int = 1  # 2: also check the Hessian-vector product (float64 rows; rnnbench.check.verdicts.second_order)
     mode: str = "vjp"  # the differentiation mode its gradients come by (rnnbench.modes); its road is timed
     roads: bool = False  # also time the other roads to its derivatives beside it (rnnbench.rows.roads)
     compile_budget_s: float | None = None  # a longer first call is a timeout record (rnnbench.processes.compile_budget)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rnnbench import registry
-from rnnbench.check.oracle import oracle_grads
+from rnnbench.check.oracles.oracle import oracle_grads
 from rnnbench.drivers.base import Prepared
 from rnnbench.machine.environments import thread_env
 from rnnbench.rows.pair import PairPlan, check_pair

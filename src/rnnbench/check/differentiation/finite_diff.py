@@ -108,7 +108,7 @@ Bounded = tuple[dict[str, np.ndarray], dict[str, np.ndarray]]  # (values, absolu
 
 def finite_differences(model: Model, case: Case, names: Sequence[str] | None = None) -> Bounded:
     """d loss / d input with error bounds for every input in `names` (default: case.wrt_names());
-    check.oracle.finite_difference_oracle makes them a rung of the ladder."""
+    check.oracles.oracle.finite_difference_oracle makes them a rung of the ladder."""
     names = case.wrt_names(model.carry_names) if names is None else list(names)
     with frozen_at_base(model, case):
         return _finite_differences(model, case, names)

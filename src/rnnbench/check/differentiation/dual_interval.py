@@ -1,11 +1,11 @@
-"""Interval tangents for the dual numbers (check/dual.py): one first-order pass that bounds every
+"""Interval tangents for the dual numbers (check/differentiation/dual.py): one first-order pass that bounds every
 value the chain rule gives with each kink's local derivative anywhere between its one-sided ones,
-whatever the number of ties (check/kink_range.py uses it beyond the corners it enumerates).
+whatever the number of ties (check/oracles/kink_range.py uses it beyond the corners it enumerates).
 
 First-order forward mode is linear in the tangents, with coefficients that are values: a tangent
 carried as a center c and a radius r >= 0 (each entry the interval [c - r, c + r]) goes through
 every rule exactly as c does, and through a coefficient b as r |b| (a sum adds radii; a matmul takes
-|B|). At a tie the tangent is the hull of both sides' (check/dual.py's `where`, maximum, minimum
+|B|). At a tie the tangent is the hull of both sides' (check/differentiation/dual.py's `where`, maximum, minimum
 and abs at 0, inside branch_points.hulling()): every combination of sides then lies within the
 final interval. It is sound and wider than the corners' range where one kink reaches an entry by
 several paths (the interval forgets that they share one local derivative).
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from rnnbench.check.branch_points import lose
+from rnnbench.check.differentiation.branch_points import lose
 
 
 class Escape(TypeError):

@@ -1,4 +1,4 @@
-"""A model's loss evaluated on dual numbers (check/dual.py): the exact gradient of every compared input
+"""A model's loss evaluated on dual numbers (check/differentiation/dual.py): the exact gradient of every compared input
 entry, and the exact Hessian-vector product, in float64 or at MP_DIGITS decimal digits (mpmath).
 
 Seeding: the compared inputs' entries are numbered 0..K-1 in case.wrt_names() order; a pass seeds
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.check import branch_points, dual, kink_log
-from rnnbench.check.dual_interval import Escape, Interval, parts
-from rnnbench.check.finite_diff import input_value
+from rnnbench.check.differentiation import branch_points, dual, kink_log
+from rnnbench.check.differentiation.dual_interval import Escape, Interval, parts
+from rnnbench.check.differentiation.finite_diff import input_value
 from rnnbench.errors import InputError
 from rnnbench.model import Case, Model, is_integer, rollout
 
@@ -84,7 +84,7 @@ def _keeping_integers(conv: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda x: x if is_integer(x) else conv(x)
 
 
-_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the rnnbench package
+_OURS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep  # the rnnbench package
 
 
 @contextlib.contextmanager
@@ -197,7 +197,7 @@ def evaluate(
 
 
 def evaluate_hull(model: Model, case: Case, names: Sequence[str]) -> tuple[dict, dict] | str:
-    """Interval tangents (check/dual_interval.py) in one float64 pass inside branch_points.hulling():
+    """Interval tangents (check/differentiation/dual_interval.py) in one float64 pass inside branch_points.hulling():
     (lo, hi) per name, the input's shape, enclosing every value the chain rule gives with each tie's
     side anywhere between its one-sided derivatives (NaN where not finite); a str (why) where the
     pass cannot bound them (more compared entries than one pass holds, a tie's mask used other than

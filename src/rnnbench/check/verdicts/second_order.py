@@ -1,11 +1,11 @@
 """The second-order check: a driver's Hessian-vector product (Prepared.hvp) against a float64
 oracle along a seeded random direction, with the known-issues registry applied.
 
-The oracle, by the ladder of check/oracle.py: nested dual numbers (forward over forward,
-check/dual_eval.py: exact to rounding) at float64, or at 50 digits where the loss's condition
+The oracle, by the ladder of check/oracles/oracle.py: nested dual numbers (forward over forward,
+check/differentiation/dual_eval.py: exact to rounding) at float64, or at 50 digits where the loss's condition
 number says float64 may not resolve it; before an H v is called wrong at float64, the 50-digit one
 gives what float64 rounding alone does to it. Only where dual numbers meet a point without a
-derivative (or are forced off) do the difference oracles of check/hvp.py answer: gradient
+derivative (or are forced off) do the difference oracles of check/differentiation/hvp.py answer: gradient
 differences of a hand oracle, else loss differences, each checked at two step sizes.
 
 Statuses: "ok"; "hvp_mismatch" (some (H v)[input] is off, including identically zero where the
@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rnnbench.check.compare import InputError, compare_grads, describe, loss_condition
-from rnnbench.check.dual_eval import evaluate
-from rnnbench.check.finite_diff import input_value
-from rnnbench.check.hvp import GRADIENT_STEP, LOSS_STEP, finite_difference_hvp, gradient_difference_hvp
-from rnnbench.check.judge import registered
-from rnnbench.check.kink_range import hvp_at_kinks
-from rnnbench.check.low_precision import ROUNDING_SAFETY
-from rnnbench.check.oracle import MP_MAX_ENTRIES, MP_TRIGGER, once
+from rnnbench.check.differentiation.dual_eval import evaluate
+from rnnbench.check.differentiation.finite_diff import input_value
+from rnnbench.check.differentiation.hvp import GRADIENT_STEP, LOSS_STEP, finite_difference_hvp, gradient_difference_hvp
+from rnnbench.check.differentiation.low_precision import ROUNDING_SAFETY
+from rnnbench.check.oracles.kink_range import hvp_at_kinks
+from rnnbench.check.oracles.oracle import MP_MAX_ENTRIES, MP_TRIGGER, once
 from rnnbench.check.tolerance import UNIT_ROUNDOFF, hvp_tolerance
+from rnnbench.check.verdicts.judge import registered
 from rnnbench.drivers.base import Prepared
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.status import InputStatus, OracleKind, Status
@@ -41,7 +41,7 @@ COARSE = 2.0  # the self-consistency step is this many times the oracle's step
 KINKED_HVP = (
     "half the spread of the kinks' corners' H v (nested dual numbers with each tie's side forced; 0 where "
     "they agree, or where v decides every tie, its sides equal along v to first order and not to second: "
-    "exact); none (NaN) where an entry's gradient jumps across a kink (check/kink_range.py)"
+    "exact); none (NaN) where an entry's gradient jumps across a kink (check/oracles/kink_range.py)"
 )
 
 

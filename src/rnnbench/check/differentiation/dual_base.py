@@ -1,4 +1,4 @@
-"""The base arrays under the dual numbers (check/dual.py): numpy float64 arrays, or object arrays of
+"""The base arrays under the dual numbers (check/differentiation/dual.py): numpy float64 arrays, or object arrays of
 mpmath numbers for the 50-digit rung. Each function dispatches on the dtype; on mpmath numbers it
 gives numpy's float64 answer where mpmath would raise or leave the reals, so both rungs meet a
 domain edge (sqrt and log at 0 or below, 1 / 0, 0 ** -1) the same way: with a non-finite value.

@@ -10,9 +10,9 @@ Two, by what the model offers:
         D(h) = [L(+hv, +he_i) - L(+hv, -he_i) - L(-hv, +he_i) + L(-hv, -he_i)] / (4 h^2)
     with the same Richardson step: truncation O(h^4), roundoff ~eps |L| / h^2. Cost: 8 forward
     passes per scalar input entry, so used on small cases. The step's stop_gradient outputs are
-    held at their values at p (check/finite_diff.py: frozen_at_base), as autodiff treats them.
+    held at their values at p (check/differentiation/finite_diff.py: frozen_at_base), as autodiff treats them.
 Each oracle is also evaluated at a coarser step; where the two disagree the draw is ill-conditioned
-and is skipped with a reason instead of being compared (rnnbench.check.second_order).
+and is skipped with a reason instead of being compared (rnnbench.check.verdicts.second_order).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from rnnbench.check.finite_diff import frozen_at_base, input_value
+from rnnbench.check.differentiation.finite_diff import frozen_at_base, input_value
 from rnnbench.model import Case, Model, reference_loss
 
 LOSS_STEP = 2e-3

@@ -1,9 +1,9 @@
-"""The points without a derivative that the dual numbers (check/dual.py) met: abs and sqrt at 0, a
+"""The points without a derivative that the dual numbers (check/differentiation/dual.py) met: abs and sqrt at 0, a
 power at 0, a comparison at an exact tie. Inside `kinks()` each is recorded with the tangent columns
 it touches (the seeded entries whose derivative passes through it), so the oracle does not trust
-those columns (check/oracle.py falls back). check/branch_points.py decides which side each is taken
-on; this module only records that it was met. Plain arrays only: the rules in check/dual.py hand
-over the mask and the top level's tangent.
+those columns (check/oracles/oracle.py falls back). check/differentiation/branch_points.py decides which
+side each is taken on; this module only records that it was met. Plain arrays only: the rules in
+check/differentiation/dual.py hand over the mask and the top level's tangent.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ c_t (the float64 numpy carry after t steps, every leaf differentiated), xs[t:], 
 with the outputs of steps < t prepended as constants. Its carry0 gradient is the carry cotangent
 dL/dc_t; its parameter gradient minus that of the suffix from t+1 is step t's contribution to
 dL/dp. The driver computes both on each suffix with its own autodiff; the oracle is the ladder's
-exact rungs on the numpy suffix (check/oracle.dual_oracle: dual numbers, 50 digits where float64
+exact rungs on the numpy suffix (check/oracles/oracle.dual_oracle: dual numbers, 50 digits where float64
 cannot resolve it, finite differences with their error bars only where a step has no
 derivative). Walking t = T-1 .. 0, the first t where either disagrees is where the backward first
 goes wrong.
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rnnbench.check.compare import compare_grads, describe
-from rnnbench.check.oracle import dual_oracle
+from rnnbench.check.oracles.oracle import dual_oracle
 from rnnbench.check.tolerance import at_loss_scale, tolerance
 from rnnbench.drivers.base import Driver, derivatives
 from rnnbench.model import Case, Model, reference_loss, rollout

@@ -1,7 +1,7 @@
 """The oracle ladder: per row, the most exact oracle that can answer, and its kind in the record.
 
   1. hand / closed form   the model's own oracle (hand_bptt, hand_adjoint, closed_form, ...)
-  2. dual                 dual numbers over the numpy step in float64 (check/dual.py): exact to
+  2. dual                 dual numbers over the numpy step in float64 (check/differentiation/dual.py): exact to
                           rounding, for every step written against `ops`
   3. dual_mp              the same at 50 digits, where float64 may not resolve the gradient: the
                           loss's condition number times float64's unit roundoff is beyond
@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rnnbench.check import oracle_cache
 from rnnbench.check.compare import loss_condition
-from rnnbench.check.dual_eval import DualResult, evaluate
-from rnnbench.check.finite_diff import finite_differences, input_value
-from rnnbench.check.low_precision import ROUNDING_SAFETY
+from rnnbench.check.differentiation.dual_eval import DualResult, evaluate
+from rnnbench.check.differentiation.finite_diff import finite_differences, input_value
+from rnnbench.check.differentiation.low_precision import ROUNDING_SAFETY
+from rnnbench.check.oracles import oracle_cache
 from rnnbench.check.tolerance import UNIT_ROUNDOFF, tolerance
 from rnnbench.model import Case, Model
 from rnnbench.status import OracleKind
@@ -52,12 +52,12 @@ _WEAKEST_LAST = (OracleKind.DUAL, OracleKind.DUAL_MP, OracleKind.FINITE_DIFFEREN
 @dataclass(frozen=True)
 class Oracle:
     """Wanted gradients keyed by compared input, their kind, and per-entry absolute error bounds
-    (zero arrays for the exact kinds; check/finite_diff.py's estimate for finite differences; what
+    (zero arrays for the exact kinds; check/differentiation/finite_diff.py's estimate for finite differences; what
     float64 rounding does for dual_mp). bound_name: what the bound is, as the judge's report says
     it. reason: why the ladder took this rung. refine: None, or the next rung up (extended
     precision), which the judge asks for before calling a float64 row wrong. source: where the
     values came from, as the record's oracle_source says it: "computed" here, or the hand-oracle
-    cache's "cache:<key>" / "recomputed:<key>" (check/oracle_cache.py)."""
+    cache's "cache:<key>" / "recomputed:<key>" (check/oracles/oracle_cache.py)."""
 
     grads: Mapping[str, np.ndarray]
     kind: str
@@ -75,7 +75,7 @@ class Oracle:
 
 
 def finite_difference_oracle(model: Model, case: Case, names: Sequence[str] | None = None) -> Oracle:
-    """Rung 4 alone: check/finite_diff.py's values with their error bounds, for `names` (default:
+    """Rung 4 alone: check/differentiation/finite_diff.py's values with their error bounds, for `names` (default:
     every compared input)."""
     grads, error = finite_differences(model, case, names)
     return Oracle(grads, OracleKind.FINITE_DIFFERENCES, error)

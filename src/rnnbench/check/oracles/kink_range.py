@@ -6,11 +6,11 @@ between its one-sided derivatives (relu at 0: [0, 1]; abs at 0: [-1, 1]; a tie i
 or `where`: the two sides' slopes). The loss's derivative is then a sum over paths of products of
 local derivatives, in which each kink appears at most once per path: multilinear in the kinks'
 local derivatives, so over the box of their ranges its extremes are at the corners. The corners are
-evaluated exactly, by dual numbers with each tied entry's side forced (check/branch_points.py):
+evaluated exactly, by dual numbers with each tied entry's side forced (check/differentiation/branch_points.py):
 2^N passes for N tied entries (a tie in maximum or minimum is one), so at most MAX_TIED entries are
 enumerated. A pass whose forced sides change the loss's value (a `where` whose branches differ at
 the tie: a jump, not a kink) or which branch points the step meets is left out: no framework
-evaluates the function there. Beyond MAX_TIED, one pass of interval tangents (check/dual_interval.py)
+evaluates the function there. Beyond MAX_TIED, one pass of interval tangents (check/differentiation/dual_interval.py)
 encloses the same range: wider where one kink reaches an entry by several paths, never narrower.
 
 sqrt at 0 and a power at 0 are not kinks between two finite one-sided derivatives (a pole, a
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.check.branch_points import along, forcing
-from rnnbench.check.dual_eval import CHUNK, evaluate, evaluate_hull
-from rnnbench.check.finite_diff import input_value
+from rnnbench.check.differentiation.branch_points import along, forcing
+from rnnbench.check.differentiation.dual_eval import CHUNK, evaluate, evaluate_hull
+from rnnbench.check.differentiation.finite_diff import input_value
 from rnnbench.model import Case, Model
 
 MAX_TIED = 8  # 2^8 dual passes at most: tied entries beyond this are not enumerated

@@ -46,11 +46,11 @@ from pathlib import Path
 import numpy as np
 
 from rnnbench import losses
-from rnnbench.check.finite_diff import input_value
+from rnnbench.check.differentiation.finite_diff import input_value
 from rnnbench.model import Case, Model
 
 STORE_AFTER_S = 1.0
-COMPUTED = "computed"  # Answer.source (and check.oracle.Oracle.source) of values computed in this process
+COMPUTED = "computed"  # Answer.source (and check.oracles.oracle.Oracle.source) of values computed in this process
 FORMAT = 2  # the entry's layout: its gradients, and META holding the key and the content hash
 META = "__rnnbench_oracle_cache__"  # the npz member of the entry's key and hash (a name no input has)
 # where installed packages and the standard library live: their functions are not followed

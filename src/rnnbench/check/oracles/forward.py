@@ -1,6 +1,6 @@
 """The forward's error bar where the loss's condition number does not bound it: what rounding alone
 does to a correct implementation's loss across the whole recurrence, measured, as the gradients'
-bars are (check/low_precision.py, the dual_mp rung).
+bars are (check/differentiation/low_precision.py, the dual_mp rung).
 
 Why: the judge compares a driver's loss with the float64 numpy reference, and calls a difference
 that the compared inputs' condition number cannot explain forward_mismatch. Two kinds of correct
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rnnbench.check.compare import loss_rel_error
-from rnnbench.check.dual_eval import evaluate
-from rnnbench.check.low_precision import ROUNDING_SAFETY, float32_loss
+from rnnbench.check.differentiation.dual_eval import evaluate
+from rnnbench.check.differentiation.low_precision import ROUNDING_SAFETY, float32_loss
 from rnnbench.model import Case, Model
 
 # A forward at 50 digits costs orders of magnitude more than float64: beyond this many input entries
@@ -86,7 +86,7 @@ def _float32(model: Model, case: Case, loss: float, reference: float) -> Forward
     tape = float32_loss(model, case)
     tape_error = loss_rel_error(tape, reference)
     bound = ROUNDING_SAFETY * tape_error
-    tape_says = "an independent float32 computation of this loss (check/low_precision.py)"
+    tape_says = "an independent float32 computation of this loss (check/differentiation/low_precision.py)"
     what = (
         f"{tape_says} is off the float64 value by {tape_error:.3g}"
         if np.isfinite(tape_error)

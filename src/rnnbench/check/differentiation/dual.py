@@ -10,8 +10,8 @@ precision (the elementwise functions dispatch on the dtype), so one rule set ser
 
 Points without a derivative (abs and sqrt at 0, a tie in maximum / minimum, a comparison that
 feeds `where` exactly on its boundary) are recorded, with the tangent columns they touch, in
-check/kink_log.py's `kinks()` collector: the oracle does not trust those columns (check/oracle.py
-falls back).
+check/differentiation/kink_log.py's `kinks()` collector: the oracle does not trust those columns
+(check/oracles/oracle.py falls back).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.check import branch_points
-from rnnbench.check.branch_points import side
-from rnnbench.check.dual_base import base_functions
-from rnnbench.check.dual_interval import Interval, TieMask, hull_at, tie_of
-from rnnbench.check.kink_log import collecting, kink_at, tie_met
+from rnnbench.check.differentiation import branch_points
+from rnnbench.check.differentiation.branch_points import side
+from rnnbench.check.differentiation.dual_base import base_functions
+from rnnbench.check.differentiation.dual_interval import Interval, TieMask, hull_at, tie_of
+from rnnbench.check.differentiation.kink_log import collecting, kink_at, tie_met
 from rnnbench.ops import named_ops
 
 Array = Any  # a base array (float64 or mpmath object array) or a Dual
@@ -183,7 +183,7 @@ def _joined(xs: Sequence[Array], axis: int, join: Callable, *, base: Callable, n
     constant's as zeros)."""
     at = max(level(x) for x in xs)
     if at == 0:
-        # interval tangents (check/dual_interval.py) join by their own rule
+        # interval tangents (check/differentiation/dual_interval.py) join by their own rule
         return base([x if isinstance(x, Interval) else np.asarray(x) for x in xs], axis=axis)
     parts = [_parts(x, at) for x in xs]
     k = next(_k_of(t) for _, t in parts if t is not None)
@@ -208,7 +208,7 @@ def split(x: Array, n: int) -> tuple:
 
 
 def where(cond: Any, a: Any, b: Any) -> Array:
-    tie = tie_of(cond)  # a hulled pass's comparison at a tie (check/dual_interval.py)
+    tie = tie_of(cond)  # a hulled pass's comparison at a tie (check/differentiation/dual_interval.py)
     cond = np.asarray(primal(cond), dtype=bool)
     at = max(level(a), level(b))
     if at == 0:
@@ -389,7 +389,7 @@ def sigmoid(x: Any) -> Any:
 
 
 def absolute(x: Any) -> Any:
-    """|x| = x sign(x) at every level, the sign decided once (check/kink_range.py may force it at 0;
+    """|x| = x sign(x) at every level, the sign decided once (check/oracles/kink_range.py may force it at 0;
     along v: the sign of x's second derivative along v where x is stationary along v)."""
     at = np.asarray(primal(x)) == 0
     forced = side(at, sides=(x, 0.0, np.greater)) if isinstance(x, Dual) else None
@@ -426,14 +426,14 @@ def minimum(a: Any, b: Any) -> Any:
     return np.minimum(a, b) if max(level(a), level(b)) == 0 else _extremum(a, b, np.less)
 
 
-# ---- kinks (recorded in check/kink_log.py) -----------------------------------------------------------
+# ---- kinks (recorded in check/differentiation/kink_log.py) -----------------------------------------------------------
 def _kink_at(at: np.ndarray, tangent: Any, what: str) -> None:
     """kink_log.kink_at on the tangent's base array: a Dual tangent (a lower level moves too) names every column."""
     kink_at(at, primal(tangent), what, every_column=isinstance(tangent, Dual))
 
 
 def _tie(a: Any, b: Any, f: Callable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-    """(a's and b's base values, their exact ties, the side check/kink_range.py forces there or None),
+    """(a's and b's base values, their exact ties, the side check/oracles/kink_range.py forces there or None),
     the tie recorded as a kink where the sides move."""
     pa, pb = np.asarray(primal(a)), np.asarray(primal(b))
     tie = np.broadcast_to(pa == pb, np.broadcast_shapes(pa.shape, pb.shape))
@@ -446,7 +446,7 @@ def _tie(a: Any, b: Any, f: Callable) -> tuple[np.ndarray, np.ndarray, np.ndarra
 def _compare(a: Any, b: Any, f: Callable) -> np.ndarray:
     pa, pb, tie, forced = _tie(a, b, f)
     out = f(pa, pb) if forced is None else np.where(tie, forced, f(pa, pb))
-    # a hulled pass (check/dual_interval.py): `where` hulls the tangents at these entries
+    # a hulled pass (check/differentiation/dual_interval.py): `where` hulls the tangents at these entries
     return TieMask(out, tie) if branch_points.hull() and np.any(tie) else out
 
 

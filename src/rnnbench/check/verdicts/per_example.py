@@ -1,6 +1,6 @@
 """The per_example mode's oracle and verdict (rnnbench.modes). Example b's own case (rnnbench.batch:
-the case's slice b, B = 1) gets the oracle ladder's gradients (rnnbench.check.oracle), and the one
-judge (rnnbench.check.judge, every edge rule: kinks, ties, NaN, the float32 bound) decides what the
+the case's slice b, B = 1) gets the oracle ladder's gradients (rnnbench.check.oracles.oracle), and the one
+judge (rnnbench.check.verdicts.judge, every edge rule: kinks, ties, NaN, the float32 bound) decides what the
 driver gave for example b against it. The row's verdict is its examples' in the judge's staged
 order (rnnbench.status: a forward mismatch first, then a missing gradient, a wrong one, ...,
 cannot_decide, ok); each input's line is its worst example's, its entry indexed (b, *entry) in the
@@ -18,8 +18,8 @@ import numpy as np
 
 from rnnbench import batch
 from rnnbench.check.compare import describe, loss_rel_error
-from rnnbench.check.judge import Check, judge, registered
-from rnnbench.check.oracle import Oracle, oracle_grads, weakest
+from rnnbench.check.oracles.oracle import Oracle, oracle_grads, weakest
+from rnnbench.check.verdicts.judge import Check, judge, registered
 from rnnbench.model import Case, Layout, Model, batch_layout, reference_loss
 from rnnbench.modes import PER_EXAMPLE
 from rnnbench.status import InputStatus, Status

@@ -1,13 +1,13 @@
-"""Which side the dual numbers (check/dual.py) take at each branch point: a comparison at an exact
+"""Which side the dual numbers (check/differentiation/dual.py) take at each branch point: a comparison at an exact
 tie, `abs` at 0, a tie in maximum / minimum (one branch point per tied entry however the op is
 written). Outside a plan the ops decide as numpy does (this module answers None). Inside:
   - `forcing(bits)`: every tied entry met takes the side given by the next of a sequence of bits, in
-    the order the step meets them, so check/kink_range.py can evaluate the chain rule with each
+    the order the step meets them, so check/oracles/kink_range.py can evaluate the chain rule with each
     kink's local derivative at either of its one-sided values;
   - `hulling()`: numpy's own side for the values, while the tangents at each tie take the hull of
-    both sides' (check/dual_interval.py: interval tangents, one pass whatever the number of ties);
+    both sides' (check/differentiation/dual_interval.py: interval tangents, one pass whatever the number of ties);
   - `along()`: each tie takes the side the direction v takes on both sides of the point, where its
-    sides agree along v to first order and differ at second order (check/kink_range.py: the exact H
+    sides agree along v to first order and differ at second order (check/oracles/kink_range.py: the exact H
     v at a tie of two smooth branches); a tie that v does not decide is counted as undecided.
 The plan also records how many tied entries each branch point had, so a pass can be checked to have
 met the same branch points as the pass it is compared with.
@@ -31,7 +31,7 @@ class Plan:
     branch point met; overrun: more tied entries were met than there are bits (the pass met other
     branch points). hull: tangents hulled at ties (`hulling`); lost: why a hulled pass does not
     bound the derivative ("" while it does). along: sides decided by v (`along`); direction: v
-    flattened over the pass's tangent columns (check/dual_eval.py sets it); undecided: the tied
+    flattened over the pass's tangent columns (check/differentiation/dual_eval.py sets it); undecided: the tied
     entries v did not decide."""
 
     bits: Sequence[bool] | None
@@ -73,7 +73,7 @@ def along() -> contextlib.AbstractContextManager[Plan]:
 
 
 def hull() -> bool:
-    """Whether the pass hulls the tangents at ties (check/dual_interval.py)."""
+    """Whether the pass hulls the tangents at ties (check/differentiation/dual_interval.py)."""
     plan = _PLAN.get()
     return plan is not None and plan.hull
 
@@ -123,7 +123,7 @@ def side(at: np.ndarray, *, sides: tuple[Any, Any, Callable] | None = None) -> n
 
 
 def decided_by_v(a: Any, b: Any, f: Callable, tie: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """In an `along` pass: where v decides a tie of a and b (check/dual.py's Duals, or constants), and
+    """In an `along` pass: where v decides a tie of a and b (check/differentiation/dual.py's Duals, or constants), and
     the side the comparison `f` takes there. a(p + s v) - b(p + s v) = s d1 + s^2 d2 / 2 + ...: with
     d1 == 0 and d2 != 0 it has d2's sign on both sides of s = 0, so the branch taken is the same on
     both sides; anything else is undecided."""
@@ -137,7 +137,7 @@ def decided_by_v(a: Any, b: Any, f: Callable, tie: np.ndarray) -> tuple[np.ndarr
 
 
 def _along_v(x: Any, shape: tuple, v: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(d/ds, d^2/ds^2) of x(p + s v) at s = 0 in an H v pass (check/dual_eval.py: an outer level of K
+    """(d/ds, d^2/ds^2) of x(p + s v) at s = 0 in an H v pass (check/differentiation/dual_eval.py: an outer level of K
     columns over every compared entry, an inner level along v; v (K,) over those columns), both of
     `shape`: the inner tangent, and sum_k v_k d/dx_k of it (mixed partials are symmetric). None
     where x's second derivative along v is not carried (a Dual of the inner level alone)."""
@@ -157,7 +157,7 @@ def _along_v(x: Any, shape: tuple, v: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def _lifted(t: Any, axes: int, full: tuple) -> np.ndarray:
     """A base tangent array, its first `axes` axes tangent axes and the rest value axes right-aligned
-    (as check/dual.py broadcasts them), broadcast to `full`."""
+    (as check/differentiation/dual.py broadcasts them), broadcast to `full`."""
     t = np.asarray(t, dtype=np.float64)
     missing = len(full) - t.ndim
     if missing > 0:

@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 
 from rnnbench import losses as loss_forms
-from rnnbench.check.conditions import CONDITIONS
+from rnnbench.check.bugs.conditions import CONDITIONS
 from rnnbench.model import Case, Model
 from rnnbench.modes import FIRST_ORDER, VJP
 from rnnbench.status import WRONG_GRADIENT, Status, fixed, is_known, known
 
-REGISTRY_PATH = Path(__file__).resolve().parents[1] / "known_issues.json"
+REGISTRY_PATH = Path(__file__).resolve().parents[2] / "known_issues.json"
 STATUSES = tuple(WRONG_GRADIENT | {Status.COMPILE_ERROR, Status.ERROR, Status.HVP_MISMATCH, Status.HVP_ERROR})
 """What an entry may say a bug produces (the rest are not a framework's answer: crash, timeout, ...)."""
 
@@ -62,7 +62,7 @@ class KnownIssue:
     models: tuple[str, ...] | None = None
     dtypes: tuple[str, ...] | None = None
     catalog: str = ""  # where docs/bugs.md describes it
-    order: int = 1  # 1: the gradient check (rows); 2: the second-order check (check/second_order.py)
+    order: int = 1  # 1: the gradient check (rows); 2: the second-order check (check/verdicts/second_order.py)
     certain: bool = True  # False: shows on some covered cases only (an ok row stays ok)
     witnesses: tuple[
         Mapping[str, Any], ...

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rnnbench.check import known_issues
+from rnnbench.check.bugs import known_issues
 from rnnbench.check.compare import (
     NOT_FINITE,
     InputError,
@@ -30,12 +30,12 @@ from rnnbench.check.compare import (
     loss_rel_error,
     verdict,
 )
-from rnnbench.check.finite_diff import input_value, one_sided
-from rnnbench.check.forward import PASSES, UNDECIDED, forward_bound
-from rnnbench.check.kink_range import kink_range
-from rnnbench.check.low_precision import ROUNDING_SAFETY, float32_gradients, float32_holds, float32_tape
-from rnnbench.check.oracle import Oracle, oracle_grads
-from rnnbench.check.oracle_cache import COMPUTED
+from rnnbench.check.differentiation.finite_diff import input_value, one_sided
+from rnnbench.check.differentiation.low_precision import ROUNDING_SAFETY, float32_gradients, float32_holds, float32_tape
+from rnnbench.check.oracles.forward import PASSES, UNDECIDED, forward_bound
+from rnnbench.check.oracles.kink_range import kink_range
+from rnnbench.check.oracles.oracle import Oracle, oracle_grads
+from rnnbench.check.oracles.oracle_cache import COMPUTED
 from rnnbench.check.tolerance import Tolerance, at_loss_scale, island_tolerance, tolerance
 from rnnbench.model import Case, Model, reference_loss
 from rnnbench.modes import JVP, VJP
@@ -60,14 +60,14 @@ class Check:
     prepare_s: float = float("nan")  # the driver's prepare before that first call (rows/pair.py times both)
     report: str = ""
     raw_status: str = ""  # the check's own verdict, before the known-issues registry
-    # "" (the forward judged against the reference), or check/forward.py's outcome against the truth:
+    # "" (the forward judged against the reference), or check/oracles/forward.py's outcome against the truth:
     # "passes" / "cannot_decide" (then the gradients are judged all the same)
     forward: str = ""
     forward_note: str = ""
     # undecided (subgradient_differs / cannot_decide) only at kinked entries whose range holds the
     # driver: H v is still defined, and judged, on the other entries (rows/pair.py)
     kinks_only: bool = False
-    # where the oracle judged against came from (check.oracle.Oracle.source): "computed", or the
+    # where the oracle judged against came from (check.oracles.oracle.Oracle.source): "computed", or the
     # hand-oracle cache's "cache:<key>" / "recomputed:<key>"; the record's oracle_source
     oracle_source: str = COMPUTED
     # the dtype the driver's loss came back in where wider than the row's (model.promoted): the step
@@ -215,7 +215,7 @@ def _against(
 
 
 def _verdict(result: Check, errors: list[InputError], tol: Tolerance, condition: float) -> str:
-    """compare.verdict, with the forward as check/forward.py settled it where it did: a forward that
+    """compare.verdict, with the forward as check/oracles/forward.py settled it where it did: a forward that
     passes against the truth or cannot be decided leaves the gradients to decide (never ok when undecided)."""
     if not result.forward:
         return verdict(result.loss_error, errors, tol, condition)
@@ -231,7 +231,7 @@ def _forward_against_truth(
     result: Check, model: Model, case: Case, *, dtype: str, tol: Tolerance, condition: float
 ) -> None:
     """A forward_mismatch re-judged against the truth with what rounding alone does to a correct
-    implementation's loss across the whole recurrence (check/forward.py)."""
+    implementation's loss across the whole recurrence (check/oracles/forward.py)."""
     bound = forward_bound(model, case, dtype, loss=result.loss, reference=result.reference_loss)
     if bound is None:
         return
@@ -257,7 +257,7 @@ def _with_rounding_bounds(
     mode: str = VJP,
 ) -> bool:
     """Re-judge a failing float32 row with what float32 rounding alone does to these gradients
-    (check/low_precision.py) added to the oracle's bounds: a difference that a correct float32
+    (check/differentiation/low_precision.py) added to the oracle's bounds: a difference that a correct float32
     computation also makes is cannot_decide, not a wrong gradient. False where the float32 tape
     could not run (the row is left as it was)."""
     try:
@@ -298,9 +298,9 @@ def _with_rounding_bounds(
     finite = {n: rounding[n][np.isfinite(rounding[n])] for n in names}
     worst = max((float(np.max(finite[n])) / e.scale for n, e in zip(names, errors) if np.size(finite[n])), default=0.0)
     note = (
-        f"\nfloat32 rounding bound: an independent float32 computation (check/low_precision.py) of these "
-        f"gradients is off by up to {worst / ROUNDING_SAFETY:.2g} of scale; {ROUNDING_SAFETY:g}x that bounds what "
-        f"rounding alone does"
+        f"\nfloat32 rounding bound: an independent float32 computation (check/differentiation/low_precision.py) "
+        f"of these gradients is off by up to {worst / ROUNDING_SAFETY:.2g} of scale; {ROUNDING_SAFETY:g}x that bounds "
+        f"what rounding alone does"
     )
     status = _verdict(result, errors, tol, condition)
     if status == Status.CANNOT_DECIDE:
@@ -322,7 +322,7 @@ def _wrong_lines(result: Check) -> bool:
 def _lines_under_undecided_forward(result: Check, *, rounded: bool) -> None:
     """A cannot_decide row whose input lines still say mismatch or missing: its forward is undecided
     (rounding at its dtype alone can move the loss beyond the tolerance, compare.verdict), and it
-    stopped there. The gradients still decide where they can, as after check/forward.py: a non-finite
+    stopped there. The gradients still decide where they can, as after check/oracles/forward.py: a non-finite
     gradient where the oracle's is finite is wrong whatever the forward, and so is one beyond what
     float32 rounding alone does to it (`rounded`: the lines were judged with that bound) --
     grad_mismatch, the entry named. Any other such line (float64, no float32 bound) says undecided,
@@ -357,7 +357,7 @@ def _at_differentiable_kinks(
 ) -> None:
     """A row undecided at entries the oracle cannot bound (a kink, a loss not smooth at the
     difference step). At a kink, a driver outside every value the chain rule gives with each
-    kink's local derivative between its one-sided derivatives (check/kink_range.py) is wrong:
+    kink's local derivative between its one-sided derivatives (check/oracles/kink_range.py) is wrong:
     grad_mismatch; where that range cannot be computed the row stays cannot_decide, with the
     reason. Within it, or off the kinks, where the loss itself is differentiable (its one-sided
     differences agree, finite_diff.one_sided) and the driver is beyond that derivative's
@@ -456,7 +456,7 @@ def _kink_verdict(result: Check, wrong: list[str], found: list[str], unknown: li
 def _rounding_slack(model: Model, case: Case, names: list[str], dtype: str) -> Any:
     """slack(name, idx, lo, hi): what rounding at `dtype` alone may add beyond the kinks' range: 0 at
     float64 (the tolerance covers it); at float32, ROUNDING_SAFETY x an independent float32
-    computation's distance from the range (check/low_precision.py: a correct float32 convention
+    computation's distance from the range (check/differentiation/low_precision.py: a correct float32 convention
     moved by rounding alone); a reason (str) where that cannot be bounded."""
     if dtype == "float64":
         return lambda name, idx, lo, hi: 0.0
