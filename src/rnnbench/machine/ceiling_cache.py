@@ -30,6 +30,7 @@ from rnnbench.machine.peak_cache import (
     Read,
     content_hash,
     entry_id,
+    read_verified,
     sealed,
 )
 
@@ -111,25 +112,7 @@ def _without_waiting(path: Path, key_text: str) -> dict[str, Any]:
 
 def read_cache(path: Path) -> Read:
     """The cache file, every entry verified (verify_entry)."""
-    try:
-        cache = json.loads(path.read_text())
-    except FileNotFoundError:
-        return Read()
-    except (OSError, UnicodeDecodeError) as exc:
-        return Read(unreadable=f"unreadable: {type(exc).__name__}")
-    except ValueError:
-        return Read(unreadable="not JSON (cut short or damaged)")
-    entries = cache.get("entries") if isinstance(cache, dict) else None
-    if not isinstance(entries, dict):
-        return Read(unreadable="no entries")
-    read = Read()
-    for key_text, entry in entries.items():
-        why = verify_entry(key_text, entry)
-        if why:
-            read.damaged[key_text] = why
-        else:
-            read.entries[key_text] = entry
-    return read
+    return read_verified(path, verify_entry)
 
 
 def _number(v: Any) -> bool:

@@ -138,6 +138,12 @@ def cached_entries(path: Path) -> dict[str, Any]:
 
 def read_cache(path: Path) -> Read:
     """The cache file, every entry verified (verify_entry)."""
+    return read_verified(path, verify_entry)
+
+
+def read_verified(path: Path, verify: Callable[[str, Any], str]) -> Read:
+    """A cache file of {"entries": {key text: entry}}, each entry checked by `verify` (why it cannot
+    be used, "" where it can): the one reading of every machine-facts cache (peaks, ceilings)."""
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -153,7 +159,7 @@ def read_cache(path: Path) -> Read:
         return Read(unreadable="no entries")
     read = Read()
     for key_text, entry in entries.items():
-        why = verify_entry(key_text, entry)
+        why = verify(key_text, entry)
         if why:
             read.damaged[key_text] = why
         else:
